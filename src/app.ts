@@ -1,0 +1,74 @@
+// The HTTP application. Load order shows the layering: Fastify's own settings and the error edge,
+// then documentation, then the routes.
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { Deps } from './deps.js';
+import { DialtoneError } from './errors.js';
+import { authenticateHook } from './http/authenticate.js';
+import { errorHandler, sendProblem } from './http/problems.js';
+import { initiateCallRoutes } from './http/routes/initiate-call.js';
+import { operationsRoutes } from './http/routes/operations.js';
+import { workflowRunRoutes } from './http/routes/workflow-runs.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export async function buildApp(deps: Deps): Promise<FastifyInstance> {
+  const { config } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
+    connectionTimeout: config.REQUEST_TIMEOUT_MS,
+    // A caller's own X-Request-Id is kept when it is a sane token, so logs line up across systems.
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    ajv: {
+      // Unknown fields are refused, not silently dropped; types are never coerced; every problem
+      // is reported at once.
+      customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true },
+    },
+  });
+
+  // Only JSON bodies: Fastify's text/plain parser would otherwise accept a body we must refuse.
+  app.removeContentTypeParser(['text/plain']);
+  app.decorateRequest('auth', null);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, new DialtoneError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Dialtone',
+        version: '1.0.0',
+        description: 'Outbound call initiation. Errors are RFC 9457 problem details (application/problem+json).',
+      },
+      components: {
+        securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  await app.register(operationsRoutes(deps));
+  await app.register(
+    async (publicApi) => {
+      publicApi.addHook('onRequest', authenticateHook(deps));
+      await publicApi.register(initiateCallRoutes(deps));
+      await publicApi.register(workflowRunRoutes(deps));
+    },
+    { prefix: '/api/v1/public' },
+  );
+  return app;
+}

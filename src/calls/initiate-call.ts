@@ -1,0 +1,102 @@
+// Initiate Call, in all four forms: the checks of DESIGN.md section 2 in their contract order
+// (after authentication and body parsing, which the HTTP layer does), then one durable insert.
+import type { Deps } from '../deps.js';
+import { DialtoneError, validationFailed } from '../errors.js';
+import { createRun } from '../runs/create-run.js';
+import type { RunMode } from '../store/schema.js';
+import { decodeJson } from '../store/store.js';
+import { selectTelephonyConfiguration } from '../telephony/configurations.js';
+import { readinessProblems } from '../telephony/readiness.js';
+import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
+import { parseDestination } from './phone-number.js';
+import { resolveTarget, type Target } from './resolve-target.js';
+
+export interface InitiateCallBody {
+  phone_number: string;
+  initial_context?: Record<string, unknown> | null;
+  telephony_configuration_id?: number | null;
+}
+
+export interface InitiateCallResult {
+  status: string;
+  workflow_run_id: number;
+  workflow_run_name: string;
+}
+
+/** Nesting depth of a JSON value: a scalar is 0, `{}` or `{"a":1}` is 1. */
+export function jsonDepth(value: unknown): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  const children = Array.isArray(value) ? value : Object.values(value);
+  let deepest = 0;
+  for (const child of children) deepest = Math.max(deepest, jsonDepth(child));
+  return 1 + deepest;
+}
+
+function checkInitialContext(deps: Deps, context: Record<string, unknown>): string {
+  const serialized = JSON.stringify(context);
+  const bytes = Buffer.byteLength(serialized, 'utf8');
+  const { INITIAL_CONTEXT_MAX_BYTES: maxBytes, INITIAL_CONTEXT_MAX_DEPTH: maxDepth } = deps.config;
+  if (bytes > maxBytes) {
+    throw validationFailed([{ pointer: '/initial_context', detail: `Is ${bytes} bytes of JSON; the limit is ${maxBytes}.` }]);
+  }
+  const depth = jsonDepth(context);
+  if (depth > maxDepth) {
+    throw validationFailed([{ pointer: '/initial_context', detail: `Is nested ${depth} levels deep; the limit is ${maxDepth}.` }]);
+  }
+  return serialized;
+}
+
+export async function initiateCall(
+  deps: Deps,
+  orgId: number,
+  target: Target,
+  mode: RunMode,
+  body: InitiateCallBody,
+): Promise<InitiateCallResult> {
+  const initialContext = body.initial_context ?? null;
+  const initialContextJson = initialContext === null ? null : checkInitialContext(deps, initialContext);
+  const parsed = parseDestination(body.phone_number);
+  if (!parsed.ok) throw invalidPhoneNumber(parsed.detail);
+
+  const resolved = await resolveTarget(deps.store, orgId, target, mode);
+
+  const telephony = await selectTelephonyConfiguration(deps.store, orgId, body.telephony_configuration_id);
+  if (parsed.destination.kind === 'sip_uri' && telephony.provider !== 'sip') {
+    throw invalidPhoneNumber(`A SIP URI can only be dialed through a SIP telephony configuration; "${telephony.name}" is ${telephony.provider}.`);
+  }
+  const problems = readinessProblems(telephony);
+  if (problems.length > 0) {
+    throw new DialtoneError('telephony_not_ready', `Telephony configuration ${telephony.id} cannot place calls: ${problems.join(' ')}`);
+  }
+
+  const missing = missingRequiredVariables(resolved.graph, templateContext(resolved.graph, initialContext));
+  if (missing.length > 0) {
+    throw new DialtoneError('missing_template_variables', `Required variables missing from initial_context: ${missing.join(', ')}.`, {
+      errors: missing.map((name) => ({ pointer: `/initial_context/${name}`, detail: `"${name}" is required by the agent.` })),
+      extra: { missing_variables: missing },
+    });
+  }
+
+  const callerIds = decodeJson<string[]>(telephony.caller_ids);
+  const run = await createRun(
+    deps.store,
+    {
+      orgId,
+      workflowId: resolved.workflow.id,
+      definitionId: resolved.definition.id,
+      definitionVersion: resolved.definition.version,
+      mode,
+      triggerUuid: resolved.triggerUuid,
+      phoneNumber: parsed.destination.value,
+      callerId: callerIds[0] ?? null,
+      telephonyConfigurationId: telephony.id,
+      initialContextJson,
+    },
+    deps.clock.now(),
+  );
+  return { status: run.state, workflow_run_id: run.id, workflow_run_name: run.name };
+}
+
+function invalidPhoneNumber(detail: string): DialtoneError {
+  return new DialtoneError('invalid_phone_number', detail, { errors: [{ pointer: '/phone_number', detail }] });
+}

@@ -1,0 +1,69 @@
+// Which definition a call runs. An agent UUID (trigger) resolves to its workflow; then the
+// definition is chosen by mode (published, or for tests the draft, else the published one); and
+// for agent UUIDs, the chosen definition must itself contain that trigger, enabled.
+import { DialtoneError } from '../errors.js';
+import type { DefinitionRow, RunMode, WorkflowRow } from '../store/schema.js';
+import { decodeJson, type Store } from '../store/store.js';
+import { isUuid, triggersOf, type DefinitionGraph } from '../workflows/definition.js';
+
+export type Target = { kind: 'agent'; uuid: string } | { kind: 'workflow'; uuid: string };
+
+export interface ResolvedTarget {
+  workflow: Pick<WorkflowRow, 'id' | 'workflow_uuid'>;
+  definition: Pick<DefinitionRow, 'id' | 'version' | 'status'>;
+  graph: DefinitionGraph;
+  triggerUuid: string | null;
+}
+
+export async function resolveTarget(store: Store, orgId: number, target: Target, mode: RunMode): Promise<ResolvedTarget> {
+  const notFound =
+    target.kind === 'agent'
+      ? new DialtoneError('agent_not_found', `No agent ${target.uuid}.`)
+      : new DialtoneError('workflow_not_found', `No workflow ${target.uuid}.`);
+  if (!isUuid(target.uuid)) throw notFound;
+  const uuid = target.uuid.toLowerCase();
+
+  const workflow =
+    target.kind === 'agent'
+      ? await store.db
+          .selectFrom('api_triggers')
+          .innerJoin('workflows', 'workflows.id', 'api_triggers.workflow_id')
+          .select(['workflows.id', 'workflows.workflow_uuid'])
+          .where('api_triggers.trigger_uuid', '=', uuid)
+          .where('workflows.org_id', '=', orgId)
+          .where('workflows.status', '=', 'active')
+          .executeTakeFirst()
+      : await store.db
+          .selectFrom('workflows')
+          .select(['id', 'workflow_uuid'])
+          .where('workflow_uuid', '=', uuid)
+          .where('org_id', '=', orgId)
+          .where('status', '=', 'active')
+          .executeTakeFirst();
+  if (!workflow) throw notFound;
+
+  const candidates = await store.db
+    .selectFrom('workflow_definitions')
+    .select(['id', 'version', 'status', 'graph'])
+    .where('workflow_id', '=', workflow.id)
+    .where('status', 'in', mode === 'test' ? ['draft', 'published'] : ['published'])
+    .execute();
+  const definition = candidates.find((d) => d.status === 'draft') ?? candidates.find((d) => d.status === 'published');
+  if (!definition) {
+    throw new DialtoneError('workflow_not_published', `Workflow ${workflow.workflow_uuid} has no published definition to run.`);
+  }
+  const graph = decodeJson<DefinitionGraph>(definition.graph);
+
+  if (target.kind === 'agent') {
+    const trigger = triggersOf(graph).find((t) => t.triggerUuid === uuid);
+    if (!trigger || !trigger.enabled) {
+      throw new DialtoneError('agent_not_found', `No enabled agent ${target.uuid} in the ${definition.status} definition.`);
+    }
+  }
+  return {
+    workflow,
+    definition: { id: definition.id, version: definition.version, status: definition.status },
+    graph,
+    triggerUuid: target.kind === 'agent' ? uuid : null,
+  };
+}

@@ -1,0 +1,295 @@
+// `dialtone`: administration from the shell, on the same store and dependencies as the service.
+// Every command prints readable text by default and JSON with --json.
+import { readFileSync } from 'node:fs';
+import { Command, InvalidArgumentError } from 'commander';
+import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.js';
+import { ConfigError, loadConfig } from '../config.js';
+import { buildDeps, type Deps } from '../deps.js';
+import { DialtoneError } from '../errors.js';
+import { createOrganization, organizationExists } from '../orgs/organizations.js';
+import { getRun, iso, listRuns } from '../runs/read-run.js';
+import { migrateToLatest } from '../store/migrate.js';
+import { createTelephonyConfiguration, listTelephonyConfigurations } from '../telephony/configurations.js';
+import { archiveWorkflow, createWorkflow, publishDraft, saveDraft, showWorkflow } from '../workflows/workflows.js';
+import { formatRecord, formatTable, type Printable } from './output.js';
+
+function positiveInt(text: string): number {
+  if (!/^[1-9][0-9]{0,14}$/.test(text)) throw new InvalidArgumentError('expected a positive whole number');
+  return Number(text);
+}
+
+function positiveNumber(text: string): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw new InvalidArgumentError('expected a number above 0');
+  return value;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function readJsonFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new CliError(`Cannot read ${path}: ${(error as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new CliError(`${path} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+class CliError extends Error {}
+
+interface Output {
+  json: unknown;
+  text: string;
+}
+
+/** Opens the store (migrating it), runs one command, prints its result, closes the store. */
+function action<A extends unknown[]>(run: (deps: Deps, ...args: A) => Promise<Output>) {
+  return async (...args: A) => {
+    const command = args[args.length - 1] as Command;
+    const json = Boolean(command.optsWithGlobals().json);
+    const deps = buildDeps(loadConfig(), {});
+    try {
+      await migrateToLatest(deps.store);
+      const out = await run(deps, ...args);
+      process.stdout.write(`${json ? JSON.stringify(out.json, null, 2) : out.text}\n`);
+    } finally {
+      await deps.store.close();
+    }
+  };
+}
+
+async function requireOrg(deps: Deps, orgId: number): Promise<void> {
+  if (!(await organizationExists(deps.store, orgId))) throw new CliError(`No organization ${orgId}.`);
+}
+
+const withTimes = <T extends Record<string, unknown>>(row: T, keys: string[]): Printable => {
+  const out: Printable = { ...row };
+  for (const key of keys) if (typeof out[key] === 'number') out[key] = iso(out[key] as number);
+  return out;
+};
+
+export function buildCli(): Command {
+  const program = new Command('dialtone')
+    .description('Dialtone: outbound call initiation service')
+    .option('--json', 'print machine-readable JSON')
+    .showHelpAfterError();
+
+  program
+    .command('serve')
+    .description('start the service (what `npm start` runs)')
+    .action(async () => {
+      const { main } = await import('../server.js');
+      await main();
+    });
+
+  program
+    .command('migrate')
+    .description('apply database migrations')
+    .action(async (_opts: unknown, command: Command) => {
+      const deps = buildDeps(loadConfig());
+      try {
+        const applied = await migrateToLatest(deps.store);
+        const json = Boolean(command.optsWithGlobals().json);
+        process.stdout.write(json ? `${JSON.stringify({ applied })}\n` : `${applied.length ? `Applied ${applied.join(', ')}` : 'Already up to date'}\n`);
+      } finally {
+        await deps.store.close();
+      }
+    });
+
+  const org = program.command('org').description('organizations');
+  org
+    .command('create')
+    .requiredOption('--name <name>', 'organization name')
+    .action(
+      action(async (deps, opts: { name: string }) => {
+        const row = await createOrganization(deps.store, opts.name, deps.clock.now());
+        return { json: row, text: formatRecord(row) };
+      }),
+    );
+
+  const key = program.command('key').description('API keys');
+  key
+    .command('create')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .requiredOption('--name <name>', 'key name')
+    .action(
+      action(async (deps, opts: { org: number; name: string }) => {
+        await requireOrg(deps, opts.org);
+        const created = await createApiKey(deps.store, opts.org, opts.name, deps.clock.now());
+        const json = { id: created.id, prefix: created.prefix, key: created.key };
+        return { json, text: `${formatRecord(json)}\n\nStore the key now: it is not shown again.` };
+      }),
+    );
+  key
+    .command('list')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .action(
+      action(async (deps, opts: { org: number }) => {
+        const rows = (await listApiKeys(deps.store, opts.org)).map((r) => withTimes(r, ['created_at', 'last_used_at', 'revoked_at']));
+        return { json: rows, text: formatTable(rows, ['id', 'name', 'prefix', 'created_at', 'last_used_at', 'revoked_at']) };
+      }),
+    );
+  key
+    .command('revoke')
+    .argument('<key_id>', 'API key id', positiveInt)
+    .action(
+      action(async (deps, keyId: number) => {
+        if (!(await revokeApiKey(deps.store, keyId, deps.clock.now()))) throw new CliError(`No API key ${keyId}.`);
+        return { json: { id: keyId, revoked: true }, text: `Revoked key ${keyId}.` };
+      }),
+    );
+
+  const telephony = program.command('telephony').description('telephony configurations');
+  telephony
+    .command('create')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .requiredOption('--name <name>', 'configuration name')
+    .requiredOption('--provider <provider>', 'simulator, twilio or sip')
+    .option('--caller-id <e164>', 'caller ID (repeatable)', collect, [])
+    .option('--default', 'make this the organization\'s default configuration')
+    .option('--cps <n>', 'calls per second', positiveNumber)
+    .option('--max-concurrent <n>', 'maximum concurrent calls', positiveInt)
+    .option('--credentials <file>', 'JSON file with the provider credentials (stored encrypted)')
+    .option('--settings <file>', 'JSON file with non-secret provider settings (for example the SIP trunk host)')
+    .action(
+      action(
+        async (
+          deps,
+          opts: { org: number; name: string; provider: string; callerId: string[]; default?: boolean; cps?: number; maxConcurrent?: number; credentials?: string; settings?: string },
+        ) => {
+          await requireOrg(deps, opts.org);
+          const view = await createTelephonyConfiguration(
+            deps.store,
+            deps.cipher,
+            {
+              orgId: opts.org,
+              name: opts.name,
+              provider: opts.provider,
+              callerIds: opts.callerId,
+              isDefault: Boolean(opts.default),
+              callsPerSecond: opts.cps,
+              maxConcurrentCalls: opts.maxConcurrent,
+              credentials: opts.credentials ? (readJsonFile(opts.credentials) as Record<string, unknown>) : undefined,
+              settings: opts.settings ? (readJsonFile(opts.settings) as Record<string, unknown>) : undefined,
+            },
+            deps.clock.now(),
+          );
+          return { json: view, text: formatRecord({ ...view }) };
+        },
+      ),
+    );
+  telephony
+    .command('list')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .action(
+      action(async (deps, opts: { org: number }) => {
+        const rows = await listTelephonyConfigurations(deps.store, opts.org);
+        return {
+          json: rows,
+          text: formatTable(rows as unknown as Printable[], ['id', 'name', 'provider', 'status', 'is_default', 'caller_ids', 'calls_per_second', 'max_concurrent_calls']),
+        };
+      }),
+    );
+
+  const workflow = program.command('workflow').description('workflows (agents) and their versions');
+  workflow
+    .command('create')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .requiredOption('--name <name>', 'workflow name')
+    .requiredOption('--definition <file>', 'definition JSON file; becomes published version 1')
+    .action(
+      action(async (deps, opts: { org: number; name: string; definition: string }) => {
+        await requireOrg(deps, opts.org);
+        const summary = await createWorkflow(deps.store, { orgId: opts.org, name: opts.name, definition: readJsonFile(opts.definition) }, deps.clock.now());
+        return { json: summary, text: formatRecord({ ...summary }) };
+      }),
+    );
+  workflow
+    .command('save-draft')
+    .argument('<workflow_uuid>')
+    .requiredOption('--definition <file>', 'definition JSON file')
+    .action(
+      action(async (deps, uuid: string, opts: { definition: string }) => {
+        const summary = await saveDraft(deps.store, uuid, readJsonFile(opts.definition), deps.clock.now());
+        return { json: summary, text: formatRecord({ ...summary }) };
+      }),
+    );
+  workflow
+    .command('publish')
+    .argument('<workflow_uuid>')
+    .action(
+      action(async (deps, uuid: string) => {
+        const summary = await publishDraft(deps.store, uuid, deps.clock.now());
+        return { json: summary, text: formatRecord({ ...summary }) };
+      }),
+    );
+  workflow
+    .command('archive')
+    .argument('<workflow_uuid>')
+    .action(
+      action(async (deps, uuid: string) => {
+        await archiveWorkflow(deps.store, uuid, deps.clock.now());
+        return { json: { workflow_uuid: uuid, status: 'archived' }, text: `Archived workflow ${uuid}.` };
+      }),
+    );
+  workflow
+    .command('show')
+    .argument('<workflow_uuid>')
+    .action(
+      action(async (deps, uuid: string) => {
+        const details = await showWorkflow(deps.store, uuid);
+        const versions = details.definitions.map((d) => withTimes(d, ['created_at', 'published_at']));
+        return {
+          json: { ...details, definitions: versions },
+          text: `${formatRecord({ workflow_uuid: details.workflow_uuid, org_id: details.org_id, name: details.name, status: details.status })}\n\n${formatTable(versions, ['version', 'status', 'created_at', 'published_at', 'agent_uuids'])}`,
+        };
+      }),
+    );
+
+  const run = program.command('run').description('workflow runs');
+  run
+    .command('show')
+    .argument('<run_id>', 'run id', positiveInt)
+    .action(
+      action(async (deps, runId: number) => {
+        const view = await getRun(deps.store, undefined, runId);
+        return { json: view, text: formatRecord({ ...view }) };
+      }),
+    );
+  run
+    .command('list')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .option('--limit <n>', 'how many, newest first', positiveInt, 20)
+    .action(
+      action(async (deps, opts: { org: number; limit: number }) => {
+        const rows = await listRuns(deps.store, opts.org, Math.min(opts.limit, 1000));
+        return { json: rows, text: formatTable(rows as unknown as Printable[], ['id', 'name', 'state', 'mode', 'phone_number', 'definition_version', 'created_at']) };
+      }),
+    );
+
+  return program;
+}
+
+export async function runCli(argv: string[]): Promise<number> {
+  try {
+    await buildCli().parseAsync(argv);
+    return 0;
+  } catch (error) {
+    if (error instanceof DialtoneError) {
+      process.stderr.write(`Error (${error.code}): ${error.message}\n`);
+      for (const e of error.errors ?? []) process.stderr.write(`  ${e.pointer || '/'}: ${e.detail}\n`);
+    } else if (error instanceof CliError || error instanceof ConfigError) {
+      process.stderr.write(`Error: ${error.message}\n`);
+    } else {
+      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    }
+    return 1;
+  }
+}

@@ -1,0 +1,66 @@
+// Domain errors. Code anywhere below the HTTP edge throws a DialtoneError with a code from this
+// closed set; the edge (http/problems.ts) alone decides the HTTP status and the body.
+
+export const ERROR_CODES = [
+  'malformed_json',
+  'missing_api_key',
+  'invalid_api_key',
+  'agent_not_found',
+  'workflow_not_found',
+  'telephony_configuration_not_found',
+  'workflow_run_not_found',
+  'not_found',
+  'workflow_not_published',
+  'idempotency_key_in_use',
+  'payload_too_large',
+  'unsupported_media_type',
+  'validation_failed',
+  'invalid_phone_number',
+  'missing_template_variables',
+  'telephony_not_configured',
+  'telephony_not_ready',
+  'idempotency_key_reused',
+  'rate_limited',
+  'queue_full',
+  'unavailable',
+  'internal_error',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** One problem in a request, located by a JSON Pointer (RFC 6901) into the request body. */
+export interface FieldError {
+  pointer: string;
+  detail: string;
+}
+
+export interface DialtoneErrorOptions {
+  errors?: FieldError[];
+  /** Seconds the client should wait before retrying (429, 503). */
+  retryAfterSeconds?: number;
+  /** Extra members for the problem body (for example the missing variable names). */
+  extra?: Record<string, unknown>;
+}
+
+export class DialtoneError extends Error {
+  readonly errors: FieldError[] | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  readonly extra: Record<string, unknown> | undefined;
+
+  constructor(
+    readonly code: ErrorCode,
+    detail: string,
+    options: DialtoneErrorOptions = {},
+  ) {
+    super(detail);
+    this.name = 'DialtoneError';
+    this.errors = options.errors;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.extra = options.extra;
+  }
+}
+
+/** Refused input: a list of problems found at once, so the caller can fix them all in one go. */
+export function validationFailed(errors: FieldError[], detail = 'The request body is not valid.'): DialtoneError {
+  return new DialtoneError('validation_failed', detail, { errors });
+}

@@ -1,0 +1,127 @@
+// The HTTP edge of errors: maps each domain error code to a status and renders RFC 9457
+// problem+json with `code`, `request_id` and, for validation, `errors`. A 5xx never reveals
+// internals: its detail goes to the log under the request id.
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { DialtoneError, type ErrorCode, type FieldError } from '../errors.js';
+
+interface ProblemSpec {
+  status: number;
+  title: string;
+}
+
+export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
+  malformed_json: { status: 400, title: 'Malformed JSON' },
+  missing_api_key: { status: 401, title: 'Missing API key' },
+  invalid_api_key: { status: 401, title: 'Invalid API key' },
+  agent_not_found: { status: 404, title: 'Agent not found' },
+  workflow_not_found: { status: 404, title: 'Workflow not found' },
+  telephony_configuration_not_found: { status: 404, title: 'Telephony configuration not found' },
+  workflow_run_not_found: { status: 404, title: 'Workflow run not found' },
+  not_found: { status: 404, title: 'Not found' },
+  workflow_not_published: { status: 409, title: 'Workflow not published' },
+  idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  validation_failed: { status: 422, title: 'Validation failed' },
+  invalid_phone_number: { status: 422, title: 'Invalid phone number' },
+  missing_template_variables: { status: 422, title: 'Missing template variables' },
+  telephony_not_configured: { status: 422, title: 'Telephony not configured' },
+  telephony_not_ready: { status: 422, title: 'Telephony not ready' },
+  idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
+  rate_limited: { status: 429, title: 'Rate limited' },
+  queue_full: { status: 429, title: 'Queue full' },
+  unavailable: { status: 503, title: 'Service unavailable' },
+  internal_error: { status: 500, title: 'Internal server error' },
+};
+
+export const PROBLEM_TYPE_BASE = 'https://dialtone.dev/problems/';
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  request_id: string;
+  errors?: FieldError[];
+  [extra: string]: unknown;
+}
+
+export function sendProblem(reply: FastifyReply, error: DialtoneError): FastifyReply {
+  const spec = PROBLEMS[error.code];
+  const body: ProblemBody = {
+    ...error.extra,
+    type: `${PROBLEM_TYPE_BASE}${error.code}`,
+    title: spec.title,
+    status: spec.status,
+    detail: error.message,
+    code: error.code,
+    request_id: String(reply.request.id),
+  };
+  if (error.errors) body.errors = error.errors;
+  if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
+  return reply.code(spec.status).type('application/problem+json').send(body);
+}
+
+interface AjvIssue {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** Turns Ajv's findings into JSON Pointers at the offending member, with readable sentences. */
+export function fieldErrorsFromAjv(issues: AjvIssue[]): FieldError[] {
+  return issues.map((issue) => {
+    if (issue.keyword === 'additionalProperties') {
+      const name = String(issue.params.additionalProperty);
+      return { pointer: `${issue.instancePath}/${escapePointer(name)}`, detail: `Unknown field "${name}".` };
+    }
+    if (issue.keyword === 'required') {
+      const name = String(issue.params.missingProperty);
+      return { pointer: `${issue.instancePath}/${escapePointer(name)}`, detail: `"${name}" is required.` };
+    }
+    return { pointer: issue.instancePath || '/', detail: `Must ${issue.message ?? 'be valid'}.`.replace('Must must', 'Must') };
+  });
+}
+
+function escapePointer(token: string): string {
+  return token.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/** Fastify's own errors (parsing, limits, schema) become the codes of the contract. */
+export function toDialtoneError(error: FastifyError): DialtoneError | undefined {
+  if (error instanceof DialtoneError) return error;
+  if (error.validation) {
+    return new DialtoneError('validation_failed', 'The request is not valid.', {
+      errors: fieldErrorsFromAjv(error.validation as AjvIssue[]),
+    });
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new DialtoneError('unsupported_media_type', 'Send the body as application/json.');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new DialtoneError('payload_too_large', 'The request body is larger than the configured limit.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new DialtoneError('malformed_json', 'The request body is empty; send a JSON object.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new DialtoneError('malformed_json', 'The request body is not valid JSON.');
+    default:
+      break;
+  }
+  if (error instanceof SyntaxError || error.statusCode === 400) {
+    return new DialtoneError('malformed_json', 'The request body is not valid JSON.');
+  }
+  return undefined;
+}
+
+export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const known = toDialtoneError(error);
+  if (known) {
+    if (PROBLEMS[known.code].status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendProblem(reply, known);
+  }
+  request.log.error({ err: error }, 'unhandled error');
+  return sendProblem(reply, new DialtoneError('internal_error', 'The server could not complete the request.'));
+}

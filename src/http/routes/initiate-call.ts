@@ -1,0 +1,110 @@
+// The four Initiate Call operations. They differ only in how the target is named (agent UUID or
+// workflow UUID) and which definition runs (published, or draft-else-published for tests).
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { initiateCall, type InitiateCallBody as Body } from '../../calls/initiate-call.js';
+import type { Target } from '../../calls/resolve-target.js';
+import type { Deps } from '../../deps.js';
+import { DialtoneError } from '../../errors.js';
+import type { RunMode } from '../../store/schema.js';
+import { authOf } from '../authenticate.js';
+import { InitiateCallBody, InitiateCallResponse, problemResponses, uuidParam } from '../schemas.js';
+
+interface Operation {
+  operationId: string;
+  summary: string;
+  url: string;
+  param: 'uuid' | 'workflow_uuid';
+  target: Target['kind'];
+  mode: RunMode;
+  description: string;
+}
+
+export const OPERATIONS: readonly Operation[] = [
+  {
+    operationId: 'initiateCall',
+    summary: 'Initiate Call',
+    url: '/agent/:uuid',
+    param: 'uuid',
+    target: 'agent',
+    mode: 'published',
+    description: 'Starts a call with the published definition of the agent whose API trigger has this agent UUID.',
+  },
+  {
+    operationId: 'initiateCallTest',
+    summary: 'Initiate Call Test',
+    url: '/agent/test/:uuid',
+    param: 'uuid',
+    target: 'agent',
+    mode: 'test',
+    description: 'Starts a test call with the latest draft of the agent, or its published definition when there is no draft.',
+  },
+  {
+    operationId: 'initiateCallByWorkflowUuid',
+    summary: 'Initiate Call By Workflow Uuid',
+    url: '/agent/workflow/:workflow_uuid',
+    param: 'workflow_uuid',
+    target: 'workflow',
+    mode: 'published',
+    description: 'Starts a call with the published definition of the workflow.',
+  },
+  {
+    operationId: 'initiateCallTestByWorkflowUuid',
+    summary: 'Initiate Call Test By Workflow Uuid',
+    url: '/agent/test/workflow/:workflow_uuid',
+    param: 'workflow_uuid',
+    target: 'workflow',
+    mode: 'test',
+    description: 'Starts a test call with the workflow\'s latest draft, or its published definition when there is no draft.',
+  },
+];
+
+/** Content type is checked before the schema: a body that is not declared as JSON is refused even when empty. */
+function requireJson(request: FastifyRequest): void {
+  const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw new DialtoneError('unsupported_media_type', 'Send the body as application/json.');
+  }
+}
+
+export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
+  return async (app) => {
+    const typed = app.withTypeProvider<TypeBoxTypeProvider>();
+    for (const op of OPERATIONS) {
+      typed.post(
+        op.url,
+        {
+          preValidation: async (request) => requireJson(request),
+          schema: {
+            operationId: op.operationId,
+            summary: op.summary,
+            description: op.description,
+            tags: ['Calls'],
+            security: [{ ApiKey: [] }],
+            params: uuidParam(op.param, op.target === 'agent' ? 'Agent UUID (the trigger UUID of an API trigger)' : 'Workflow UUID'),
+            body: InitiateCallBody,
+            response: {
+              200: InitiateCallResponse,
+              ...problemResponses([400, 401, 404, 409, 413, 415, 422, 429, 503], {
+                400: 'Malformed JSON',
+                401: 'Missing or invalid API key',
+                404: 'Agent, workflow or telephony configuration not found',
+                409: 'Nothing published to run',
+                413: 'Body over the limit',
+                415: 'Body is not application/json',
+                422: 'Validation failed, invalid phone number, missing template variables, telephony not configured or not ready',
+                429: 'Rate limited or queue full',
+                503: 'Store unreachable or shutting down',
+              }),
+            },
+          },
+        },
+        async (request) => {
+          const params = request.params as Record<string, string>;
+          const target: Target = { kind: op.target, uuid: params[op.param] ?? '' };
+          return initiateCall(deps, authOf(request).orgId, target, op.mode, request.body as Body);
+        },
+      );
+    }
+  };
+}

@@ -1,0 +1,104 @@
+// Wire schemas (TypeBox): they validate requests, shape responses and generate the OpenAPI document.
+import { Type, type TSchema } from '@sinclair/typebox';
+import { ERROR_CODES } from '../errors.js';
+
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+/**
+ * A nullable member as one JSON Schema `type` array (OpenAPI 3.1 style) rather than TypeBox's
+ * `anyOf`, so a wrong value yields one clear error instead of one per branch.
+ */
+function Nullable<T>(schema: Record<string, unknown>) {
+  return Type.Unsafe<T | null>(schema);
+}
+
+export const InitiateCallBody = Type.Object(
+  {
+    phone_number: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      description: 'Destination in E.164 (for example +12025550123). SIP configurations also accept sip:user@host.',
+      examples: ['+12025550123'],
+    }),
+    initial_context: Type.Optional(
+      Nullable<Record<string, unknown>>({
+        type: ['object', 'null'],
+        additionalProperties: true,
+        description: 'Values for the agent\'s template variables, stored with the run as given. Bounded in size and depth.',
+      }),
+    ),
+    telephony_configuration_id: Type.Optional(
+      Nullable<number>({
+        type: ['integer', 'null'],
+        minimum: 1,
+        maximum: MAX_ID,
+        description: 'Telephony configuration to dial through; omitted or null means the organization\'s default.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const InitiateCallResponse = Type.Object({
+  status: Type.String({ description: 'The run\'s state when the response was sent (normally "queued").' }),
+  workflow_run_id: Type.Integer(),
+  workflow_run_name: Type.String({ examples: ['WR-API-123'] }),
+});
+
+export const Problem = Type.Object(
+  {
+    type: Type.String({ format: 'uri' }),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.Union(ERROR_CODES.map((c) => Type.Literal(c))),
+    request_id: Type.String(),
+    errors: Type.Optional(
+      Type.Array(Type.Object({ pointer: Type.String({ description: 'JSON Pointer into the request body' }), detail: Type.String() })),
+    ),
+  },
+  { additionalProperties: true, description: 'RFC 9457 problem details' },
+);
+
+/** Response entries for the given error statuses, served as application/problem+json. */
+export function problemResponses(statuses: number[], descriptions: Record<number, string> = {}): Record<number, unknown> {
+  const out: Record<number, unknown> = {};
+  for (const status of statuses) {
+    out[status] = {
+      description: descriptions[status] ?? 'Problem',
+      content: { 'application/problem+json': { schema: Problem } },
+    };
+  }
+  return out;
+}
+
+const Timestamp = Type.String({ format: 'date-time' });
+const RunStateSchema = Type.Union(
+  ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'].map((s) =>
+    Type.Literal(s),
+  ),
+);
+
+export const WorkflowRun = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  state: RunStateSchema,
+  mode: Type.Union([Type.Literal('published'), Type.Literal('test')]),
+  workflow_uuid: Type.String({ format: 'uuid' }),
+  agent_uuid: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
+  definition_id: Type.Integer(),
+  definition_version: Type.Integer(),
+  phone_number: Type.String(),
+  caller_id: Type.Union([Type.String(), Type.Null()]),
+  telephony_configuration_id: Type.Integer(),
+  initial_context: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
+  outcome_reason: Type.Union([Type.String(), Type.Null()]),
+  provider_call_id: Type.Union([Type.String(), Type.Null()]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  ended_at: Type.Union([Timestamp, Type.Null()]),
+});
+
+export function uuidParam(name: string, description: string): TSchema {
+  return Type.Object({ [name]: Type.String({ description }) });
+}

@@ -1,0 +1,70 @@
+// Creating a run is enqueuing it: one transaction inserts the run in state `queued` (the runs table
+// is the dispatcher's queue) and its first event. When it commits, the run exists durably and
+// will be dialed; nothing can be lost between a database and a separate queue.
+import type { RunMode } from '../store/schema.js';
+import type { Store } from '../store/store.js';
+
+export interface NewRun {
+  orgId: number;
+  workflowId: number;
+  definitionId: number;
+  definitionVersion: number;
+  mode: RunMode;
+  triggerUuid: string | null;
+  phoneNumber: string;
+  callerId: string | null;
+  telephonyConfigurationId: number;
+  /** The caller's initial_context exactly as received (serialized JSON), or null. */
+  initialContextJson: string | null;
+}
+
+export interface CreatedRun {
+  id: number;
+  name: string;
+  state: 'queued';
+}
+
+export function runName(mode: RunMode, id: number): string {
+  return `${mode === 'test' ? 'WR-TEST' : 'WR-API'}-${id}`;
+}
+
+export async function createRun(store: Store, run: NewRun, now: number): Promise<CreatedRun> {
+  return store.db.transaction().execute(async (trx) => {
+    const { id } = await trx
+      .insertInto('workflow_runs')
+      .values({
+        name: null,
+        org_id: run.orgId,
+        workflow_id: run.workflowId,
+        definition_id: run.definitionId,
+        mode: run.mode,
+        trigger_uuid: run.triggerUuid,
+        phone_number: run.phoneNumber,
+        caller_id: run.callerId,
+        telephony_configuration_id: run.telephonyConfigurationId,
+        initial_context: run.initialContextJson,
+        state: 'queued',
+        outcome_reason: null,
+        provider_call_id: null,
+        created_at: now,
+        updated_at: now,
+        ended_at: null,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    // The name embeds the id, which only exists after the insert; both happen before commit.
+    const name = runName(run.mode, id);
+    await trx.updateTable('workflow_runs').set({ name }).where('id', '=', id).execute();
+    await trx
+      .insertInto('run_events')
+      .values({
+        run_id: id,
+        seq: 1,
+        type: 'queued',
+        at: now,
+        data: JSON.stringify({ mode: run.mode, definition_version: run.definitionVersion, telephony_configuration_id: run.telephonyConfigurationId }),
+      })
+      .execute();
+    return { id, name, state: 'queued' as const };
+  });
+}

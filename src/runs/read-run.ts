@@ -1,0 +1,77 @@
+// How a run looks to the organization that owns it.
+import { DialtoneError } from '../errors.js';
+import type { RunMode, RunState } from '../store/schema.js';
+import type { Store } from '../store/store.js';
+
+export interface RunView {
+  id: number;
+  name: string;
+  state: RunState;
+  mode: RunMode;
+  workflow_uuid: string;
+  agent_uuid: string | null;
+  definition_id: number;
+  definition_version: number;
+  phone_number: string;
+  caller_id: string | null;
+  telephony_configuration_id: number;
+  initial_context: Record<string, unknown> | null;
+  outcome_reason: string | null;
+  provider_call_id: string | null;
+  created_at: string;
+  updated_at: string;
+  ended_at: string | null;
+}
+
+export const iso = (ms: number): string => new Date(ms).toISOString();
+
+function runQuery(store: Store) {
+  return store.db
+    .selectFrom('workflow_runs as r')
+    .innerJoin('workflows as w', 'w.id', 'r.workflow_id')
+    .innerJoin('workflow_definitions as d', 'd.id', 'r.definition_id')
+    .select([
+      'r.id', 'r.name', 'r.state', 'r.mode', 'r.trigger_uuid', 'r.definition_id', 'r.phone_number', 'r.caller_id',
+      'r.telephony_configuration_id', 'r.initial_context', 'r.outcome_reason', 'r.provider_call_id',
+      'r.created_at', 'r.updated_at', 'r.ended_at', 'r.org_id',
+      'w.workflow_uuid', 'd.version as definition_version',
+    ]);
+}
+
+type RunQueryRow = NonNullable<Awaited<ReturnType<ReturnType<typeof runQuery>['executeTakeFirst']>>>;
+
+function toView(row: RunQueryRow): RunView {
+  return {
+    id: row.id,
+    name: row.name ?? '',
+    state: row.state,
+    mode: row.mode,
+    workflow_uuid: row.workflow_uuid,
+    agent_uuid: row.trigger_uuid,
+    definition_id: row.definition_id,
+    definition_version: row.definition_version,
+    phone_number: row.phone_number,
+    caller_id: row.caller_id,
+    telephony_configuration_id: row.telephony_configuration_id,
+    initial_context: row.initial_context === null ? null : (JSON.parse(row.initial_context) as Record<string, unknown>),
+    outcome_reason: row.outcome_reason,
+    provider_call_id: row.provider_call_id,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+    ended_at: row.ended_at === null ? null : iso(row.ended_at),
+  };
+}
+
+/** A run of the given organization; another organization's run is "not found", never "forbidden". */
+export async function getRun(store: Store, orgId: number | undefined, runId: number): Promise<RunView> {
+  let query = runQuery(store).where('r.id', '=', runId);
+  if (orgId !== undefined) query = query.where('r.org_id', '=', orgId);
+  const row = await query.executeTakeFirst();
+  if (!row) throw new DialtoneError('workflow_run_not_found', `No workflow run ${runId}.`);
+  return toView(row);
+}
+
+export async function listRuns(store: Store, orgId: number, limit: number): Promise<RunView[]> {
+  const rows = await runQuery(store).where('r.org_id', '=', orgId).orderBy('r.id', 'desc').limit(limit).execute();
+  return rows.map(toView);
+}

@@ -1,0 +1,30 @@
+// Applies the numbered migrations. Kysely's Migrator takes a lock (a row lock on PostgreSQL) so
+// that when several nodes start at once one applies the migrations and the others wait, then see
+// them applied.
+import { Migrator, type Migration, type MigrationProvider } from 'kysely';
+import { up001 } from './migrations/001_initial.js';
+import type { DialectName, Store } from './store.js';
+
+function migrations(dialect: DialectName): Record<string, Migration> {
+  return {
+    '001_initial': { up: up001(dialect) },
+  };
+}
+
+export const LATEST_MIGRATION = '001_initial';
+
+export async function migrateToLatest(store: Store): Promise<string[]> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect) };
+  const migrator = new Migrator({ db: store.db, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** True when every known migration has been applied (used by readiness). */
+export async function migrationsApplied(store: Store): Promise<boolean> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect) };
+  const migrator = new Migrator({ db: store.db, provider });
+  const list = await migrator.getMigrations();
+  return list.every((m) => m.executedAt !== undefined);
+}

@@ -1,0 +1,143 @@
+// Row types of every table, as Kysely sees them. Times are epoch milliseconds (BIGINT) in both
+// stores so that comparisons (leases, expiry) and ordering are the same code on SQLite and
+// PostgreSQL; the API renders them as RFC 3339. Flags are 0/1 integers for the same reason
+// (better-sqlite3 cannot bind booleans). JSON columns are TEXT on SQLite and JSONB on PostgreSQL:
+// read them through `decodeJson`.
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+
+/** A JSON column: written as a serialized string, read back as a string (SQLite) or a value (PostgreSQL). */
+export type JsonColumn = ColumnType<unknown, string, string>;
+export type Flag = 0 | 1;
+
+export interface OrganizationsTable {
+  id: Generated<number>;
+  name: string;
+  created_at: number;
+}
+
+export interface ApiKeysTable {
+  id: Generated<number>;
+  org_id: number;
+  name: string;
+  prefix: string;
+  hash: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+export type WorkflowStatus = 'active' | 'archived';
+export interface WorkflowsTable {
+  id: Generated<number>;
+  workflow_uuid: string;
+  org_id: number;
+  name: string;
+  status: WorkflowStatus;
+  created_at: number;
+  updated_at: number;
+}
+
+export type DefinitionStatus = 'draft' | 'published' | 'archived';
+export interface WorkflowDefinitionsTable {
+  id: Generated<number>;
+  workflow_id: number;
+  version: number;
+  status: DefinitionStatus;
+  graph: JsonColumn;
+  created_at: number;
+  published_at: number | null;
+}
+
+/** Global registry of agent UUIDs: which workflow owns each trigger UUID, across all its versions. */
+export interface ApiTriggersTable {
+  trigger_uuid: string;
+  workflow_id: number;
+  org_id: number;
+  created_at: number;
+}
+
+export type ProviderName = 'simulator' | 'twilio' | 'sip';
+export type TelephonyStatus = 'active' | 'inactive';
+export interface TelephonyConfigurationsTable {
+  id: Generated<number>;
+  org_id: number;
+  name: string;
+  provider: ProviderName;
+  /** AES-256-GCM envelope of the provider credentials; null when the provider needs none. */
+  credentials_encrypted: string | null;
+  /** Non-secret provider settings (trunk host, media address, …). */
+  settings: JsonColumn;
+  caller_ids: JsonColumn;
+  is_default: Flag;
+  calls_per_second: number;
+  max_concurrent_calls: number;
+  status: TelephonyStatus;
+  created_at: number;
+  updated_at: number;
+}
+
+export type RunMode = 'published' | 'test';
+export type RunState =
+  | 'queued'
+  | 'dialing'
+  | 'ringing'
+  | 'in_progress'
+  | 'completed'
+  | 'busy'
+  | 'no_answer'
+  | 'rejected'
+  | 'failed'
+  | 'canceled'
+  | 'expired';
+
+export interface WorkflowRunsTable {
+  id: Generated<number>;
+  /** `WR-API-<id>` / `WR-TEST-<id>`; null only inside the creating transaction. */
+  name: string | null;
+  org_id: number;
+  workflow_id: number;
+  definition_id: number;
+  mode: RunMode;
+  /** Trigger UUID the run was started through, null when started by workflow UUID. */
+  trigger_uuid: string | null;
+  phone_number: string;
+  caller_id: string | null;
+  telephony_configuration_id: number;
+  /** The caller's `initial_context`, stored exactly as received (TEXT in both stores). */
+  initial_context: string | null;
+  state: RunState;
+  outcome_reason: string | null;
+  provider_call_id: string | null;
+  created_at: number;
+  updated_at: number;
+  ended_at: number | null;
+}
+
+export interface RunEventsTable {
+  id: Generated<number>;
+  run_id: number;
+  seq: number;
+  type: string;
+  at: number;
+  data: JsonColumn;
+}
+
+export interface Database {
+  organizations: OrganizationsTable;
+  api_keys: ApiKeysTable;
+  workflows: WorkflowsTable;
+  workflow_definitions: WorkflowDefinitionsTable;
+  api_triggers: ApiTriggersTable;
+  telephony_configurations: TelephonyConfigurationsTable;
+  workflow_runs: WorkflowRunsTable;
+  run_events: RunEventsTable;
+}
+
+export type OrganizationRow = Selectable<OrganizationsTable>;
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type WorkflowRow = Selectable<WorkflowsTable>;
+export type DefinitionRow = Selectable<WorkflowDefinitionsTable>;
+export type TelephonyConfigurationRow = Selectable<TelephonyConfigurationsTable>;
+export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
+export type NewWorkflowRun = Insertable<WorkflowRunsTable>;
+export type RunEventRow = Selectable<RunEventsTable>;

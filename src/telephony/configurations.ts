@@ -1,0 +1,157 @@
+// Telephony configurations: the routes an organization dials through.
+import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import { DialtoneError, validationFailed, type FieldError } from '../errors.js';
+import type { ProviderName, TelephonyConfigurationRow } from '../store/schema.js';
+import { decodeJson, type Store } from '../store/store.js';
+import type { CredentialsCipher } from './credentials-cipher.js';
+
+export const PROVIDERS: readonly ProviderName[] = ['simulator', 'twilio', 'sip'];
+
+export interface NewTelephonyConfiguration {
+  orgId: number;
+  name: string;
+  provider: string;
+  callerIds?: string[];
+  isDefault?: boolean;
+  callsPerSecond?: number;
+  maxConcurrentCalls?: number;
+  credentials?: Record<string, unknown> | undefined;
+  settings?: Record<string, unknown> | undefined;
+}
+
+export interface TelephonyConfigurationView {
+  id: number;
+  org_id: number;
+  name: string;
+  provider: ProviderName;
+  caller_ids: string[];
+  is_default: boolean;
+  calls_per_second: number;
+  max_concurrent_calls: number;
+  status: TelephonyConfigurationRow['status'];
+  has_credentials: boolean;
+  settings: Record<string, unknown>;
+}
+
+export function viewConfiguration(row: TelephonyConfigurationRow): TelephonyConfigurationView {
+  return {
+    id: row.id,
+    org_id: row.org_id,
+    name: row.name,
+    provider: row.provider,
+    caller_ids: decodeJson<string[]>(row.caller_ids),
+    is_default: row.is_default === 1,
+    calls_per_second: row.calls_per_second,
+    max_concurrent_calls: row.max_concurrent_calls,
+    status: row.status,
+    has_credentials: row.credentials_encrypted !== null,
+    settings: decodeJson<Record<string, unknown>>(row.settings),
+  };
+}
+
+function normalizeCallerIds(callerIds: string[]): { values: string[]; errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  const values = callerIds.map((raw, i) => {
+    const parsed = parsePhoneNumberFromString(raw);
+    if (!parsed || !parsed.isValid()) {
+      errors.push({ pointer: `/caller_ids/${i}`, detail: `"${raw}" is not a valid E.164 number.` });
+      return raw;
+    }
+    return parsed.number;
+  });
+  return { values, errors };
+}
+
+export async function createTelephonyConfiguration(
+  store: Store,
+  cipher: CredentialsCipher,
+  input: NewTelephonyConfiguration,
+  now: number,
+): Promise<TelephonyConfigurationView> {
+  const errors: FieldError[] = [];
+  if (!PROVIDERS.includes(input.provider as ProviderName)) {
+    errors.push({ pointer: '/provider', detail: `Must be one of ${PROVIDERS.join(', ')}.` });
+  }
+  const callerIds = normalizeCallerIds(input.callerIds ?? []);
+  errors.push(...callerIds.errors);
+  const cps = input.callsPerSecond ?? 1;
+  const maxConcurrent = input.maxConcurrentCalls ?? 10;
+  if (!(cps > 0 && cps <= 10_000)) errors.push({ pointer: '/calls_per_second', detail: 'Must be above 0 and at most 10000.' });
+  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
+    errors.push({ pointer: '/max_concurrent_calls', detail: 'Must be a whole number of at least 1.' });
+  }
+  if (input.name.trim().length === 0) errors.push({ pointer: '/name', detail: 'Must not be empty.' });
+  if (errors.length > 0) throw validationFailed(errors, 'The telephony configuration is not valid.');
+
+  const credentials = input.credentials ? cipher.encrypt(input.orgId, input.credentials) : null;
+  return store.db.transaction().execute(async (trx) => {
+    if (input.isDefault) {
+      await trx.updateTable('telephony_configurations').set({ is_default: 0, updated_at: now }).where('org_id', '=', input.orgId).where('is_default', '=', 1).execute();
+    }
+    const row = await trx
+      .insertInto('telephony_configurations')
+      .values({
+        org_id: input.orgId,
+        name: input.name,
+        provider: input.provider as ProviderName,
+        credentials_encrypted: credentials,
+        settings: JSON.stringify(input.settings ?? {}),
+        caller_ids: JSON.stringify(callerIds.values),
+        is_default: input.isDefault ? 1 : 0,
+        calls_per_second: cps,
+        max_concurrent_calls: maxConcurrent,
+        status: 'active',
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return viewConfiguration(row);
+  });
+}
+
+export async function listTelephonyConfigurations(store: Store, orgId: number): Promise<TelephonyConfigurationView[]> {
+  const rows = await store.db.selectFrom('telephony_configurations').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+  return rows.map(viewConfiguration);
+}
+
+export async function setTelephonyStatus(store: Store, id: number, status: TelephonyConfigurationRow['status'], now: number): Promise<boolean> {
+  const result = await store.db.updateTable('telephony_configurations').set({ status, updated_at: now }).where('id', '=', id).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * The configuration a run dials through: the one named (it must be the organization's and active),
+ * or the organization's default active one.
+ */
+export async function selectTelephonyConfiguration(
+  store: Store,
+  orgId: number,
+  requestedId: number | null | undefined,
+): Promise<TelephonyConfigurationRow> {
+  if (requestedId !== null && requestedId !== undefined) {
+    const row = await store.db
+      .selectFrom('telephony_configurations')
+      .selectAll()
+      .where('id', '=', requestedId)
+      .where('org_id', '=', orgId)
+      .where('status', '=', 'active')
+      .executeTakeFirst();
+    if (!row) throw new DialtoneError('telephony_configuration_not_found', `No active telephony configuration ${requestedId}.`);
+    return row;
+  }
+  const row = await store.db
+    .selectFrom('telephony_configurations')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('is_default', '=', 1)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+  if (!row) {
+    throw new DialtoneError(
+      'telephony_not_configured',
+      'The organization has no default active telephony configuration; pass telephony_configuration_id or set a default.',
+    );
+  }
+  return row;
+}

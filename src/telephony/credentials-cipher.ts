@@ -1,0 +1,51 @@
+// Provider credentials at rest: AES-256-GCM under DIALTONE_SECRET_KEY. The envelope records a
+// version so the key or algorithm can be rotated later; the organization id is bound as
+// associated data, so a ciphertext copied to another organization's row does not decrypt.
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+const VERSION = 'v1';
+
+export class SecretKeyMissingError extends Error {
+  constructor() {
+    super('DIALTONE_SECRET_KEY is not set: it is required to store or read provider credentials (32 bytes, base64 or hex).');
+    this.name = 'SecretKeyMissingError';
+  }
+}
+
+/** Parses DIALTONE_SECRET_KEY: 64 hex characters or base64 of exactly 32 bytes. */
+export function parseSecretKey(text: string): Buffer {
+  const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
+  if (key.length !== 32) throw new Error('DIALTONE_SECRET_KEY must be 32 bytes, given as 64 hex characters or base64.');
+  return key;
+}
+
+export class CredentialsCipher {
+  private readonly key: Buffer | undefined;
+
+  constructor(secretKey: string | undefined) {
+    this.key = secretKey === undefined ? undefined : parseSecretKey(secretKey);
+  }
+
+  private requireKey(): Buffer {
+    if (!this.key) throw new SecretKeyMissingError();
+    return this.key;
+  }
+
+  encrypt(orgId: number, credentials: Record<string, unknown>): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.requireKey(), iv);
+    cipher.setAAD(Buffer.from(`org:${orgId}`));
+    const body = Buffer.concat([cipher.update(JSON.stringify(credentials), 'utf8'), cipher.final()]);
+    return [VERSION, iv.toString('base64'), cipher.getAuthTag().toString('base64'), body.toString('base64')].join('.');
+  }
+
+  decrypt(orgId: number, envelope: string): Record<string, unknown> {
+    const [version, iv, tag, body] = envelope.split('.');
+    if (version !== VERSION || !iv || !tag || body === undefined) throw new Error('Unrecognized credentials envelope.');
+    const decipher = createDecipheriv('aes-256-gcm', this.requireKey(), Buffer.from(iv, 'base64'));
+    decipher.setAAD(Buffer.from(`org:${orgId}`));
+    decipher.setAuthTag(Buffer.from(tag, 'base64'));
+    const plain = Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]);
+    return JSON.parse(plain.toString('utf8')) as Record<string, unknown>;
+  }
+}
