@@ -14,7 +14,12 @@ import { workflowRunRoutes } from './http/routes/workflow-runs.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export async function buildApp(deps: Deps): Promise<FastifyInstance> {
+export interface AppOptions {
+  /** Serve the public API; a dispatcher-only node serves just the operational endpoints. */
+  publicApi?: boolean;
+}
+
+export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
@@ -33,10 +38,24 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
       // is reported at once.
       customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true },
     },
+    // A URL the router cannot match (bad percent-encoding, a path segment over maxParamLength) is
+    // answered before any hook runs: without this it would be Fastify's own JSON, with no request id.
+    frameworkErrors: (_error, request, reply) => {
+      reply.header('x-request-id', request.id);
+      return sendProblem(reply, new DialtoneError('not_found', 'No route matches this URL.'));
+    },
   });
 
   // Only JSON bodies: Fastify's text/plain parser would otherwise accept a body we must refuse.
-  app.removeContentTypeParser(['text/plain']);
+  // An empty JSON body parses to undefined, so body-less POSTs (cancel) work whatever headers a
+  // client library adds; operations that need a body refuse the empty one themselves.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser(['text/plain', 'application/json']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body.toString();
+    if (text === '') done(null, undefined);
+    else parseJson(request, text, done);
+  });
   app.decorateRequest('auth', null);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -62,6 +81,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   await app.register(operationsRoutes(deps));
+  if (options.publicApi === false) return app;
   await app.register(
     async (publicApi) => {
       publicApi.addHook('onRequest', authenticateHook(deps));

@@ -41,6 +41,39 @@ export const ConfigSchema = Type.Object({
   SHUTDOWN_GRACE_MS: Integer(0, 600_000, 10_000),
   /** An API key's `last_used_at` is written at most once per this interval. */
   API_KEY_LAST_USED_WRITE_INTERVAL_MS: Integer(0, 86_400_000, 60_000),
+
+  /** What this node runs: the HTTP API, the dispatcher, or both. */
+  DIALTONE_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('dispatcher')], { default: 'all' }),
+  /** How often an idle dispatcher looks for work created on other nodes (same-node work wakes it at once). */
+  DISPATCH_POLL_INTERVAL_MS: Integer(10, 60_000, 500),
+  /** How far ahead of its pacing slot a call may be claimed; bounds the claimed-but-not-dialed window. */
+  DISPATCH_LOOKAHEAD_MS: Integer(0, 5_000, 100),
+  /** Most runs claimed for one telephony configuration in one claim. */
+  DISPATCH_BATCH_SIZE: Integer(1, 10_000, 200),
+  /** Claim lease: a run still `dialing` with no provider call id after this ends `failed` (dispatch_interrupted). */
+  DISPATCH_LEASE_MS: Integer(1_000, 3_600_000, 30_000),
+  /** Longest wait for a provider to accept a dial request; must be shorter than the lease. */
+  DIAL_TIMEOUT_MS: Integer(100, 600_000, 10_000),
+  /** A run still queued this long after its creation ends `expired`. */
+  QUEUE_TTL_MS: Integer(1_000, 7 * 86_400_000, 3_600_000),
+  /** Default ring timeout; a configuration's `settings.ring_timeout_ms` overrides it. */
+  RING_TIMEOUT_MS: Integer(1, 600_000, 30_000),
+  /** An answered call is hung up after this long. */
+  MAX_CALL_DURATION_MS: Integer(1, 86_400_000, 3_600_000),
+  /** Extra silence tolerated past a run's ring timeout or maximum duration before the reaper ends it. */
+  REAPER_GRACE_MS: Integer(0, 3_600_000, 60_000),
+  /** How often the reaper and queue expiry run. */
+  REAPER_INTERVAL_MS: Integer(10, 600_000, 5_000),
+  /** Longest a dispatcher waits on shutdown for dials already started. */
+  DISPATCH_SHUTDOWN_MS: Integer(0, 600_000, 10_000),
+
+  /** Simulator timings (ms): dial to ringing, ringing to answer, answer to hang-up, one "simulated second". */
+  SIMULATOR_LATENCY_MS: Integer(0, 60_000, 100),
+  SIMULATOR_RING_MS: Integer(0, 600_000, 2_000),
+  SIMULATOR_TALK_MS: Integer(0, 3_600_000, 5_000),
+  SIMULATOR_SECOND_MS: Integer(0, 60_000, 1_000),
+  /** When set, the simulator appends one JSON line per dial to this file (for audits and tests). */
+  SIMULATOR_DIAL_LOG: Type.Optional(Type.String({ minLength: 1 })),
 });
 
 export type Config = Static<typeof ConfigSchema>;

@@ -1,9 +1,15 @@
 // The one dependencies object: built once at start-up, passed explicitly to the HTTP app, the
 // dispatcher and the CLI. Tests build it with their own store, clock and logger.
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
+import { Metrics } from './metrics.js';
+import { Signals } from './signals.js';
 import { openStore, type Store } from './store/store.js';
 import { CredentialsCipher } from './telephony/credentials-cipher.js';
+import { unavailableProvider, type Providers } from './telephony/provider.js';
+import { SimulatorProvider } from './telephony/simulator.js';
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -18,20 +24,39 @@ export interface Deps {
   clock: Clock;
   logger: Logger;
   cipher: CredentialsCipher;
+  metrics: Metrics;
+  signals: Signals;
+  providers: Providers;
+  /** Names this process in leases, so a node knows which live calls are its own. */
+  nodeId: string;
 }
 
 export interface DepsOverrides {
   store?: Store;
   clock?: Clock;
   logger?: Logger;
+  providers?: Partial<Providers>;
 }
 
 export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
+  const store = overrides.store ?? openStore(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
+  const clock = overrides.clock ?? systemClock;
+  const signals = new Signals();
+  const simulator = new SimulatorProvider(
+    { latencyMs: config.SIMULATOR_LATENCY_MS, ringMs: config.SIMULATOR_RING_MS, talkMs: config.SIMULATOR_TALK_MS, secondMs: config.SIMULATOR_SECOND_MS },
+    clock,
+    (event) => signals.providerEvent(event),
+    config.SIMULATOR_DIAL_LOG,
+  );
   return {
     config,
-    store: overrides.store ?? openStore(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE }),
-    clock: overrides.clock ?? systemClock,
+    store,
+    clock,
     logger: overrides.logger ?? pino({ level: config.LOG_LEVEL }),
     cipher: new CredentialsCipher(config.DIALTONE_SECRET_KEY),
+    metrics: new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' }),
+    signals,
+    providers: { simulator, twilio: unavailableProvider('twilio'), sip: unavailableProvider('sip'), ...overrides.providers },
+    nodeId: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
   };
 }

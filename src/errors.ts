@@ -12,6 +12,7 @@ export const ERROR_CODES = [
   'not_found',
   'workflow_not_published',
   'idempotency_key_in_use',
+  'run_already_ended',
   'payload_too_large',
   'unsupported_media_type',
   'validation_failed',

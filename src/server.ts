@@ -1,22 +1,28 @@
-// Starts the service: migrations, first-run demo, HTTP. Stops gracefully on SIGTERM/SIGINT.
+// Starts the service: migrations, first-run demo, the dispatcher and HTTP (as DIALTONE_ROLE says).
+// Stops gracefully on SIGTERM/SIGINT.
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { loadConfig } from './config.js';
 import { buildDeps, type Deps } from './deps.js';
+import { Dispatcher } from './dispatch/dispatcher.js';
 import { demoBanner, seedDemoIfEmpty } from './first-run.js';
 import { migrateToLatest } from './store/migrate.js';
 
 export interface RunningService {
   app: FastifyInstance;
   url: string;
+  dispatcher: Dispatcher | undefined;
   stop(): Promise<void>;
 }
 
 export async function startService(deps: Deps): Promise<RunningService> {
   const applied = await migrateToLatest(deps.store);
   if (applied.length > 0) deps.logger.info({ applied }, 'migrations applied');
-  const seed = await seedDemoIfEmpty(deps);
-  const app = await buildApp(deps);
+  const role = deps.config.DIALTONE_ROLE;
+  const seed = role === 'dispatcher' ? undefined : await seedDemoIfEmpty(deps);
+  const dispatcher = role === 'api' ? undefined : new Dispatcher(deps);
+  dispatcher?.start();
+  const app = await buildApp(deps, { publicApi: role !== 'dispatcher' });
   await app.listen({ host: deps.config.HOST, port: deps.config.PORT });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : deps.config.PORT;
@@ -26,9 +32,13 @@ export async function startService(deps: Deps): Promise<RunningService> {
   return {
     app,
     url,
+    dispatcher,
     stop() {
       stopping ??= (async () => {
+        // Stop taking requests, then stop dialing (letting claimed dials finish), then let go.
         await app.close();
+        await dispatcher?.stop();
+        await Promise.all(Object.values(deps.providers).map((p) => p.close()));
         await deps.store.close();
       })();
       return stopping;

@@ -94,6 +94,8 @@ export async function initiateCall(
     },
     deps.clock.now(),
   );
+  deps.metrics.runsCreated.inc({ mode });
+  deps.signals.work();
   return { status: run.state, workflow_run_id: run.id, workflow_run_name: run.name };
 }
 

@@ -20,6 +20,7 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   not_found: { status: 404, title: 'Not found' },
   workflow_not_published: { status: 409, title: 'Workflow not published' },
   idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
+  run_already_ended: { status: 409, title: 'Run already ended' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   validation_failed: { status: 422, title: 'Validation failed' },
@@ -81,7 +82,7 @@ export function fieldErrorsFromAjv(issues: AjvIssue[]): FieldError[] {
       const name = String(issue.params.missingProperty);
       return { pointer: `${issue.instancePath}/${escapePointer(name)}`, detail: `"${name}" is required.` };
     }
-    return { pointer: issue.instancePath || '/', detail: `Must ${issue.message ?? 'be valid'}.`.replace('Must must', 'Must') };
+    return { pointer: issue.instancePath, detail: `Must ${issue.message ?? 'be valid'}.`.replace('Must must', 'Must') };
   });
 }
 

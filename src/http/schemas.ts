@@ -73,6 +73,7 @@ export function problemResponses(statuses: number[], descriptions: Record<number
 }
 
 const Timestamp = Type.String({ format: 'date-time' });
+const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 const RunStateSchema = Type.Union(
   ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'].map((s) =>
     Type.Literal(s),
@@ -92,11 +93,29 @@ export const WorkflowRun = Type.Object({
   caller_id: Type.Union([Type.String(), Type.Null()]),
   telephony_configuration_id: Type.Integer(),
   initial_context: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
-  outcome_reason: Type.Union([Type.String(), Type.Null()]),
+  outcome_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the run ended, normalized (for example ring_timeout, hangup, dispatch_interrupted)' }),
+  raw_provider_status: Type.Union([Type.String(), Type.Null()], { description: 'The provider\'s own latest status (SIP status line, Twilio CallStatus)' }),
   provider_call_id: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
   updated_at: Timestamp,
-  ended_at: Type.Union([Timestamp, Type.Null()]),
+  claimed_at: NullableTimestamp,
+  dial_sent_at: NullableTimestamp,
+  ringing_at: NullableTimestamp,
+  answered_at: NullableTimestamp,
+  ended_at: NullableTimestamp,
+  cancel_requested_at: NullableTimestamp,
+});
+
+export const RunEventsPage = Type.Object({
+  data: Type.Array(
+    Type.Object({
+      seq: Type.Integer({ description: 'Monotonic per run, starting at 1' }),
+      type: Type.String({ description: 'The state the run entered' }),
+      at: Timestamp,
+      data: Type.Object({}, { additionalProperties: true }),
+    }),
+  ),
+  next_after: Type.Union([Type.Integer(), Type.Null()], { description: 'Cursor for the next page (pass as `after`), null at the end' }),
 });
 
 export function uuidParam(name: string, description: string): TSchema {

@@ -1,7 +1,7 @@
 // How a run looks to the organization that owns it.
 import { DialtoneError } from '../errors.js';
 import type { RunMode, RunState } from '../store/schema.js';
-import type { Store } from '../store/store.js';
+import { decodeJson, type Store } from '../store/store.js';
 
 export interface RunView {
   id: number;
@@ -17,13 +17,22 @@ export interface RunView {
   telephony_configuration_id: number;
   initial_context: Record<string, unknown> | null;
   outcome_reason: string | null;
+  raw_provider_status: string | null;
   provider_call_id: string | null;
   created_at: string;
   updated_at: string;
+  /** When a dispatcher took the run from the queue. */
+  claimed_at: string | null;
+  /** When the dial request went to the provider. */
+  dial_sent_at: string | null;
+  ringing_at: string | null;
+  answered_at: string | null;
   ended_at: string | null;
+  cancel_requested_at: string | null;
 }
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
 
 function runQuery(store: Store) {
   return store.db
@@ -33,7 +42,8 @@ function runQuery(store: Store) {
     .select([
       'r.id', 'r.name', 'r.state', 'r.mode', 'r.trigger_uuid', 'r.definition_id', 'r.phone_number', 'r.caller_id',
       'r.telephony_configuration_id', 'r.initial_context', 'r.outcome_reason', 'r.provider_call_id',
-      'r.created_at', 'r.updated_at', 'r.ended_at', 'r.org_id',
+      'r.created_at', 'r.updated_at', 'r.ended_at', 'r.org_id', 'r.raw_provider_status',
+      'r.claimed_at', 'r.dial_sent_at', 'r.ringing_at', 'r.answered_at', 'r.cancel_requested_at',
       'w.workflow_uuid', 'd.version as definition_version',
     ]);
 }
@@ -55,10 +65,16 @@ function toView(row: RunQueryRow): RunView {
     telephony_configuration_id: row.telephony_configuration_id,
     initial_context: row.initial_context === null ? null : (JSON.parse(row.initial_context) as Record<string, unknown>),
     outcome_reason: row.outcome_reason,
+    raw_provider_status: row.raw_provider_status,
     provider_call_id: row.provider_call_id,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
-    ended_at: row.ended_at === null ? null : iso(row.ended_at),
+    claimed_at: isoOrNull(row.claimed_at),
+    dial_sent_at: isoOrNull(row.dial_sent_at),
+    ringing_at: isoOrNull(row.ringing_at),
+    answered_at: isoOrNull(row.answered_at),
+    ended_at: isoOrNull(row.ended_at),
+    cancel_requested_at: isoOrNull(row.cancel_requested_at),
   };
 }
 
@@ -74,4 +90,32 @@ export async function getRun(store: Store, orgId: number | undefined, runId: num
 export async function listRuns(store: Store, orgId: number, limit: number): Promise<RunView[]> {
   const rows = await runQuery(store).where('r.org_id', '=', orgId).orderBy('r.id', 'desc').limit(limit).execute();
   return rows.map(toView);
+}
+
+export interface RunEventView {
+  seq: number;
+  type: string;
+  at: string;
+  data: Record<string, unknown>;
+}
+
+export interface RunEventsPage {
+  data: RunEventView[];
+  /** Pass as `after` for the next page; null when this page reached the latest event. */
+  next_after: number | null;
+}
+
+/** A run's events in order, after a cursor (`seq`). The run must be the organization's. */
+export async function listRunEvents(store: Store, orgId: number | undefined, runId: number, after: number, limit: number): Promise<RunEventsPage> {
+  await getRun(store, orgId, runId);
+  const rows = await store.db
+    .selectFrom('run_events')
+    .select(['seq', 'type', 'at', 'data'])
+    .where('run_id', '=', runId)
+    .where('seq', '>', after)
+    .orderBy('seq')
+    .limit(limit + 1)
+    .execute();
+  const page = rows.slice(0, limit).map((r) => ({ seq: r.seq, type: r.type, at: iso(r.at), data: decodeJson<Record<string, unknown>>(r.data) }));
+  return { data: page, next_after: rows.length > limit ? (page[page.length - 1]?.seq ?? null) : null };
 }

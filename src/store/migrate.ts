@@ -3,15 +3,15 @@
 // them applied.
 import { Migrator, type Migration, type MigrationProvider } from 'kysely';
 import { up001 } from './migrations/001_initial.js';
+import { up002 } from './migrations/002_dispatch.js';
 import type { DialectName, Store } from './store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   return {
     '001_initial': { up: up001(dialect) },
+    '002_dispatch': { up: up002(dialect) },
   };
 }
-
-export const LATEST_MIGRATION = '001_initial';
 
 export async function migrateToLatest(store: Store): Promise<string[]> {
   const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect) };

@@ -74,6 +74,8 @@ export interface TelephonyConfigurationsTable {
   status: TelephonyStatus;
   created_at: number;
   updated_at: number;
+  /** Pacing: the earliest time the next call may be dialed through this configuration (all nodes). */
+  pacing_next_at: Generated<number | null>;
 }
 
 export type RunMode = 'published' | 'test';
@@ -111,6 +113,19 @@ export interface WorkflowRunsTable {
   created_at: number;
   updated_at: number;
   ended_at: number | null;
+  /** Node holding the run: the claim lease while dialing, then the node tracking the live call. */
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  /** When the reaper ends the run if nothing has moved it on (set on every transition). */
+  deadline_at: number | null;
+  claimed_at: number | null;
+  dial_sent_at: number | null;
+  ringing_at: number | null;
+  answered_at: number | null;
+  /** The provider's own words for the latest status (SIP status line, Twilio CallStatus). */
+  raw_provider_status: string | null;
+  cancel_requested_at: number | null;
+  last_event_seq: Generated<number>;
 }
 
 export interface RunEventsTable {

@@ -36,7 +36,7 @@ export async function createOrgFixture(deps: Deps, name = 'Acme', def: unknown =
   const telephony = await createTelephonyConfiguration(
     deps.store,
     deps.cipher,
-    { orgId: org.id, name: 'Simulator', provider: 'simulator', callerIds: ['+12025550100'], isDefault: true },
+    { orgId: org.id, name: 'Simulator', provider: 'simulator', callerIds: ['+12025550100'], isDefault: true, callsPerSecond: 100, maxConcurrentCalls: 50 },
     now,
   );
   const workflow = await createWorkflow(deps.store, { orgId: org.id, name: `${name} agent`, definition: def }, now);

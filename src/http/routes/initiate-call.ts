@@ -59,11 +59,14 @@ export const OPERATIONS: readonly Operation[] = [
   },
 ];
 
-/** Content type is checked before the schema: a body that is not declared as JSON is refused even when empty. */
-function requireJson(request: FastifyRequest): void {
+/** Content type and body are checked before the schema: a body not declared as JSON, or none at all, is refused. */
+function requireJsonBody(request: FastifyRequest): void {
   const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') {
     throw new DialtoneError('unsupported_media_type', 'Send the body as application/json.');
+  }
+  if (request.body === undefined) {
+    throw new DialtoneError('malformed_json', 'The request body is empty; send a JSON object.');
   }
 }
 
@@ -74,7 +77,7 @@ export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
       typed.post(
         op.url,
         {
-          preValidation: async (request) => requireJson(request),
+          preValidation: async (request) => requireJsonBody(request),
           schema: {
             operationId: op.operationId,
             summary: op.summary,

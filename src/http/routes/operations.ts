@@ -22,6 +22,11 @@ export function operationsRoutes(deps: Deps): FastifyPluginAsync {
       return { status: 'ready' };
     });
 
+    app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+      reply.type(deps.metrics.registry.contentType);
+      return deps.metrics.registry.metrics();
+    });
+
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   };
 }

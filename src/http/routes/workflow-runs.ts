@@ -2,9 +2,10 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
 import { DialtoneError } from '../../errors.js';
-import { getRun } from '../../runs/read-run.js';
+import { cancelRun } from '../../runs/cancel-run.js';
+import { getRun, listRunEvents } from '../../runs/read-run.js';
 import { authOf } from '../authenticate.js';
-import { problemResponses, WorkflowRun } from '../schemas.js';
+import { problemResponses, RunEventsPage, WorkflowRun } from '../schemas.js';
 
 /** Path ids that are not positive integers name no run: 404, like any unknown id. */
 export function parseRunId(text: string): number {
@@ -29,6 +30,54 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
       async (request) => {
         const { id } = request.params as { id: string };
         return getRun(deps.store, authOf(request).orgId, parseRunId(id));
+      },
+    );
+
+    app.get(
+      '/workflow-runs/:id/events',
+      {
+        schema: {
+          operationId: 'listWorkflowRunEvents',
+          summary: 'List Workflow Run Events',
+          description: 'Every state the run entered, in order. Page with `after` (the last `seq` seen).',
+          tags: ['Workflow runs'],
+          security: [{ ApiKey: [] }],
+          params: Type.Object({ id: Type.String({ description: 'Workflow run id' }) }),
+          querystring: Type.Object(
+            {
+              after: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$', description: 'Return events with seq greater than this (default 0)' })),
+              limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$', description: 'Page size, 1 to 1000 (default 100)' })),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: RunEventsPage, ...problemResponses([401, 404, 422, 429, 503]) },
+        },
+      },
+      async (request) => {
+        const { id } = request.params as { id: string };
+        const query = request.query as { after?: string; limit?: string };
+        const limit = Math.min(Math.max(Number(query.limit ?? 100), 1), 1000);
+        return listRunEvents(deps.store, authOf(request).orgId, parseRunId(id), Number(query.after ?? 0), limit);
+      },
+    );
+
+    app.post(
+      '/workflow-runs/:id/cancel',
+      {
+        schema: {
+          operationId: 'cancelWorkflowRun',
+          summary: 'Cancel Workflow Run',
+          description:
+            'A queued run is canceled at once and never dialed. A live call is ended by the node holding it: canceled before the answer, hung up (completed) after it; `cancel_requested_at` shows the request until then.',
+          tags: ['Workflow runs'],
+          security: [{ ApiKey: [] }],
+          params: Type.Object({ id: Type.String({ description: 'Workflow run id' }) }),
+          response: { 200: WorkflowRun, ...problemResponses([401, 404, 409, 429, 503], { 409: 'The run already ended (run_already_ended)' }) },
+        },
+      },
+      async (request) => {
+        const { id } = request.params as { id: string };
+        return cancelRun(deps, authOf(request).orgId, parseRunId(id));
       },
     );
   };

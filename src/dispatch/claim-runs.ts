@@ -1,0 +1,121 @@
+// Claims queued runs of one telephony configuration for this node: `queued → dialing`, committed
+// before any provider is called (so a run is dialed at most once), within the configuration's
+// limits, which hold across every node sharing the store:
+//
+// - concurrency: runs dialing, ringing or in progress never exceed `max_concurrent_calls`;
+// - pacing: dials are spaced 1/`calls_per_second` apart. The configuration row carries the time of
+//   the next free slot (`pacing_next_at`); each claim takes consecutive slots and moves it on. Evenly
+//   spaced slots keep any one-second window at or under `calls_per_second` dials, which a token
+//   bucket with a burst would not.
+//
+// On PostgreSQL the configuration row is locked (`FOR UPDATE`) for the claim, so concurrent claims
+// for one configuration from several nodes take turns, and the queued rows are taken with
+// `FOR UPDATE SKIP LOCKED`. SQLite has one writer at a time, which gives the same guarantee.
+import type { Store } from '../store/store.js';
+import type { TelephonyConfigurationRow, WorkflowRunRow } from '../store/schema.js';
+import { LIVE_STATES } from '../runs/states.js';
+
+export interface ClaimOptions {
+  nodeId: string;
+  now: number;
+  leaseMs: number;
+  lookaheadMs: number;
+  batchSize: number;
+}
+
+export interface ClaimedRun {
+  run: Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode'>;
+  configuration: TelephonyConfigurationRow;
+  /** The pacing slot: when this run may be dialed. */
+  dialAt: number;
+}
+
+export interface ClaimResult {
+  claimed: ClaimedRun[];
+  /** When another claim could succeed for this configuration (next pacing slot), if work remains. */
+  retryAt: number | undefined;
+}
+
+export async function claimRuns(store: Store, configurationId: number, options: ClaimOptions): Promise<ClaimResult> {
+  const postgres = store.dialect === 'postgres';
+  return store.db.transaction().execute(async (trx) => {
+    const configuration = await trx
+      .selectFrom('telephony_configurations')
+      .selectAll()
+      .where('id', '=', configurationId)
+      .where('status', '=', 'active')
+      .$if(postgres, (q) => q.forUpdate())
+      .executeTakeFirst();
+    if (!configuration) return { claimed: [], retryAt: undefined };
+
+    const spacingMs = 1000 / configuration.calls_per_second;
+    const firstSlot = Math.max(configuration.pacing_next_at ?? 0, options.now);
+    if (firstSlot > options.now + options.lookaheadMs) return { claimed: [], retryAt: firstSlot - options.lookaheadMs };
+
+    const active = await trx
+      .selectFrom('workflow_runs')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('telephony_configuration_id', '=', configurationId)
+      .where('state', 'in', LIVE_STATES)
+      .executeTakeFirstOrThrow();
+    const free = configuration.max_concurrent_calls - Number(active.n);
+    if (free <= 0) return { claimed: [], retryAt: undefined };
+
+    const slotsInWindow = Math.floor((options.now + options.lookaheadMs - firstSlot) / spacingMs) + 1;
+    const wanted = Math.min(free, options.batchSize, slotsInWindow);
+    const candidates = await trx
+      .selectFrom('workflow_runs')
+      .select('id')
+      .where('telephony_configuration_id', '=', configurationId)
+      .where('state', '=', 'queued')
+      .orderBy('id')
+      .limit(wanted)
+      .$if(postgres, (q) => q.forUpdate().skipLocked())
+      .execute();
+    if (candidates.length === 0) return { claimed: [], retryAt: undefined };
+
+    const deadline = options.now + options.leaseMs;
+    const rows = await trx
+      .updateTable('workflow_runs')
+      .set((eb) => ({
+        state: 'dialing',
+        lease_owner: options.nodeId,
+        lease_expires_at: deadline,
+        deadline_at: deadline,
+        claimed_at: options.now,
+        updated_at: options.now,
+        last_event_seq: eb('last_event_seq', '+', 1),
+      }))
+      .where('id', 'in', candidates.map((c) => c.id))
+      .where('state', '=', 'queued')
+      .returning(['id', 'created_at', 'phone_number', 'caller_id', 'telephony_configuration_id', 'mode', 'last_event_seq'])
+      .execute();
+    rows.sort((a, b) => a.id - b.id);
+    if (rows.length === 0) return { claimed: [], retryAt: undefined };
+
+    await trx
+      .insertInto('run_events')
+      .values(rows.map((r) => ({ run_id: r.id, seq: r.last_event_seq, type: 'dialing', at: options.now, data: JSON.stringify({ node: options.nodeId }) })))
+      .execute();
+    const nextSlot = firstSlot + rows.length * spacingMs;
+    await trx.updateTable('telephony_configurations').set({ pacing_next_at: Math.ceil(nextSlot) }).where('id', '=', configurationId).execute();
+
+    return {
+      claimed: rows.map(({ last_event_seq: _seq, ...run }, i) => ({ run, configuration, dialAt: firstSlot + i * spacingMs })),
+      retryAt: rows.length === wanted ? nextSlot - options.lookaheadMs : undefined,
+    };
+  });
+}
+
+/** Telephony configurations that have queued runs, oldest work first. */
+export async function configurationsWithQueuedRuns(store: Store, limit: number): Promise<number[]> {
+  const rows = await store.db
+    .selectFrom('workflow_runs')
+    .select(['telephony_configuration_id as id', (eb) => eb.fn.min('id').as('oldest')])
+    .where('state', '=', 'queued')
+    .groupBy('telephony_configuration_id')
+    .orderBy('oldest')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}

@@ -1,0 +1,303 @@
+// The dispatcher of one node. Its life, in order:
+//
+// 1. Claim: for each telephony configuration with queued runs, claim what its pacing slots and
+//    free concurrency allow (claim-runs.ts). The claim commits `queued → dialing` before any dial.
+// 2. Dial: each claimed run is dialed at its pacing slot. The provider's call id is recorded; a
+//    refused or timed-out dial ends the run (never retried: a timed-out dial may have rung).
+// 3. Track: the node holds the live calls it placed, with a ring timeout (→ `no_answer`) and a
+//    maximum duration (→ `completed`, hung up). Provider events move runs through
+//    provider-events.ts; cancel requests for its calls are picked up on every tick.
+// 4. Maintain: every REAPER_INTERVAL_MS, expire stale queued runs and end live runs past their
+//    deadline (end-runs.ts), including runs of nodes that died mid-dial.
+//
+// A tick runs when work is signalled on this node (no polling delay), when a pacing slot opens,
+// or every DISPATCH_POLL_INTERVAL_MS for work created elsewhere. Ticks never overlap.
+import type { Deps } from '../deps.js';
+import { LIVE_STATES, isTerminal } from '../runs/states.js';
+import { transitionRun, type AppliedTransition } from '../runs/transition-run.js';
+import type { RunState, TelephonyConfigurationRow } from '../store/schema.js';
+import { DialRefusedError, type ProviderEvent } from '../telephony/provider.js';
+import { claimRuns, configurationsWithQueuedRuns, type ClaimedRun } from './claim-runs.js';
+import { expireQueuedRuns, reapSilentRuns } from './end-runs.js';
+import { applyProviderEvent, ringTimeoutOf } from './provider-events.js';
+
+interface TrackedCall {
+  runId: number;
+  providerCallId: string;
+  configuration: TelephonyConfigurationRow;
+  timer: NodeJS.Timeout | undefined;
+}
+
+class DialTimeoutError extends Error {}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new DialTimeoutError(`no answer from the provider within ${ms} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}
+
+export class Dispatcher {
+  private stopping = false;
+  private ticking: Promise<void> | undefined;
+  private tickAgain = false;
+  private nextTick: NodeJS.Timeout | undefined;
+  private nextMaintenanceAt = 0;
+  private readonly calls = new Map<number, TrackedCall>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly unsubscribe: (() => void)[] = [];
+
+  constructor(private readonly deps: Deps) {}
+
+  start(): void {
+    this.unsubscribe.push(
+      this.deps.signals.onWork(() => this.wake()),
+      this.deps.signals.onProviderEvent((event) => this.track(this.handleProviderEvent(event))),
+      this.deps.signals.onCancel(async (runId) => {
+        const call = this.calls.get(runId);
+        if (call) await this.cancelLocally(call);
+      }),
+    );
+    this.wake();
+  }
+
+  /** Runs a tick as soon as possible (coalescing with one in progress). */
+  wake(): void {
+    if (this.stopping) return;
+    if (this.ticking) {
+      this.tickAgain = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopping) return;
+    if (this.nextTick) clearTimeout(this.nextTick);
+    this.nextTick = setTimeout(() => {
+      this.nextTick = undefined;
+      this.ticking = this.tick().finally(() => {
+        this.ticking = undefined;
+      });
+    }, Math.max(0, delayMs));
+  }
+
+  private async tick(): Promise<void> {
+    const { deps } = this;
+    let nextAt = deps.clock.now() + deps.config.DISPATCH_POLL_INTERVAL_MS;
+    try {
+      const now = deps.clock.now();
+      if (now >= this.nextMaintenanceAt) {
+        this.nextMaintenanceAt = now + deps.config.REAPER_INTERVAL_MS;
+        await this.maintain(now);
+      }
+      await this.cancelRequested();
+      for (const configurationId of await configurationsWithQueuedRuns(deps.store, 100)) {
+        if (this.stopping) break;
+        const result = await claimRuns(deps.store, configurationId, {
+          nodeId: deps.nodeId,
+          now: deps.clock.now(),
+          leaseMs: deps.config.DISPATCH_LEASE_MS,
+          lookaheadMs: deps.config.DISPATCH_LOOKAHEAD_MS,
+          batchSize: deps.config.DISPATCH_BATCH_SIZE,
+        });
+        for (const claimed of result.claimed) this.scheduleDial(claimed);
+        if (result.claimed.length > 0) deps.metrics.transitions.inc({ state: 'dialing' }, result.claimed.length);
+        if (result.retryAt !== undefined) nextAt = Math.min(nextAt, result.retryAt);
+      }
+    } catch (error) {
+      deps.logger.error({ err: error }, 'dispatch tick failed');
+    }
+    if (this.tickAgain) {
+      this.tickAgain = false;
+      nextAt = deps.clock.now();
+    }
+    this.schedule(nextAt - deps.clock.now());
+  }
+
+  private async maintain(now: number): Promise<void> {
+    const expired = await expireQueuedRuns(this.deps.store, now, this.deps.config.QUEUE_TTL_MS);
+    if (expired.length > 0) this.deps.metrics.transitions.inc({ state: 'expired' }, expired.length);
+    for (const { run, providerCallId } of await reapSilentRuns(this.deps.store, now)) {
+      this.deps.metrics.transitions.inc({ state: 'failed' });
+      this.deps.logger.warn({ runId: run.runId, providerCallId }, 'reaped a run that stopped hearing from its provider or node');
+      const tracked = this.calls.get(run.runId);
+      if (tracked) await this.hangUp(tracked);
+    }
+  }
+
+  private scheduleDial(claimed: ClaimedRun): void {
+    const delay = claimed.dialAt - this.deps.clock.now();
+    if (delay <= 0) {
+      this.track(this.dial(claimed));
+      return;
+    }
+    // Tracked from now, not from its slot, so shutdown waits for it: it was claimed and must be dialed.
+    this.track(new Promise<void>((resolve) => setTimeout(resolve, delay)).then(() => this.dial(claimed)));
+  }
+
+  private track(work: Promise<void>): void {
+    const guarded = work.catch((error: unknown) => this.deps.logger.error({ err: error }, 'dispatch work failed'));
+    this.inFlight.add(guarded);
+    void guarded.finally(() => this.inFlight.delete(guarded));
+  }
+
+  private async dial({ run, configuration }: ClaimedRun): Promise<void> {
+    const { deps } = this;
+    const provider = deps.providers[configuration.provider];
+    const ringTimeoutMs = ringTimeoutOf(deps, configuration);
+    const sentAt = deps.clock.now();
+    deps.metrics.dialLatency.observe((sentAt - run.created_at) / 1000);
+    const attempt = provider.dial({ runId: run.id, to: run.phone_number, from: run.caller_id, ringTimeoutMs, configuration });
+    let providerCallId: string;
+    try {
+      ({ providerCallId } = await withTimeout(attempt, deps.config.DIAL_TIMEOUT_MS));
+    } catch (error) {
+      await this.dialFailed(run.id, error, sentAt);
+      if (error instanceof DialTimeoutError) {
+        // The provider may still place the call after we gave up on it: hang it up if it does.
+        attempt.then((late) => provider.hangUp({ runId: run.id, providerCallId: late.providerCallId, configuration }), () => undefined);
+      }
+      return;
+    }
+
+    const call: TrackedCall = { runId: run.id, providerCallId, configuration, timer: undefined };
+    this.calls.set(run.id, call);
+    this.setTimer(call, ringTimeoutMs, async () => {
+      await this.endLocally(call, 'no_answer', 'ring_timeout');
+    });
+    const row = await deps.store.db
+      .updateTable('workflow_runs')
+      .set((eb) => ({
+        provider_call_id: providerCallId,
+        dial_sent_at: sentAt,
+        lease_expires_at: null,
+        deadline_at: eb.case().when('state', '=', 'dialing').then(sentAt + ringTimeoutMs + deps.config.REAPER_GRACE_MS).else(eb.ref('deadline_at')).end(),
+      }))
+      .where('id', '=', run.id)
+      .returning(['state', 'cancel_requested_at'])
+      .executeTakeFirst();
+    // The run may have ended while the dial was in flight (canceled, or reaped): the call must not live on.
+    if (!row || isTerminal(row.state)) await this.hangUp(call);
+    else if (row.cancel_requested_at !== null) await this.cancelLocally(call);
+  }
+
+  private async dialFailed(runId: number, error: unknown, at: number): Promise<void> {
+    const { deps } = this;
+    let applied: AppliedTransition | undefined;
+    if (error instanceof DialRefusedError) {
+      applied = await transitionRun(deps.store, runId, error.outcome, { at, reason: 'dial_refused', rawProviderStatus: error.rawStatus, data: { detail: error.message } });
+    } else {
+      const timeout = error instanceof DialTimeoutError;
+      deps.logger.warn({ err: error, runId }, 'dial failed');
+      applied = await transitionRun(deps.store, runId, 'failed', {
+        at,
+        reason: timeout ? 'dial_timeout' : 'dial_error',
+        data: { detail: error instanceof Error ? error.message : String(error) },
+      });
+    }
+    if (applied) deps.metrics.transitions.inc({ state: applied.to });
+    this.wake();
+  }
+
+  private setTimer(call: TrackedCall, ms: number, fire: () => Promise<void>): void {
+    if (call.timer) clearTimeout(call.timer);
+    call.timer = setTimeout(() => this.track(fire()), ms);
+  }
+
+  private forget(call: TrackedCall): void {
+    if (call.timer) clearTimeout(call.timer);
+    this.calls.delete(call.runId);
+    this.wake();
+  }
+
+  private async hangUp(call: TrackedCall): Promise<void> {
+    this.forget(call);
+    try {
+      await this.deps.providers[call.configuration.provider].hangUp(call);
+    } catch (error) {
+      this.deps.logger.warn({ err: error, runId: call.runId }, 'hang-up failed');
+    }
+  }
+
+  /** Ends a live call for a reason of Dialtone's own (timeout, cancel): the run first, then the line. */
+  private async endLocally(call: TrackedCall, to: RunState, reason: string, onlyFrom?: RunState): Promise<AppliedTransition | undefined> {
+    const applied = await transitionRun(this.deps.store, call.runId, to, { at: this.deps.clock.now(), reason, ...(onlyFrom ? { onlyFrom } : {}) });
+    if (applied) {
+      this.deps.metrics.transitions.inc({ state: to });
+      await this.hangUp(call);
+    }
+    return applied;
+  }
+
+  private async cancelLocally(call: TrackedCall): Promise<void> {
+    // Before the answer a cancel is a cancel; after it, hanging up completes the call.
+    if (!(await this.endLocally(call, 'canceled', 'canceled_by_request'))) {
+      await this.endLocally(call, 'completed', 'canceled_by_request', 'in_progress');
+    }
+  }
+
+  private async cancelRequested(): Promise<void> {
+    if (this.calls.size === 0) return;
+    const rows = await this.deps.store.db
+      .selectFrom('workflow_runs')
+      .select('id')
+      .where('lease_owner', '=', this.deps.nodeId)
+      .where('cancel_requested_at', 'is not', null)
+      .where('state', 'in', LIVE_STATES)
+      .execute();
+    for (const { id } of rows) {
+      const call = this.calls.get(id);
+      if (call) await this.cancelLocally(call);
+    }
+  }
+
+  private async handleProviderEvent(event: ProviderEvent): Promise<void> {
+    const call = this.calls.get(event.runId);
+    const ringTimeoutMs = call ? ringTimeoutOf(this.deps, call.configuration) : this.deps.config.RING_TIMEOUT_MS;
+    const applied = await applyProviderEvent(this.deps, call?.configuration.provider ?? 'unknown', event, ringTimeoutMs);
+    if (!call) return;
+    if (applied?.to === 'in_progress') {
+      this.setTimer(call, this.deps.config.MAX_CALL_DURATION_MS, async () => {
+        await this.endLocally(call, 'completed', 'max_duration', 'in_progress');
+      });
+    } else if (applied && isTerminal(applied.to)) {
+      this.forget(call);
+    }
+  }
+
+  /** Live calls this node holds (for tests and metrics). */
+  get liveCalls(): number {
+    return this.calls.size;
+  }
+
+  /**
+   * Stops claiming, lets claimed dials and dials under way finish (bounded by DISPATCH_SHUTDOWN_MS),
+   * then releases this node's hold on its live calls so deadlines alone govern them.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const off of this.unsubscribe) off();
+    if (this.nextTick) clearTimeout(this.nextTick);
+    await this.ticking;
+    // Includes claimed runs waiting for their pacing slot, at most DISPATCH_LOOKAHEAD_MS away.
+    const pending = Promise.allSettled([...this.inFlight]);
+    await Promise.race([pending, new Promise((resolve) => setTimeout(resolve, this.deps.config.DISPATCH_SHUTDOWN_MS).unref())]);
+    for (const call of this.calls.values()) if (call.timer) clearTimeout(call.timer);
+    await this.deps.store.db
+      .updateTable('workflow_runs')
+      .set({ lease_owner: null })
+      .where('lease_owner', '=', this.deps.nodeId)
+      .where('provider_call_id', 'is not', null)
+      .execute();
+  }
+}

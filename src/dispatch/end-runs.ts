@@ -1,0 +1,56 @@
+// Ending runs nobody else will end: queued runs past their TTL, and live runs whose node or
+// provider went quiet. Each statement picks a bounded batch; every run still goes through
+// `transitionRun`, so the state rules and events are the same as for any other transition.
+import type { Store } from '../store/store.js';
+import { transitionRun, type AppliedTransition } from '../runs/transition-run.js';
+import { LIVE_STATES } from '../runs/states.js';
+
+const BATCH = 500;
+
+/** Queued runs created more than `ttlMs` ago end `expired`; they are never dialed. */
+export async function expireQueuedRuns(store: Store, now: number, ttlMs: number): Promise<AppliedTransition[]> {
+  const stale = await store.db
+    .selectFrom('workflow_runs')
+    .select('id')
+    .where('state', '=', 'queued')
+    .where('created_at', '<', now - ttlMs)
+    .orderBy('id')
+    .limit(BATCH)
+    .execute();
+  const applied: AppliedTransition[] = [];
+  for (const { id } of stale) {
+    const t = await transitionRun(store, id, 'expired', { at: now, reason: 'queue_ttl_exceeded' });
+    if (t) applied.push(t);
+  }
+  return applied;
+}
+
+/**
+ * Live runs past their deadline. A run still `dialing` with no provider call id was claimed by a
+ * node that never finished the dial (it crashed or hung): it may or may not have reached the
+ * provider, so it is never dialed again and ends `failed` (dispatch_interrupted). Any other live
+ * run past its deadline stopped hearing from its provider and ends `failed` (provider_silent).
+ */
+export async function reapSilentRuns(store: Store, now: number): Promise<{ run: AppliedTransition; providerCallId: string | null }[]> {
+  const overdue = await store.db
+    .selectFrom('workflow_runs')
+    .select(['id', 'provider_call_id', 'state'])
+    .where('state', 'in', LIVE_STATES)
+    .where('deadline_at', '<', now)
+    .orderBy('id')
+    .limit(BATCH)
+    .execute();
+  const ended: { run: AppliedTransition; providerCallId: string | null }[] = [];
+  for (const row of overdue) {
+    const interrupted = row.state === 'dialing' && row.provider_call_id === null;
+    const t = await transitionRun(store, row.id, 'failed', {
+      at: now,
+      reason: interrupted ? 'dispatch_interrupted' : 'provider_silent',
+      data: { reaped_from: row.state },
+      onlyFrom: row.state,
+      onlyIfDeadlineBefore: now,
+    });
+    if (t) ended.push({ run: t, providerCallId: row.provider_call_id });
+  }
+  return ended;
+}

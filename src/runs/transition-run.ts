@@ -1,0 +1,89 @@
+// Moves one run to a new state and appends the matching event, atomically. The UPDATE only matches
+// when the current state is an allowed predecessor of the target (compare-and-set), so concurrent
+// or repeated events on any node cannot move a run backwards or out of a terminal state.
+import type { Transaction, Updateable } from 'kysely';
+import type { Database, RunState, WorkflowRunsTable } from '../store/schema.js';
+import type { Store } from '../store/store.js';
+import { isTerminal, PREDECESSORS } from './states.js';
+
+export interface TransitionDetails {
+  at: number;
+  reason?: string | null;
+  rawProviderStatus?: string | null;
+  providerCallId?: string | null;
+  /** New reaper deadline; terminal states clear it. */
+  deadlineAt?: number | null;
+  /** Extra facts for the event. */
+  data?: Record<string, unknown>;
+  /** Apply only if the run is still in exactly this state (the caller decided on what it read). */
+  onlyFrom?: RunState;
+  /** Apply only if the run's deadline is still before this time (the reaper's guard). */
+  onlyIfDeadlineBefore?: number;
+}
+
+export interface AppliedTransition {
+  runId: number;
+  to: RunState;
+  seq: number;
+}
+
+type RunUpdate = Updateable<WorkflowRunsTable>;
+
+function phaseColumns(to: RunState, at: number): RunUpdate {
+  switch (to) {
+    case 'ringing':
+      return { ringing_at: at };
+    case 'in_progress':
+      return { answered_at: at };
+    default:
+      return isTerminal(to) ? { ended_at: at, deadline_at: null, lease_owner: null, lease_expires_at: null } : {};
+  }
+}
+
+export async function transitionRunInTransaction(
+  trx: Transaction<Database>,
+  runId: number,
+  to: RunState,
+  details: TransitionDetails,
+): Promise<AppliedTransition | undefined> {
+  const set: RunUpdate = {
+    state: to,
+    updated_at: details.at,
+    ...(details.reason !== undefined ? { outcome_reason: details.reason } : {}),
+    ...(details.rawProviderStatus !== undefined ? { raw_provider_status: details.rawProviderStatus } : {}),
+    ...(details.providerCallId !== undefined ? { provider_call_id: details.providerCallId } : {}),
+    ...(details.deadlineAt !== undefined ? { deadline_at: details.deadlineAt } : {}),
+    ...phaseColumns(to, details.at),
+  };
+  const row = await trx
+    .updateTable('workflow_runs')
+    .set((eb) => ({ ...set, last_event_seq: eb('last_event_seq', '+', 1) }))
+    .where('id', '=', runId)
+    .where('state', 'in', PREDECESSORS[to])
+    .$if(details.onlyFrom !== undefined, (q) => q.where('state', '=', details.onlyFrom as RunState))
+    .$if(details.onlyIfDeadlineBefore !== undefined, (q) => q.where('deadline_at', '<', details.onlyIfDeadlineBefore as number))
+    .returning('last_event_seq')
+    .executeTakeFirst();
+  if (!row) return undefined;
+  await trx
+    .insertInto('run_events')
+    .values({
+      run_id: runId,
+      seq: row.last_event_seq,
+      type: to,
+      at: details.at,
+      data: JSON.stringify({
+        ...(details.reason ? { reason: details.reason } : {}),
+        ...(details.rawProviderStatus ? { provider_status: details.rawProviderStatus } : {}),
+        ...(details.providerCallId ? { provider_call_id: details.providerCallId } : {}),
+        ...details.data,
+      }),
+    })
+    .execute();
+  return { runId, to, seq: row.last_event_seq };
+}
+
+/** Applies one transition in its own transaction; undefined when the run was not in a predecessor state. */
+export async function transitionRun(store: Store, runId: number, to: RunState, details: TransitionDetails): Promise<AppliedTransition | undefined> {
+  return store.db.transaction().execute((trx) => transitionRunInTransaction(trx, runId, to, details));
+}

@@ -1,0 +1,39 @@
+// In-process signals between the parts of one node: "there is work to dispatch" (so an idle
+// dispatcher wakes at once instead of waiting for its next poll) and provider events on their way
+// to the lifecycle code, cancel requests for calls this node holds. Other nodes learn of work and
+// cancel requests by polling the store.
+import type { ProviderEvent } from './telephony/provider.js';
+
+export class Signals {
+  private readonly workListeners = new Set<() => void>();
+  private readonly eventListeners = new Set<(event: ProviderEvent) => void>();
+  private readonly cancelListeners = new Set<(runId: number) => Promise<void>>();
+
+  onWork(listener: () => void): () => void {
+    this.workListeners.add(listener);
+    return () => this.workListeners.delete(listener);
+  }
+
+  work(): void {
+    for (const listener of this.workListeners) listener();
+  }
+
+  onProviderEvent(listener: (event: ProviderEvent) => void): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
+  }
+
+  providerEvent(event: ProviderEvent): void {
+    for (const listener of this.eventListeners) listener(event);
+  }
+
+  onCancel(listener: (runId: number) => Promise<void>): () => void {
+    this.cancelListeners.add(listener);
+    return () => this.cancelListeners.delete(listener);
+  }
+
+  /** Asks this node's dispatcher to cancel a live call it holds; resolves when it has acted. */
+  async cancel(runId: number): Promise<void> {
+    await Promise.all([...this.cancelListeners].map((listener) => listener(runId)));
+  }
+}

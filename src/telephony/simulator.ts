@@ -1,0 +1,114 @@
+// The built-in simulator: a carrier without a network. It answers like a real provider (accepts the
+// dial, reports ringing, answer, hang-up) on timers, and picks the outcome from the destination
+// number so every path can be exercised on purpose. The table is documented in docs/simulator.md.
+import { appendFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../deps.js';
+import { DialRefusedError, type DialRequest, type LiveCall, type ProviderEventKind, type ProviderEventSink, type TelephonyProvider } from './provider.js';
+
+export interface SimulatorTimings {
+  latencyMs: number;
+  ringMs: number;
+  talkMs: number;
+  secondMs: number;
+}
+
+type Step = { afterMs: number; kind: ProviderEventKind; raw: string };
+
+/** What a simulated destination does. `steps` run in order, each after the previous one. */
+export interface Script {
+  description: string;
+  refuse?: { outcome: 'failed'; raw: string };
+  steps: Step[];
+}
+
+export const RESERVED_PREFIX = '+120255501';
+
+/** The script for a destination number (E.164). */
+export function scriptFor(number: string, t: SimulatorTimings): Script {
+  const ring: Step = { afterMs: t.latencyMs, kind: 'ringing', raw: 'ringing' };
+  const answer: Step = { afterMs: t.ringMs, kind: 'answered', raw: 'answered' };
+  const hangUp = (afterMs: number): Step => ({ afterMs, kind: 'completed', raw: 'completed' });
+  const suffix = number.startsWith(RESERVED_PREFIX) ? number.slice(RESERVED_PREFIX.length) : undefined;
+  switch (suffix) {
+    case '01':
+      return { description: 'busy', steps: [ring, { afterMs: t.latencyMs, kind: 'busy', raw: '486 Busy Here' }] };
+    case '02':
+      return { description: 'rings until the ring timeout (no answer)', steps: [ring] };
+    case '03':
+      return { description: 'rejected', steps: [ring, { afterMs: t.ringMs, kind: 'rejected', raw: '603 Decline' }] };
+    case '04':
+      return { description: 'refused at dial time (failed)', refuse: { outcome: 'failed', raw: '404 Not Found' }, steps: [] };
+    case '05':
+      return { description: 'answered, then the call drops (failed)', steps: [ring, answer, { afterMs: t.talkMs, kind: 'failed', raw: 'call dropped' }] };
+    case '06':
+      return { description: 'accepted, then never heard from again', steps: [] };
+    case '07':
+      return { description: 'answered and never hangs up (maximum duration ends it)', steps: [ring, answer] };
+    default:
+      break;
+  }
+  if (suffix !== undefined && /^[5-9][0-9]$/.test(suffix)) {
+    const seconds = Number(suffix) - 50;
+    return { description: `answered, talks ${seconds} simulated seconds`, steps: [ring, answer, hangUp(seconds * t.secondMs)] };
+  }
+  return { description: 'answered, then completed', steps: [ring, answer, hangUp(t.talkMs)] };
+}
+
+export interface SimulatedDial {
+  runId: number;
+  to: string;
+  from: string | null;
+  providerCallId: string;
+  at: number;
+}
+
+export class SimulatorProvider implements TelephonyProvider {
+  readonly name = 'simulator' as const;
+  /** Every dial this process placed, in order. */
+  readonly dials: SimulatedDial[] = [];
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+
+  constructor(
+    private readonly timings: SimulatorTimings,
+    private readonly clock: Clock,
+    private readonly emit: ProviderEventSink,
+    private readonly dialLogPath?: string,
+  ) {}
+
+  async dial(request: DialRequest): Promise<{ providerCallId: string }> {
+    const script = scriptFor(request.to, this.timings);
+    const providerCallId = `SIM${randomUUID().replace(/-/g, '')}`;
+    const dial: SimulatedDial = { runId: request.runId, to: request.to, from: request.from, providerCallId, at: this.clock.now() };
+    this.dials.push(dial);
+    // Written synchronously before the call "exists", so a crash can never hide a dial from the log.
+    if (this.dialLogPath) appendFileSync(this.dialLogPath, `${JSON.stringify(dial)}\n`);
+    if (script.refuse) throw new DialRefusedError(script.refuse.outcome, script.refuse.raw, `Simulated refusal: ${script.description}.`);
+    this.play(request.runId, providerCallId, script.steps);
+    return { providerCallId };
+  }
+
+  private play(runId: number, providerCallId: string, steps: Step[]): void {
+    const [next, ...rest] = steps;
+    if (!next) {
+      this.timers.delete(providerCallId);
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.emit({ runId, providerCallId, kind: next.kind, rawStatus: next.raw, at: this.clock.now() });
+      this.play(runId, providerCallId, rest);
+    }, next.afterMs);
+    this.timers.set(providerCallId, timer);
+  }
+
+  async hangUp(call: LiveCall): Promise<void> {
+    const timer = this.timers.get(call.providerCallId);
+    if (timer) clearTimeout(timer);
+    this.timers.delete(call.providerCallId);
+  }
+
+  async close(): Promise<void> {
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+  }
+}
