@@ -33,6 +33,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
+    // While closing, requests on kept-alive connections get our own 503 problem (hook below).
+    return503OnClosing: false,
     ajv: {
       // Unknown fields are refused, not silently dropped; types are never coerced; every problem
       // is reported at once.
@@ -57,8 +59,16 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     else parseJson(request, text, done);
   });
   app.decorateRequest('auth', null);
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) {
+      reply.header('connection', 'close');
+      throw new DialtoneError('unavailable', 'The service is shutting down; retry on another node or shortly.', { retryAfterSeconds: 1 });
+    }
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) =>

@@ -20,10 +20,11 @@ export async function startService(deps: Deps): Promise<RunningService> {
   if (applied.length > 0) deps.logger.info({ applied }, 'migrations applied');
   const role = deps.config.DIALTONE_ROLE;
   const seed = role === 'dispatcher' ? undefined : await seedDemoIfEmpty(deps);
-  const dispatcher = role === 'api' ? undefined : new Dispatcher(deps);
-  dispatcher?.start();
   const app = await buildApp(deps, { publicApi: role !== 'dispatcher' });
   await app.listen({ host: deps.config.HOST, port: deps.config.PORT });
+  // Started once the node answers health checks: a backlog must not delay or starve start-up.
+  const dispatcher = role === 'api' ? undefined : new Dispatcher(deps);
+  dispatcher?.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : deps.config.PORT;
   const url = `http://${deps.config.HOST.includes(':') ? `[${deps.config.HOST}]` : deps.config.HOST}:${port}`;

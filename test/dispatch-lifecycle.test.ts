@@ -55,7 +55,8 @@ for (const store of await storeCases()) {
       }
       // "+1 202 555 0153" talks for 3 simulated seconds (SIMULATOR_SECOND_MS = 10 in tests).
       const talk = await getRun(env.deps.store, undefined, runIds[RESERVED.findIndex((c) => c.number === '+12025550153')] as number);
-      assert.ok(Date.parse(talk.ended_at ?? '') - Date.parse(talk.answered_at ?? '') >= 30);
+      // Timers may fire a millisecond early against the wall clock.
+      assert.ok(Date.parse(talk.ended_at ?? '') - Date.parse(talk.answered_at ?? '') >= 28);
     });
 
     it('never dials a run canceled while queued', async (t) => {

@@ -23,5 +23,9 @@ export function parseDestination(input: string): ParsedDestination {
   if (!parsed || !parsed.isValid()) {
     return { ok: false, detail: `"${input}" is not a valid, dialable phone number.` };
   }
+  if (parsed.ext) {
+    // Dropping the extension silently would ring the main line instead of the person asked for.
+    return { ok: false, detail: `"${input}" has an extension; extensions cannot be dialed.` };
+  }
   return { ok: true, destination: { kind: 'e164', value: parsed.number } };
 }

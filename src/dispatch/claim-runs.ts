@@ -38,7 +38,8 @@ export interface ClaimResult {
 
 export async function claimRuns(store: Store, configurationId: number, options: ClaimOptions): Promise<ClaimResult> {
   const postgres = store.dialect === 'postgres';
-  return store.db.transaction().execute(async (trx) => {
+  // Durable: a claim is what allows a dial, and must not be forgotten once the dial may have happened.
+  return store.transaction('durable', async (trx) => {
     const configuration = await trx
       .selectFrom('telephony_configurations')
       .selectAll()

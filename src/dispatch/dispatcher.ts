@@ -54,6 +54,8 @@ export class Dispatcher {
   private nextMaintenanceAt = 0;
   private readonly calls = new Map<number, TrackedCall>();
   private readonly inFlight = new Set<Promise<void>>();
+  /** Per-run chains, so one call's events are applied in the order the provider sent them. */
+  private readonly eventChains = new Map<number, Promise<void>>();
   private readonly unsubscribe: (() => void)[] = [];
 
   constructor(private readonly deps: Deps) {}
@@ -61,7 +63,7 @@ export class Dispatcher {
   start(): void {
     this.unsubscribe.push(
       this.deps.signals.onWork(() => this.wake()),
-      this.deps.signals.onProviderEvent((event) => this.track(this.handleProviderEvent(event))),
+      this.deps.signals.onProviderEvent((event) => this.track(this.inOrder(event.runId, () => this.handleProviderEvent(event)))),
       this.deps.signals.onCancel(async (runId) => {
         const call = this.calls.get(runId);
         if (call) await this.cancelLocally(call);
@@ -175,7 +177,8 @@ export class Dispatcher {
     this.setTimer(call, ringTimeoutMs, async () => {
       await this.endLocally(call, 'no_answer', 'ring_timeout');
     });
-    const row = await deps.store.db
+    const row = await deps.store.transaction('relaxed', (trx) =>
+      trx
       .updateTable('workflow_runs')
       .set((eb) => ({
         provider_call_id: providerCallId,
@@ -185,7 +188,8 @@ export class Dispatcher {
       }))
       .where('id', '=', run.id)
       .returning(['state', 'cancel_requested_at'])
-      .executeTakeFirst();
+      .executeTakeFirst(),
+    );
     // The run may have ended while the dial was in flight (canceled, or reaped): the call must not live on.
     if (!row || isTerminal(row.state)) await this.hangUp(call);
     else if (row.cancel_requested_at !== null) await this.cancelLocally(call);
@@ -259,6 +263,16 @@ export class Dispatcher {
       const call = this.calls.get(id);
       if (call) await this.cancelLocally(call);
     }
+  }
+
+  private inOrder(runId: number, work: () => Promise<void>): Promise<void> {
+    const next = (this.eventChains.get(runId) ?? Promise.resolve()).then(work);
+    const settled = next.catch(() => undefined);
+    this.eventChains.set(runId, settled);
+    void settled.then(() => {
+      if (this.eventChains.get(runId) === settled) this.eventChains.delete(runId);
+    });
+    return next;
   }
 
   private async handleProviderEvent(event: ProviderEvent): Promise<void> {

@@ -19,7 +19,7 @@ export async function expireQueuedRuns(store: Store, now: number, ttlMs: number)
     .execute();
   const applied: AppliedTransition[] = [];
   for (const { id } of stale) {
-    const t = await transitionRun(store, id, 'expired', { at: now, reason: 'queue_ttl_exceeded' });
+    const t = await transitionRun(store, id, 'expired', { at: now, reason: 'queue_ttl_exceeded', durable: true });
     if (t) applied.push(t);
   }
   return applied;

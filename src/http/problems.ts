@@ -3,6 +3,7 @@
 // internals: its detail goes to the log under the request id.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { DialtoneError, type ErrorCode, type FieldError } from '../errors.js';
+import { isStoreUnavailable } from '../store/store.js';
 
 interface ProblemSpec {
   status: number;
@@ -122,6 +123,10 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   if (known) {
     if (PROBLEMS[known.code].status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, known);
+  }
+  if (isStoreUnavailable(error)) {
+    request.log.error({ err: error }, 'store unavailable');
+    return sendProblem(reply, new DialtoneError('unavailable', 'The service is temporarily unavailable; retry shortly.', { retryAfterSeconds: 1 }));
   }
   request.log.error({ err: error }, 'unhandled error');
   return sendProblem(reply, new DialtoneError('internal_error', 'The server could not complete the request.'));

@@ -29,7 +29,7 @@ export function runName(mode: RunMode, id: number): string {
 }
 
 export async function createRun(store: Store, run: NewRun, now: number): Promise<CreatedRun> {
-  return store.db.transaction().execute(async (trx) => {
+  return store.transaction('durable', async (trx) => {
     const { id } = await trx
       .insertInto('workflow_runs')
       .values({

@@ -19,6 +19,8 @@ export interface TransitionDetails {
   onlyFrom?: RunState;
   /** Apply only if the run's deadline is still before this time (the reaper's guard). */
   onlyIfDeadlineBefore?: number;
+  /** Commit durably (see Durability): for transitions a caller was promised, like a cancel. */
+  durable?: boolean;
 }
 
 export interface AppliedTransition {
@@ -85,5 +87,5 @@ export async function transitionRunInTransaction(
 
 /** Applies one transition in its own transaction; undefined when the run was not in a predecessor state. */
 export async function transitionRun(store: Store, runId: number, to: RunState, details: TransitionDetails): Promise<AppliedTransition | undefined> {
-  return store.db.transaction().execute((trx) => transitionRunInTransaction(trx, runId, to, details));
+  return store.transaction(details.durable ? 'durable' : 'relaxed', (trx) => transitionRunInTransaction(trx, runId, to, details));
 }

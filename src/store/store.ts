@@ -5,15 +5,26 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
+/**
+ * How hard a commit must hold before it returns.
+ * - `durable`: survives power loss (fsync). For promises made to the outside world: a run accepted
+ *   with a 200, a claim that allows a dial, a cancel the caller was told about.
+ * - `relaxed`: survives a crash of the process, not of the machine. For call-progress updates
+ *   (ringing, answered, ended): if the machine dies and one is lost, the run is still never
+ *   redialed (its claim was durable) and the reaper ends it.
+ */
+export type Durability = 'durable' | 'relaxed';
+
 export interface Store {
   readonly db: Kysely<Database>;
   readonly dialect: DialectName;
+  transaction<T>(durability: Durability, work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
   /** Cheap round trip used by readiness checks. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -33,16 +44,30 @@ function openSqlite(path: string): Store {
   const inMemory = path === ':memory:' || path === '';
   if (!inMemory) mkdirSync(dirname(resolve(path)), { recursive: true });
   const sqlite = new SqliteDatabase(inMemory ? ':memory:' : path);
-  // WAL lets readers proceed while the dispatcher writes; synchronous=FULL because a 200 promises
-  // the run is durable, and NORMAL may drop the last commits on power loss.
+  // WAL lets readers proceed while the dispatcher writes. The connection commits with
+  // synchronous=NORMAL (durable against process crashes); durable transactions switch it to FULL
+  // (fsync on commit) around themselves.
   sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = FULL');
+  sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  // Kysely runs every statement of this store on one connection, in order. While at least one
+  // durable transaction is pending the connection stays at FULL, so none of them can commit after
+  // another one switched it back.
+  let durablePending = 0;
   return {
     db,
     dialect: 'sqlite',
+    async transaction(durability, work) {
+      if (durability === 'relaxed') return db.transaction().execute(work);
+      if (durablePending++ === 0) await sql`pragma synchronous = FULL`.execute(db);
+      try {
+        return await db.transaction().execute(work);
+      } finally {
+        if (--durablePending === 0) await sql`pragma synchronous = NORMAL`.execute(db);
+      }
+    },
     async ping() {
       sqlite.prepare('select 1').get();
     },
@@ -69,6 +94,13 @@ function openPostgres(url: string, poolSize: number): Store {
   return {
     db,
     dialect: 'postgres',
+    transaction(durability, work) {
+      return db.transaction().execute(async (trx) => {
+        // PostgreSQL's own switch for the same trade: the commit returns before its WAL is flushed.
+        if (durability === 'relaxed') await sql`set local synchronous_commit = off`.execute(trx);
+        return work(trx);
+      });
+    },
     async ping() {
       await pool.query('select 1');
     },
@@ -86,4 +118,21 @@ export function isUniqueViolation(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+const PG_UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND']);
+
+/**
+ * True when an error means the store cannot be reached or used right now (as opposed to a bug or
+ * bad data): the caller should answer 503 and the client retry later.
+ */
+export function isStoreUnavailable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (typeof code === 'string') {
+    if (PG_UNAVAILABLE_CODES.has(code) || code.startsWith('08')) return true;
+    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_FULL') return true;
+  }
+  const text = typeof message === 'string' ? message : '';
+  return /driver has already been destroyed|database connection is not open|Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end/i.test(text);
 }

@@ -30,14 +30,21 @@ export async function startServiceProcess(env: Record<string, string>, timeoutMs
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  // Keeps the first and the latest output (a long run logs every request): enough to diagnose.
+  let head = '';
+  let tail = '';
+  const keep = (chunk: Buffer) => {
+    if (head.length < 16_384) head += chunk.toString();
+    else tail = (tail + chunk.toString()).slice(-16_384);
+  };
+  const output = () => head + tail;
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start within ${timeoutMs} ms:\n${output}`)), timeoutMs);
+    const timer = setTimeout(() => reject(new Error(`service did not start within ${timeoutMs} ms:\n${output()}`)), timeoutMs);
     const check = () => {
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(head);
       if (match?.[1]) {
         clearTimeout(timer);
         resolve(match[1]);
@@ -46,8 +53,8 @@ export async function startServiceProcess(env: Record<string, string>, timeoutMs
     child.stdout?.on('data', check);
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`service exited (${code}) before listening:\n${output}`));
+      reject(new Error(`service exited (${code}) before listening:\n${output()}`));
     });
   });
-  return { child, url, output: () => output, exited };
+  return { child, url, output, exited };
 }

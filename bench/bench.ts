@@ -1,0 +1,197 @@
+// `npm run bench`: measures the service as a user runs it (a real process, a real socket), on the
+// embedded default (SQLite) and, when reachable, PostgreSQL, with the simulator. Prints a summary and
+// writes the figures as JSON to bench/results/. Rerun it to check any figure quoted elsewhere.
+//
+//   BENCH_SECONDS       length of the initiation load phase (default 10)
+//   BENCH_CONCURRENCY   concurrent HTTP clients during that phase (default 16)
+//   BENCH_BACKLOG       queued runs for the dispatcher throughput phase (default 20000)
+//   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { buildDeps } from '../src/deps.js';
+import { migrateToLatest } from '../src/store/migrate.js';
+import type { Store } from '../src/store/store.js';
+import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
+import { testConfig } from '../test/helpers/app.js';
+import { createOrgFixture, type OrgFixture } from '../test/helpers/fixtures.js';
+import { startServiceProcess, type ServiceProcess } from '../test/helpers/service-process.js';
+import { createTestDatabase, openTestStore, TEST_DATABASE_URL, type StoreKind } from '../test/helpers/stores.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 20_000);
+
+/** Simulated calls end at once, so capacity stays free and the figures measure Dialtone itself. */
+const INSTANT_SIMULATOR = { SIMULATOR_LATENCY_MS: '0', SIMULATOR_RING_MS: '0', SIMULATOR_TALK_MS: '0', LOG_LEVEL: 'info' };
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+interface Setup {
+  store: Store;
+  fixture: OrgFixture;
+  routeId: number;
+  url: string;
+  drop(): Promise<void>;
+}
+
+async function setUp(kind: StoreKind): Promise<Setup> {
+  const database = await createTestDatabase(kind);
+  const store = openTestStore(database);
+  const deps = buildDeps(testConfig(database.url), { store, logger: pino({ level: 'silent' }) });
+  await migrateToLatest(store);
+  const fixture = await createOrgFixture(deps, 'Bench');
+  const route = await createTelephonyConfiguration(
+    store,
+    deps.cipher,
+    { orgId: fixture.orgId, name: 'Unpaced', provider: 'simulator', callsPerSecond: 10_000, maxConcurrentCalls: 1_000_000 },
+    Date.now(),
+  );
+  return {
+    store,
+    fixture,
+    routeId: route.id,
+    url: database.url,
+    drop: async () => {
+      await store.close();
+      await database.drop();
+    },
+  };
+}
+
+async function initiationLoad(service: ServiceProcess, setup: Setup, headers: Record<string, string> = {}) {
+  const url = `${service.url}/api/v1/public/agent/${setup.fixture.agentUuid}`;
+  const body = JSON.stringify({ phone_number: '+12025550123', telephony_configuration_id: setup.routeId, initial_context: { name: 'Ada' } });
+  const latencies: number[] = [];
+  let errors = 0;
+  const endAt = performance.now() + SECONDS * 1000;
+  const worker = async () => {
+    while (performance.now() < endAt) {
+      const start = performance.now();
+      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': setup.fixture.apiKey, ...headers }, body });
+      await response.arrayBuffer();
+      if (response.status === 200) latencies.push(performance.now() - start);
+      else errors++;
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  const elapsed = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return {
+    requests: latencies.length,
+    errors,
+    initiations_per_second: round(latencies.length / elapsed, 1),
+    request_latency_ms: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) },
+  };
+}
+
+async function waitUntilDialed(store: Store, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const row = await store.db
+      .selectFrom('workflow_runs')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('dial_sent_at', 'is', null)
+      .where('state', 'in', ['queued', 'dialing'])
+      .executeTakeFirstOrThrow();
+    if (Number(row.n) === 0) return;
+    if (Date.now() > deadline) throw new Error(`${row.n} runs still undialed after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function timeToDial(store: Store) {
+  const rows = await store.db.selectFrom('workflow_runs').select(['created_at', 'dial_sent_at']).where('dial_sent_at', 'is not', null).execute();
+  const delays = rows.map((r) => (r.dial_sent_at as number) - r.created_at).sort((a, b) => a - b);
+  return { runs: delays.length, p50: percentile(delays, 50), p99: percentile(delays, 99) };
+}
+
+async function dispatcherThroughput(setup: Setup) {
+  // Insert the backlog directly (the API is measured separately), then time a dispatcher draining it.
+  const now = Date.now();
+  const definition = await setup.store.db.selectFrom('workflow_definitions').select(['id', 'workflow_id']).executeTakeFirstOrThrow();
+  for (let offset = 0; offset < BACKLOG; offset += 500) {
+    const rows = Array.from({ length: Math.min(500, BACKLOG - offset) }, () => ({
+      org_id: setup.fixture.orgId,
+      workflow_id: definition.workflow_id,
+      definition_id: definition.id,
+      mode: 'published' as const,
+      phone_number: '+12025550123',
+      telephony_configuration_id: setup.routeId,
+      state: 'queued' as const,
+      created_at: now,
+      updated_at: now,
+    }));
+    await setup.store.db.insertInto('workflow_runs').values(rows).execute();
+  }
+  const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'dispatcher', DISPATCH_BATCH_SIZE: '1000' });
+  const started = Date.now();
+  try {
+    await waitUntilDialed(setup.store, 600_000);
+  } finally {
+    service.child.kill('SIGTERM');
+    await service.exited;
+  }
+  const seconds = (Date.now() - started) / 1000;
+  return { backlog: BACKLOG, seconds: round(seconds), dials_per_second: round(BACKLOG / seconds, 1) };
+}
+
+async function benchStore(kind: StoreKind) {
+  process.stdout.write(`\n[${kind}] initiation load: ${CONCURRENCY} clients for ${SECONDS} s\n`);
+  const load = await setUp(kind);
+  const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: load.url });
+  let initiation;
+  let dial;
+  try {
+    initiation = await initiationLoad(service, load);
+    await waitUntilDialed(load.store, 60_000);
+    dial = await timeToDial(load.store);
+  } finally {
+    service.child.kill('SIGTERM');
+    await service.exited;
+    await load.drop();
+  }
+
+  process.stdout.write(`[${kind}] dispatcher throughput: draining ${BACKLOG} queued runs\n`);
+  const drain = await setUp(kind);
+  let dispatcher;
+  try {
+    dispatcher = await dispatcherThroughput(drain);
+  } finally {
+    await drain.drop();
+  }
+  return { initiation, time_to_dial_ms: dial, dispatcher };
+}
+
+async function postgresReachable(): Promise<boolean> {
+  try {
+    const db = await createTestDatabase('postgres');
+    await db.drop();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const results: Record<string, unknown> = {
+  at: new Date().toISOString(),
+  machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+  settings: { seconds: SECONDS, concurrency: CONCURRENCY, backlog: BACKLOG },
+  sqlite: await benchStore('sqlite'),
+};
+if (await postgresReachable()) results.postgres = await benchStore('postgres');
+else results.postgres = `skipped: PostgreSQL not reachable at ${TEST_DATABASE_URL}`;
+
+const dir = fileURLToPath(new URL('./results/', import.meta.url));
+mkdirSync(dir, { recursive: true });
+const file = `${dir}bench-${String(results.at).replace(/[:.]/g, '-')}.json`;
+writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+writeFileSync(`${dir}latest.json`, `${JSON.stringify(results, null, 2)}\n`);
+process.stdout.write(`\n${JSON.stringify(results, null, 2)}\nwritten to ${file}\n`);
