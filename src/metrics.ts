@@ -60,6 +60,7 @@ export class Metrics {
         const rows = await store.db
           .selectFrom('workflow_runs')
           .select(['telephony_configuration_id as config', (eb) => eb.fn.countAll<number>().as('n')])
+          .where('deadline_at', 'is not', null)
           .where('state', 'in', ['dialing', 'ringing', 'in_progress'])
           .groupBy('telephony_configuration_id')
           .execute();

@@ -57,6 +57,7 @@ export async function claimRuns(store: Store, configurationId: number, options: 
       .selectFrom('workflow_runs')
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .where('telephony_configuration_id', '=', configurationId)
+      .where('deadline_at', 'is not', null)
       .where('state', 'in', LIVE_STATES)
       .executeTakeFirstOrThrow();
     const free = configuration.max_concurrent_calls - Number(active.n);

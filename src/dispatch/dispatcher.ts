@@ -177,7 +177,7 @@ export class Dispatcher {
     this.setTimer(call, ringTimeoutMs, async () => {
       await this.endLocally(call, 'no_answer', 'ring_timeout');
     });
-    const row = await deps.store.transaction('relaxed', (trx) =>
+    const row = await deps.store.batched((trx) =>
       trx
       .updateTable('workflow_runs')
       .set((eb) => ({

@@ -14,7 +14,7 @@ export async function expireQueuedRuns(store: Store, now: number, ttlMs: number)
     .select('id')
     .where('state', '=', 'queued')
     .where('created_at', '<', now - ttlMs)
-    .orderBy('id')
+    .orderBy('created_at')
     .limit(BATCH)
     .execute();
   const applied: AppliedTransition[] = [];
@@ -37,7 +37,7 @@ export async function reapSilentRuns(store: Store, now: number): Promise<{ run: 
     .select(['id', 'provider_call_id', 'state'])
     .where('state', 'in', LIVE_STATES)
     .where('deadline_at', '<', now)
-    .orderBy('id')
+    .orderBy('deadline_at')
     .limit(BATCH)
     .execute();
   const ended: { run: AppliedTransition; providerCallId: string | null }[] = [];

@@ -87,5 +87,6 @@ export async function transitionRunInTransaction(
 
 /** Applies one transition in its own transaction; undefined when the run was not in a predecessor state. */
 export async function transitionRun(store: Store, runId: number, to: RunState, details: TransitionDetails): Promise<AppliedTransition | undefined> {
-  return store.transaction(details.durable ? 'durable' : 'relaxed', (trx) => transitionRunInTransaction(trx, runId, to, details));
+  const work = (trx: Transaction<Database>) => transitionRunInTransaction(trx, runId, to, details);
+  return details.durable ? store.transaction('durable', work) : store.batched(work);
 }

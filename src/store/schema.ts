@@ -116,7 +116,10 @@ export interface WorkflowRunsTable {
   /** Node holding the run: the claim lease while dialing, then the node tracking the live call. */
   lease_owner: string | null;
   lease_expires_at: number | null;
-  /** When the reaper ends the run if nothing has moved it on (set on every transition). */
+  /**
+   * When the reaper ends the run if nothing has moved it on. Set exactly while the run is live
+   * (dialing, ringing, in progress): null when queued or ended. Indexes rely on this.
+   */
   deadline_at: number | null;
   claimed_at: number | null;
   dial_sent_at: number | null;

@@ -8,6 +8,10 @@ import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
+import { GroupCommit } from './group-commit.js';
+
+/** Most writes one group commit carries: bounds how long it holds the store. */
+const GROUP_COMMIT_MAX = 200;
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -25,6 +29,8 @@ export interface Store {
   readonly db: Kysely<Database>;
   readonly dialect: DialectName;
   transaction<T>(durability: Durability, work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+  /** A relaxed write, committed together with the other relaxed writes of the same moment (group-commit.ts). */
+  batched<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
   /** Cheap round trip used by readiness checks. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -56,18 +62,21 @@ function openSqlite(path: string): Store {
   // durable transaction is pending the connection stays at FULL, so none of them can commit after
   // another one switched it back.
   let durablePending = 0;
+  const transaction: Store['transaction'] = async (durability, work) => {
+    if (durability === 'relaxed') return db.transaction().execute(work);
+    if (durablePending++ === 0) await sql`pragma synchronous = FULL`.execute(db);
+    try {
+      return await db.transaction().execute(work);
+    } finally {
+      if (--durablePending === 0) await sql`pragma synchronous = NORMAL`.execute(db);
+    }
+  };
+  const group = new GroupCommit((work) => transaction('relaxed', work), GROUP_COMMIT_MAX, 1);
   return {
     db,
     dialect: 'sqlite',
-    async transaction(durability, work) {
-      if (durability === 'relaxed') return db.transaction().execute(work);
-      if (durablePending++ === 0) await sql`pragma synchronous = FULL`.execute(db);
-      try {
-        return await db.transaction().execute(work);
-      } finally {
-        if (--durablePending === 0) await sql`pragma synchronous = NORMAL`.execute(db);
-      }
-    },
+    transaction,
+    batched: (work) => group.run(work),
     async ping() {
       sqlite.prepare('select 1').get();
     },
@@ -91,16 +100,18 @@ function openPostgres(url: string, poolSize: number): Store {
     },
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const transaction: Store['transaction'] = (durability, work) =>
+    db.transaction().execute(async (trx) => {
+      // PostgreSQL's own switch for the same trade: the commit returns before its WAL is flushed.
+      if (durability === 'relaxed') await sql`set local synchronous_commit = off`.execute(trx);
+      return work(trx);
+    });
+  const group = new GroupCommit((work) => transaction('relaxed', work), GROUP_COMMIT_MAX, Math.max(1, Math.floor(poolSize / 2)));
   return {
     db,
     dialect: 'postgres',
-    transaction(durability, work) {
-      return db.transaction().execute(async (trx) => {
-        // PostgreSQL's own switch for the same trade: the commit returns before its WAL is flushed.
-        if (durability === 'relaxed') await sql`set local synchronous_commit = off`.execute(trx);
-        return work(trx);
-      });
-    },
+    transaction,
+    batched: (work) => group.run(work),
     async ping() {
       await pool.query('select 1');
     },

@@ -124,11 +124,6 @@ export function up001(dialect: DialectName) {
       .addColumn('ended_at', 'bigint')
       .execute();
     await db.schema.createIndex('workflow_runs_org_idx').on('workflow_runs').columns(['org_id', 'id']).execute();
-    await db.schema
-      .createIndex('workflow_runs_state_idx')
-      .on('workflow_runs')
-      .columns(['state', 'created_at'])
-      .execute();
 
     await db.schema
       .createTable('run_events')

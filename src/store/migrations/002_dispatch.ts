@@ -1,5 +1,5 @@
 // Dispatch: leases, deadlines, phase times and pacing state.
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../store.js';
 
 export function up002(_dialect: DialectName) {
@@ -23,12 +23,39 @@ export function up002(_dialect: DialectName) {
     await db.schema.alterTable('workflow_runs').addColumn('last_event_seq', 'integer', (col) => col.notNull().defaultTo(1)).execute();
     await db.schema.alterTable('telephony_configurations').addColumn('pacing_next_at', 'bigint').execute();
 
+    // Partial indexes: each covers only the runs one part of the dispatcher looks for, so a run
+    // moving between live states rewrites as few index entries as possible.
     await db.schema
-      .createIndex('workflow_runs_claim_idx')
+      .createIndex('workflow_runs_queued_idx')
       .on('workflow_runs')
-      .columns(['state', 'telephony_configuration_id', 'id'])
+      .columns(['telephony_configuration_id', 'id'])
+      .where(sql.ref('state'), '=', 'queued')
       .execute();
-    await db.schema.createIndex('workflow_runs_deadline_idx').on('workflow_runs').columns(['state', 'deadline_at']).execute();
-    await db.schema.createIndex('workflow_runs_lease_owner_idx').on('workflow_runs').columns(['lease_owner']).execute();
+    await db.schema
+      .createIndex('workflow_runs_queued_age_idx')
+      .on('workflow_runs')
+      .column('created_at')
+      .where(sql.ref('state'), '=', 'queued')
+      .execute();
+    // A run has a deadline exactly while it is live (dialing, ringing, in progress), and
+    // "deadline_at is not null" is a condition both planners can match with bound parameters.
+    await db.schema
+      .createIndex('workflow_runs_live_idx')
+      .on('workflow_runs')
+      .column('telephony_configuration_id')
+      .where(sql.ref('deadline_at'), 'is not', null)
+      .execute();
+    await db.schema
+      .createIndex('workflow_runs_live_deadline_idx')
+      .on('workflow_runs')
+      .column('deadline_at')
+      .where(sql.ref('deadline_at'), 'is not', null)
+      .execute();
+    await db.schema
+      .createIndex('workflow_runs_cancel_requested_idx')
+      .on('workflow_runs')
+      .column('lease_owner')
+      .where(sql.ref('cancel_requested_at'), 'is not', null)
+      .execute();
   };
 }
