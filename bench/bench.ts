@@ -4,6 +4,7 @@
 //
 //   BENCH_SECONDS       length of the initiation load phase (default 10)
 //   BENCH_CONCURRENCY   concurrent HTTP clients during that phase (default 16)
+//   BENCH_RATE          requests per second of the paced phase (default 100)
 //   BENCH_BACKLOG       queued runs for the dispatcher throughput phase (default 20000)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,7 @@ import { createTestDatabase, openTestStore, TEST_DATABASE_URL, type StoreKind } 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 20_000);
+const RATE = Number(process.env.BENCH_RATE ?? 100);
 
 /** Simulated calls end at once, so capacity stays free and the figures measure Dialtone itself. */
 const INSTANT_SIMULATOR = { SIMULATOR_LATENCY_MS: '0', SIMULATOR_RING_MS: '0', SIMULATOR_TALK_MS: '0', LOG_LEVEL: 'info' };
@@ -92,6 +94,33 @@ async function initiationLoad(service: ServiceProcess, setup: Setup, headers: Re
   };
 }
 
+/** Open loop: one request every 1/RATE s whatever the answers, as independent clients would send them. */
+async function pacedLoad(service: ServiceProcess, setup: Setup) {
+  const url = `${service.url}/api/v1/public/agent/${setup.fixture.agentUuid}`;
+  const body = JSON.stringify({ phone_number: '+12025550123', telephony_configuration_id: setup.routeId });
+  const latencies: number[] = [];
+  let errors = 0;
+  const total = RATE * SECONDS;
+  const started = performance.now();
+  const requests: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const wait = started + (i * 1000) / RATE - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    requests.push(
+      (async () => {
+        const start = performance.now();
+        const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': setup.fixture.apiKey }, body });
+        await response.arrayBuffer();
+        if (response.status === 200) latencies.push(performance.now() - start);
+        else errors++;
+      })(),
+    );
+  }
+  await Promise.all(requests);
+  latencies.sort((a, b) => a - b);
+  return { rate_per_second: RATE, requests: latencies.length, errors, request_latency_ms: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) } };
+}
+
 async function waitUntilDialed(store: Store, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -144,19 +173,34 @@ async function dispatcherThroughput(setup: Setup) {
 }
 
 async function benchStore(kind: StoreKind) {
-  process.stdout.write(`\n[${kind}] initiation load: ${CONCURRENCY} clients for ${SECONDS} s\n`);
+  process.stdout.write(`\n[${kind}] saturation: ${CONCURRENCY} clients for ${SECONDS} s\n`);
   const load = await setUp(kind);
   const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: load.url });
-  let initiation;
-  let dial;
+  let saturation;
+  let saturationDial;
   try {
-    initiation = await initiationLoad(service, load);
+    saturation = await initiationLoad(service, load);
     await waitUntilDialed(load.store, 60_000);
-    dial = await timeToDial(load.store);
+    saturationDial = await timeToDial(load.store);
   } finally {
     service.child.kill('SIGTERM');
     await service.exited;
     await load.drop();
+  }
+
+  process.stdout.write(`[${kind}] paced: ${RATE} requests/s for ${SECONDS} s, telephony capacity free\n`);
+  const pacedSetup = await setUp(kind);
+  const pacedService = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: pacedSetup.url });
+  let paced;
+  let pacedDial;
+  try {
+    paced = await pacedLoad(pacedService, pacedSetup);
+    await waitUntilDialed(pacedSetup.store, 60_000);
+    pacedDial = await timeToDial(pacedSetup.store);
+  } finally {
+    pacedService.child.kill('SIGTERM');
+    await pacedService.exited;
+    await pacedSetup.drop();
   }
 
   process.stdout.write(`[${kind}] dispatcher throughput: draining ${BACKLOG} queued runs\n`);
@@ -167,7 +211,11 @@ async function benchStore(kind: StoreKind) {
   } finally {
     await drain.drop();
   }
-  return { initiation, time_to_dial_ms: dial, dispatcher };
+  return {
+    saturation: { ...saturation, time_to_dial_ms: saturationDial },
+    paced: { ...paced, time_to_dial_ms: pacedDial },
+    dispatcher,
+  };
 }
 
 async function postgresReachable(): Promise<boolean> {
@@ -183,7 +231,7 @@ async function postgresReachable(): Promise<boolean> {
 const results: Record<string, unknown> = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
-  settings: { seconds: SECONDS, concurrency: CONCURRENCY, backlog: BACKLOG },
+  settings: { seconds: SECONDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG },
   sqlite: await benchStore('sqlite'),
 };
 if (await postgresReachable()) results.postgres = await benchStore('postgres');

@@ -92,14 +92,22 @@ export class ConfigError extends Error {
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const raw: Record<string, unknown> = {};
-  for (const key of Object.keys(ConfigSchema.properties)) {
+  for (const [key, schema] of Object.entries(ConfigSchema.properties)) {
     const value = env[key];
-    if (value !== undefined && value !== '') raw[key] = value;
+    if (value !== undefined && value !== '') raw[key] = schema.type === 'integer' ? toInteger(value) : value;
   }
-  const withDefaults = Value.Default(ConfigSchema, Value.Convert(ConfigSchema, raw));
+  const withDefaults = Value.Default(ConfigSchema, raw);
   const problems = [...Value.Errors(ConfigSchema, withDefaults)].map(
     (e) => `${e.path.slice(1) || '(root)'}: ${e.message} (got ${JSON.stringify(e.value)})`,
   );
   if (problems.length > 0) throw new ConfigError(problems);
   return withDefaults as Config;
+}
+
+/**
+ * Whole numbers in decimal only. Anything else stays text, so the schema refuses it: TypeBox's own
+ * conversion would parseInt it, turning PORT=80.5 into 80, 1e3 into 1 and "true" into 1.
+ */
+function toInteger(text: string): number | string {
+  return /^\s*[+-]?[0-9]+\s*$/.test(text) ? Number(text) : text;
 }

@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from '../config.js';
 import { buildDeps, type Deps } from '../deps.js';
 import { DialtoneError } from '../errors.js';
 import { createOrganization, organizationExists } from '../orgs/organizations.js';
-import { getRun, iso, listRuns } from '../runs/read-run.js';
+import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { createTelephonyConfiguration, listTelephonyConfigurations } from '../telephony/configurations.js';
 import { archiveWorkflow, createWorkflow, publishDraft, saveDraft, showWorkflow } from '../workflows/workflows.js';
@@ -261,6 +261,19 @@ export function buildCli(): Command {
       action(async (deps, runId: number) => {
         const view = await getRun(deps.store, undefined, runId);
         return { json: view, text: formatRecord({ ...view }) };
+      }),
+    );
+  run
+    .command('events')
+    .argument('<run_id>', 'run id', positiveInt)
+    .option('--after <seq>', 'only events after this seq', (v: string) => Number(v), 0)
+    .action(
+      action(async (deps, runId: number, opts: { after: number }) => {
+        const page = await listRunEvents(deps.store, undefined, runId, opts.after, 1000);
+        return {
+          json: page.data,
+          text: formatTable(page.data.map((e) => ({ ...e, data: Object.keys(e.data).length ? e.data : null })), ['seq', 'type', 'at', 'data']),
+        };
       }),
     );
   run
