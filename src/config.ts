@@ -48,6 +48,11 @@ export const ConfigSchema = Type.Object({
   DISPATCH_POLL_INTERVAL_MS: Integer(10, 60_000, 500),
   /** How far ahead of its pacing slot a call may be claimed; bounds the claimed-but-not-dialed window. */
   DISPATCH_LOOKAHEAD_MS: Integer(0, 5_000, 100),
+  /**
+   * Pacing headroom: dials are spaced (1 + headroom) / calls_per_second apart, so timer jitter on
+   * busy nodes cannot push any one-second window over a carrier's hard limit.
+   */
+  DISPATCH_PACING_HEADROOM: Type.Number({ minimum: 0, maximum: 0.5, default: 0.05 }),
   /** Most runs claimed for one telephony configuration in one claim. */
   DISPATCH_BATCH_SIZE: Integer(1, 10_000, 200),
   /** Claim lease: a run still `dialing` with no provider call id after this ends `failed` (dispatch_interrupted). */
@@ -94,20 +99,27 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const raw: Record<string, unknown> = {};
   for (const [key, schema] of Object.entries(ConfigSchema.properties)) {
     const value = env[key];
-    if (value !== undefined && value !== '') raw[key] = schema.type === 'integer' ? toInteger(value) : value;
+    if (value !== undefined && value !== '') raw[key] = toNumber(schema.type, value);
   }
   const withDefaults = Value.Default(ConfigSchema, raw);
   const problems = [...Value.Errors(ConfigSchema, withDefaults)].map(
     (e) => `${e.path.slice(1) || '(root)'}: ${e.message} (got ${JSON.stringify(e.value)})`,
   );
+  const config = withDefaults as Config;
+  if (problems.length === 0 && config.DIAL_TIMEOUT_MS >= config.DISPATCH_LEASE_MS) {
+    problems.push(`DIAL_TIMEOUT_MS (${config.DIAL_TIMEOUT_MS}) must be shorter than DISPATCH_LEASE_MS (${config.DISPATCH_LEASE_MS})`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
-  return withDefaults as Config;
+  return config;
 }
 
 /**
- * Whole numbers in decimal only. Anything else stays text, so the schema refuses it: TypeBox's own
- * conversion would parseInt it, turning PORT=80.5 into 80, 1e3 into 1 and "true" into 1.
+ * The value of a numeric variable: integers in decimal digits only, numbers in decimal notation.
+ * Anything else stays text, so the schema refuses it: TypeBox's own conversion would parseInt it,
+ * turning PORT=80.5 into 80, 1e3 into 1 and "true" into 1.
  */
-function toInteger(text: string): number | string {
-  return /^\s*[+-]?[0-9]+\s*$/.test(text) ? Number(text) : text;
+function toNumber(type: unknown, text: string): number | string {
+  if (type === 'integer') return /^\s*[+-]?[0-9]+\s*$/.test(text) ? Number(text) : text;
+  if (type === 'number') return /^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$/.test(text) ? Number(text) : text;
+  return text;
 }

@@ -11,6 +11,7 @@ export class Metrics {
   readonly transitions: Counter<'state'>;
   readonly dialLatency: Histogram;
   readonly providerEvents: Counter<'provider' | 'kind' | 'applied'>;
+  readonly pacingReslots: Counter;
 
   constructor(store: Store, options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -27,6 +28,11 @@ export class Metrics {
       name: 'dialtone_provider_events_total',
       help: 'Provider events received, and whether they moved a run (duplicates and late events do not)',
       labelNames: ['provider', 'kind', 'applied'],
+      registers,
+    });
+    this.pacingReslots = new Counter({
+      name: 'dialtone_pacing_reslots_total',
+      help: 'Dials that missed their pacing slot (busy node) and took a later one',
       registers,
     });
     new Gauge({

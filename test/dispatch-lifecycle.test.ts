@@ -147,7 +147,7 @@ for (const store of await storeCases()) {
       const f = await createOrgFixture(env.deps);
       const runId = await startCall(env, f, '+12025550123');
       const past = Date.now() - 120_000;
-      const { claimed } = await claimRuns(env.deps.store, f.telephonyId, { nodeId: 'dead-node', now: past, leaseMs: 30_000, lookaheadMs: 0, batchSize: 10 });
+      const { claimed } = await claimRuns(env.deps.store, f.telephonyId, { nodeId: 'dead-node', now: past, leaseMs: 30_000, lookaheadMs: 0, batchSize: 10, pacingHeadroom: 0 });
       assert.deepEqual(claimed.map((c) => c.run.id), [runId]);
       env.dispatcher.start();
       const run = await waitForRun(env, runId, ended);
@@ -160,7 +160,7 @@ for (const store of await storeCases()) {
       const env = await buildWithDispatcher(t, store.kind, { start: false });
       const f = await createOrgFixture(env.deps);
       const runId = await startCall(env, f, '+12025550123');
-      await claimRuns(env.deps.store, f.telephonyId, { nodeId: 'dead-node', now: Date.now(), leaseMs: 30_000, lookaheadMs: 0, batchSize: 10 });
+      await claimRuns(env.deps.store, f.telephonyId, { nodeId: 'dead-node', now: Date.now(), leaseMs: 30_000, lookaheadMs: 0, batchSize: 10, pacingHeadroom: 0 });
       await env.deps.store.db.updateTable('workflow_runs').set({ state: 'ringing', provider_call_id: 'SIMgone', deadline_at: Date.now() - 1 }).where('id', '=', runId).execute();
       env.dispatcher.start();
       const run = await waitForRun(env, runId, ended);

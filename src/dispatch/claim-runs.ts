@@ -6,7 +6,7 @@
 // - pacing: dials are spaced 1/`calls_per_second` apart. The configuration row carries the time of
 //   the next free slot (`pacing_next_at`); each claim takes consecutive slots and moves it on. Evenly
 //   spaced slots keep any one-second window at or under `calls_per_second` dials, which a token
-//   bucket with a burst would not.
+//   bucket with a burst would not; a small headroom in the spacing absorbs timer jitter.
 //
 // On PostgreSQL the configuration row is locked (`FOR UPDATE`) for the claim, so concurrent claims
 // for one configuration from several nodes take turns, and the queued rows are taken with
@@ -21,6 +21,8 @@ export interface ClaimOptions {
   leaseMs: number;
   lookaheadMs: number;
   batchSize: number;
+  /** Fraction added to the spacing between dials (see DISPATCH_PACING_HEADROOM). */
+  pacingHeadroom: number;
 }
 
 export interface ClaimedRun {
@@ -28,6 +30,8 @@ export interface ClaimedRun {
   configuration: TelephonyConfigurationRow;
   /** The pacing slot: when this run may be dialed. */
   dialAt: number;
+  /** The claim's lease: after it the run is no longer this node's to dial. */
+  leaseExpiresAt: number;
 }
 
 export interface ClaimResult {
@@ -49,7 +53,7 @@ export async function claimRuns(store: Store, configurationId: number, options: 
       .executeTakeFirst();
     if (!configuration) return { claimed: [], retryAt: undefined };
 
-    const spacingMs = 1000 / configuration.calls_per_second;
+    const spacingMs = (1000 * (1 + options.pacingHeadroom)) / configuration.calls_per_second;
     const firstSlot = Math.max(configuration.pacing_next_at ?? 0, options.now);
     if (firstSlot > options.now + options.lookaheadMs) return { claimed: [], retryAt: firstSlot - options.lookaheadMs };
 
@@ -103,10 +107,49 @@ export async function claimRuns(store: Store, configurationId: number, options: 
     await trx.updateTable('telephony_configurations').set({ pacing_next_at: Math.ceil(nextSlot) }).where('id', '=', configurationId).execute();
 
     return {
-      claimed: rows.map(({ last_event_seq: _seq, ...run }, i) => ({ run, configuration, dialAt: firstSlot + i * spacingMs })),
+      claimed: rows.map(({ last_event_seq: _seq, ...run }, i) => ({ run, configuration, dialAt: firstSlot + i * spacingMs, leaseExpiresAt: deadline })),
       retryAt: rows.length === wanted ? nextSlot - options.lookaheadMs : undefined,
     };
   });
+}
+
+/**
+ * Takes the next pacing slot of a configuration for one run whose slot passed unused (its node was
+ * too busy to dial in time): late dials would otherwise bunch up with punctual ones.
+ */
+export async function takePacingSlot(store: Store, configurationId: number, now: number, pacingHeadroom: number): Promise<number> {
+  return store.transaction('relaxed', async (trx) => {
+    const configuration = await trx
+      .selectFrom('telephony_configurations')
+      .select(['calls_per_second', 'pacing_next_at'])
+      .where('id', '=', configurationId)
+      .$if(store.dialect === 'postgres', (q) => q.forUpdate())
+      .executeTakeFirstOrThrow();
+    const slot = Math.max(configuration.pacing_next_at ?? 0, now);
+    const spacingMs = (1000 * (1 + pacingHeadroom)) / configuration.calls_per_second;
+    await trx.updateTable('telephony_configurations').set({ pacing_next_at: Math.ceil(slot + spacingMs) }).where('id', '=', configurationId).execute();
+    return slot;
+  });
+}
+
+/**
+ * Extends this node's claim on a run it has not dialed yet. Fails (false) when the run is no longer
+ * this node's undialed claim: canceled, or reaped after the lease ran out. Such a run must not be
+ * dialed.
+ */
+export async function renewClaim(store: Store, runId: number, nodeId: string, until: number): Promise<boolean> {
+  const row = await store.batched((trx) =>
+    trx
+      .updateTable('workflow_runs')
+      .set({ lease_expires_at: until, deadline_at: until })
+      .where('id', '=', runId)
+      .where('state', '=', 'dialing')
+      .where('lease_owner', '=', nodeId)
+      .where('provider_call_id', 'is', null)
+      .returning('id')
+      .executeTakeFirst(),
+  );
+  return row !== undefined;
 }
 
 /** Telephony configurations that have queued runs, oldest work first. */

@@ -10,14 +10,16 @@
 // 4. Maintain: every REAPER_INTERVAL_MS, expire stale queued runs and end live runs past their
 //    deadline (end-runs.ts), including runs of nodes that died mid-dial.
 //
-// A tick runs when work is signalled on this node (no polling delay), when a pacing slot opens,
-// or every DISPATCH_POLL_INTERVAL_MS for work created elsewhere. Ticks never overlap.
+// A tick runs when work is signalled on this node (no polling delay) or announced by another node
+// through the store (PostgreSQL NOTIFY), when a pacing slot opens, or every
+// DISPATCH_POLL_INTERVAL_MS as a safety net. Ticks never overlap.
 import type { Deps } from '../deps.js';
 import { LIVE_STATES, isTerminal } from '../runs/states.js';
 import { transitionRun, type AppliedTransition } from '../runs/transition-run.js';
 import type { RunState, TelephonyConfigurationRow } from '../store/schema.js';
 import { DialRefusedError, type ProviderEvent } from '../telephony/provider.js';
-import { claimRuns, configurationsWithQueuedRuns, type ClaimedRun } from './claim-runs.js';
+import { WORK_CHANNEL } from '../runs/create-run.js';
+import { claimRuns, configurationsWithQueuedRuns, renewClaim, takePacingSlot, type ClaimedRun } from './claim-runs.js';
 import { expireQueuedRuns, reapSilentRuns } from './end-runs.js';
 import { applyProviderEvent, ringTimeoutOf } from './provider-events.js';
 
@@ -29,6 +31,10 @@ interface TrackedCall {
 }
 
 class DialTimeoutError extends Error {}
+
+const MAX_RESLOTS = 20;
+/** Time kept in hand, beyond the dial timeout, for recording the call id before a lease runs out. */
+const LEASE_MARGIN_MS = 2_000;
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -57,10 +63,19 @@ export class Dispatcher {
   /** Per-run chains, so one call's events are applied in the order the provider sent them. */
   private readonly eventChains = new Map<number, Promise<void>>();
   private readonly unsubscribe: (() => void)[] = [];
+  private listening: Promise<(() => Promise<void>) | undefined> | undefined;
 
   constructor(private readonly deps: Deps) {}
 
   start(): void {
+    // Runs created on other nodes: a store notification wakes this node at once (PostgreSQL
+    // LISTEN/NOTIFY); the poll stays as the safety net for a lost notification or connection.
+    this.listening = this.deps.store
+      .listen(WORK_CHANNEL, () => this.wake(), (error) => this.deps.logger.warn({ err: error }, 'work notifications lost; polling continues'))
+      .catch((error: unknown) => {
+        this.deps.logger.warn({ err: error }, 'cannot listen for work notifications; polling only');
+        return undefined;
+      });
     this.unsubscribe.push(
       this.deps.signals.onWork(() => this.wake()),
       this.deps.signals.onProviderEvent((event) => this.track(this.inOrder(event.runId, () => this.handleProviderEvent(event)))),
@@ -110,6 +125,7 @@ export class Dispatcher {
           now: deps.clock.now(),
           leaseMs: deps.config.DISPATCH_LEASE_MS,
           lookaheadMs: deps.config.DISPATCH_LOOKAHEAD_MS,
+          pacingHeadroom: deps.config.DISPATCH_PACING_HEADROOM,
           batchSize: deps.config.DISPATCH_BATCH_SIZE,
         });
         for (const claimed of result.claimed) this.scheduleDial(claimed);
@@ -138,13 +154,45 @@ export class Dispatcher {
   }
 
   private scheduleDial(claimed: ClaimedRun): void {
-    const delay = claimed.dialAt - this.deps.clock.now();
-    if (delay <= 0) {
-      this.track(this.dial(claimed));
-      return;
-    }
     // Tracked from now, not from its slot, so shutdown waits for it: it was claimed and must be dialed.
-    this.track(new Promise<void>((resolve) => setTimeout(resolve, delay)).then(() => this.dial(claimed)));
+    this.track(this.dialInSlot(claimed));
+  }
+
+  /**
+   * Dials at the run's pacing slot. Slots are spaced with DISPATCH_PACING_HEADROOM to spare; a dial
+   * that would go out later than most of that spare (the node was busy) takes a fresh slot instead,
+   * so late dials cannot bunch with punctual ones and push a second over calls_per_second. A node
+   * so overloaded that it misses MAX_RESLOTS slots in a row dials anyway (and says so).
+   */
+  private async dialInSlot(claimed: ClaimedRun): Promise<void> {
+    const { deps } = this;
+    const tolerance = 800 * deps.config.DISPATCH_PACING_HEADROOM;
+    let dialAt = claimed.dialAt;
+    let leaseExpiresAt = claimed.leaseExpiresAt;
+    for (let attempt = 0; ; attempt++) {
+      const delay = dialAt - deps.clock.now();
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+      // The dial and the recording of its call id must finish inside the lease, or another node's
+      // reaper may end the run as interrupted while it rings. Near the end, renew it; a run that is
+      // no longer ours (reaped, canceled) is not dialed at all.
+      if (leaseExpiresAt - deps.clock.now() < deps.config.DIAL_TIMEOUT_MS + LEASE_MARGIN_MS) {
+        leaseExpiresAt = deps.clock.now() + deps.config.DISPATCH_LEASE_MS;
+        if (!(await renewClaim(deps.store, claimed.run.id, deps.nodeId, leaseExpiresAt))) {
+          deps.logger.warn({ runId: claimed.run.id }, 'claim lost before dialing; not dialed');
+          return;
+        }
+      }
+      // Measured after every await above, right before the dial.
+      const lateness = deps.clock.now() - dialAt;
+      if (tolerance === 0 || lateness <= tolerance) break;
+      if (attempt === MAX_RESLOTS) {
+        deps.logger.warn({ runId: claimed.run.id, lateness }, 'dialing late: this node keeps missing its pacing slots');
+        break;
+      }
+      deps.metrics.pacingReslots.inc();
+      dialAt = await takePacingSlot(deps.store, claimed.configuration.id, deps.clock.now(), deps.config.DISPATCH_PACING_HEADROOM);
+    }
+    await this.dial(claimed);
   }
 
   private track(work: Promise<void>): void {
@@ -301,6 +349,8 @@ export class Dispatcher {
   async stop(): Promise<void> {
     this.stopping = true;
     for (const off of this.unsubscribe) off();
+    const unlisten = await this.listening;
+    await unlisten?.();
     if (this.nextTick) clearTimeout(this.nextTick);
     await this.ticking;
     // Includes claimed runs waiting for their pacing slot, at most DISPATCH_LOOKAHEAD_MS away.

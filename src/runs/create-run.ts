@@ -24,6 +24,9 @@ export interface CreatedRun {
   state: 'queued';
 }
 
+/** The store notification channel that announces new queued runs. */
+export const WORK_CHANNEL = 'dialtone_work';
+
 export function runName(mode: RunMode, id: number): string {
   return `${mode === 'test' ? 'WR-TEST' : 'WR-API'}-${id}`;
 }
@@ -55,6 +58,8 @@ export async function createRun(store: Store, run: NewRun, now: number): Promise
     // The name embeds the id, which only exists after the insert; both happen before commit.
     const name = runName(run.mode, id);
     await trx.updateTable('workflow_runs').set({ name }).where('id', '=', id).execute();
+    // Wakes dispatchers on other nodes as this commits (PostgreSQL); same-node ones are signalled in-process.
+    await store.notify(trx, WORK_CHANNEL);
     await trx
       .insertInto('run_events')
       .values({

@@ -31,6 +31,13 @@ export interface Store {
   transaction<T>(durability: Durability, work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
   /** A relaxed write, committed together with the other relaxed writes of the same moment (group-commit.ts). */
   batched<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+  /**
+   * Cross-process wake-ups. `notify` (inside a transaction) is delivered to every `listen`er when
+   * that transaction commits: PostgreSQL LISTEN/NOTIFY. SQLite serves one node, whose in-process
+   * signals already do this, so there both are no-ops and polling covers anything else.
+   */
+  notify(trx: Transaction<Database>, channel: string): Promise<void>;
+  listen(channel: string, onNotify: () => void, onError: (error: Error) => void): Promise<() => Promise<void>>;
   /** Cheap round trip used by readiness checks. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -77,6 +84,8 @@ function openSqlite(path: string): Store {
     dialect: 'sqlite',
     transaction,
     batched: (work) => group.run(work),
+    notify: async () => undefined,
+    listen: async () => async () => undefined,
     async ping() {
       sqlite.prepare('select 1').get();
     },
@@ -99,6 +108,9 @@ function openPostgres(url: string, poolSize: number): Store {
           : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
+  // An idle pooled connection can be closed by the server (restart, failover, admin). The pool
+  // drops it and opens another on demand; without a listener the 'error' event would kill the process.
+  pool.on('error', () => undefined);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const transaction: Store['transaction'] = (durability, work) =>
     db.transaction().execute(async (trx) => {
@@ -112,6 +124,22 @@ function openPostgres(url: string, poolSize: number): Store {
     dialect: 'postgres',
     transaction,
     batched: (work) => group.run(work),
+    async notify(trx, channel) {
+      await sql`select pg_notify(${channel}, '')`.execute(trx);
+    },
+    async listen(channel, onNotify, onError) {
+      // A dedicated connection: a pooled one would be handed to other queries between notifications.
+      const client = new pg.Client({ connectionString: url });
+      client.on('notification', (message) => {
+        if (message.channel === channel) onNotify();
+      });
+      client.on('error', onError);
+      await client.connect();
+      await client.query(`listen ${client.escapeIdentifier(channel)}`);
+      return async () => {
+        await client.end().catch(() => undefined);
+      };
+    },
     async ping() {
       await pool.query('select 1');
     },

@@ -1,0 +1,210 @@
+// Several nodes on one PostgreSQL database: real service processes, real sockets.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import pino from 'pino';
+import { buildApp } from '../src/app.js';
+import { buildDeps } from '../src/deps.js';
+import { Dispatcher } from '../src/dispatch/dispatcher.js';
+import { getRun } from '../src/runs/read-run.js';
+import { migrateToLatest } from '../src/store/migrate.js';
+import type { Store } from '../src/store/store.js';
+import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
+import { postJson, testConfig } from './helpers/app.js';
+import { FAST_TIMINGS } from './helpers/dispatch.js';
+import { createOrgFixture, type OrgFixture } from './helpers/fixtures.js';
+import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
+import { createTestDatabase, openTestStore, storeCases } from './helpers/stores.js';
+
+const TERMINAL = ['completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'];
+const postgres = (await storeCases()).find((c) => c.kind === 'postgres');
+
+interface Cluster {
+  observer: Store;
+  fixture: OrgFixture;
+  routeId: number;
+  cps: number;
+  dialLog: string;
+  url: string;
+}
+
+async function cluster(t: TestContext, cps: number): Promise<Cluster> {
+  const database = await createTestDatabase('postgres');
+  const dir = mkdtempSync(join(tmpdir(), 'dialtone-nodes-'));
+  const observer = openTestStore(database);
+  t.after(async () => {
+    await observer.close();
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const deps = buildDeps(testConfig(database.url), { store: observer, logger: pino({ level: 'silent' }) });
+  await migrateToLatest(observer);
+  const fixture = await createOrgFixture(deps);
+  const route = await createTelephonyConfiguration(observer, deps.cipher, { orgId: fixture.orgId, name: 'Shared', provider: 'simulator', callsPerSecond: cps, maxConcurrentCalls: 40 }, Date.now());
+  return { observer, fixture, routeId: route.id, cps, dialLog: join(dir, 'dials.jsonl'), url: database.url };
+}
+
+function nodeEnv(c: Cluster): Record<string, string> {
+  return {
+    DATABASE_URL: c.url,
+    SIMULATOR_DIAL_LOG: c.dialLog,
+    SIMULATOR_LATENCY_MS: '5',
+    SIMULATOR_RING_MS: '10',
+    SIMULATOR_TALK_MS: '20',
+    DISPATCH_POLL_INTERVAL_MS: '100',
+    REAPER_INTERVAL_MS: '200',
+    REAPER_GRACE_MS: '300',
+    // Generous next to the simulator's timings: three nodes, PostgreSQL and the load share two cores.
+    RING_TIMEOUT_MS: '5000',
+    // Calls held by a killed node are ended by the reaper once this (plus the grace) has passed.
+    MAX_CALL_DURATION_MS: '3000',
+    DISPATCH_LEASE_MS: '10000',
+    DIAL_TIMEOUT_MS: '3000',
+    DATABASE_POOL_SIZE: '8',
+    LOG_LEVEL: 'info',
+  };
+}
+
+/** Sends `count` initiations round-robin over the nodes, `concurrency` at a time; returns run ids per 200. */
+async function initiate(c: Cluster, nodes: () => ServiceProcess[], count: number, concurrency: number, onProgress?: (sent: number) => void): Promise<{ ok: number[]; refused: number }> {
+  const ok: number[] = [];
+  let refused = 0;
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      onProgress?.(i);
+      const live = nodes();
+      const node = live[i % live.length] as ServiceProcess;
+      try {
+        const response = await fetch(`${node.url}/api/v1/public/agent/${c.fixture.agentUuid}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': c.fixture.apiKey },
+          body: JSON.stringify({ phone_number: '+12025550123', telephony_configuration_id: c.routeId }),
+        });
+        const body = (await response.json()) as { workflow_run_id?: number };
+        if (response.status === 200 && body.workflow_run_id) ok.push(body.workflow_run_id);
+        else refused++;
+      } catch {
+        refused++; // the node was killed under this request: no 200, so no promise was made
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { ok, refused };
+}
+
+async function waitAllTerminal(store: Store, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const rows = await store.db.selectFrom('workflow_runs').select(['id', 'state', 'outcome_reason']).execute();
+    if (rows.every((r) => TERMINAL.includes(r.state)) || Date.now() > deadline) return rows;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+function readDials(path: string): { runId: number; at: number }[] {
+  return readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as { runId: number; at: number });
+}
+
+function assertPaced(dials: { at: number }[], cps: number): void {
+  const times = dials.map((d) => d.at).sort((a, b) => a - b);
+  let busiest = 0;
+  let start = 0;
+  for (let end = 0; end < times.length; end++) {
+    while ((times[end] as number) - (times[start] as number) >= 1000) start++;
+    busiest = Math.max(busiest, end - start + 1);
+  }
+  assert.ok(busiest <= cps, `busiest one-second window had ${busiest} dials; calls_per_second is ${cps}`);
+}
+
+function assertEachOnce(dials: { runId: number }[]): Map<number, number> {
+  const counts = new Map<number, number>();
+  for (const d of dials) counts.set(d.runId, (counts.get(d.runId) ?? 0) + 1);
+  assert.deepEqual([...counts].filter(([, n]) => n > 1), [], 'no run was dialed twice');
+  return counts;
+}
+
+describe('Several nodes on one PostgreSQL database', { skip: postgres?.skip ?? 'PostgreSQL not configured' }, () => {
+  it('wakes a dispatcher on another node through the store as soon as a run is created there', async (t) => {
+    const c = await cluster(t, 100);
+    const apiStore = openTestStore({ url: c.url, drop: async () => undefined });
+    const dispatchStore = openTestStore({ url: c.url, drop: async () => undefined });
+    const apiDeps = buildDeps(testConfig(c.url, { DIALTONE_ROLE: 'api' }), { store: apiStore, logger: pino({ level: 'silent' }) });
+    const dispatchDeps = buildDeps(testConfig(c.url, { ...FAST_TIMINGS, DISPATCH_POLL_INTERVAL_MS: '60000', REAPER_INTERVAL_MS: '60000' }), { store: dispatchStore, logger: pino({ level: 'silent' }) });
+    const app = await buildApp(apiDeps);
+    const dispatcher = new Dispatcher(dispatchDeps);
+    dispatcher.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300)); // listening, and past its first tick
+      const response = await postJson(app, `/api/v1/public/agent/${c.fixture.agentUuid}`, { phone_number: '+12025550123' }, { key: c.fixture.apiKey });
+      assert.equal(response.statusCode, 200, response.body);
+      const runId = response.json().workflow_run_id as number;
+      const deadline = Date.now() + 3000; // far below the 60 s poll
+      while ((await getRun(c.observer, undefined, runId)).dial_sent_at === null) {
+        assert.ok(Date.now() < deadline, 'the other node dialed the run without waiting for its poll');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      // Before the database goes (t.after hooks run in the order they were added).
+      await dispatcher.stop();
+      await dispatchDeps.providers.simulator.close();
+      await app.close();
+      await apiStore.close();
+      await dispatchStore.close();
+    }
+  });
+
+  it('spreads 3,000 initiations over three nodes: one run per 200, each dialed once, all ended, calls_per_second never exceeded', async (t) => {
+    const c = await cluster(t, 150);
+    const nodes = await Promise.all([0, 1, 2].map(() => startServiceProcess(nodeEnv(c))));
+    t.after(() => nodes.forEach((n) => n.child.kill('SIGKILL')));
+
+    const { ok, refused } = await initiate(c, () => nodes, 3000, 24);
+    assert.equal(refused, 0);
+    assert.equal(ok.length, 3000);
+    assert.equal(new Set(ok).size, 3000, 'every 200 names its own run');
+
+    const rows = await waitAllTerminal(c.observer, 90_000);
+    assert.deepEqual(rows.map((r) => r.id).sort((a, b) => a - b), [...ok].sort((a, b) => a - b), 'exactly one run per 200, none other');
+    assert.deepEqual(rows.filter((r) => !TERMINAL.includes(r.state)), [], 'every run ended');
+    const dials = readDials(c.dialLog);
+    const counts = assertEachOnce(dials);
+    assert.equal(counts.size, 3000, 'every run was dialed');
+    assertPaced(dials, c.cps);
+    const notCompleted = rows.filter((r) => r.state !== 'completed').map((r) => `${r.id}:${r.state}:${r.outcome_reason}`);
+    assert.deepEqual(notCompleted, [], 'every call completed');
+    for (const node of nodes) {
+      node.child.kill('SIGTERM');
+      assert.equal(await node.exited, 0, node.output());
+    }
+  });
+
+  it('loses no run and dials none twice when one of three nodes is killed with SIGKILL halfway', async (t) => {
+    const c = await cluster(t, 150);
+    let nodes = await Promise.all([0, 1, 2].map(() => startServiceProcess(nodeEnv(c))));
+    t.after(() => nodes.forEach((n) => n.child.kill('SIGKILL')));
+    const victim = nodes[0] as ServiceProcess;
+
+    const { ok } = await initiate(c, () => nodes, 3000, 24, (sent) => {
+      if (sent === 1500 && nodes.includes(victim)) {
+        victim.child.kill('SIGKILL');
+        nodes = nodes.filter((n) => n !== victim);
+      }
+    });
+    assert.equal(await victim.exited, 'SIGKILL');
+    assert.ok(ok.length >= 2900, `most initiations were accepted (${ok.length})`);
+
+    const rows = await waitAllTerminal(c.observer, 90_000);
+    const ids = new Set(rows.map((r) => r.id));
+    assert.deepEqual(ok.filter((id) => !ids.has(id)), [], 'every 200 has its run');
+    assert.deepEqual(rows.filter((r) => !TERMINAL.includes(r.state)), [], 'every run ended, including those the dead node held');
+    const dials = readDials(c.dialLog);
+    assertEachOnce(dials);
+    assertPaced(dials, c.cps);
+    const reasons = new Set(rows.filter((r) => r.state !== 'completed').map((r) => r.outcome_reason));
+    for (const reason of reasons) assert.ok(['dispatch_interrupted', 'provider_silent'].includes(String(reason)), `unexpected end: ${reason}`);
+  });
+});
