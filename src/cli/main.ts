@@ -10,6 +10,7 @@ import { createOrganization, organizationExists } from '../orgs/organizations.js
 import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { createTelephonyConfiguration, listTelephonyConfigurations } from '../telephony/configurations.js';
+import { SecretKeyMissingError } from '../telephony/credentials-cipher.js';
 import { archiveWorkflow, createWorkflow, publishDraft, saveDraft, showWorkflow } from '../workflows/workflows.js';
 import { formatRecord, formatTable, type Printable } from './output.js';
 
@@ -298,7 +299,7 @@ export async function runCli(argv: string[]): Promise<number> {
     if (error instanceof DialtoneError) {
       process.stderr.write(`Error (${error.code}): ${error.message}\n`);
       for (const e of error.errors ?? []) process.stderr.write(`  ${e.pointer || '/'}: ${e.detail}\n`);
-    } else if (error instanceof CliError || error instanceof ConfigError) {
+    } else if (error instanceof CliError || error instanceof ConfigError || error instanceof SecretKeyMissingError) {
       process.stderr.write(`Error: ${error.message}\n`);
     } else {
       process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

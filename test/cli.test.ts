@@ -1,0 +1,265 @@
+// The `dialtone` command as an administrator runs it: a subprocess on a SQLite file, checked through
+// its output and, where the output cannot tell, through the database itself.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import Database from 'better-sqlite3';
+import pino from 'pino';
+import { initiateCall } from '../src/calls/initiate-call.js';
+import { buildDeps, type Deps } from '../src/deps.js';
+import { createOrganization } from '../src/orgs/organizations.js';
+import { migrateToLatest } from '../src/store/migrate.js';
+import { openStore } from '../src/store/store.js';
+import { CredentialsCipher } from '../src/telephony/credentials-cipher.js';
+import { showWorkflow } from '../src/workflows/workflows.js';
+import { TEST_SECRET_KEY, testConfig } from './helpers/app.js';
+import { ROOT, runToCompletion, type Finished } from './helpers/process.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const FIXED_TRIGGER = '5d0f7c2e-1b3a-4c5d-8e9f-0a1b2c3d4e5f';
+const BIN = join(ROOT, 'bin', 'dialtone');
+
+interface Workspace {
+  dir: string;
+  dbPath: string;
+  env: { DATABASE_URL: string; DIALTONE_SECRET_KEY: string };
+  /** Writes a JSON file into the workspace and returns its path. */
+  file(name: string, content: unknown): string;
+  /** Runs `dialtone args…`; `env` entries set to undefined are removed. */
+  cli(args: string[], env?: Record<string, string | undefined>): Promise<Finished>;
+  /** Runs `dialtone --json args…`, requires exit 0, and parses stdout. */
+  json<T = Record<string, unknown>>(...args: string[]): Promise<T>;
+}
+
+function workspace(t: TestContext): Workspace {
+  const dir = mkdtempSync(join(tmpdir(), 'dialtone-cli-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dbPath = join(dir, 'cli.db');
+  const env = { DATABASE_URL: `sqlite:${dbPath}`, DIALTONE_SECRET_KEY: TEST_SECRET_KEY };
+  const cli = (args: string[], extra: Record<string, string | undefined> = {}) => runToCompletion(process.execPath, [BIN, ...args], { ...env, ...extra });
+  return {
+    dir,
+    dbPath,
+    env,
+    file(name, content) {
+      const path = join(dir, name);
+      writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+      return path;
+    },
+    cli,
+    async json<T>(...args: string[]): Promise<T> {
+      const result = await cli(['--json', ...args]);
+      assert.equal(result.code, 0, `dialtone ${args.join(' ')} failed:\n${result.stderr}`);
+      assert.equal(result.stderr, '', `dialtone ${args.join(' ')} wrote to stderr`);
+      return JSON.parse(result.stdout) as T;
+    },
+  };
+}
+
+/** The same database, opened in this process (for what the CLI's output cannot show). */
+async function openDeps(t: TestContext, ws: Workspace): Promise<Deps> {
+  const store = openStore(ws.env.DATABASE_URL);
+  t.after(() => store.close());
+  await migrateToLatest(store);
+  return buildDeps(testConfig(ws.env.DATABASE_URL), { store, logger: pino({ level: 'silent' }) });
+}
+
+function definition(triggers: { id: string; trigger_uuid?: string }[], greeting: string) {
+  return {
+    nodes: [
+      ...triggers.map((t) => ({ id: t.id, type: 'api_trigger', data: { ...(t.trigger_uuid ? { trigger_uuid: t.trigger_uuid } : {}), enabled: true } })),
+      { id: 'start', type: 'start', data: { greeting } },
+      { id: 'end', type: 'end', data: {} },
+    ],
+    edges: [...triggers.map((t) => ({ source: t.id, target: 'start' })), { source: 'start', target: 'end' }],
+  };
+}
+
+interface Summary {
+  workflow_uuid: string;
+  version: number;
+  status: string;
+  agent_uuids: string[];
+}
+interface Details {
+  workflow_uuid: string;
+  status: string;
+  definitions: { version: number; status: string; created_at: string; published_at: string | null; agent_uuids: string[] }[];
+}
+interface KeyRow {
+  id: number;
+  prefix: string;
+  revoked_at: string | null;
+  [other: string]: unknown;
+}
+
+describe('dialtone (CLI)', { concurrency: true }, () => {
+  it('takes an administrator from an empty database to a published agent, with --json output at every step', async (t) => {
+    const ws = workspace(t);
+
+    const org = await ws.json<{ id: number; name: string }>('org', 'create', '--name', 'Acme');
+    assert.deepEqual(org, { id: 1, name: 'Acme' });
+    const orgId = String(org.id);
+
+    // The key is printed once, in full; listings show its prefix and never the secret.
+    const key = await ws.json<{ id: number; prefix: string; key: string }>('key', 'create', '--org', orgId, '--name', 'backend');
+    assert.match(key.key, /^dt_live_[A-Za-z0-9]{10}_[A-Za-z0-9]{32}$/);
+    assert.ok(key.key.startsWith(`${key.prefix}_`));
+    const secret = key.key.slice(key.prefix.length + 1);
+    const keysListed = await ws.cli(['--json', 'key', 'list', '--org', orgId]);
+    assert.ok(!keysListed.stdout.includes(secret), `key list never shows the secret:\n${keysListed.stdout}`);
+    const keys = JSON.parse(keysListed.stdout) as KeyRow[];
+    assert.deepEqual(keys.map((k) => [k.id, k.prefix, k.name, k.revoked_at]), [[key.id, key.prefix, 'backend', null]]);
+    assert.equal(keys[0]?.hash, undefined, 'nor its hash');
+
+    const telephony = await ws.json(
+      'telephony', 'create', '--org', orgId, '--name', 'Simulator', '--provider', 'simulator',
+      '--caller-id', '+1 (202) 555-0100', '--caller-id', '+12025550101', '--default', '--cps', '2.5', '--max-concurrent', '7',
+    );
+    assert.deepEqual(telephony, {
+      id: 1,
+      org_id: org.id,
+      name: 'Simulator',
+      provider: 'simulator',
+      caller_ids: ['+12025550100', '+12025550101'],
+      is_default: true,
+      calls_per_second: 2.5,
+      max_concurrent_calls: 7,
+      status: 'active',
+      has_credentials: false,
+      settings: {},
+    });
+    assert.deepEqual(await ws.json('telephony', 'list', '--org', orgId), [telephony]);
+
+    // Version 1: one trigger brings its own UUID, the other gets one minted.
+    const v1File = ws.file('v1.json', definition([{ id: 'minted' }, { id: 'fixed', trigger_uuid: FIXED_TRIGGER }], 'Hello v1'));
+    const created = await ws.json<Summary>('workflow', 'create', '--org', orgId, '--name', 'Reminder agent', '--definition', v1File);
+    assert.equal(created.version, 1);
+    assert.equal(created.status, 'published');
+    assert.match(created.workflow_uuid, UUID);
+    assert.equal(created.agent_uuids.length, 2);
+    const [minted, fixed] = created.agent_uuids;
+    assert.match(minted ?? '', UUID);
+    assert.notEqual(minted, FIXED_TRIGGER);
+    assert.equal(fixed, FIXED_TRIGGER, 'a given trigger_uuid is kept');
+    const workflowUuid = created.workflow_uuid;
+
+    const v2File = ws.file('v2.json', definition([{ id: 'minted', trigger_uuid: minted ?? '' }, { id: 'fixed', trigger_uuid: FIXED_TRIGGER }], 'Hello v2'));
+    const draft = await ws.json<Summary>('workflow', 'save-draft', workflowUuid, '--definition', v2File);
+    assert.deepEqual(draft, { workflow_uuid: workflowUuid, version: 2, status: 'draft', agent_uuids: [minted, FIXED_TRIGGER] });
+
+    const beforePublish = await ws.json<Details>('workflow', 'show', workflowUuid);
+    assert.equal(beforePublish.status, 'active');
+    assert.deepEqual(beforePublish.definitions.map((d) => [d.version, d.status]), [[2, 'draft'], [1, 'published']]);
+    assert.equal(beforePublish.definitions[0]?.published_at, null);
+    assert.ok(!Number.isNaN(Date.parse(beforePublish.definitions[1]?.published_at ?? '')), 'times are printed as ISO 8601');
+
+    const published = await ws.json<Summary>('workflow', 'publish', workflowUuid);
+    assert.deepEqual(published, { workflow_uuid: workflowUuid, version: 2, status: 'published', agent_uuids: [minted, FIXED_TRIGGER] });
+    const afterPublish = await ws.json<Details>('workflow', 'show', workflowUuid);
+    assert.deepEqual(afterPublish.definitions.map((d) => [d.version, d.status]), [[2, 'published'], [1, 'archived']]);
+    assert.ok(afterPublish.definitions[0]?.published_at);
+
+    assert.deepEqual(await ws.json('key', 'revoke', String(key.id)), { id: key.id, revoked: true });
+    const revoked = await ws.json<KeyRow[]>('key', 'list', '--org', orgId);
+    assert.ok(!Number.isNaN(Date.parse(revoked[0]?.revoked_at ?? '')), `revoked_at is shown: ${JSON.stringify(revoked)}`);
+
+    assert.deepEqual(await ws.json('run', 'list', '--org', orgId), []);
+
+    // A run created by the library, read back by the CLI.
+    const deps = await openDeps(t, ws);
+    const call = await initiateCall(deps, org.id, { kind: 'agent', uuid: minted ?? '' }, 'published', { phone_number: '+1 202 555 0123', initial_context: { name: 'Ada' } });
+    const shown = await ws.json<Record<string, unknown>>('run', 'show', String(call.workflow_run_id));
+    assert.equal(shown.id, call.workflow_run_id);
+    assert.equal(shown.name, `WR-API-${call.workflow_run_id}`);
+    assert.equal(shown.state, 'queued');
+    assert.equal(shown.phone_number, '+12025550123');
+    assert.equal(shown.workflow_uuid, workflowUuid);
+    assert.equal(shown.agent_uuid, minted);
+    assert.equal(shown.definition_version, 2, 'the published version');
+    assert.equal(shown.caller_id, '+12025550100', 'the default configuration\'s first caller id');
+    assert.deepEqual(shown.initial_context, { name: 'Ada' });
+
+    assert.deepEqual(await ws.json('workflow', 'archive', workflowUuid), { workflow_uuid: workflowUuid, status: 'archived' });
+    assert.equal((await showWorkflow(deps.store, workflowUuid)).status, 'archived');
+  });
+
+  it('refuses an invalid definition file, listing every problem on stderr with its JSON Pointer, and creates nothing', async (t) => {
+    const ws = workspace(t);
+    const deps = await openDeps(t, ws);
+    const org = await createOrganization(deps.store, 'Acme', Date.now());
+    const bad = ws.file('bad.json', {
+      nodes: [
+        { id: 'a', type: 'telepathy', data: {} },
+        { id: 'b', type: 'agent', data: {} },
+        { id: 'c', type: 'api_trigger', data: { trigger_uuid: 'nope', enabled: 'yes' } },
+      ],
+      edges: [{ source: 'a', target: 'zz' }],
+    });
+    const result = await ws.cli(['--json', 'workflow', 'create', '--org', String(org.id), '--name', 'Broken', '--definition', bad]);
+    assert.notEqual(result.code, 0);
+    assert.equal(result.stdout, '');
+    const lines = result.stderr.trimEnd().split('\n');
+    assert.match(lines[0] ?? '', /^Error \(validation_failed\): /);
+    assert.deepEqual(
+      lines.slice(1).map((line) => line.trim().split(':')[0]).sort(),
+      ['/edges/0/target', '/nodes', '/nodes/0/type', '/nodes/1/data/prompt', '/nodes/2/data/enabled', '/nodes/2/data/trigger_uuid'],
+      result.stderr,
+    );
+    assert.doesNotMatch(result.stderr, /^\s+at /m, 'no stack trace');
+    const workflows = await deps.store.db.selectFrom('workflows').select('id').execute();
+    assert.deepEqual(workflows, []);
+
+    const notJson = await ws.cli(['workflow', 'create', '--org', String(org.id), '--name', 'Broken', '--definition', ws.file('not.json', '{ nodes: ')]);
+    assert.notEqual(notJson.code, 0);
+    assert.match(notJson.stderr, /^Error: .*not\.json is not valid JSON/);
+  });
+
+  it('prints readable text, not JSON, without --json', async (t) => {
+    const ws = workspace(t);
+    const result = await ws.cli(['org', 'create', '--name', 'Readable Org']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, 'id    1\nname  Readable Org\n');
+    assert.throws(() => JSON.parse(result.stdout));
+  });
+
+  it('stores Twilio credentials from a file encrypted, and refuses them with a clear message when DIALTONE_SECRET_KEY is unset', async (t) => {
+    const ws = workspace(t);
+    const deps = await openDeps(t, ws);
+    const org = await createOrganization(deps.store, 'Acme', Date.now());
+    const token = 'tw-auth-token-7f3a9c1e5b';
+    const credentials = ws.file('twilio.json', { account_sid: 'AC00112233445566778899aabbccddeeff', auth_token: token });
+    const args = ['--json', 'telephony', 'create', '--org', String(org.id), '--name', 'Twilio', '--provider', 'twilio', '--caller-id', '+12025550100', '--credentials', credentials];
+
+    // Without the key nothing is stored, and the operator is told what to set.
+    const refused = await ws.cli(args, { DIALTONE_SECRET_KEY: undefined });
+    assert.notEqual(refused.code, 0);
+    assert.equal(refused.stdout, '');
+    assert.match(refused.stderr, /^Error: DIALTONE_SECRET_KEY is not set/);
+    assert.doesNotMatch(refused.stderr, /^\s+at /m, 'a configuration mistake is reported without a stack trace');
+    assert.deepEqual(await deps.store.db.selectFrom('telephony_configurations').select('id').execute(), []);
+
+    const created = await ws.cli(args);
+    assert.equal(created.code, 0, created.stderr);
+    assert.ok(!created.stdout.includes(token), 'the credentials are not printed back');
+    const view = JSON.parse(created.stdout) as { id: number; provider: string; has_credentials: boolean };
+    assert.equal(view.provider, 'twilio');
+    assert.equal(view.has_credentials, true);
+
+    const sqlite = new Database(ws.dbPath, { readonly: true });
+    const row = sqlite.prepare('select * from telephony_configurations where id = ?').get(view.id) as { credentials_encrypted: string };
+    sqlite.close();
+    assert.ok(!JSON.stringify(row).includes(token), `the plaintext token is not in the row: ${JSON.stringify(row)}`);
+    assert.ok(!JSON.stringify(row).includes('AC00112233445566778899aabbccddeeff'));
+    assert.match(row.credentials_encrypted, /^v1\./);
+    for (const file of [ws.dbPath, `${ws.dbPath}-wal`]) {
+      if (existsSync(file)) assert.ok(!readFileSync(file).includes(token), `${file} does not hold the plaintext token`);
+    }
+    assert.deepEqual(new CredentialsCipher(TEST_SECRET_KEY).decrypt(org.id, row.credentials_encrypted), {
+      account_sid: 'AC00112233445566778899aabbccddeeff',
+      auth_token: token,
+    });
+  });
+});

@@ -1,0 +1,152 @@
+// Child processes for end-to-end tests: the real service entry point and the `dialtone` command,
+// run the way a user runs them, with an environment built from scratch (nothing leaks in from the
+// test runner's own environment) and killed when the test ends.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { TestContext } from 'node:test';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The minimum a child needs from the runner's environment, plus the given variables. */
+export function childEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
+  if (process.env.TMPDIR) out.TMPDIR = process.env.TMPDIR;
+  for (const [key, value] of Object.entries(env)) if (value !== undefined) out[key] = value;
+  return out;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface RunningProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<Exit>;
+  /** Resolves with the first match of `pattern` in stdout; rejects on timeout or exit. */
+  waitForStdout(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  /** Waits for the exit; rejects when the process is still running after `timeoutMs`. */
+  waitForExit(timeoutMs: number): Promise<Exit>;
+  /** Sends a signal and waits for the exit, as waitForExit. */
+  stop(signal: NodeJS.Signals, timeoutMs: number): Promise<Exit>;
+}
+
+/** Starts `command args` and kills it (SIGKILL) when the test ends, if it is still running. */
+export function startProcess(t: TestContext, command: string, args: string[], env: Record<string, string | undefined>): RunningProcess {
+  const child = spawn(command, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  let done: Exit | undefined;
+  const exited = new Promise<Exit>((resolve) =>
+    child.on('exit', (code, signal) => {
+      done = { code, signal };
+      resolve(done);
+    }),
+  );
+  t.after(async () => {
+    if (done) return;
+    child.kill('SIGKILL');
+    await exited;
+  });
+  const describe = () => `stdout:\n${stdout}\nstderr:\n${stderr}`;
+
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    waitForStdout(pattern, timeoutMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = pattern.exec(stdout);
+          if (!match) return false;
+          cleanup();
+          resolve(match);
+          return true;
+        };
+        const onExit = () => {
+          if (check()) return;
+          cleanup();
+          reject(new Error(`process exited (${JSON.stringify(done)}) before printing ${pattern}:\n${describe()}`));
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`no ${pattern} on stdout within ${timeoutMs} ms:\n${describe()}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          child.stdout?.off('data', check);
+          child.off('exit', onExit);
+        };
+        if (check()) return;
+        if (done) return onExit();
+        child.stdout?.on('data', check);
+        child.on('exit', onExit);
+      });
+    },
+    waitForExit,
+    stop(signal, timeoutMs) {
+      if (!done) child.kill(signal);
+      return waitForExit(timeoutMs);
+    },
+  };
+
+  async function waitForExit(timeoutMs: number): Promise<Exit> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`process still running after ${timeoutMs} ms:\n${describe()}`)), timeoutMs);
+    });
+    try {
+      return await Promise.race([exited, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** The command line of `npm start`, from package.json, as node arguments (`node <these>`). */
+export function npmStartArgs(): string[] {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
+  const [command, ...args] = pkg.scripts.start.split(/\s+/);
+  if (command !== 'node') throw new Error(`npm start is not a plain node command: ${pkg.scripts.start}`);
+  return args;
+}
+
+/** Starts the service the way `npm start` does. */
+export function startService(t: TestContext, env: Record<string, string | undefined>): RunningProcess {
+  return startProcess(t, process.execPath, npmStartArgs(), env);
+}
+
+export interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to completion (killed after `timeoutMs`) and returns its exit code and output. */
+export function runToCompletion(command: string, args: string[], env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${command} ${args.join(' ')} did not finish within ${timeoutMs} ms:\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}

@@ -1,0 +1,146 @@
+// The real service over a real socket: `npm start`'s entry point as a child process, its first-run
+// banner, the printed curl command run by curl itself, a graceful stop, and a second start.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
+import { startService, type RunningProcess } from './helpers/process.js';
+
+const run = promisify(execFile);
+
+/** The banner ends with the curl command's `-d '<json>'` line. */
+const BANNER_END = /\n {4}-d '[^'\n]*'\n/;
+const BANNER_TEXT = 'Dialtone created a demo organization';
+const LISTENING = /"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/;
+
+function tempDatabase(t: TestContext): { dir: string; url: string; path: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'dialtone-server-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'dialtone.db');
+  return { dir, url: `sqlite:${path}`, path };
+}
+
+function serviceEnv(databaseUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', NODE_ENV: 'test', ...extra };
+}
+
+interface Banner {
+  apiKey: string;
+  agentUuid: string;
+  workflowUuid: string;
+  baseUrl: string;
+  /** The curl command exactly as printed, continuation lines included. */
+  curl: string;
+}
+
+function parseBanner(stdout: string): Banner {
+  const field = (label: string) => {
+    const match = new RegExp(`^  ${label} +(\\S+)$`, 'm').exec(stdout);
+    assert.ok(match?.[1], `banner has "${label}":\n${stdout}`);
+    return match[1];
+  };
+  const lines = stdout.split('\n');
+  const first = lines.findIndex((line) => line.startsWith('  curl '));
+  assert.ok(first >= 0, `banner has a curl command:\n${stdout}`);
+  let last = first;
+  while (lines[last]?.endsWith('\\')) last++;
+  const curl = lines.slice(first, last + 1).join('\n');
+  const baseUrl = /curl .*? (http:\/\/[^/\s]+)\/api\/v1\/public\/agent\//.exec(curl)?.[1];
+  assert.ok(baseUrl, `the curl command names the service's URL:\n${curl}`);
+  return { apiKey: field('API key'), agentUuid: field('Agent UUID'), workflowUuid: field('Workflow UUID'), baseUrl, curl };
+}
+
+async function stopGracefully(service: RunningProcess): Promise<void> {
+  const exit = await service.stop('SIGTERM', 5_000);
+  assert.deepEqual(exit, { code: 0, signal: null }, `clean exit on SIGTERM\nstderr:\n${service.stderr()}`);
+}
+
+async function getJson(url: string, key?: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(url, { headers: key ? { 'x-api-key': key } : {} });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+function countOrganizations(path: string): number {
+  const db = new Database(path, { readonly: true });
+  try {
+    return (db.prepare('select count(*) as n from organizations').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+describe('The service process (npm start)', () => {
+  it('prints a first-run banner whose curl command places a call, serves the run it created, and exits 0 on SIGTERM; a restart never seeds again', async (t) => {
+    const database = tempDatabase(t);
+    const first = startService(t, serviceEnv(database.url));
+    await first.waitForStdout(BANNER_END);
+    const banner = parseBanner(first.stdout());
+    assert.match(banner.apiKey, /^dt_live_[A-Za-z0-9]{10}_[A-Za-z0-9]{32}$/);
+    assert.match(banner.curl, new RegExp(`-H 'X-API-Key: ${banner.apiKey}'`));
+
+    // The printed command, run by a shell exactly as pasted, plus an option that prints the status.
+    const curl = await run('bash', ['-c', `${banner.curl} --write-out '\\n%{http_code}'`]);
+    const [body = '', status] = curl.stdout.split(/\n(?=\d{3}$)/);
+    assert.equal(status, '200', curl.stdout + curl.stderr);
+    const created = JSON.parse(body) as { status: string; workflow_run_id: number; workflow_run_name: string };
+    assert.equal(created.status, 'queued');
+    assert.equal(typeof created.workflow_run_id, 'number');
+    assert.equal(created.workflow_run_name, `WR-API-${created.workflow_run_id}`);
+
+    const runUrl = `${banner.baseUrl}/api/v1/public/workflow-runs/${created.workflow_run_id}`;
+    const fetched = await getJson(runUrl, banner.apiKey);
+    assert.equal(fetched.status, 200, JSON.stringify(fetched.body));
+    assert.equal(fetched.body.id, created.workflow_run_id);
+    assert.equal(fetched.body.name, created.workflow_run_name);
+    assert.equal(fetched.body.agent_uuid, banner.agentUuid);
+    assert.equal(fetched.body.workflow_uuid, banner.workflowUuid);
+    assert.equal(fetched.body.phone_number, '+12025550123');
+    assert.deepEqual(fetched.body.initial_context, { customer_name: 'Ada' });
+    assert.equal((await getJson(runUrl)).status, 401, 'the run is not readable without the key');
+
+    await stopGracefully(first);
+    assert.equal(first.stdout().split(BANNER_TEXT).length - 1, 1, 'the banner is printed once');
+
+    // Same database again: no banner, no second organization, the demo data still serves.
+    const second = startService(t, serviceEnv(database.url, { LOG_LEVEL: 'info' }));
+    const baseUrl = (await second.waitForStdout(LISTENING))[1] ?? '';
+    assert.deepEqual(await getJson(`${baseUrl}/healthz`), { status: 200, body: { status: 'ok' } });
+    assert.deepEqual(await getJson(`${baseUrl}/readyz`), { status: 200, body: { status: 'ready' } });
+    const again = await getJson(`${baseUrl}/api/v1/public/workflow-runs/${created.workflow_run_id}`, banner.apiKey);
+    assert.equal(again.status, 200, 'the first run and the demo key survive the restart');
+    await stopGracefully(second);
+    assert.ok(!second.stdout().includes(BANNER_TEXT), `no banner on a non-empty database:\n${second.stdout()}`);
+    assert.equal(countOrganizations(database.path), 1, 'never seeds a non-empty database');
+  });
+
+  it('prints no banner and seeds nothing on an empty database when DIALTONE_FIRST_RUN_DEMO=false', async (t) => {
+    const database = tempDatabase(t);
+    const service = startService(t, serviceEnv(database.url, { LOG_LEVEL: 'info', DIALTONE_FIRST_RUN_DEMO: 'false' }));
+    const baseUrl = (await service.waitForStdout(LISTENING))[1] ?? '';
+    assert.deepEqual(await getJson(`${baseUrl}/healthz`), { status: 200, body: { status: 'ok' } });
+    assert.deepEqual(await getJson(`${baseUrl}/readyz`), { status: 200, body: { status: 'ready' } });
+    await stopGracefully(service);
+    assert.ok(!service.stdout().includes(BANNER_TEXT), `no banner:\n${service.stdout()}`);
+    assert.equal(countOrganizations(database.path), 0);
+  });
+
+  for (const [variable, value] of [
+    ['PORT', 'notanumber'],
+    ['DATABASE_URL', 'mysql://x'],
+  ] as const) {
+    it(`exits non-zero at boot, naming ${variable}, when ${variable}=${value}`, async (t) => {
+      const database = tempDatabase(t);
+      const service = startService(t, { ...serviceEnv(database.url), [variable]: value });
+      const exit = await service.waitForExit(20_000);
+      assert.equal(exit.signal, null);
+      assert.notEqual(exit.code, 0);
+      assert.match(service.stderr(), new RegExp(`^Invalid configuration:\\n {2}${variable}: `), service.stderr());
+      assert.doesNotMatch(service.stderr(), /^\s+at /m, 'a configuration mistake is reported without a stack trace');
+      assert.equal(service.stdout(), '', 'nothing was started');
+    });
+  }
+});
