@@ -36,6 +36,17 @@ export interface RunningProcess {
 
 /** Starts `command args` and kills it (SIGKILL) when the test ends, if it is still running. */
 export function startProcess(t: TestContext, command: string, args: string[], env: Record<string, string | undefined>): RunningProcess {
+  const started = spawnProcess(command, args, env);
+  t.after(async () => {
+    if (started.child.exitCode !== null || started.child.signalCode !== null) return;
+    started.child.kill('SIGKILL');
+    await started.exited;
+  });
+  return started;
+}
+
+/** Starts `command args`; the caller owns its end (outside a test, e.g. the benchmark). */
+export function spawnProcess(command: string, args: string[], env: Record<string, string | undefined>): RunningProcess {
   const child = spawn(command, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -48,11 +59,6 @@ export function startProcess(t: TestContext, command: string, args: string[], en
       resolve(done);
     }),
   );
-  t.after(async () => {
-    if (done) return;
-    child.kill('SIGKILL');
-    await exited;
-  });
   const describe = () => `stdout:\n${stdout}\nstderr:\n${stderr}`;
 
   return {

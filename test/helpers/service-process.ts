@@ -1,12 +1,13 @@
-// Runs the real service (`src/main.ts`) as a child process, the way `npm start` does.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+// The real service (`npm start`'s entry point) as a child process, started with the test defaults
+// and resolved once it listens. Outside a test (the benchmark) the caller owns its end; tests kill
+// it in their own `t.after`.
 import { TEST_SECRET_KEY } from './app.js';
+import { npmStartArgs, spawnProcess, type RunningProcess } from './process.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/;
 
 export interface ServiceProcess {
-  child: ChildProcess;
+  child: RunningProcess['child'];
   /** Base URL once the server listens. */
   url: string;
   output(): string;
@@ -15,46 +16,20 @@ export interface ServiceProcess {
 }
 
 export async function startServiceProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      NODE_ENV: 'test',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOG_LEVEL: 'info',
-      DIALTONE_FIRST_RUN_DEMO: 'false',
-      DIALTONE_SECRET_KEY: TEST_SECRET_KEY,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const service = spawnProcess(process.execPath, npmStartArgs(), {
+    NODE_ENV: 'test',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    DIALTONE_FIRST_RUN_DEMO: 'false',
+    DIALTONE_SECRET_KEY: TEST_SECRET_KEY,
+    ...env,
   });
-  // Keeps the first and the latest output (a long run logs every request): enough to diagnose.
-  let head = '';
-  let tail = '';
-  const keep = (chunk: Buffer) => {
-    if (head.length < 16_384) head += chunk.toString();
-    else tail = (tail + chunk.toString()).slice(-16_384);
+  const [, url = ''] = await service.waitForStdout(LISTENING, timeoutMs);
+  return {
+    child: service.child,
+    url,
+    output: () => `${service.stdout()}\n${service.stderr()}`,
+    exited: service.exited.then((exit) => exit.code ?? exit.signal ?? 'unknown'),
   };
-  const output = () => head + tail;
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start within ${timeoutMs} ms:\n${output()}`)), timeoutMs);
-    const check = () => {
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(head);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    child.stdout?.on('data', check);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`service exited (${code}) before listening:\n${output()}`));
-    });
-  });
-  return { child, url, output, exited };
 }
