@@ -14,6 +14,7 @@ import { createTelephonyConfiguration, setTelephonyStatus } from '../src/telepho
 import { archiveWorkflow, createWorkflow, saveDraft, showWorkflow } from '../src/workflows/workflows.js';
 import { createTestEnv, getJson, postJson, type PostOptions, type TestEnv, type TestEnvOptions } from './helpers/app.js';
 import { countRuns, createOrgFixture, definition, OPERATION_CASES, type OperationCase, type OrgFixture } from './helpers/fixtures.js';
+import { assertProblem, type Problem } from './helpers/problems.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
 
 const PHONE = '+12025550123';
@@ -22,33 +23,6 @@ const UNKNOWN_KEY = `dt_live_${'A'.repeat(10)}_${'B'.repeat(32)}`;
 const REQUIRES_CUSTOMER = definition({ variables: { customer: { required: true } } });
 
 type Response = LightMyRequestResponse;
-
-interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: string;
-  request_id: string;
-  errors?: { pointer: string; detail: string }[];
-  [extra: string]: unknown;
-}
-
-/** The problem+json contract every refusal shares. Returns the parsed body. */
-function assertProblem(response: Response, status: number, code: ErrorCode): Problem {
-  assert.equal(response.statusCode, status, response.body);
-  assert.match(String(response.headers['content-type']), /^application\/problem\+json(;|$)/);
-  const body = response.json() as Problem;
-  assert.equal(body.code, code);
-  assert.equal(body.status, status);
-  assert.equal(body.type, `https://dialtone.dev/problems/${code}`);
-  assert.equal(typeof body.title, 'string');
-  assert.equal(typeof body.detail, 'string');
-  const header = response.headers['x-request-id'];
-  assert.ok(typeof header === 'string' && header.length > 0, 'every response carries X-Request-Id');
-  assert.equal(body.request_id, header);
-  return body;
-}
 
 function pointersOf(body: Problem): string[] {
   return (body.errors ?? []).map((e) => e.pointer).sort();

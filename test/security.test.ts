@@ -4,37 +4,17 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { LightMyRequestResponse } from 'fastify';
 import { revokeApiKey } from '../src/auth/api-keys.js';
 import type { ErrorCode } from '../src/errors.js';
 import { build, getJson, postJson } from './helpers/app.js';
 import { countRuns, createOrgFixture, OPERATION_CASES } from './helpers/fixtures.js';
+import { assertProblem, type Problem } from './helpers/problems.js';
 import { storeCases } from './helpers/stores.js';
 
 const OK_BODY = { phone_number: '+12025550123' };
 const UNKNOWN_KEY = `dt_live_${'A'.repeat(10)}_${'B'.repeat(32)}`;
 const PROBLEM_MEMBERS = ['code', 'detail', 'request_id', 'status', 'title', 'type'];
 const runUrl = (id: number | string) => `/api/v1/public/workflow-runs/${id}`;
-
-interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: string;
-  request_id: string;
-  [extra: string]: unknown;
-}
-
-function assertProblem(response: LightMyRequestResponse, status: number, code: ErrorCode): Problem {
-  assert.equal(response.statusCode, status, response.body);
-  assert.match(String(response.headers['content-type']), /^application\/problem\+json(;|$)/);
-  const body = response.json() as Problem;
-  assert.equal(body.code, code);
-  assert.equal(body.status, status);
-  assert.equal(body.request_id, response.headers['x-request-id']);
-  return body;
-}
 
 /** Two refusals that must not tell their targets apart: the same body once the named id is masked. */
 function assertIndistinguishable(a: Problem, aId: string, b: Problem, bId: string): void {
