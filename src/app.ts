@@ -7,7 +7,9 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { Deps } from './deps.js';
 import { DialtoneError } from './errors.js';
 import { authenticateHook } from './http/authenticate.js';
+import { clientErrorHandler } from './http/client-errors.js';
 import { errorHandler, sendProblem } from './http/problems.js';
+import { rateLimitHook } from './http/rate-limit.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { workflowRunRoutes } from './http/routes/workflow-runs.js';
@@ -27,6 +29,16 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
     connectionTimeout: config.REQUEST_TIMEOUT_MS,
+    http: {
+      maxHeaderSize: config.MAX_HEADER_BYTES,
+      headersTimeout: config.HEADERS_TIMEOUT_MS,
+      // Node enforces the header and request timeouts on a periodic sweep (30 s by default), which
+      // would let a slow client hold a socket far past them; sweep at a quarter of the header timeout.
+      connectionsCheckingInterval: Math.max(25, Math.min(1_000, Math.floor(config.HEADERS_TIMEOUT_MS / 4))),
+    },
+    // A request Node refuses before Fastify sees it (headers too large, too slow) still gets a
+    // problem+json answer, then the connection closes.
+    clientErrorHandler: clientErrorHandler(deps),
     // A caller's own X-Request-Id is kept when it is a sane token, so logs line up across systems.
     requestIdHeader: false,
     genReqId: (req) => {
@@ -95,6 +107,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await app.register(
     async (publicApi) => {
       publicApi.addHook('onRequest', authenticateHook(deps));
+      publicApi.addHook('onRequest', rateLimitHook(deps));
       await publicApi.register(initiateCallRoutes(deps));
       await publicApi.register(workflowRunRoutes(deps));
     },

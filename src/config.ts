@@ -42,6 +42,27 @@ export const ConfigSchema = Type.Object({
   /** An API key's `last_used_at` is written at most once per this interval. */
   API_KEY_LAST_USED_WRITE_INTERVAL_MS: Integer(0, 86_400_000, 60_000),
 
+  // Caller safety (DESIGN.md section 2, README "Limits"): idempotency, rate limits, queue cap.
+  /** How long an Idempotency-Key's record, and the response it replays, is kept. */
+  IDEMPOTENCY_TTL_MS: Integer(60_000, 30 * 86_400_000, 86_400_000),
+  /** An in-flight Idempotency-Key claim older than this is presumed abandoned (its process died) and may be taken over. */
+  IDEMPOTENCY_LOCK_MS: Integer(1_000, 600_000, 30_000),
+  /** Requests per second allowed per API key, and per organization (all its keys together); 0 turns that limit off. */
+  RATE_LIMIT_KEY_PER_SECOND: Integer(0, 1_000_000, 20),
+  RATE_LIMIT_ORG_PER_SECOND: Integer(0, 1_000_000, 50),
+  /** Rate-limit window: each window allows rate × this many requests, all at once if the client likes (its burst). */
+  RATE_LIMIT_WINDOW_SECONDS: Integer(1, 3_600, 2),
+  /** Redis shared by the nodes for rate-limit counters; without it each node counts on its own. */
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  /** Prefix of the rate-limit keys in Redis, so several deployments can share one Redis. */
+  RATE_LIMIT_REDIS_PREFIX: Type.String({ default: 'dialtone:rl', minLength: 1 }),
+  /** Most runs an organization may have queued at once (429 queue_full beyond it). */
+  MAX_QUEUED_RUNS_PER_ORG: Integer(1, 10_000_000, 10_000),
+  /** Largest total size of a request's headers, in bytes (431 above it). */
+  MAX_HEADER_BYTES: Integer(1_024, 1_048_576, 16_384),
+  /** Time allowed for a client to send all the request headers (408 and the connection closed after it). */
+  HEADERS_TIMEOUT_MS: Integer(100, 600_000, 10_000),
+
   /** What this node runs: the HTTP API, the dispatcher, or both. */
   DIALTONE_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('dispatcher')], { default: 'all' }),
   /** How often an idle dispatcher looks for work created on other nodes (same-node work wakes it at once). */
@@ -108,6 +129,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const config = withDefaults as Config;
   if (problems.length === 0 && config.DIAL_TIMEOUT_MS >= config.DISPATCH_LEASE_MS) {
     problems.push(`DIAL_TIMEOUT_MS (${config.DIAL_TIMEOUT_MS}) must be shorter than DISPATCH_LEASE_MS (${config.DISPATCH_LEASE_MS})`);
+  }
+  if (problems.length === 0 && config.HEADERS_TIMEOUT_MS > config.REQUEST_TIMEOUT_MS) {
+    problems.push(`HEADERS_TIMEOUT_MS (${config.HEADERS_TIMEOUT_MS}) must not exceed REQUEST_TIMEOUT_MS (${config.REQUEST_TIMEOUT_MS})`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
+import { RateLimits } from './limits/rate-limits.js';
 import { Metrics } from './metrics.js';
 import { Signals } from './signals.js';
 import { openStore, type Store } from './store/store.js';
@@ -27,6 +28,7 @@ export interface Deps {
   metrics: Metrics;
   signals: Signals;
   providers: Providers;
+  rateLimits: RateLimits;
   /** Names this process in leases, so a node knows which live calls are its own. */
   nodeId: string;
 }
@@ -48,15 +50,22 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     (event) => signals.providerEvent(event),
     config.SIMULATOR_DIAL_LOG,
   );
+  const logger = overrides.logger ?? pino({ level: config.LOG_LEVEL });
   return {
     config,
     store,
     clock,
-    logger: overrides.logger ?? pino({ level: config.LOG_LEVEL }),
+    logger,
     cipher: new CredentialsCipher(config.DIALTONE_SECRET_KEY),
     metrics: new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' }),
     signals,
     providers: { simulator, twilio: unavailableProvider('twilio'), sip: unavailableProvider('sip'), ...overrides.providers },
+    rateLimits: new RateLimits({
+      windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS,
+      redisUrl: config.REDIS_URL,
+      redisPrefix: config.RATE_LIMIT_REDIS_PREFIX,
+      logger,
+    }),
     nodeId: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
   };
 }

@@ -3,6 +3,9 @@
 
 export const ERROR_CODES = [
   'malformed_json',
+  'bad_request',
+  'request_timeout',
+  'request_header_fields_too_large',
   'missing_api_key',
   'invalid_api_key',
   'agent_not_found',

@@ -12,6 +12,9 @@ export class Metrics {
   readonly dialLatency: Histogram;
   readonly providerEvents: Counter<'provider' | 'kind' | 'applied'>;
   readonly pacingReslots: Counter;
+  readonly rateLimited: Counter<'policy'>;
+  readonly idempotency: Counter<'outcome'>;
+  readonly queueFull: Counter;
 
   constructor(store: Store, options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -30,6 +33,14 @@ export class Metrics {
       labelNames: ['provider', 'kind', 'applied'],
       registers,
     });
+    this.rateLimited = new Counter({ name: 'dialtone_rate_limited_total', help: 'Requests refused with 429 rate_limited, by policy spent', labelNames: ['policy'], registers });
+    this.idempotency = new Counter({
+      name: 'dialtone_idempotency_requests_total',
+      help: 'Initiate Call requests with an Idempotency-Key, by outcome (created, replayed, in_use, reused)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.queueFull = new Counter({ name: 'dialtone_queue_full_total', help: 'Initiate Call requests refused with 429 queue_full', registers });
     this.pacingReslots = new Counter({
       name: 'dialtone_pacing_reslots_total',
       help: 'Dials that missed their pacing slot (busy node) and took a later one',

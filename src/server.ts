@@ -40,6 +40,7 @@ export async function startService(deps: Deps): Promise<RunningService> {
         await app.close();
         await dispatcher?.stop();
         await Promise.all(Object.values(deps.providers).map((p) => p.close()));
+        await deps.rateLimits.close();
         await deps.store.close();
       })();
       return stopping;

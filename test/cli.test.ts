@@ -170,7 +170,9 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
 
     // A run created by the library, read back by the CLI.
     const deps = await openDeps(t, ws);
-    const call = await initiateCall(deps, org.id, { kind: 'agent', uuid: minted ?? '' }, 'published', { phone_number: '+1 202 555 0123', initial_context: { name: 'Ada' } });
+    const outcome = await initiateCall(deps, { orgId: org.id, limits: { ratePerSecond: null, keyRatePerSecond: null, maxQueuedRuns: null } }, { kind: 'agent', uuid: minted ?? '' }, 'published', { phone_number: '+1 202 555 0123', initial_context: { name: 'Ada' } });
+    assert.equal(outcome.replayed, false);
+    const call = outcome.replayed ? assert.fail('not a replay') : outcome.result;
     const shown = await ws.json<Record<string, unknown>>('run', 'show', String(call.workflow_run_id));
     assert.equal(shown.id, call.workflow_run_id);
     assert.equal(shown.name, `WR-API-${call.workflow_run_id}`);

@@ -55,8 +55,15 @@ describe('GET /openapi.json', () => {
       assert.equal(item.post?.operationId, op.operationId);
       assert.deepEqual(
         item.post?.parameters?.map((p) => [p.in, p.name, p.required]),
-        [['path', op.param, true]],
+        [
+          ['path', op.param, true],
+          ['header', 'idempotency-key', false],
+        ],
       );
+      const ok = item.post?.responses?.['200'] as { headers?: Record<string, unknown> } | undefined;
+      assert.deepEqual(Object.keys(ok?.headers ?? {}).sort(), ['Idempotent-Replayed', 'RateLimit', 'RateLimit-Policy']);
+      const limited = item.post?.responses?.['429'] as { headers?: Record<string, unknown> } | undefined;
+      assert.deepEqual(Object.keys(limited?.headers ?? {}).sort(), ['RateLimit', 'RateLimit-Policy', 'Retry-After']);
     }
   });
 

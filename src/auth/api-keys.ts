@@ -51,9 +51,17 @@ export async function createApiKey(store: Store, orgId: number, name: string, no
   }
 }
 
+/** An organization's own limits, read with the key so a request costs no extra query; null means the default. */
+export interface OrganizationLimits {
+  ratePerSecond: number | null;
+  keyRatePerSecond: number | null;
+  maxQueuedRuns: number | null;
+}
+
 export interface AuthenticatedKey {
   keyId: number;
   orgId: number;
+  limits: OrganizationLimits;
 }
 
 /**
@@ -71,14 +79,28 @@ export async function authenticateApiKey(
   if (!match) return undefined;
   const row = await store.db
     .selectFrom('api_keys')
-    .select(['id', 'org_id', 'hash', 'revoked_at', 'last_used_at'])
-    .where('prefix', '=', `${KEY_PREFIX}${match[1]}`)
+    .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
+    .select([
+      'api_keys.id',
+      'api_keys.org_id',
+      'api_keys.hash',
+      'api_keys.revoked_at',
+      'api_keys.last_used_at',
+      'organizations.rate_limit_per_second',
+      'organizations.key_rate_limit_per_second',
+      'organizations.max_queued_runs',
+    ])
+    .where('api_keys.prefix', '=', `${KEY_PREFIX}${match[1]}`)
     .executeTakeFirst();
   if (!row || !hashesEqual(row.hash, hashKey(presented)) || row.revoked_at !== null) return undefined;
   if (row.last_used_at === null || now - row.last_used_at >= lastUsedWriteIntervalMs) {
     await touchLastUsed(store, row, now, lastUsedWriteIntervalMs);
   }
-  return { keyId: row.id, orgId: row.org_id };
+  return {
+    keyId: row.id,
+    orgId: row.org_id,
+    limits: { ratePerSecond: row.rate_limit_per_second, keyRatePerSecond: row.key_rate_limit_per_second, maxQueuedRuns: row.max_queued_runs },
+  };
 }
 
 async function touchLastUsed(

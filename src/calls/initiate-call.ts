@@ -1,6 +1,7 @@
 // Initiate Call, in all four forms: the checks of DESIGN.md section 2 in their contract order
 // (after authentication and body parsing, which the HTTP layer does), then one durable insert.
 import type { Deps } from '../deps.js';
+import type { AuthenticatedKey } from '../auth/api-keys.js';
 import { DialtoneError, validationFailed } from '../errors.js';
 import { createRun } from '../runs/create-run.js';
 import type { RunMode } from '../store/schema.js';
@@ -8,6 +9,7 @@ import { decodeJson } from '../store/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { readinessProblems } from '../telephony/readiness.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
+import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, type Claim } from './idempotency.js';
 import { parseDestination } from './phone-number.js';
 import { resolveTarget, type Target } from './resolve-target.js';
 
@@ -21,6 +23,16 @@ export interface InitiateCallResult {
   status: string;
   workflow_run_id: number;
   workflow_run_name: string;
+}
+
+/** What the operation answers: a new run, or (same Idempotency-Key and payload) the first answer again. */
+export type InitiateCallOutcome =
+  | { replayed: false; status: 200; result: InitiateCallResult; json: string }
+  | { replayed: true; status: number; json: string };
+
+export interface InitiateCallOptions {
+  /** The raw Idempotency-Key header, checked in its turn (after the target and body checks), and the request's fingerprint. */
+  idempotency?: { header: string | string[] | undefined; fingerprint: () => string };
 }
 
 /** Nesting depth of a JSON value: a scalar is 0, `{}` or `{"a":1}` is 1. */
@@ -48,11 +60,13 @@ function checkInitialContext(deps: Deps, context: Record<string, unknown>): stri
 
 export async function initiateCall(
   deps: Deps,
-  orgId: number,
+  caller: Pick<AuthenticatedKey, 'orgId' | 'limits'>,
   target: Target,
   mode: RunMode,
   body: InitiateCallBody,
-): Promise<InitiateCallResult> {
+  options: InitiateCallOptions = {},
+): Promise<InitiateCallOutcome> {
+  const { orgId } = caller;
   const initialContext = body.initial_context ?? null;
   const initialContextJson = initialContext === null ? null : checkInitialContext(deps, initialContext);
   const parsed = parseDestination(body.phone_number);
@@ -77,25 +91,58 @@ export async function initiateCall(
     });
   }
 
+  // Idempotency comes last among the checks: a request refused above stored nothing, so the
+  // client may fix it and retry with the same key.
+  let claim: Claim | undefined;
+  const idempotencyKey = parseIdempotencyKey(options.idempotency?.header);
+  if (idempotencyKey !== undefined && options.idempotency) {
+    const claimed = await claimIdempotencyKey(deps, orgId, { key: idempotencyKey, fingerprint: options.idempotency.fingerprint() });
+    if (claimed.kind === 'replay') {
+      deps.metrics.idempotency.inc({ outcome: 'replayed' });
+      return { replayed: true, status: claimed.status, json: claimed.body };
+    }
+    claim = claimed.claim;
+  }
+
   const callerIds = decodeJson<string[]>(telephony.caller_ids);
-  const run = await createRun(
-    deps.store,
-    {
-      orgId,
-      workflowId: resolved.workflow.id,
-      definitionId: resolved.definition.id,
-      definitionVersion: resolved.definition.version,
-      mode,
-      triggerUuid: resolved.triggerUuid,
-      phoneNumber: parsed.destination.value,
-      callerId: callerIds[0] ?? null,
-      telephonyConfigurationId: telephony.id,
-      initialContextJson,
-    },
-    deps.clock.now(),
-  );
-  deps.metrics.runsCreated.inc({ mode });
-  deps.signals.work();
+  let json = '';
+  try {
+    const run = await createRun(
+      deps.store,
+      {
+        orgId,
+        workflowId: resolved.workflow.id,
+        definitionId: resolved.definition.id,
+        definitionVersion: resolved.definition.version,
+        mode,
+        triggerUuid: resolved.triggerUuid,
+        phoneNumber: parsed.destination.value,
+        callerId: callerIds[0] ?? null,
+        telephonyConfigurationId: telephony.id,
+        initialContextJson,
+      },
+      deps.clock.now(),
+      {
+        queueCap: { maxQueued: caller.limits.maxQueuedRuns ?? deps.config.MAX_QUEUED_RUNS_PER_ORG, callsPerSecond: telephony.calls_per_second },
+        onCreated: async (trx, created) => {
+          json = JSON.stringify(responseOf(created));
+          if (claim) await completeClaim(trx, claim, 200, json, created.id, deps.clock.now());
+        },
+      },
+    );
+    deps.metrics.runsCreated.inc({ mode });
+    if (claim) deps.metrics.idempotency.inc({ outcome: 'created' });
+    deps.signals.work();
+    return { replayed: false, status: 200, result: responseOf(run), json };
+  } catch (error) {
+    if (error instanceof DialtoneError && error.code === 'queue_full') deps.metrics.queueFull.inc();
+    // Nothing was created: give the key back so the client's retry is not told "in use".
+    if (claim) await releaseClaim(deps.store, claim).catch((releaseError: unknown) => deps.logger.warn({ err: releaseError }, 'could not release an Idempotency-Key claim; it frees itself after IDEMPOTENCY_LOCK_MS'));
+    throw error;
+  }
+}
+
+function responseOf(run: { id: number; name: string; state: string }): InitiateCallResult {
   return { status: run.state, workflow_run_id: run.id, workflow_run_name: run.name };
 }
 

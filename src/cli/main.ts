@@ -6,7 +6,7 @@ import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { buildDeps, type Deps } from '../deps.js';
 import { DialtoneError } from '../errors.js';
-import { createOrganization, organizationExists } from '../orgs/organizations.js';
+import { createOrganization, organizationExists, setOrganizationLimits } from '../orgs/organizations.js';
 import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { createTelephonyConfiguration, listTelephonyConfigurations } from '../telephony/configurations.js';
@@ -17,6 +17,15 @@ import { formatRecord, formatTable, type Printable } from './output.js';
 function positiveInt(text: string): number {
   if (!/^[1-9][0-9]{0,14}$/.test(text)) throw new InvalidArgumentError('expected a positive whole number');
   return Number(text);
+}
+
+/** A limit: a whole number from `min`, or `default` (null) for the service-wide value. */
+function limitValue(min: number) {
+  return (text: string): number | null => {
+    if (text === 'default') return null;
+    if (!/^[0-9]{1,15}$/.test(text) || Number(text) < min) throw new InvalidArgumentError(`expected a whole number from ${min}, or "default"`);
+    return Number(text);
+  };
 }
 
 function positiveNumber(text: string): number {
@@ -112,6 +121,25 @@ export function buildCli(): Command {
       action(async (deps, opts: { name: string }) => {
         const row = await createOrganization(deps.store, opts.name, deps.clock.now());
         return { json: row, text: formatRecord(row) };
+      }),
+    );
+
+  org
+    .command('set-limits')
+    .description("set an organization's own limits (README: Limits); \"default\" returns one to the configured value")
+    .argument('<org_id>', 'organization id', positiveInt)
+    .option('--rate-per-second <n>', 'requests per second for all its keys together (0: no limit)', limitValue(0))
+    .option('--key-rate-per-second <n>', 'requests per second per API key (0: no limit)', limitValue(0))
+    .option('--max-queued <n>', 'most runs queued at once', limitValue(1))
+    .action(
+      action(async (deps, id: number, opts: { ratePerSecond?: number | null; keyRatePerSecond?: number | null; maxQueued?: number | null }) => {
+        const row = await setOrganizationLimits(deps.store, id, {
+          ...(opts.ratePerSecond !== undefined ? { rate_limit_per_second: opts.ratePerSecond } : {}),
+          ...(opts.keyRatePerSecond !== undefined ? { key_rate_limit_per_second: opts.keyRatePerSecond } : {}),
+          ...(opts.maxQueued !== undefined ? { max_queued_runs: opts.maxQueued } : {}),
+        });
+        if (!row) throw new CliError(`No organization ${id}.`);
+        return { json: row, text: formatRecord({ ...row }) };
       }),
     );
 

@@ -21,6 +21,7 @@ import { DialRefusedError, type ProviderEvent } from '../telephony/provider.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
 import { claimRuns, configurationsWithQueuedRuns, renewClaim, takePacingSlot, type ClaimedRun } from './claim-runs.js';
 import { expireQueuedRuns, reapSilentRuns } from './end-runs.js';
+import { purgeExpiredIdempotencyKeys } from '../calls/idempotency.js';
 import { applyProviderEvent, ringTimeoutOf } from './provider-events.js';
 
 interface TrackedCall {
@@ -151,6 +152,8 @@ export class Dispatcher {
       const tracked = this.calls.get(run.runId);
       if (tracked) await this.hangUp(tracked);
     }
+    // Housekeeping only: an expired record is already treated as absent when its key is used again.
+    await purgeExpiredIdempotencyKeys(this.deps.store, now);
   }
 
   private scheduleDial(claimed: ClaimedRun): void {

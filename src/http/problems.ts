@@ -12,6 +12,9 @@ interface ProblemSpec {
 
 export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   malformed_json: { status: 400, title: 'Malformed JSON' },
+  bad_request: { status: 400, title: 'Bad request' },
+  request_timeout: { status: 408, title: 'Request timeout' },
+  request_header_fields_too_large: { status: 431, title: 'Request header fields too large' },
   missing_api_key: { status: 401, title: 'Missing API key' },
   invalid_api_key: { status: 401, title: 'Invalid API key' },
   agent_not_found: { status: 404, title: 'Agent not found' },

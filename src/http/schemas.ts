@@ -45,6 +45,31 @@ export const InitiateCallResponse = Type.Object({
   workflow_run_name: Type.String({ examples: ['WR-API-123'] }),
 });
 
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      description:
+        'Makes a retry safe: the same key and payload within 24 h returns the first response again (header Idempotent-Replayed: true) and never dials twice; the same key with another payload is 422 idempotency_key_reused; while the first request is in flight, 409 idempotency_key_in_use. Up to 255 printable ASCII characters, bare or as a quoted string.',
+    }),
+  ),
+});
+
+const RATE_LIMIT_HEADERS = {
+  RateLimit: { type: 'string', description: 'Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10).' },
+  'RateLimit-Policy': { type: 'string', description: 'Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2.' },
+} as const;
+
+/** The 200 of an Initiate Call operation, with the headers it may carry. */
+export function replayableResponse<T extends object>(schema: T): T & { headers: Record<string, unknown> } {
+  return {
+    ...schema,
+    headers: {
+      ...RATE_LIMIT_HEADERS,
+      'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when this is the stored response of an earlier request with the same Idempotency-Key.' },
+    },
+  };
+}
+
 export const Problem = Type.Object(
   {
     type: Type.String({ format: 'uri' }),
@@ -67,6 +92,9 @@ export function problemResponses(statuses: number[], descriptions: Record<number
     out[status] = {
       description: descriptions[status] ?? 'Problem',
       content: { 'application/problem+json': { schema: Problem } },
+      ...(status === 429 || status === 503
+        ? { headers: { ...(status === 429 ? RATE_LIMIT_HEADERS : {}), 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying.' } } }
+        : {}),
     };
   }
   return out;

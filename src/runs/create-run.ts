@@ -1,7 +1,9 @@
 // Creating a run is enqueuing it: one transaction inserts the run in state `queued` (the runs table
 // is the dispatcher's queue) and its first event. When it commits, the run exists durably and
 // will be dialed; nothing can be lost between a database and a separate queue.
-import type { RunMode } from '../store/schema.js';
+import type { Transaction } from 'kysely';
+import { DialtoneError } from '../errors.js';
+import type { Database, RunMode } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 
 export interface NewRun {
@@ -31,8 +33,19 @@ export function runName(mode: RunMode, id: number): string {
   return `${mode === 'test' ? 'WR-TEST' : 'WR-API'}-${id}`;
 }
 
-export async function createRun(store: Store, run: NewRun, now: number): Promise<CreatedRun> {
+export interface CreateRunOptions {
+  /**
+   * The organization's queue cap: the run is refused (429 queue_full) when the organization already
+   * has this many queued runs. `callsPerSecond` (the route's pacing) estimates when a slot opens.
+   */
+  queueCap?: { maxQueued: number; callsPerSecond: number };
+  /** Runs inside the creating transaction (the Idempotency-Key record commits with the run). */
+  onCreated?: (trx: Transaction<Database>, run: CreatedRun) => Promise<void>;
+}
+
+export async function createRun(store: Store, run: NewRun, now: number, options: CreateRunOptions = {}): Promise<CreatedRun> {
   return store.transaction('durable', async (trx) => {
+    if (options.queueCap) await enforceQueueCap(store, trx, run.orgId, options.queueCap);
     const { id } = await trx
       .insertInto('workflow_runs')
       .values({
@@ -70,6 +83,35 @@ export async function createRun(store: Store, run: NewRun, now: number): Promise
         data: JSON.stringify({ mode: run.mode, definition_version: run.definitionVersion, telephony_configuration_id: run.telephonyConfigurationId }),
       })
       .execute();
-    return { id, name, state: 'queued' as const };
+    const created = { id, name, state: 'queued' as const };
+    await options.onCreated?.(trx, created);
+    return created;
   });
+}
+
+/**
+ * Counts the organization's queued runs inside the creating transaction. SQLite runs one write
+ * transaction at a time, so the count cannot go stale before the insert; on PostgreSQL the
+ * organization's row is locked first, which serializes run creation per organization for the
+ * length of this transaction, so concurrent requests cannot all see room for one more.
+ */
+async function enforceQueueCap(store: Store, trx: Transaction<Database>, orgId: number, cap: NonNullable<CreateRunOptions['queueCap']>): Promise<void> {
+  if (store.dialect === 'postgres') {
+    await trx.selectFrom('organizations').select('id').where('id', '=', orgId).forUpdate().execute();
+  }
+  const { queued } = await trx
+    .selectFrom('workflow_runs')
+    .select((eb) => eb.fn.countAll<number | string>().as('queued'))
+    .where('org_id', '=', orgId)
+    .where('state', '=', 'queued')
+    .executeTakeFirstOrThrow();
+  const count = Number(queued);
+  if (count >= cap.maxQueued) {
+    // Queued runs leave the queue at the route's pacing rate: this is when the first slot opens.
+    const retryAfterSeconds = Math.min(3_600, Math.max(1, Math.ceil((count - cap.maxQueued + 1) / Math.max(1, cap.callsPerSecond))));
+    throw new DialtoneError('queue_full', `The organization has ${count} runs queued; the limit is ${cap.maxQueued}. Retry after ${retryAfterSeconds} s.`, {
+      retryAfterSeconds,
+      extra: { queued_runs: count, max_queued_runs: cap.maxQueued },
+    });
+  }
 }

@@ -4,12 +4,14 @@
 import { Migrator, type Migration, type MigrationProvider } from 'kysely';
 import { up001 } from './migrations/001_initial.js';
 import { up002 } from './migrations/002_dispatch.js';
+import { up003 } from './migrations/003_caller_safety.js';
 import type { DialectName, Store } from './store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
   return {
     '001_initial': { up: up001(dialect) },
     '002_dispatch': { up: up002(dialect) },
+    '003_caller_safety': { up: up003(dialect) },
   };
 }
 

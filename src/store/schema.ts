@@ -13,6 +13,10 @@ export interface OrganizationsTable {
   id: Generated<number>;
   name: string;
   created_at: number;
+  /** Overrides of the service-wide limits; null means the configuration's default. */
+  rate_limit_per_second: number | null;
+  key_rate_limit_per_second: number | null;
+  max_queued_runs: number | null;
 }
 
 export interface ApiKeysTable {
@@ -140,7 +144,27 @@ export interface RunEventsTable {
   data: JsonColumn;
 }
 
+export type IdempotencyState = 'in_flight' | 'completed';
+export interface IdempotencyKeysTable {
+  org_id: number;
+  key: string;
+  /** SHA-256 of method, path and the canonical JSON body of the first request. */
+  fingerprint: string;
+  state: IdempotencyState;
+  /** The claim's holder: a random token per request. */
+  owner: string;
+  /** An in-flight claim older than this is presumed dead and may be taken over. */
+  locked_until: number;
+  response_status: number | null;
+  /** The response body exactly as first sent (JSON text). */
+  response_body: string | null;
+  run_id: number | null;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface Database {
+  idempotency_keys: IdempotencyKeysTable;
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
   workflows: WorkflowsTable;

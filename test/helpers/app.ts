@@ -28,6 +28,9 @@ export function testConfig(databaseUrl: string, env: Record<string, string> = {}
     DATABASE_URL: databaseUrl,
     DIALTONE_SECRET_KEY: TEST_SECRET_KEY,
     DIALTONE_FIRST_RUN_DEMO: 'false',
+    // Most tests fire requests as fast as they can; the rate-limit tests turn the limits on.
+    RATE_LIMIT_KEY_PER_SECOND: '0',
+    RATE_LIMIT_ORG_PER_SECOND: '0',
     ...env,
   });
 }
@@ -48,6 +51,7 @@ export async function createTestEnv(kind: StoreKind, options: TestEnvOptions = {
     deps,
     async close() {
       await app.close();
+      await deps.rateLimits.close();
       await store.close();
       await database.drop();
     },

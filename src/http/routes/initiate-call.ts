@@ -1,14 +1,15 @@
 // The four Initiate Call operations. They differ only in how the target is named (agent UUID or
 // workflow UUID) and which definition runs (published, or draft-else-published for tests).
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { requestFingerprint } from '../../calls/idempotency.js';
 import { initiateCall, type InitiateCallBody as Body } from '../../calls/initiate-call.js';
 import type { Target } from '../../calls/resolve-target.js';
 import type { Deps } from '../../deps.js';
 import { DialtoneError } from '../../errors.js';
 import type { RunMode } from '../../store/schema.js';
 import { authOf } from '../authenticate.js';
-import { InitiateCallBody, InitiateCallResponse, problemResponses, uuidParam } from '../schemas.js';
+import { IdempotencyHeaders, InitiateCallBody, InitiateCallResponse, problemResponses, replayableResponse, uuidParam } from '../schemas.js';
 
 interface Operation {
   operationId: string;
@@ -85,27 +86,38 @@ export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
             tags: ['Calls'],
             security: [{ ApiKey: [] }],
             params: uuidParam(op.param, op.target === 'agent' ? 'Agent UUID (the trigger UUID of an API trigger)' : 'Workflow UUID'),
+            headers: IdempotencyHeaders,
             body: InitiateCallBody,
             response: {
-              200: InitiateCallResponse,
+              200: replayableResponse(InitiateCallResponse),
               ...problemResponses([400, 401, 404, 409, 413, 415, 422, 429, 503], {
                 400: 'Malformed JSON',
                 401: 'Missing or invalid API key',
                 404: 'Agent, workflow or telephony configuration not found',
-                409: 'Nothing published to run',
+                409: 'Nothing published to run, or a request with the same Idempotency-Key still in flight',
                 413: 'Body over the limit',
                 415: 'Body is not application/json',
-                422: 'Validation failed, invalid phone number, missing template variables, telephony not configured or not ready',
+                422: 'Validation failed, invalid phone number, missing template variables, telephony not configured or not ready, or an Idempotency-Key reused with another payload',
                 429: 'Rate limited or queue full',
                 503: 'Store unreachable or shutting down',
               }),
             },
           },
         },
-        async (request) => {
+        async (request, reply) => {
           const params = request.params as Record<string, string>;
           const target: Target = { kind: op.target, uuid: params[op.param] ?? '' };
-          return initiateCall(deps, authOf(request).orgId, target, op.mode, request.body as Body);
+          const outcome = await initiateCall(deps, authOf(request), target, op.mode, request.body as Body, {
+            idempotency: {
+              header: request.headers['idempotency-key'],
+              fingerprint: () => requestFingerprint(request.method, request.url.split('?')[0] ?? '', request.body),
+            },
+          });
+          if (outcome.replayed) reply.header('idempotent-replayed', 'true');
+          // The exact text stored with an Idempotency-Key, so a replay is byte-for-byte the first answer.
+          // It is already serialized, hence the untyped reply: the typed one only accepts the object.
+          const plain = reply as unknown as FastifyReply;
+          return plain.code(outcome.status).type('application/json; charset=utf-8').send(outcome.json);
         },
       );
     }

@@ -1,0 +1,173 @@
+// Idempotency-Key for the Initiate Call operations (draft-ietf-httpapi-idempotency-key-header):
+// a client's retry with the same key and payload gets the first response again, and is never
+// dialed again, across restarts and nodes, because the records live in the store.
+//
+// A request first *claims* its key with a committed `in_flight` row (unique per organization and
+// key, so of two concurrent requests exactly one wins). The run and the completion of the record
+// with the response then commit in ONE transaction (createRun's `onCreated`), so there is no moment
+// at which a run exists and its key could be claimed again. If the request fails before that, it
+// releases its claim and the client may retry; if its process dies, the claim is taken over once
+// IDEMPOTENCY_LOCK_MS has passed, which is safe for the same reason: no run was created under it.
+import { createHash, randomUUID } from 'node:crypto';
+import type { Transaction } from 'kysely';
+import type { Deps } from '../deps.js';
+import { DialtoneError } from '../errors.js';
+import type { Database } from '../store/schema.js';
+import type { Store } from '../store/store.js';
+
+/** The longest key accepted, in characters. */
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+const HEADER = 'Idempotency-Key';
+
+export interface IdempotencyRequest {
+  key: string;
+  /** SHA-256 over method, path and canonical JSON body. */
+  fingerprint: string;
+}
+
+export interface Claim {
+  orgId: number;
+  key: string;
+  owner: string;
+}
+
+export type ClaimOutcome = { kind: 'claimed'; claim: Claim } | { kind: 'replay'; status: number; body: string };
+
+/**
+ * The key from the header, or undefined when there is none. The draft sends it as a structured
+ * field string (`"abc"`); a bare token is accepted too, as most clients send one.
+ */
+export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (Array.isArray(header)) throw invalidKey('Send one Idempotency-Key header, not several.');
+  const quoted = /^"(.*)"$/.exec(header.trim());
+  const key = quoted ? (quoted[1] ?? '') : header.trim();
+  if (key.length === 0) throw invalidKey('The Idempotency-Key header is empty.');
+  if (key.length > IDEMPOTENCY_KEY_MAX_LENGTH) {
+    throw invalidKey(`The Idempotency-Key is ${key.length} characters long; the limit is ${IDEMPOTENCY_KEY_MAX_LENGTH}.`);
+  }
+  if (!/^[\x20-\x7e]+$/.test(key)) throw invalidKey('The Idempotency-Key may hold printable ASCII characters only.');
+  return key;
+}
+
+function invalidKey(detail: string): DialtoneError {
+  return new DialtoneError('validation_failed', detail, { extra: { header: HEADER } });
+}
+
+/** JSON with object members in key order at every depth, so equal payloads have equal text. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const members = Object.keys(value)
+      .sort()
+      .map((name) => `${JSON.stringify(name)}:${canonicalJson((value as Record<string, unknown>)[name])}`);
+    return `{${members.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+export function requestFingerprint(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonicalJson(body)}`).digest('hex');
+}
+
+/** Claims the key for this request, or tells what an earlier request with it left. */
+export async function claimIdempotencyKey(deps: Deps, orgId: number, request: IdempotencyRequest): Promise<ClaimOutcome> {
+  const { store, clock, config } = deps;
+  const owner = randomUUID();
+  // A few rounds at most: each lost round means another request changed the row in between.
+  for (let round = 0; round < 3; round++) {
+    const now = clock.now();
+    const fresh = {
+      fingerprint: request.fingerprint,
+      state: 'in_flight' as const,
+      owner,
+      locked_until: now + config.IDEMPOTENCY_LOCK_MS,
+      response_status: null,
+      response_body: null,
+      run_id: null,
+      created_at: now,
+      expires_at: now + config.IDEMPOTENCY_TTL_MS,
+    };
+    const inserted = await store.db
+      .insertInto('idempotency_keys')
+      .values({ org_id: orgId, key: request.key, ...fresh })
+      .onConflict((oc) => oc.columns(['org_id', 'key']).doNothing())
+      .executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return { kind: 'claimed', claim: { orgId, key: request.key, owner } };
+
+    const row = await store.db
+      .selectFrom('idempotency_keys')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where('key', '=', request.key)
+      .executeTakeFirst();
+    if (!row) continue; // released in between: claim it on the next round
+
+    const abandoned = row.expires_at <= now || (row.state === 'in_flight' && row.locked_until <= now);
+    if (abandoned) {
+      const taken = await store.db
+        .updateTable('idempotency_keys')
+        .set(fresh)
+        .where('org_id', '=', orgId)
+        .where('key', '=', request.key)
+        .where('owner', '=', row.owner)
+        .where('state', '=', row.state)
+        .executeTakeFirst();
+      if (Number(taken.numUpdatedRows) === 1) return { kind: 'claimed', claim: { orgId, key: request.key, owner } };
+      continue;
+    }
+    if (row.fingerprint !== request.fingerprint) {
+      throw new DialtoneError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was used with a different request (another operation, target or body). Use a new key for a new request.',
+        { extra: { header: HEADER } },
+      );
+    }
+    if (row.state === 'in_flight' || row.response_status === null || row.response_body === null) {
+      throw inUse();
+    }
+    return { kind: 'replay', status: row.response_status, body: row.response_body };
+  }
+  throw inUse();
+}
+
+function inUse(): DialtoneError {
+  return new DialtoneError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry shortly.', {
+    retryAfterSeconds: 1,
+    extra: { header: HEADER },
+  });
+}
+
+/**
+ * Stores the response on the claim inside the transaction that creates the run. When the claim was
+ * taken over meanwhile (this request outlived IDEMPOTENCY_LOCK_MS), it throws, so the run is not
+ * created twice under one key.
+ */
+export async function completeClaim(trx: Transaction<Database>, claim: Claim, status: number, body: string, runId: number, now: number): Promise<void> {
+  const done = await trx
+    .updateTable('idempotency_keys')
+    .set({ state: 'completed', response_status: status, response_body: body, run_id: runId, locked_until: now })
+    .where('org_id', '=', claim.orgId)
+    .where('key', '=', claim.key)
+    .where('owner', '=', claim.owner)
+    .where('state', '=', 'in_flight')
+    .executeTakeFirst();
+  if (Number(done.numUpdatedRows) !== 1) throw inUse();
+}
+
+/** Gives the key back after a failure, so the client can retry with it. */
+export async function releaseClaim(store: Store, claim: Claim): Promise<void> {
+  await store.db
+    .deleteFrom('idempotency_keys')
+    .where('org_id', '=', claim.orgId)
+    .where('key', '=', claim.key)
+    .where('owner', '=', claim.owner)
+    .where('state', '=', 'in_flight')
+    .execute();
+}
+
+/** Deletes records past their retention (run by the dispatcher's maintenance pass). */
+export async function purgeExpiredIdempotencyKeys(store: Store, now: number): Promise<number> {
+  const result = await store.db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
