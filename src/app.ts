@@ -104,6 +104,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
 
   await app.register(operationsRoutes(deps));
   if (options.publicApi === false) return app;
+  await deps.rateLimits.ready();
   await app.register(
     async (publicApi) => {
       publicApi.addHook('onRequest', authenticateHook(deps));

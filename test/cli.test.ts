@@ -219,6 +219,23 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.match(notJson.stderr, /^Error: .*not\.json is not valid JSON/);
   });
 
+  it('sets an organization\'s own limits with org set-limits, returns one to the default with "default", and refuses bad values', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Limited');
+    const set = await ws.json('org', 'set-limits', String(org.id), '--rate-per-second', '5', '--key-rate-per-second', '0', '--max-queued', '100');
+    assert.deepEqual(set, { id: org.id, name: 'Limited', rate_limit_per_second: 5, key_rate_limit_per_second: 0, max_queued_runs: 100 });
+    const reset = await ws.json('org', 'set-limits', String(org.id), '--rate-per-second', 'default');
+    assert.deepEqual(reset, { id: org.id, name: 'Limited', rate_limit_per_second: null, key_rate_limit_per_second: 0, max_queued_runs: 100 });
+    for (const bad of [['--max-queued', '0'], ['--rate-per-second', '-1'], ['--key-rate-per-second', 'lots']]) {
+      const result = await ws.cli(['org', 'set-limits', String(org.id), ...bad]);
+      assert.notEqual(result.code, 0, bad.join(' '));
+      assert.match(result.stderr, /expected a whole number/);
+    }
+    const missing = await ws.cli(['org', 'set-limits', '999', '--max-queued', '5']);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /No organization 999/);
+  });
+
   it('prints readable text, not JSON, without --json', async (t) => {
     const ws = workspace(t);
     const result = await ws.cli(['org', 'create', '--name', 'Readable Org']);

@@ -19,14 +19,18 @@ function positiveInt(text: string): number {
   return Number(text);
 }
 
-/** A limit: a whole number from `min`, or `default` (null) for the service-wide value. */
+/** A limit: a whole number from `min`, or `default` for the service-wide value. */
 function limitValue(min: number) {
-  return (text: string): number | null => {
-    if (text === 'default') return null;
+  return (text: string): number | 'default' => {
+    if (text === 'default') return 'default';
     if (!/^[0-9]{1,15}$/.test(text) || Number(text) < min) throw new InvalidArgumentError(`expected a whole number from ${min}, or "default"`);
     return Number(text);
   };
 }
+
+type Limit = number | 'default';
+/** "default" is stored as null (commander turns a parser's null into an empty string, hence the word). */
+const storedLimit = (limit: Limit): number | null => (limit === 'default' ? null : limit);
 
 function positiveNumber(text: string): number {
   const value = Number(text);
@@ -132,11 +136,11 @@ export function buildCli(): Command {
     .option('--key-rate-per-second <n>', 'requests per second per API key (0: no limit)', limitValue(0))
     .option('--max-queued <n>', 'most runs queued at once', limitValue(1))
     .action(
-      action(async (deps, id: number, opts: { ratePerSecond?: number | null; keyRatePerSecond?: number | null; maxQueued?: number | null }) => {
+      action(async (deps, id: number, opts: { ratePerSecond?: Limit; keyRatePerSecond?: Limit; maxQueued?: Limit }) => {
         const row = await setOrganizationLimits(deps.store, id, {
-          ...(opts.ratePerSecond !== undefined ? { rate_limit_per_second: opts.ratePerSecond } : {}),
-          ...(opts.keyRatePerSecond !== undefined ? { key_rate_limit_per_second: opts.keyRatePerSecond } : {}),
-          ...(opts.maxQueued !== undefined ? { max_queued_runs: opts.maxQueued } : {}),
+          ...(opts.ratePerSecond !== undefined ? { rate_limit_per_second: storedLimit(opts.ratePerSecond) } : {}),
+          ...(opts.keyRatePerSecond !== undefined ? { key_rate_limit_per_second: storedLimit(opts.keyRatePerSecond) } : {}),
+          ...(opts.maxQueued !== undefined ? { max_queued_runs: storedLimit(opts.maxQueued) } : {}),
         });
         if (!row) throw new CliError(`No organization ${id}.`);
         return { json: row, text: formatRecord({ ...row }) };

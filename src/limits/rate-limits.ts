@@ -56,8 +56,9 @@ export class RateLimits {
   constructor(private readonly options: RateLimitsOptions) {
     if (options.redisUrl) {
       // No offline queue: while Redis is unreachable a count fails at once and the in-memory
-      // insurance limiter answers, instead of requests waiting on a reconnect.
-      this.redis = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
+      // insurance limiter answers, instead of requests waiting on a reconnect. Lazy: a process
+      // that never serves the API (the CLI, a dispatcher-only node) never connects.
+      this.redis = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true });
       this.redis.on('error', (error: Error) => {
         const now = Date.now();
         if (now - this.lastRedisErrorLoggedAt < REDIS_ERROR_LOG_INTERVAL_MS) return;
@@ -68,6 +69,7 @@ export class RateLimits {
   }
 
   async check(subject: RateLimitSubject): Promise<RateLimitDecision> {
+    this.connect();
     const wanted: [PolicyName, number, number][] = [
       ['key', subject.keyRatePerSecond, subject.keyId],
       ['org', subject.orgRatePerSecond, subject.orgId],
@@ -97,8 +99,36 @@ export class RateLimits {
     };
   }
 
+  /**
+   * Resolves once Redis is connected, or has failed once (this node then counts on its own until
+   * it connects), or after `timeoutMs`: a node starting up should not count alone while its
+   * connection is merely on its way.
+   */
+  async ready(timeoutMs = 5_000): Promise<void> {
+    const redis = this.redis;
+    if (!redis || redis.status === 'ready') return;
+    await new Promise<void>((resolve) => {
+      this.connect();
+      const done = () => {
+        clearTimeout(timer);
+        redis.off('ready', done);
+        redis.off('error', done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      redis.once('ready', done);
+      redis.once('error', done);
+    });
+  }
+
   async close(): Promise<void> {
-    if (this.redis) await this.redis.quit().catch(() => this.redis?.disconnect());
+    if (!this.redis || this.redis.status === 'wait' || this.redis.status === 'end') return;
+    await this.redis.quit().catch(() => this.redis?.disconnect());
+  }
+
+  private connect(): void {
+    // Failures surface through the 'error' event (logged above); ioredis keeps reconnecting.
+    if (this.redis?.status === 'wait') this.redis.connect().catch(() => undefined);
   }
 
   /** One limiter per policy and quota (an organization may have its own rate). */
