@@ -1,5 +1,6 @@
 // `npm run bench`: measures the service as a user runs it (a real process, a real socket), on the
-// embedded default (SQLite) and, when reachable, PostgreSQL, with the simulator. Prints a summary and
+// embedded default (SQLite) and, when reachable, PostgreSQL, with the simulator, including the
+// cost of an Idempotency-Key on every request. Prints a summary and
 // writes the figures as JSON to bench/results/. Rerun it to check any figure quoted elsewhere.
 //
 //   BENCH_SECONDS       length of the initiation load phase (default 10)
@@ -7,6 +8,7 @@
 //   BENCH_RATE          requests per second of the paced phase (default 100)
 //   BENCH_BACKLOG       queued runs for the dispatcher throughput phase (default 20000)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -67,16 +69,25 @@ async function setUp(kind: StoreKind): Promise<Setup> {
   };
 }
 
-async function initiationLoad(service: ServiceProcess, setup: Setup, headers: Record<string, string> = {}) {
+interface LoadSample {
+  latencies: number[];
+  errors: number;
+  seconds: number;
+}
+
+/** Closed loop: CONCURRENCY clients sending back to back for `seconds`; with `idempotencyKeys`, each request carries a fresh Idempotency-Key. */
+async function initiationLoad(service: ServiceProcess, setup: Setup, seconds: number, idempotencyKeys = false): Promise<LoadSample> {
   const url = `${service.url}/api/v1/public/agent/${setup.fixture.agentUuid}`;
   const body = JSON.stringify({ phone_number: '+12025550123', telephony_configuration_id: setup.routeId, initial_context: { name: 'Ada' } });
   const latencies: number[] = [];
   let errors = 0;
-  const endAt = performance.now() + SECONDS * 1000;
+  const endAt = performance.now() + seconds * 1000;
   const worker = async () => {
     while (performance.now() < endAt) {
       const start = performance.now();
-      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': setup.fixture.apiKey, ...headers }, body });
+      const headers: Record<string, string> = { 'content-type': 'application/json', 'x-api-key': setup.fixture.apiKey };
+      if (idempotencyKeys) headers['idempotency-key'] = randomUUID();
+      const response = await fetch(url, { method: 'POST', headers, body });
       await response.arrayBuffer();
       if (response.status === 200) latencies.push(performance.now() - start);
       else errors++;
@@ -84,12 +95,16 @@ async function initiationLoad(service: ServiceProcess, setup: Setup, headers: Re
   };
   const started = performance.now();
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
+  return { latencies, errors, seconds: (performance.now() - started) / 1000 };
+}
+
+function summarize(samples: LoadSample[]) {
+  const latencies = samples.flatMap((s) => s.latencies).sort((a, b) => a - b);
+  const seconds = samples.reduce((sum, s) => sum + s.seconds, 0);
   return {
     requests: latencies.length,
-    errors,
-    initiations_per_second: round(latencies.length / elapsed, 1),
+    errors: samples.reduce((sum, s) => sum + s.errors, 0),
+    initiations_per_second: round(latencies.length / seconds, 1),
     request_latency_ms: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) },
   };
 }
@@ -178,10 +193,23 @@ async function benchStore(kind: StoreKind) {
   const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: load.url });
   let saturation;
   let saturationDial;
+  let withKeys;
   try {
-    saturation = await initiationLoad(service, load);
+    saturation = summarize([await initiationLoad(service, load, SECONDS)]);
     await waitUntilDialed(load.store, 60_000);
     saturationDial = await timeToDial(load.store);
+    // The cost of claiming and completing an Idempotency-Key: the same service and database, with
+    // and without a fresh key on every request, in alternating halves so that warm-up and the
+    // growing tables weigh on both sides alike.
+    process.stdout.write(`[${kind}] saturation with and without an Idempotency-Key, alternating\n`);
+    const without: LoadSample[] = [];
+    const keyed: LoadSample[] = [];
+    for (let round = 0; round < 2; round++) {
+      without.push(await initiationLoad(service, load, SECONDS / 2));
+      keyed.push(await initiationLoad(service, load, SECONDS / 2, true));
+    }
+    await waitUntilDialed(load.store, 60_000);
+    withKeys = { without_key: summarize(without), with_key: summarize(keyed) };
   } finally {
     service.child.kill('SIGTERM');
     await service.exited;
@@ -213,6 +241,10 @@ async function benchStore(kind: StoreKind) {
   }
   return {
     saturation: { ...saturation, time_to_dial_ms: saturationDial },
+    idempotency_key_cost: {
+      ...withKeys,
+      throughput_ratio: round((withKeys?.with_key.initiations_per_second ?? NaN) / (withKeys?.without_key.initiations_per_second ?? NaN), 2),
+    },
     paced: { ...paced, time_to_dial_ms: pacedDial },
     dispatcher,
   };
