@@ -12,6 +12,8 @@ import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
+import { runtimeRoutes } from './http/routes/runtime.js';
+import { twilioWebhookRoutes } from './http/routes/twilio-webhooks.js';
 import { workflowRunRoutes } from './http/routes/workflow-runs.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -96,7 +98,10 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
         description: 'Outbound call initiation. Errors are RFC 9457 problem details (application/problem+json).',
       },
       components: {
-        securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+        securitySchemes: {
+          ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+          RunToken: { type: 'http', scheme: 'bearer', description: 'The per-run token handed to the agent runtime with an answered call.' },
+        },
       },
     },
   });
@@ -114,5 +119,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
     { prefix: '/api/v1/public' },
   );
+  await app.register(twilioWebhookRoutes(deps), { prefix: '/api/v1/providers/twilio' });
+  await app.register(runtimeRoutes(deps), { prefix: '/api/v1/runtime' });
   return app;
 }

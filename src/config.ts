@@ -42,6 +42,14 @@ export const ConfigSchema = Type.Object({
   /** An API key's `last_used_at` is written at most once per this interval. */
   API_KEY_LAST_USED_WRITE_INTERVAL_MS: Integer(0, 86_400_000, 60_000),
 
+  // Twilio and the agent runtime (README "Twilio").
+  /** Twilio's REST API; change it only for a regional endpoint or a test server speaking its wire format. */
+  TWILIO_API_BASE_URL: Type.String({ default: 'https://api.twilio.com', pattern: '^https?://' }),
+  /** Media Streams WebSocket of the agent runtime; answered Twilio calls are connected to it. Unset: Dialtone speaks the greeting and hangs up. */
+  AGENT_RUNTIME_URL: Type.Optional(Type.String({ pattern: '^wss?://' })),
+  /** How long a per-run runtime token stays valid after the run is created. */
+  RUNTIME_TOKEN_TTL_MS: Integer(60_000, 30 * 86_400_000, 86_400_000),
+
   // Caller safety (DESIGN.md section 2, README "Limits"): idempotency, rate limits, queue cap.
   /** How long an Idempotency-Key's record, and the response it replays, is kept. */
   IDEMPOTENCY_TTL_MS: Integer(60_000, 30 * 86_400_000, 86_400_000),

@@ -11,6 +11,7 @@ import { openStore, type Store } from './store/store.js';
 import { CredentialsCipher } from './telephony/credentials-cipher.js';
 import { unavailableProvider, type Providers } from './telephony/provider.js';
 import { SimulatorProvider } from './telephony/simulator.js';
+import { TwilioProvider } from './telephony/twilio/provider.js';
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -51,15 +52,16 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     config.SIMULATOR_DIAL_LOG,
   );
   const logger = overrides.logger ?? pino({ level: config.LOG_LEVEL });
+  const cipher = new CredentialsCipher(config.DIALTONE_SECRET_KEY);
   return {
     config,
     store,
     clock,
     logger,
-    cipher: new CredentialsCipher(config.DIALTONE_SECRET_KEY),
+    cipher,
     metrics: new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' }),
     signals,
-    providers: { simulator, twilio: unavailableProvider('twilio'), sip: unavailableProvider('sip'), ...overrides.providers },
+    providers: { simulator, twilio: new TwilioProvider(config, cipher), sip: unavailableProvider('sip'), ...overrides.providers },
     rateLimits: new RateLimits({
       windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS,
       redisUrl: config.REDIS_URL,

@@ -8,6 +8,8 @@ export const ERROR_CODES = [
   'request_header_fields_too_large',
   'missing_api_key',
   'invalid_api_key',
+  'invalid_run_token',
+  'invalid_signature',
   'agent_not_found',
   'workflow_not_found',
   'telephony_configuration_not_found',

@@ -112,16 +112,27 @@ describe('GET /openapi.json', () => {
     assert.deepEqual(doc.components.securitySchemes.ApiKey, { type: 'apiKey', in: 'header', name: 'X-API-Key' });
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(item)) {
-        assert.deepEqual(operation.security, [{ ApiKey: [] }], `${method.toUpperCase()} ${path}`);
+        // The agent runtime's read is authorized by the per-run token instead.
+        const expected = path.startsWith('/api/v1/runtime/') ? [{ RunToken: [] }] : [{ ApiKey: [] }];
+        assert.deepEqual(operation.security, expected, `${method.toUpperCase()} ${path}`);
       }
     }
+    assert.deepEqual(doc.components.securitySchemes.RunToken, {
+      type: 'http',
+      scheme: 'bearer',
+      description: 'The per-run token handed to the agent runtime with an answered call.',
+    });
   });
 
-  it('leaves the operational endpoints out of the public document', async (t) => {
+  it('leaves the operational endpoints and the provider callbacks out of the public document, and documents the runtime read', async (t) => {
     const { app } = await build(t, 'sqlite');
     const doc = await openApi(app);
     for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json']) assert.equal(doc.paths[path], undefined, path);
-    assert.ok(Object.keys(doc.paths).every((path) => path.startsWith('/api/v1/public/')), Object.keys(doc.paths).join(', '));
+    assert.ok(
+      Object.keys(doc.paths).every((path) => path.startsWith('/api/v1/public/') || path === '/api/v1/runtime/runs/{id}'),
+      Object.keys(doc.paths).join(', '),
+    );
+    assert.equal(doc.paths['/api/v1/runtime/runs/{id}']?.get?.operationId, 'getRuntimeRun');
   });
 });
 

@@ -29,6 +29,8 @@ interface TrackedCall {
   providerCallId: string;
   configuration: TelephonyConfigurationRow;
   timer: NodeJS.Timeout | undefined;
+  /** Set once the maximum-duration timer replaced the ring timer. */
+  answered: boolean;
 }
 
 class DialTimeoutError extends Error {}
@@ -223,7 +225,7 @@ export class Dispatcher {
       return;
     }
 
-    const call: TrackedCall = { runId: run.id, providerCallId, configuration, timer: undefined };
+    const call: TrackedCall = { runId: run.id, providerCallId, configuration, timer: undefined, answered: false };
     this.calls.set(run.id, call);
     this.setTimer(call, ringTimeoutMs, async () => {
       await this.endLocally(call, 'no_answer', 'ring_timeout');
@@ -331,13 +333,22 @@ export class Dispatcher {
     const ringTimeoutMs = call ? ringTimeoutOf(this.deps, call.configuration) : this.deps.config.RING_TIMEOUT_MS;
     const applied = await applyProviderEvent(this.deps, call?.configuration.provider ?? 'unknown', event, ringTimeoutMs);
     if (!call) return;
-    if (applied?.to === 'in_progress') {
+    // An event that moved nothing may have been applied already (a Twilio callback taken by the
+    // webhook on this node): the run's state in the store says what this node's timers should be.
+    const state = applied?.to ?? (await this.currentState(event.runId));
+    if (state === 'in_progress' && !call.answered) {
+      call.answered = true;
       this.setTimer(call, this.deps.config.MAX_CALL_DURATION_MS, async () => {
         await this.endLocally(call, 'completed', 'max_duration', 'in_progress');
       });
-    } else if (applied && isTerminal(applied.to)) {
+    } else if (state !== undefined && isTerminal(state)) {
       this.forget(call);
     }
+  }
+
+  private async currentState(runId: number): Promise<RunState | undefined> {
+    const row = await this.deps.store.db.selectFrom('workflow_runs').select('state').where('id', '=', runId).executeTakeFirst();
+    return row?.state;
   }
 
   /** Live calls this node holds (for tests and metrics). */

@@ -17,6 +17,8 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   request_header_fields_too_large: { status: 431, title: 'Request header fields too large' },
   missing_api_key: { status: 401, title: 'Missing API key' },
   invalid_api_key: { status: 401, title: 'Invalid API key' },
+  invalid_run_token: { status: 401, title: 'Invalid run token' },
+  invalid_signature: { status: 403, title: 'Invalid signature' },
   agent_not_found: { status: 404, title: 'Agent not found' },
   workflow_not_found: { status: 404, title: 'Workflow not found' },
   telephony_configuration_not_found: { status: 404, title: 'Telephony configuration not found' },

@@ -1,7 +1,7 @@
 // Provider credentials at rest: AES-256-GCM under DIALTONE_SECRET_KEY. The envelope records a
 // version so the key or algorithm can be rotated later; the organization id is bound as
 // associated data, so a ciphertext copied to another organization's row does not decrypt.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes, hkdfSync } from 'node:crypto';
 
 const VERSION = 'v1';
 
@@ -29,6 +29,11 @@ export class CredentialsCipher {
   private requireKey(): Buffer {
     if (!this.key) throw new SecretKeyMissingError();
     return this.key;
+  }
+
+  /** A key for another purpose (signing tokens), derived with HKDF so it never equals the encryption key. */
+  derivedKey(purpose: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.requireKey(), Buffer.alloc(0), `dialtone:${purpose}`, 32));
   }
 
   encrypt(orgId: number, credentials: Record<string, unknown>): string {

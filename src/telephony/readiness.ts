@@ -3,7 +3,12 @@
 import type { TelephonyConfigurationRow } from '../store/schema.js';
 import { decodeJson } from '../store/store.js';
 
-export function readinessProblems(config: TelephonyConfigurationRow): string[] {
+export interface ServiceSettings {
+  /** Where providers call back (PUBLIC_BASE_URL). */
+  publicBaseUrl: string | undefined;
+}
+
+export function readinessProblems(config: TelephonyConfigurationRow, service: ServiceSettings): string[] {
   const callerIds = decodeJson<string[]>(config.caller_ids);
   const settings = decodeJson<Record<string, unknown>>(config.settings);
   switch (config.provider) {
@@ -13,6 +18,7 @@ export function readinessProblems(config: TelephonyConfigurationRow): string[] {
       const problems: string[] = [];
       if (config.credentials_encrypted === null) problems.push('Twilio credentials are not set.');
       if (callerIds.length === 0) problems.push('No caller ID is configured.');
+      if (!service.publicBaseUrl) problems.push('PUBLIC_BASE_URL is not set, so Twilio would have nowhere to send the call\'s progress.');
       return problems;
     }
     case 'sip': {

@@ -1,0 +1,21 @@
+// Twilio's CallStatus words, as its status callbacks send them, in Dialtone's terms. `queued` and
+// `initiated` say nothing a run does not already know (it is `dialing`), so they move nothing.
+import type { ProviderEventKind } from '../provider.js';
+
+const KINDS: Record<string, ProviderEventKind | null> = {
+  queued: null,
+  initiated: null,
+  ringing: 'ringing',
+  'in-progress': 'answered',
+  answered: 'answered',
+  completed: 'completed',
+  busy: 'busy',
+  'no-answer': 'no_answer',
+  failed: 'failed',
+  canceled: 'canceled',
+};
+
+/** The event a CallStatus means; null for statuses that move nothing; undefined for a word Twilio does not send. */
+export function eventKindOf(callStatus: string): ProviderEventKind | null | undefined {
+  return Object.hasOwn(KINDS, callStatus) ? KINDS[callStatus] : undefined;
+}
