@@ -9,7 +9,8 @@ import { Metrics } from './metrics.js';
 import { Signals } from './signals.js';
 import { openStore, type Store } from './store/store.js';
 import { CredentialsCipher } from './telephony/credentials-cipher.js';
-import { unavailableProvider, type Providers } from './telephony/provider.js';
+import type { Providers } from './telephony/provider.js';
+import { SipProvider } from './telephony/sip/provider.js';
 import { SimulatorProvider } from './telephony/simulator.js';
 import { TwilioProvider } from './telephony/twilio/provider.js';
 
@@ -61,7 +62,14 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     cipher,
     metrics: new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' }),
     signals,
-    providers: { simulator, twilio: new TwilioProvider(config, cipher), sip: unavailableProvider('sip'), ...overrides.providers },
+    providers: { simulator, twilio: new TwilioProvider(config, cipher), sip: new SipProvider(
+        { bindAddress: config.SIP_BIND_ADDRESS, port: config.SIP_PORT, publicAddress: config.SIP_PUBLIC_ADDRESS },
+        cipher,
+        clock,
+        (event) => signals.providerEvent(event),
+      ),
+      ...overrides.providers,
+    },
     rateLimits: new RateLimits({
       windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS,
       redisUrl: config.REDIS_URL,

@@ -4,6 +4,7 @@ import { DialtoneError, validationFailed, type FieldError } from '../errors.js';
 import type { ProviderName, TelephonyConfigurationRow } from '../store/schema.js';
 import { decodeJson, type Store } from '../store/store.js';
 import type { CredentialsCipher } from './credentials-cipher.js';
+import { sipCredentialProblems, sipSettingsProblems } from './sip/settings.js';
 import { twilioCredentialProblems } from './twilio/credentials.js';
 
 export const PROVIDERS: readonly ProviderName[] = ['simulator', 'twilio', 'sip'];
@@ -83,6 +84,10 @@ export async function createTelephonyConfiguration(
   }
   if (input.name.trim().length === 0) errors.push({ pointer: '/name', detail: 'Must not be empty.' });
   if (input.provider === 'twilio' && input.credentials) errors.push(...twilioCredentialProblems(input.credentials));
+  if (input.provider === 'sip') {
+    errors.push(...sipSettingsProblems(input.settings ?? {}));
+    if (input.credentials) errors.push(...sipCredentialProblems(input.credentials));
+  }
   if (errors.length > 0) throw validationFailed(errors, 'The telephony configuration is not valid.');
 
   const credentials = input.credentials ? cipher.encrypt(input.orgId, input.credentials) : null;

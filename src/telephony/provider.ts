@@ -53,15 +53,3 @@ export interface TelephonyProvider {
 }
 
 export type Providers = Record<ProviderName, TelephonyProvider>;
-
-/** Stands in for a provider this build cannot dial through yet: every dial ends the run `failed`. */
-export function unavailableProvider(name: ProviderName): TelephonyProvider {
-  return {
-    name,
-    async dial() {
-      throw new DialRefusedError('failed', 'provider_unavailable', `The ${name} provider is not available in this build.`);
-    },
-    async hangUp() {},
-    async close() {},
-  };
-}

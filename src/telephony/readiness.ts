@@ -2,6 +2,7 @@
 // hears "not ready" (422 telephony_not_ready) instead of a run that fails at dial time.
 import type { TelephonyConfigurationRow } from '../store/schema.js';
 import { decodeJson } from '../store/store.js';
+import { sipSettingsProblems } from './sip/settings.js';
 
 export interface ServiceSettings {
   /** Where providers call back (PUBLIC_BASE_URL). */
@@ -23,7 +24,7 @@ export function readinessProblems(config: TelephonyConfigurationRow, service: Se
     }
     case 'sip': {
       const problems: string[] = [];
-      if (typeof settings.host !== 'string' || settings.host.length === 0) problems.push('The SIP trunk host is not set.');
+      for (const problem of sipSettingsProblems(settings)) problems.push(`settings${problem.pointer.slice('/settings'.length)}: ${problem.detail}`);
       return problems;
     }
   }

@@ -31,7 +31,7 @@ export async function buildWithDispatcher(t: TestContext, kind: StoreKind, optio
   if (options.start !== false) dispatcher.start();
   t.after(async () => {
     await dispatcher.stop();
-    await env.deps.providers.simulator.close();
+    await Promise.all(Object.values(env.deps.providers).map((provider) => provider.close()));
     await env.close();
   });
   return { ...env, dispatcher, simulator: env.deps.providers.simulator as SimulatorProvider };
