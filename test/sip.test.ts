@@ -2,6 +2,7 @@
 // hung up by either side, refusals mapped to their states with the SIP status kept, CANCEL on ring
 // timeout and on cancel, and digest authentication.
 import assert from 'node:assert/strict';
+import { createSocket } from 'node:dgram';
 import { describe, it, type TestContext } from 'node:test';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { postJson } from './helpers/app.js';
@@ -153,6 +154,39 @@ for (const store of await storeCases()) {
       assert.equal(run.state, 'failed');
       assert.equal(run.raw_provider_status, '403 Forbidden');
       assert.notEqual(await env.sipp.exited, 0, 'the trunk saw a wrong digest');
+    });
+
+    it('answers an in-dialog request naming no call of its own with 481, and the live call goes on', async (t) => {
+      const env = await sipEnv(t, store.kind, 'answer-local-bye.xml');
+      const runId = await call(env);
+      await waitForRun(env, runId, (r) => r.state === 'in_progress', 10_000);
+      const stranger = createSocket('udp4');
+      t.after(() => stranger.close());
+      await new Promise<void>((resolve) => stranger.bind(0, '127.0.0.3', resolve));
+      const answer = new Promise<string>((resolve) => stranger.once('message', (message) => resolve(message.toString())));
+      const bye = [
+        `BYE sip:dialtone@${DIALTONE_SIP_ADDRESS}:${env.deps.config.SIP_PORT} SIP/2.0`,
+        `Via: SIP/2.0/UDP 127.0.0.3:${stranger.address().port};branch=z9hG4bKforged1`,
+        'From: <sip:mallory@127.0.0.3>;tag=forged',
+        `To: <sip:dialtone@${DIALTONE_SIP_ADDRESS}>;tag=unknown`,
+        'Call-ID: not-a-call-of-ours@127.0.0.3',
+        'CSeq: 1 BYE',
+        'Max-Forwards: 70',
+        'Content-Length: 0',
+        '',
+        '',
+      ].join('\r\n');
+      stranger.send(bye, env.deps.config.SIP_PORT, DIALTONE_SIP_ADDRESS);
+      assert.match(await answer, /^SIP\/2\.0 481 /);
+      // The right Call-ID without the dialog's tags is no better.
+      const callId = (await waitForRun(env, runId, () => true)).provider_call_id ?? '';
+      const second = new Promise<string>((resolve) => stranger.once('message', (message) => resolve(message.toString())));
+      stranger.send(bye.replace('not-a-call-of-ours@127.0.0.3', callId).replace('forged1', 'forged2'), env.deps.config.SIP_PORT, DIALTONE_SIP_ADDRESS);
+      assert.match(await second, /^SIP\/2\.0 481 /);
+      assert.equal((await waitForRun(env, runId, () => true)).state, 'in_progress', 'a forged BYE ends nothing');
+      await cancel(env, runId);
+      assert.equal((await waitForRun(env, runId, ended, 10_000)).state, 'completed');
+      await sippPassed(env);
     });
 
     it('refuses at request time a SIP route without a trunk host, and a SIP URI through a non-SIP route', async (t) => {

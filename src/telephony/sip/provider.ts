@@ -274,7 +274,13 @@ export class SipProvider implements TelephonyProvider {
     const stack = this.stack;
     if (!stack || request.method === 'ACK') return;
     const call = this.calls.get(request.headers['call-id'] ?? '');
-    if (!call) {
+    // A dialog is its Call-ID and both tags (RFC 3261 section 12): a request that knows the Call-ID
+    // but not the tags is not from the far end of this call.
+    const inDialog =
+      call?.dialog !== undefined &&
+      request.headers.to?.params.tag === call.invite.headers.from?.params.tag &&
+      request.headers.from?.params.tag === call.dialog.to.params.tag;
+    if (!call || !inDialog) {
       stack.send(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
       return;
     }
