@@ -54,6 +54,10 @@ for (const store of await storeCases()) {
         assertProblem(r, 409, 'idempotency_key_in_use');
         assert.equal(r.headers['retry-after'], '1');
       }
+      const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+      const counted = (outcome: string) => Number(new RegExp(`^dialtone_idempotency_requests_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(metrics)?.[1] ?? 0);
+      assert.equal(counted('created'), 1);
+      assert.equal(counted('replayed') + counted('in_use'), 19, metrics);
       const later = await postJson(app, PATHS.initiateCall(f.agentUuid), BODY, withKey(f.apiKey, 'burst-1'));
       assert.equal(later.headers['idempotent-replayed'], 'true');
       assert.equal(later.body, created[0]?.body);

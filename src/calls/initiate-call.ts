@@ -96,7 +96,12 @@ export async function initiateCall(
   let claim: Claim | undefined;
   const idempotencyKey = parseIdempotencyKey(options.idempotency?.header);
   if (idempotencyKey !== undefined && options.idempotency) {
-    const claimed = await claimIdempotencyKey(deps, orgId, { key: idempotencyKey, fingerprint: options.idempotency.fingerprint() });
+    const claimed = await claimIdempotencyKey(deps, orgId, { key: idempotencyKey, fingerprint: options.idempotency.fingerprint() }).catch((error: unknown) => {
+      if (error instanceof DialtoneError && (error.code === 'idempotency_key_in_use' || error.code === 'idempotency_key_reused')) {
+        deps.metrics.idempotency.inc({ outcome: error.code === 'idempotency_key_in_use' ? 'in_use' : 'reused' });
+      }
+      throw error;
+    });
     if (claimed.kind === 'replay') {
       deps.metrics.idempotency.inc({ outcome: 'replayed' });
       return { replayed: true, status: claimed.status, json: claimed.body };
