@@ -51,7 +51,7 @@ export const ConfigSchema = Type.Object({
   RUNTIME_TOKEN_TTL_MS: Integer(60_000, 30 * 86_400_000, 86_400_000),
 
   // SIP trunks (README "SIP trunk"): the one SIP stack of this process, started on its first SIP call.
-  /** Address the SIP stack listens on (UDP and TCP). */
+  /** Address the SIP stack listens on (UDP). */
   SIP_BIND_ADDRESS: Type.String({ default: '0.0.0.0', minLength: 1 }),
   SIP_PORT: Integer(1, 65535, 5060),
   /** Address written in Via and Contact (and the SDP offer unless a configuration names a media address); default: the bind address, or the host name when binding all interfaces. */

@@ -452,15 +452,21 @@ const TELEPHONY: RefusalCase[] = [
     status: 422,
     code: 'telephony_not_ready',
     request: async (c) => {
-      await addTelephony(c, 'twilio', { credentials: { account_sid: 'AC123', auth_token: 'secret' }, isDefault: true });
+      await addTelephony(c, 'twilio', { credentials: { account_sid: `AC${'0'.repeat(32)}`, auth_token: 'secret' }, isDefault: true });
       return c.send(OK_BODY);
     },
   },
   {
-    it: 'answers 422 telephony_not_ready for a SIP configuration without a trunk host',
+    // Creation refuses such a configuration now; a row stored before that check was added (or
+    // written around it) must still be refused at request time, before anything is dialed.
+    it: 'answers 422 telephony_not_ready for a stored SIP configuration without a trunk host',
     status: 422,
     code: 'telephony_not_ready',
-    request: async (c) => c.send({ phone_number: 'sip:alice@example.com', telephony_configuration_id: (await addTelephony(c, 'sip')).id }),
+    request: async (c) => {
+      const route = await createTelephonyConfiguration(c.deps.store, c.deps.cipher, { orgId: c.f.orgId, name: 'sip route', provider: 'sip', settings: { host: 'trunk.example' } }, c.deps.clock.now());
+      await c.deps.store.db.updateTable('telephony_configurations').set({ settings: JSON.stringify({}) }).where('id', '=', route.id).execute();
+      return c.send({ phone_number: 'sip:alice@example.com', telephony_configuration_id: route.id });
+    },
   },
 ];
 

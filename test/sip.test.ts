@@ -189,6 +189,18 @@ for (const store of await storeCases()) {
       await sippPassed(env);
     });
 
+    it('fails the dial, not the process, when the SIP port is already taken', async (t) => {
+      const squatter = createSocket('udp4');
+      t.after(() => squatter.close());
+      await new Promise<void>((resolve) => squatter.bind(0, DIALTONE_SIP_ADDRESS, resolve));
+      const env = await sipEnv(t, store.kind, 'answer-local-bye.xml', { env: { SIP_PORT: String(squatter.address().port) } });
+      const runId = await call(env);
+      const run = await waitForRun(env, runId, ended, 10_000);
+      assert.equal(run.state, 'failed');
+      assert.equal(run.outcome_reason, 'dial_refused');
+      assert.equal(run.raw_provider_status, 'sip_stack_unavailable');
+    });
+
     it('refuses at request time a SIP route without a trunk host, and a SIP URI through a non-SIP route', async (t) => {
       const env = await buildWithDispatcher(t, store.kind, { start: false });
       const f = await createOrgFixture(env.deps);

@@ -6,6 +6,7 @@
 // end it; cancel requests reach it through the store (dispatch/). One stack per provider, started
 // on the first dial, so a node that never dials SIP never binds a SIP port.
 import { randomBytes } from 'node:crypto';
+import { createSocket } from 'node:dgram';
 import { hostname } from 'node:os';
 import * as sip from 'sip';
 import * as digest from 'sip/digest.js';
@@ -24,6 +25,18 @@ export interface SipStackSettings {
 }
 
 const token = () => randomBytes(8).toString('hex');
+
+/** Binds and releases the UDP port: rejects (instead of throwing later) when it is taken. */
+function tryUdpPort(address: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = createSocket(address.includes(':') ? 'udp6' : 'udp4');
+    socket.once('error', (error) => {
+      socket.close();
+      reject(error);
+    });
+    socket.bind(port, address, () => socket.close(() => resolve()));
+  });
+}
 
 /** One outgoing call and its dialog. */
 class SipCall {
@@ -64,19 +77,26 @@ export class SipProvider implements TelephonyProvider {
     return this.settings.publicAddress ?? (this.settings.bindAddress === '0.0.0.0' ? hostname() : this.settings.bindAddress);
   }
 
-  private started(): sip.SipStack {
-    this.stack ??= sip.create(
-      {
-        address: this.settings.bindAddress,
-        port: this.settings.port,
-        publicAddress: this.localHost,
-        udp: true,
-        tcp: true,
-        logger: { error: () => undefined },
-      },
-      (request) => this.onRequest(request),
-    );
-    return this.stack;
+  private starting: Promise<sip.SipStack> | undefined;
+
+  /**
+   * The stack, started on first use. The `sip` package binds its UDP socket without an error
+   * handler, so a port already taken would crash the process: the port is tried here first, and a
+   * failure ends the dial instead. (UDP only: its TCP transport has the same flaw, with no way to try it first.)
+   */
+  private started(): Promise<sip.SipStack> {
+    this.starting ??= (async () => {
+      await tryUdpPort(this.settings.bindAddress, this.settings.port);
+      this.stack = sip.create(
+        { address: this.settings.bindAddress, port: this.settings.port, publicAddress: this.localHost, udp: true, tcp: false, logger: { error: () => undefined } },
+        (request) => this.onRequest(request),
+      );
+      return this.stack;
+    })();
+    this.starting.catch(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
   }
 
   async dial(request: DialRequest): Promise<{ providerCallId: string }> {
@@ -86,7 +106,7 @@ export class SipProvider implements TelephonyProvider {
       : undefined;
     let stack: sip.SipStack;
     try {
-      stack = this.started();
+      stack = await this.started();
     } catch (error) {
       throw new DialRefusedError('failed', 'sip_stack_unavailable', `The SIP stack cannot start: ${(error as Error).message}`);
     }
@@ -112,6 +132,7 @@ export class SipProvider implements TelephonyProvider {
     this.calls.clear();
     this.stack?.destroy();
     this.stack = undefined;
+    this.starting = undefined;
   }
 
   private endCall(call: SipCall): void {
@@ -123,7 +144,7 @@ export class SipProvider implements TelephonyProvider {
 
   private buildInvite(request: DialRequest, trunk: SipTrunk, callId: string): sip.SipMessage {
     const target = request.to.startsWith('sip:') || request.to.startsWith('sips:') ? request.to : `sip:${request.to}@${trunk.host}:${trunk.port}`;
-    const uri = trunk.transport === 'tcp' ? `${target};transport=tcp` : target;
+    const uri = target;
     const local = `${this.localHost}:${this.settings.port}`;
     const mediaAddress = trunk.mediaAddress ?? this.localHost;
     const session = Date.now();

@@ -5,7 +5,7 @@ import type { FieldError } from '../../errors.js';
 export interface SipTrunk {
   host: string;
   port: number;
-  transport: 'udp' | 'tcp';
+  transport: 'udp';
   /** Where our SDP offer says to send media (an RTP endpoint of the agent runtime or a media server). */
   mediaAddress: string | undefined;
   mediaPort: number;
@@ -22,7 +22,7 @@ export function sipSettingsProblems(settings: Record<string, unknown>): FieldErr
   const problems: FieldError[] = [];
   if (typeof settings.host !== 'string' || !/^[A-Za-z0-9.\-:[\]]+$/.test(settings.host)) problems.push({ pointer: '/settings/host', detail: 'Required: the trunk\'s host name or IP address.' });
   if (settings.port !== undefined && !isPort(settings.port)) problems.push({ pointer: '/settings/port', detail: 'Must be a port number (1 to 65535).' });
-  if (settings.transport !== undefined && settings.transport !== 'udp' && settings.transport !== 'tcp') problems.push({ pointer: '/settings/transport', detail: 'Must be "udp" or "tcp".' });
+  if (settings.transport !== undefined && settings.transport !== 'udp') problems.push({ pointer: '/settings/transport', detail: 'Must be "udp": TCP is not supported yet.' });
   if (settings.media_address !== undefined && typeof settings.media_address !== 'string') problems.push({ pointer: '/settings/media_address', detail: 'Must be an IP address.' });
   if (settings.media_port !== undefined && !isPort(settings.media_port)) problems.push({ pointer: '/settings/media_port', detail: 'Must be a port number (1 to 65535).' });
   return problems;
@@ -39,7 +39,7 @@ export function sipTrunkOf(settings: Record<string, unknown>): SipTrunk {
   return {
     host: String(settings.host),
     port: isPort(settings.port) ? settings.port : 5060,
-    transport: settings.transport === 'tcp' ? 'tcp' : 'udp',
+    transport: 'udp',
     mediaAddress: typeof settings.media_address === 'string' ? settings.media_address : undefined,
     mediaPort: isPort(settings.media_port) ? settings.media_port : 4000,
   };
