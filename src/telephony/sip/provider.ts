@@ -14,7 +14,7 @@ import type { Clock } from '../../deps.js';
 import { decodeJson } from '../../store/store.js';
 import type { CredentialsCipher } from '../credentials-cipher.js';
 import { DialRefusedError, type DialRequest, type LiveCall, type ProviderEventKind, type ProviderEventSink, type TelephonyProvider } from '../provider.js';
-import { sipTrunkOf, type SipCredentials, type SipTrunk } from './settings.js';
+import { parseSipCredentials, sipTrunkOf, type SipCredentials, type SipTrunk } from './settings.js';
 import { outcomeOfFinalResponse } from './status.js';
 
 export interface SipStackSettings {
@@ -102,7 +102,7 @@ export class SipProvider implements TelephonyProvider {
   async dial(request: DialRequest): Promise<{ providerCallId: string }> {
     const trunk = sipTrunkOf(decodeJson<Record<string, unknown>>(request.configuration.settings));
     const credentials = request.configuration.credentials_encrypted
-      ? (this.cipher.decrypt(request.configuration.org_id, request.configuration.credentials_encrypted) as unknown as SipCredentials)
+      ? parseSipCredentials(this.cipher.decrypt(request.configuration.org_id, request.configuration.credentials_encrypted))
       : undefined;
     let stack: sip.SipStack;
     try {
@@ -144,7 +144,6 @@ export class SipProvider implements TelephonyProvider {
 
   private buildInvite(request: DialRequest, trunk: SipTrunk, callId: string): sip.SipMessage {
     const target = request.to.startsWith('sip:') || request.to.startsWith('sips:') ? request.to : `sip:${request.to}@${trunk.host}:${trunk.port}`;
-    const uri = target;
     const local = `${this.localHost}:${this.settings.port}`;
     const mediaAddress = trunk.mediaAddress ?? this.localHost;
     const session = Date.now();
@@ -164,7 +163,7 @@ export class SipProvider implements TelephonyProvider {
     ].join('\r\n');
     return {
       method: 'INVITE',
-      uri,
+      uri: target,
       headers: {
         to: { uri: target, params: {} },
         from: { uri: `sip:${request.from ?? 'anonymous'}@${local}`, params: { tag: token() } },

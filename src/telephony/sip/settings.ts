@@ -5,7 +5,6 @@ import type { FieldError } from '../../errors.js';
 export interface SipTrunk {
   host: string;
   port: number;
-  transport: 'udp';
   /** Where our SDP offer says to send media (an RTP endpoint of the agent runtime or a media server). */
   mediaAddress: string | undefined;
   mediaPort: number;
@@ -39,8 +38,13 @@ export function sipTrunkOf(settings: Record<string, unknown>): SipTrunk {
   return {
     host: String(settings.host),
     port: isPort(settings.port) ? settings.port : 5060,
-    transport: 'udp',
     mediaAddress: typeof settings.media_address === 'string' ? settings.media_address : undefined,
     mediaPort: isPort(settings.media_port) ? settings.media_port : 4000,
   };
+}
+
+export function parseSipCredentials(raw: Record<string, unknown>): SipCredentials {
+  const problems = sipCredentialProblems(raw);
+  if (problems.length > 0) throw new Error(`SIP credentials are not usable: ${problems.map((p) => `${p.pointer} ${p.detail}`).join(' ')}`);
+  return { username: raw.username as string, password: raw.password as string };
 }
