@@ -38,7 +38,7 @@ export const ConfigSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Integer(1000, 600_000, 30_000),
   KEEP_ALIVE_TIMEOUT_MS: Integer(1000, 600_000, 72_000),
   /** Time allowed for in-flight requests to finish on SIGTERM/SIGINT before the process exits. */
-  SHUTDOWN_GRACE_MS: Integer(0, 600_000, 10_000),
+  SHUTDOWN_GRACE_MS: Integer(0, 600_000, 15_000),
   /** An API key's `last_used_at` is written at most once per this interval. */
   API_KEY_LAST_USED_WRITE_INTERVAL_MS: Integer(0, 86_400_000, 60_000),
 
@@ -103,8 +103,10 @@ export const ConfigSchema = Type.Object({
   MAX_CALL_DURATION_MS: Integer(1, 86_400_000, 3_600_000),
   /** Extra silence tolerated past a run's ring timeout or maximum duration before the reaper ends it. */
   REAPER_GRACE_MS: Integer(0, 3_600_000, 60_000),
-  /** How often the reaper and queue expiry run. */
+  /** How often the reaper and queue expiry run (and a dispatcher writes its heartbeat). */
   REAPER_INTERVAL_MS: Integer(10, 600_000, 5_000),
+  /** A dispatcher silent this long is presumed dead: its in-process calls (SIP, simulator) end failed (node_lost). */
+  NODE_HEARTBEAT_TIMEOUT_MS: Integer(100, 3_600_000, 30_000),
   /** Longest a dispatcher waits on shutdown for dials already started. */
   DISPATCH_SHUTDOWN_MS: Integer(0, 600_000, 10_000),
 
@@ -144,6 +146,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const config = withDefaults as Config;
   if (problems.length === 0 && config.DIAL_TIMEOUT_MS >= config.DISPATCH_LEASE_MS) {
     problems.push(`DIAL_TIMEOUT_MS (${config.DIAL_TIMEOUT_MS}) must be shorter than DISPATCH_LEASE_MS (${config.DISPATCH_LEASE_MS})`);
+  }
+  if (problems.length === 0 && config.NODE_HEARTBEAT_TIMEOUT_MS <= 2 * config.REAPER_INTERVAL_MS) {
+    problems.push(`NODE_HEARTBEAT_TIMEOUT_MS (${config.NODE_HEARTBEAT_TIMEOUT_MS}) must exceed twice REAPER_INTERVAL_MS (${config.REAPER_INTERVAL_MS}), the heartbeat period`);
+  }
+  if (problems.length === 0 && config.DISPATCH_SHUTDOWN_MS >= config.SHUTDOWN_GRACE_MS) {
+    problems.push(`DISPATCH_SHUTDOWN_MS (${config.DISPATCH_SHUTDOWN_MS}) must be shorter than SHUTDOWN_GRACE_MS (${config.SHUTDOWN_GRACE_MS}), which bounds the whole shutdown`);
   }
   if (problems.length === 0 && config.HEADERS_TIMEOUT_MS > config.REQUEST_TIMEOUT_MS) {
     problems.push(`HEADERS_TIMEOUT_MS (${config.HEADERS_TIMEOUT_MS}) must not exceed REQUEST_TIMEOUT_MS (${config.REQUEST_TIMEOUT_MS})`);

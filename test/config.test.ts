@@ -99,4 +99,15 @@ describe('loadConfig', () => {
     const error = refusal({ NODE_ENV: 'prod', DIALTONE_ROLE: 'worker', DIALTONE_FIRST_RUN_DEMO: 'yes', PUBLIC_BASE_URL: 'ftp://x' });
     assert.deepEqual(namedVariables(error).sort(), ['DIALTONE_FIRST_RUN_DEMO', 'DIALTONE_ROLE', 'NODE_ENV', 'PUBLIC_BASE_URL']);
   });
+  it('refuses settings that contradict each other, naming both', () => {
+    for (const [env, words] of [
+      [{ DIAL_TIMEOUT_MS: '30000', DISPATCH_LEASE_MS: '30000' }, /DIAL_TIMEOUT_MS \(30000\) must be shorter than DISPATCH_LEASE_MS/],
+      [{ NODE_HEARTBEAT_TIMEOUT_MS: '10000', REAPER_INTERVAL_MS: '5000' }, /NODE_HEARTBEAT_TIMEOUT_MS \(10000\) must exceed twice REAPER_INTERVAL_MS/],
+      [{ DISPATCH_SHUTDOWN_MS: '15000' }, /DISPATCH_SHUTDOWN_MS \(15000\) must be shorter than SHUTDOWN_GRACE_MS \(15000\)/],
+      [{ HEADERS_TIMEOUT_MS: '40000' }, /HEADERS_TIMEOUT_MS \(40000\) must not exceed REQUEST_TIMEOUT_MS \(30000\)/],
+    ] as const) {
+      assert.match(refusal(env).message, words);
+    }
+    assert.doesNotThrow(() => loadConfig({ NODE_HEARTBEAT_TIMEOUT_MS: '10001', REAPER_INTERVAL_MS: '5000', DISPATCH_SHUTDOWN_MS: '14999', HEADERS_TIMEOUT_MS: '30000' }));
+  });
 });

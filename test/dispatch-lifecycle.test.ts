@@ -169,7 +169,7 @@ for (const store of await storeCases()) {
     });
 
     it('wakes an idle dispatcher when a run is created, without waiting for its poll', async (t) => {
-      const env = await buildWithDispatcher(t, store.kind, { env: { DISPATCH_POLL_INTERVAL_MS: '60000', REAPER_INTERVAL_MS: '60000' } });
+      const env = await buildWithDispatcher(t, store.kind, { env: { DISPATCH_POLL_INTERVAL_MS: '60000', REAPER_INTERVAL_MS: '60000', NODE_HEARTBEAT_TIMEOUT_MS: '300000' } });
       const f = await createOrgFixture(env.deps);
       await new Promise((resolve) => setTimeout(resolve, 100)); // let the first tick pass: the dispatcher is now idle
       const runId = await startCall(env, f, '+12025550123');

@@ -133,7 +133,7 @@ describe('Several nodes on one PostgreSQL database', { skip: postgres?.skip ?? '
     const apiStore = openTestStore({ url: c.url, drop: async () => undefined });
     const dispatchStore = openTestStore({ url: c.url, drop: async () => undefined });
     const apiDeps = buildDeps(testConfig(c.url, { DIALTONE_ROLE: 'api' }), { store: apiStore, logger: pino({ level: 'silent' }) });
-    const dispatchDeps = buildDeps(testConfig(c.url, { ...FAST_TIMINGS, DISPATCH_POLL_INTERVAL_MS: '60000', REAPER_INTERVAL_MS: '60000' }), { store: dispatchStore, logger: pino({ level: 'silent' }) });
+    const dispatchDeps = buildDeps(testConfig(c.url, { ...FAST_TIMINGS, DISPATCH_POLL_INTERVAL_MS: '60000', REAPER_INTERVAL_MS: '60000', NODE_HEARTBEAT_TIMEOUT_MS: '300000' }), { store: dispatchStore, logger: pino({ level: 'silent' }) });
     const app = await buildApp(apiDeps);
     const dispatcher = new Dispatcher(dispatchDeps);
     dispatcher.start();

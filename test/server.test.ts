@@ -25,7 +25,8 @@ function tempDatabase(t: TestContext): { dir: string; url: string; path: string 
 }
 
 function serviceEnv(databaseUrl: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', NODE_ENV: 'test', ...extra };
+  // A short drain: the demo call may still be up when the test stops the service.
+  return { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', NODE_ENV: 'test', DISPATCH_SHUTDOWN_MS: '500', ...extra };
 }
 
 interface Banner {

@@ -16,12 +16,13 @@
 import type { Deps } from '../deps.js';
 import { LIVE_STATES, isTerminal } from '../runs/states.js';
 import { transitionRun, type AppliedTransition } from '../runs/transition-run.js';
-import type { RunState, TelephonyConfigurationRow } from '../store/schema.js';
+import type { ProviderName, RunState, TelephonyConfigurationRow } from '../store/schema.js';
 import { DialRefusedError, type ProviderEvent } from '../telephony/provider.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
 import { claimRuns, configurationsWithQueuedRuns, renewClaim, takePacingSlot, type ClaimedRun } from './claim-runs.js';
 import { expireQueuedRuns, reapSilentRuns } from './end-runs.js';
 import { purgeExpiredIdempotencyKeys } from '../calls/idempotency.js';
+import { endLostNodeCalls, heartbeat, leave } from './nodes.js';
 import { applyProviderEvent, ringTimeoutOf } from './provider-events.js';
 
 interface TrackedCall {
@@ -80,8 +81,9 @@ export class Dispatcher {
         return undefined;
       });
     this.unsubscribe.push(
-      this.deps.signals.onWork(() => this.wake()),
+      // First: stop() keeps this one until live calls have drained.
       this.deps.signals.onProviderEvent((event) => this.track(this.inOrder(event.runId, () => this.handleProviderEvent(event)))),
+      this.deps.signals.onWork(() => this.wake()),
       this.deps.signals.onCancel(async (runId) => {
         const call = this.calls.get(runId);
         if (call) await this.cancelLocally(call);
@@ -146,6 +148,12 @@ export class Dispatcher {
   }
 
   private async maintain(now: number): Promise<void> {
+    await heartbeat(this.deps.store, this.deps.nodeId, now);
+    const lost = await endLostNodeCalls(this.deps.store, now, this.deps.config.NODE_HEARTBEAT_TIMEOUT_MS, this.inProcessProviders());
+    for (const t of lost) {
+      this.deps.metrics.transitions.inc({ state: 'failed' });
+      this.deps.logger.warn({ runId: t.runId }, 'ended a live call of a node that stopped beating (node_lost)');
+    }
     const expired = await expireQueuedRuns(this.deps.store, now, this.deps.config.QUEUE_TTL_MS);
     if (expired.length > 0) this.deps.metrics.transitions.inc({ state: 'expired' }, expired.length);
     for (const { run, providerCallId } of await reapSilentRuns(this.deps.store, now)) {
@@ -342,8 +350,18 @@ export class Dispatcher {
         await this.endLocally(call, 'completed', 'max_duration', 'in_progress');
       });
     } else if (state !== undefined && isTerminal(state)) {
-      this.forget(call);
+      // The run ended elsewhere (reaped, or its node presumed lost) while this call still reports
+      // progress: the line is still up, so put it down. A terminal event means the call is over.
+      if (!applied && (event.kind === 'ringing' || event.kind === 'answered')) await this.hangUp(call);
+      else this.forget(call);
     }
+  }
+
+  /** Providers whose calls live in this process and die with it. */
+  private inProcessProviders(): ProviderName[] {
+    return Object.values(this.deps.providers)
+      .filter((provider) => !provider.callsOutliveNode)
+      .map((provider) => provider.name);
   }
 
   private async currentState(runId: number): Promise<RunState | undefined> {
@@ -362,14 +380,18 @@ export class Dispatcher {
    */
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const off of this.unsubscribe) off();
+    const deadline = Date.now() + this.deps.config.DISPATCH_SHUTDOWN_MS;
+    // Provider events keep flowing while in-process calls drain (below); the rest stops now.
+    for (const off of this.unsubscribe.splice(1)) off();
     const unlisten = await this.listening;
     await unlisten?.();
     if (this.nextTick) clearTimeout(this.nextTick);
     await this.ticking;
     // Includes claimed runs waiting for their pacing slot, at most DISPATCH_LOOKAHEAD_MS away.
     const pending = Promise.allSettled([...this.inFlight]);
-    await Promise.race([pending, new Promise((resolve) => setTimeout(resolve, this.deps.config.DISPATCH_SHUTDOWN_MS).unref())]);
+    await Promise.race([pending, new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
+    await this.drainInProcessCalls(deadline);
+    for (const off of this.unsubscribe.splice(0)) off();
     for (const call of this.calls.values()) if (call.timer) clearTimeout(call.timer);
     await this.deps.store.db
       .updateTable('workflow_runs')
@@ -377,5 +399,23 @@ export class Dispatcher {
       .where('lease_owner', '=', this.deps.nodeId)
       .where('provider_call_id', 'is not', null)
       .execute();
+    await leave(this.deps.store, this.deps.nodeId).catch((error: unknown) => this.deps.logger.warn({ err: error }, 'could not remove this node\'s heartbeat'));
+  }
+
+  /**
+   * Calls whose dialog lives in this process (SIP, simulator) cannot outlive it: they get until
+   * the shutdown deadline to end by themselves, then are hung up and their runs ended
+   * (node_shutdown), so none is left live with nobody holding it. Calls that outlive the node
+   * (Twilio) are released to their provider's callbacks instead.
+   */
+  private async drainInProcessCalls(deadline: number): Promise<void> {
+    const inProcess = () => [...this.calls.values()].filter((call) => !this.deps.providers[call.configuration.provider].callsOutliveNode);
+    while (inProcess().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const call of inProcess()) {
+      const state = await this.currentState(call.runId);
+      if (state === 'in_progress') await this.endLocally(call, 'completed', 'node_shutdown', 'in_progress');
+      else if (state !== undefined && !isTerminal(state)) await this.endLocally(call, 'failed', 'node_shutdown', state);
+      else this.forget(call);
+    }
   }
 }

@@ -5,6 +5,7 @@ import { Migrator, type Migration, type MigrationProvider } from 'kysely';
 import { up001 } from './migrations/001_initial.js';
 import { up002 } from './migrations/002_dispatch.js';
 import { up003 } from './migrations/003_caller_safety.js';
+import { up004 } from './migrations/004_dispatcher_nodes.js';
 import type { DialectName, Store } from './store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
@@ -12,6 +13,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '001_initial': { up: up001(dialect) },
     '002_dispatch': { up: up002(dialect) },
     '003_caller_safety': { up: up003(dialect) },
+    '004_dispatcher_nodes': { up: up004(dialect) },
   };
 }
 

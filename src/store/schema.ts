@@ -163,7 +163,15 @@ export interface IdempotencyKeysTable {
   expires_at: number;
 }
 
+export interface DispatcherNodesTable {
+  node_id: string;
+  started_at: number;
+  /** Written every REAPER_INTERVAL_MS by a running dispatcher. */
+  heartbeat_at: number;
+}
+
 export interface Database {
+  dispatcher_nodes: DispatcherNodesTable;
   idempotency_keys: IdempotencyKeysTable;
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;

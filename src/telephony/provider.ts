@@ -44,6 +44,11 @@ export class DialRefusedError extends Error {
 
 export interface TelephonyProvider {
   readonly name: ProviderName;
+  /**
+   * Whether a call outlives the node that placed it. A Twilio call does (Twilio holds it and calls
+   * back any node); a SIP dialog or a simulated call lives in the node's process and dies with it.
+   */
+  readonly callsOutliveNode: boolean;
   /** Places a call; resolves once the provider has accepted it and named it. */
   dial(request: DialRequest): Promise<{ providerCallId: string }>;
   /** Ends a call in any live phase: cancels it while ringing, hangs it up once answered. */

@@ -65,6 +65,7 @@ export interface SimulatedDial {
 
 export class SimulatorProvider implements TelephonyProvider {
   readonly name = 'simulator' as const;
+  readonly callsOutliveNode = false;
   /** Every dial this process placed, in order. */
   readonly dials: SimulatedDial[] = [];
   private readonly timers = new Map<string, NodeJS.Timeout>();

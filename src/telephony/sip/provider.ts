@@ -63,6 +63,7 @@ class SipCall {
 
 export class SipProvider implements TelephonyProvider {
   readonly name = 'sip' as const;
+  readonly callsOutliveNode = false;
   private stack: sip.SipStack | undefined;
   private readonly calls = new Map<string, SipCall>();
 

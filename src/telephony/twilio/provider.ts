@@ -21,6 +21,7 @@ export function twilioCallbackUrls(publicBaseUrl: string, runId: number): { answ
 
 export class TwilioProvider implements TelephonyProvider {
   readonly name = 'twilio' as const;
+  readonly callsOutliveNode = true;
   /** One SDK client per stored credentials, so connections are reused across calls. */
   private readonly clients = new Map<string, TwilioClient>();
 
