@@ -1,16 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import pino from 'pino';
-import { buildDeps } from '../src/deps.js';
-import { migrateToLatest } from '../src/store/migrate.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
-import { testConfig } from './helpers/app.js';
-import { createOrgFixture } from './helpers/fixtures.js';
-import { startServiceProcess } from './helpers/service-process.js';
-import { createTestDatabase, openTestStore, storeCases } from './helpers/stores.js';
+import { prepareDatabase, startServiceProcess } from './helpers/service-process.js';
+import { storeCases } from './helpers/stores.js';
 
 const TERMINAL = ['completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'];
 const RUNS = 40;
@@ -18,24 +12,13 @@ const RUNS = 40;
 for (const store of await storeCases()) {
   describe(`Crash recovery (${store.kind})`, { skip: store.skip }, () => {
     it('loses no run and dials none twice when a service process is killed with SIGKILL while runs are dialing', async (t) => {
-      const database = await createTestDatabase(store.kind);
-      const dir = mkdtempSync(join(tmpdir(), 'dialtone-crash-'));
+      const { url, observer, deps, fixture: f, dir } = await prepareDatabase(t, store.kind);
       const dialLog = join(dir, 'dials.jsonl');
-      const observer = openTestStore(database);
-      t.after(async () => {
-        await observer.close();
-        await database.drop();
-        rmSync(dir, { recursive: true, force: true });
-      });
-
-      const deps = buildDeps(testConfig(database.url), { store: observer, logger: pino({ level: 'silent' }) });
-      await migrateToLatest(observer);
-      const f = await createOrgFixture(deps);
       // 10 calls a second with a 2 s look-ahead: at the kill some runs are dialed and waiting for
       // the (slow) simulator, some are claimed and waiting for their pacing slot, some still queued.
       const route = await createTelephonyConfiguration(observer, deps.cipher, { orgId: f.orgId, name: 'Paced', provider: 'simulator', callsPerSecond: 10, maxConcurrentCalls: 50 }, Date.now());
 
-      const common = { DATABASE_URL: database.url, SIMULATOR_DIAL_LOG: dialLog, REAPER_INTERVAL_MS: '100', DISPATCH_POLL_INTERVAL_MS: '50' };
+      const common = { DATABASE_URL: url, SIMULATOR_DIAL_LOG: dialLog, REAPER_INTERVAL_MS: '100', DISPATCH_POLL_INTERVAL_MS: '50' };
       const first = await startServiceProcess({
         ...common,
         SIMULATOR_LATENCY_MS: '1500',

@@ -2,15 +2,12 @@
 // twice, a reused key never runs another request, and the records outlive a restart.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import pino from 'pino';
-import { buildDeps } from '../src/deps.js';
 import { setOrganizationLimits } from '../src/orgs/organizations.js';
-import { migrateToLatest } from '../src/store/migrate.js';
-import { build, getJson, postJson, testConfig } from './helpers/app.js';
+import { build, getJson, postJson } from './helpers/app.js';
 import { countRuns, createOrgFixture, OPERATION_CASES, PATHS } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';
-import { startServiceProcess } from './helpers/service-process.js';
-import { createTestDatabase, openTestStore, storeCases } from './helpers/stores.js';
+import { prepareDatabase, startServiceProcess } from './helpers/service-process.js';
+import { storeCases } from './helpers/stores.js';
 
 const BODY = { phone_number: '+12025550123', initial_context: { name: 'Ada', account: { tier: 'gold', id: 7 } } };
 const withKey = (apiKey: string, idempotencyKey: string) => ({ key: apiKey, headers: { 'idempotency-key': idempotencyKey } });
@@ -200,15 +197,7 @@ for (const store of await storeCases()) {
 
 describe('Idempotency-Key across a restart of the service process', () => {
   it('replays the first answer from a new process on the same database, and dials nothing new', async (t) => {
-    const database = await createTestDatabase('sqlite');
-    const store = openTestStore(database);
-    t.after(async () => {
-      await store.close();
-      await database.drop();
-    });
-    const deps = buildDeps(testConfig(database.url), { store, logger: pino({ level: 'silent' }) });
-    await migrateToLatest(store);
-    const f = await createOrgFixture(deps);
+    const { url, deps, fixture: f } = await prepareDatabase(t, 'sqlite');
     const send = (url: string) =>
       fetch(`${url}${PATHS.initiateCall(f.agentUuid)}`, {
         method: 'POST',
@@ -216,7 +205,7 @@ describe('Idempotency-Key across a restart of the service process', () => {
         body: JSON.stringify(BODY),
       });
 
-    const first = await startServiceProcess({ DATABASE_URL: database.url, DIALTONE_ROLE: 'api' });
+    const first = await startServiceProcess({ DATABASE_URL: url, DIALTONE_ROLE: 'api' });
     t.after(() => first.child.kill('SIGKILL'));
     const original = await send(first.url);
     const originalBody = await original.text();
@@ -224,7 +213,7 @@ describe('Idempotency-Key across a restart of the service process', () => {
     first.child.kill('SIGTERM');
     assert.equal(await first.exited, 0, first.output());
 
-    const second = await startServiceProcess({ DATABASE_URL: database.url, DIALTONE_ROLE: 'api' });
+    const second = await startServiceProcess({ DATABASE_URL: url, DIALTONE_ROLE: 'api' });
     t.after(() => second.child.kill('SIGKILL'));
     const replay = await send(second.url);
     assert.equal(replay.status, 200);

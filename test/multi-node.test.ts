@@ -1,7 +1,6 @@
 // Several nodes on one PostgreSQL database: real service processes, real sockets.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import pino from 'pino';
@@ -9,14 +8,13 @@ import { buildApp } from '../src/app.js';
 import { buildDeps } from '../src/deps.js';
 import { Dispatcher } from '../src/dispatch/dispatcher.js';
 import { getRun } from '../src/runs/read-run.js';
-import { migrateToLatest } from '../src/store/migrate.js';
 import type { Store } from '../src/store/store.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { postJson, testConfig } from './helpers/app.js';
 import { FAST_TIMINGS } from './helpers/dispatch.js';
-import { createOrgFixture, type OrgFixture } from './helpers/fixtures.js';
-import { startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
-import { createTestDatabase, openTestStore, storeCases } from './helpers/stores.js';
+import type { OrgFixture } from './helpers/fixtures.js';
+import { prepareDatabase, startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
+import { openTestStore, storeCases } from './helpers/stores.js';
 
 const TERMINAL = ['completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'];
 const postgres = (await storeCases()).find((c) => c.kind === 'postgres');
@@ -31,19 +29,9 @@ interface Cluster {
 }
 
 async function cluster(t: TestContext, cps: number): Promise<Cluster> {
-  const database = await createTestDatabase('postgres');
-  const dir = mkdtempSync(join(tmpdir(), 'dialtone-nodes-'));
-  const observer = openTestStore(database);
-  t.after(async () => {
-    await observer.close();
-    await database.drop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const deps = buildDeps(testConfig(database.url), { store: observer, logger: pino({ level: 'silent' }) });
-  await migrateToLatest(observer);
-  const fixture = await createOrgFixture(deps);
+  const { url, observer, deps, fixture, dir } = await prepareDatabase(t, 'postgres');
   const route = await createTelephonyConfiguration(observer, deps.cipher, { orgId: fixture.orgId, name: 'Shared', provider: 'simulator', callsPerSecond: cps, maxConcurrentCalls: 40 }, Date.now());
-  return { observer, fixture, routeId: route.id, cps, dialLog: join(dir, 'dials.jsonl'), url: database.url };
+  return { observer, fixture, routeId: route.id, cps, dialLog: join(dir, 'dials.jsonl'), url };
 }
 
 function nodeEnv(c: Cluster): Record<string, string> {

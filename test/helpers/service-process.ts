@@ -1,8 +1,18 @@
 // The real service (`npm start`'s entry point) as a child process, started with the test defaults
 // and resolved once it listens. Outside a test (the benchmark) the caller owns its end; tests kill
 // it in their own `t.after`.
-import { TEST_SECRET_KEY } from './app.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import pino from 'pino';
+import { buildDeps, type Deps } from '../../src/deps.js';
+import { migrateToLatest } from '../../src/store/migrate.js';
+import type { Store } from '../../src/store/store.js';
+import { TEST_SECRET_KEY, testConfig } from './app.js';
+import { createOrgFixture, type OrgFixture } from './fixtures.js';
 import { npmStartArgs, spawnProcess, type RunningProcess } from './process.js';
+import { createTestDatabase, openTestStore, type StoreKind } from './stores.js';
 
 const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/;
 
@@ -36,4 +46,30 @@ export async function startServiceProcess(env: Record<string, string>, timeoutMs
     output: () => `${service.stdout()}\n${service.stderr()}`,
     exited: service.exited.then((exit) => exit.code ?? exit.signal ?? 'unknown'),
   };
+}
+
+export interface PreparedDatabase {
+  /** DATABASE_URL for the service processes. */
+  url: string;
+  /** The test's own view of the database, to set things up and check what the services did. */
+  observer: Store;
+  deps: Deps;
+  fixture: OrgFixture;
+  /** A scratch directory (dial logs and the like), removed with the database when the test ends. */
+  dir: string;
+}
+
+/** A fresh, migrated database with one organization, for service processes to run on. */
+export async function prepareDatabase(t: TestContext, kind: StoreKind): Promise<PreparedDatabase> {
+  const database = await createTestDatabase(kind);
+  const dir = mkdtempSync(join(tmpdir(), 'dialtone-service-'));
+  const observer = openTestStore(database);
+  t.after(async () => {
+    await observer.close();
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const deps = buildDeps(testConfig(database.url), { store: observer, logger: pino({ level: 'silent' }) });
+  await migrateToLatest(observer);
+  return { url: database.url, observer, deps, fixture: await createOrgFixture(deps), dir };
 }
