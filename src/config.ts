@@ -73,6 +73,11 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_REDIS_PREFIX: Type.String({ default: 'dialtone:rl', minLength: 1 }),
   /** Most runs an organization may have queued at once (429 queue_full beyond it). */
   MAX_QUEUED_RUNS_PER_ORG: Integer(1, 10_000_000, 10_000),
+  /**
+   * PostgreSQL: within this many runs of the queue cap, an organization's run creations are
+   * serialized so the cap is exact; below it they run in parallel (see runs/create-run.ts).
+   */
+  QUEUE_CAP_LOCK_MARGIN: Integer(0, 10_000_000, 1_000),
   /** Largest total size of a request's headers, in bytes (431 above it). */
   MAX_HEADER_BYTES: Integer(1_024, 1_048_576, 16_384),
   /** Time allowed for a client to send all the request headers (408 and the connection closed after it). */

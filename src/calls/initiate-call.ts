@@ -128,7 +128,11 @@ export async function initiateCall(
       },
       deps.clock.now(),
       {
-        queueCap: { maxQueued: caller.limits.maxQueuedRuns ?? deps.config.MAX_QUEUED_RUNS_PER_ORG, callsPerSecond: telephony.calls_per_second },
+        queueCap: {
+          maxQueued: caller.limits.maxQueuedRuns ?? deps.config.MAX_QUEUED_RUNS_PER_ORG,
+          callsPerSecond: telephony.calls_per_second,
+          lockMargin: deps.config.QUEUE_CAP_LOCK_MARGIN,
+        },
         onCreated: async (trx, created) => {
           json = JSON.stringify(responseOf(created));
           if (claim) await completeClaim(trx, claim, 200, json, created.id, deps.clock.now());
