@@ -74,8 +74,8 @@ export const ConfigSchema = Type.Object({
   /** Most runs an organization may have queued at once (429 queue_full beyond it). */
   MAX_QUEUED_RUNS_PER_ORG: Integer(1, 10_000_000, 10_000),
   /**
-   * PostgreSQL: within this many runs of the queue cap, an organization's run creations are
-   * serialized so the cap is exact; below it they run in parallel (see runs/create-run.ts).
+   * While an organization is more than this many runs below its queue cap (by a count at most 1 s
+   * old), creating a run does not count its queue; nearer, every creation counts exactly (see runs/queue-cap.ts).
    */
   QUEUE_CAP_LOCK_MARGIN: Integer(0, 10_000_000, 1_000),
   /** Largest total size of a request's headers, in bytes (431 above it). */

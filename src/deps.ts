@@ -6,6 +6,7 @@ import pino, { type Logger } from 'pino';
 import type { Config } from './config.js';
 import { RateLimits } from './limits/rate-limits.js';
 import { Metrics } from './metrics.js';
+import { QueuedRunCounts } from './runs/queue-cap.js';
 import { Signals } from './signals.js';
 import { openStore, type Store } from './store/store.js';
 import { CredentialsCipher } from './telephony/credentials-cipher.js';
@@ -31,6 +32,8 @@ export interface Deps {
   signals: Signals;
   providers: Providers;
   rateLimits: RateLimits;
+  /** This node's recent count of each organization's queued runs (runs/queue-cap.ts). */
+  queuedRuns: QueuedRunCounts;
   /** Names this process in leases, so a node knows which live calls are its own. */
   nodeId: string;
 }
@@ -70,6 +73,7 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
       ),
       ...overrides.providers,
     },
+    queuedRuns: new QueuedRunCounts(),
     rateLimits: new RateLimits({
       windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS,
       redisUrl: config.REDIS_URL,

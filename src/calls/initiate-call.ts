@@ -110,6 +110,8 @@ export async function initiateCall(
   }
 
   const callerIds = decodeJson<string[]>(telephony.caller_ids);
+  const maxQueued = caller.limits.maxQueuedRuns ?? deps.config.MAX_QUEUED_RUNS_PER_ORG;
+  const nearCap = !(await deps.queuedRuns.farBelowCap(deps.store, orgId, maxQueued, deps.config.QUEUE_CAP_LOCK_MARGIN, deps.clock.now()));
   let json = '';
   try {
     const run = await createRun(
@@ -128,11 +130,7 @@ export async function initiateCall(
       },
       deps.clock.now(),
       {
-        queueCap: {
-          maxQueued: caller.limits.maxQueuedRuns ?? deps.config.MAX_QUEUED_RUNS_PER_ORG,
-          callsPerSecond: telephony.calls_per_second,
-          lockMargin: deps.config.QUEUE_CAP_LOCK_MARGIN,
-        },
+        ...(nearCap ? { queueCap: { maxQueued, callsPerSecond: telephony.calls_per_second } } : {}),
         onCreated: async (trx, created) => {
           json = JSON.stringify(responseOf(created));
           if (claim) await completeClaim(trx, claim, 200, json, created.id, deps.clock.now());

@@ -2,9 +2,9 @@
 // is the dispatcher's queue) and its first event. When it commits, the run exists durably and
 // will be dialed; nothing can be lost between a database and a separate queue.
 import type { Transaction } from 'kysely';
-import { DialtoneError } from '../errors.js';
 import type { Database, RunMode } from '../store/schema.js';
 import type { Store } from '../store/store.js';
+import { enforceQueueCap, type QueueCap } from './queue-cap.js';
 
 export interface NewRun {
   orgId: number;
@@ -34,11 +34,8 @@ export function runName(mode: RunMode, id: number): string {
 }
 
 export interface CreateRunOptions {
-  /**
-   * The organization's queue cap: the run is refused (429 queue_full) when the organization already
-   * has this many queued runs. `callsPerSecond` (the route's pacing) estimates when a slot opens.
-   */
-  queueCap?: { maxQueued: number; callsPerSecond: number; lockMargin: number };
+  /** Checked exactly inside the creating transaction (runs/queue-cap.ts): given when the organization is near its cap. */
+  queueCap?: QueueCap;
   /** Runs inside the creating transaction (the Idempotency-Key record commits with the run). */
   onCreated?: (trx: Transaction<Database>, run: CreatedRun) => Promise<void>;
 }
@@ -87,37 +84,4 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
     await options.onCreated?.(trx, created);
     return created;
   });
-}
-
-/**
- * Counts the organization's queued runs inside the creating transaction. SQLite runs one write
- * transaction at a time, so the count cannot go stale before the insert. On PostgreSQL, locking the
- * organization's row makes the count exact but serializes the organization's run creation for the
- * length of a durable commit, which caps its request rate; so the lock is taken only once the
- * queue is within `lockMargin` of the cap. Below that, concurrent creations could overshoot only
- * if more than `lockMargin` of them were in flight at once for one organization.
- */
-async function enforceQueueCap(store: Store, trx: Transaction<Database>, orgId: number, cap: NonNullable<CreateRunOptions['queueCap']>): Promise<void> {
-  const countQueued = async () => {
-    const { queued } = await trx
-      .selectFrom('workflow_runs')
-      .select((eb) => eb.fn.countAll<number | string>().as('queued'))
-      .where('org_id', '=', orgId)
-      .where('state', '=', 'queued')
-      .executeTakeFirstOrThrow();
-    return Number(queued);
-  };
-  let count = await countQueued();
-  if (store.dialect === 'postgres' && count >= cap.maxQueued - cap.lockMargin) {
-    await trx.selectFrom('organizations').select('id').where('id', '=', orgId).forUpdate().execute();
-    count = await countQueued();
-  }
-  if (count >= cap.maxQueued) {
-    // Queued runs leave the queue at the route's pacing rate: this is when the first slot opens.
-    const retryAfterSeconds = Math.min(3_600, Math.max(1, Math.ceil((count - cap.maxQueued + 1) / Math.max(1, cap.callsPerSecond))));
-    throw new DialtoneError('queue_full', `The organization has ${count} runs queued; the limit is ${cap.maxQueued}. Retry after ${retryAfterSeconds} s.`, {
-      retryAfterSeconds,
-      extra: { queued_runs: count, max_queued_runs: cap.maxQueued },
-    });
-  }
 }
