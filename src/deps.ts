@@ -2,8 +2,9 @@
 // dispatcher and the CLI. Tests build it with their own store, clock and logger.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { createLogger, wantsPrettyLogs } from './logging.js';
 import { RateLimits } from './limits/rate-limits.js';
 import { Metrics } from './metrics.js';
 import { QueuedRunCounts } from './runs/queue-cap.js';
@@ -55,7 +56,7 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     (event) => signals.providerEvent(event),
     config.SIMULATOR_DIAL_LOG,
   );
-  const logger = overrides.logger ?? pino({ level: config.LOG_LEVEL });
+  const logger = overrides.logger ?? createLogger({ level: config.LOG_LEVEL, pretty: wantsPrettyLogs(config.NODE_ENV) });
   const cipher = new CredentialsCipher(config.DIALTONE_SECRET_KEY);
   return {
     config,

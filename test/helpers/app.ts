@@ -1,7 +1,7 @@
 // Builds the real application on a fresh database for one test (or one describe block).
 import type { TestContext } from 'node:test';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { buildDeps, type Clock, type Deps } from '../../src/deps.js';
@@ -19,6 +19,8 @@ export interface TestEnv {
 export interface TestEnvOptions {
   env?: Record<string, string>;
   clock?: Clock;
+  /** Default: silent. */
+  logger?: Logger;
 }
 
 export function testConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
@@ -40,7 +42,7 @@ export async function createTestEnv(kind: StoreKind, options: TestEnvOptions = {
   const store = openTestStore(database);
   const deps = buildDeps(testConfig(database.url, options.env), {
     store,
-    logger: pino({ level: 'silent' }),
+    logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),
   });
   await migrateToLatest(store);

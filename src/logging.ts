@@ -1,0 +1,85 @@
+// The one logger. Nothing secret and no full phone number may reach it, at any level: known
+// secret-bearing fields are redacted by path (pino's `redact`), errors are serialized without the
+// raw bytes Node attaches to parse errors, and phone numbers inside any logged text are masked,
+// because provider errors quote the number they refused ("The 'To' number +1202… is not valid").
+import { isatty } from 'node:tty';
+import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import pretty from 'pino-pretty';
+
+/** Fields that carry a secret wherever they appear (one or two levels deep, and in request headers). */
+const SECRET_FIELDS = ['apiKey', 'api_key', 'key', 'secret', 'password', 'token', 'auth_token', 'authToken', 'api_key_secret', 'credentials'];
+const REDACT_PATHS = [
+  ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`]),
+  'req.headers["x-api-key"]',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-twilio-signature"]',
+  'headers["x-api-key"]',
+  'headers.authorization',
+];
+
+/** E.164 numbers (and longer digit runs after a +) in free text. */
+const PHONE_NUMBER = /\+[1-9][0-9]{6,14}/g;
+
+/** `+12025550123` → `+1202555****`: enough to tell calls apart in a log, not enough to dial. */
+export function maskPhoneNumber(number: string): string {
+  return number.length <= 5 ? '****' : `${number.slice(0, -4)}****`;
+}
+
+export function maskPhoneNumbersIn(text: string): string {
+  return text.replace(PHONE_NUMBER, maskPhoneNumber);
+}
+
+type SerializedError = ReturnType<typeof pino.stdSerializers.err>;
+
+/** pino's error serializer, without the request bytes of a parse error and with numbers masked. */
+function serializeError(error: Error): SerializedError {
+  const serialized = pino.stdSerializers.err(error);
+  // Node's HTTP parser attaches the raw request (headers, key and body included) to its errors.
+  delete serialized.rawPacket;
+  serialized.message = maskPhoneNumbersIn(serialized.message);
+  if (typeof serialized.stack === 'string') serialized.stack = maskPhoneNumbersIn(serialized.stack);
+  return serialized;
+}
+
+export interface LoggerSettings {
+  level: string;
+  /** Pretty, human-readable lines: for a developer watching a terminal, never for log collectors. */
+  pretty?: boolean;
+}
+
+export function loggerOptions(level: string): LoggerOptions {
+  return {
+    level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    serializers: { err: serializeError },
+    formatters: {
+      // Text fields beside the message are masked like the message: one built from a provider's
+      // words may quote a number.
+      log: (object) => {
+        const masked: Record<string, unknown> = {};
+        for (const [name, value] of Object.entries(object)) masked[name] = typeof value === 'string' ? maskPhoneNumbersIn(value) : value;
+        return masked;
+      },
+    },
+    hooks: {
+      // The message itself (and any printf-style arguments).
+      logMethod(args, method) {
+        const masked = args.map((arg) => (typeof arg === 'string' ? maskPhoneNumbersIn(arg) : arg)) as Parameters<typeof method>;
+        method.apply(this, masked);
+      },
+    },
+  };
+}
+
+export function createLogger(settings: LoggerSettings, destination?: DestinationStream): Logger {
+  const options = loggerOptions(settings.level);
+  if (destination) return pino(options, destination);
+  if (settings.pretty) return pino(options, pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }));
+  return pino(options);
+}
+
+/** Pretty logs in development when a person is watching the terminal; JSON lines otherwise. */
+export function wantsPrettyLogs(nodeEnv: string): boolean {
+  return nodeEnv === 'development' && isatty(1);
+}

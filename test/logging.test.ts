@@ -1,0 +1,73 @@
+// No secret and no full phone number reaches a log, at any level: the service's own logger is
+// captured at `trace` while malformed and valid requests carry a real API key and a real number.
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { describe, it } from 'node:test';
+import { createLogger, maskPhoneNumber } from '../src/logging.js';
+import { createOrgFixture, PATHS } from './helpers/fixtures.js';
+import { listening, rawSocket, untilClosed } from './helpers/raw-http.js';
+
+const NUMBER = '+12025550123';
+const DIGITS = NUMBER.slice(1);
+
+/** A logger writing every line, at every level, into memory. */
+function capturedLogger() {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  return { logger: createLogger({ level: 'trace' }, sink), text: () => lines.join('') };
+}
+
+async function rawExchange(t: Parameters<typeof rawSocket>[0], port: number, bytes: string): Promise<string> {
+  const socket = rawSocket(t, port);
+  const received = untilClosed(socket);
+  socket.write(bytes);
+  return (await received).text;
+}
+
+describe('Logs', () => {
+  it('never carry the API key or the full phone number of malformed, refused or accepted requests, even at trace level', async (t) => {
+    const log = capturedLogger();
+    const { port, deps } = await listening(t, { logger: log.logger, env: { LOG_LEVEL: 'trace', MAX_HEADER_BYTES: '2048' } });
+    const f = await createOrgFixture(deps);
+    const url = `http://127.0.0.1:${port}`;
+    const body = JSON.stringify({ phone_number: NUMBER, initial_context: { callback: NUMBER } });
+    const headers = { 'x-api-key': f.apiKey, 'content-type': 'application/json' };
+
+    // Bytes that are not HTTP, after headers carrying the key: Node attaches them to its error.
+    await rawExchange(t, port, `POST ${PATHS.initiateCall(f.agentUuid)} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${f.apiKey}\r\nContent-Length: ${body.length}\r\nBad Header\r\n\r\n${body}`);
+    // Headers over the limit, with the key among them.
+    await rawExchange(t, port, `POST /api/v1/public/agent/x HTTP/1.1\r\nHost: x\r\nX-API-Key: ${f.apiKey}\r\nX-Pad: ${'p'.repeat(4096)}\r\n\r\n`);
+    // Refused and accepted requests through a real client.
+    const accepted = await fetch(`${url}${PATHS.initiateCall(f.agentUuid)}`, { method: 'POST', headers, body });
+    assert.equal(accepted.status, 200);
+    await fetch(`${url}${PATHS.initiateCall(f.agentUuid)}`, { method: 'POST', headers, body: JSON.stringify({ phone_number: `${NUMBER}999999` }) });
+    await fetch(`${url}${PATHS.initiateCall(f.agentUuid)}`, { method: 'POST', headers, body: `{"phone_number":"${NUMBER}",` });
+    await fetch(`${url}${PATHS.initiateCall(f.agentUuid)}`, { method: 'POST', headers: { ...headers, 'x-api-key': `${f.apiKey}x` }, body });
+    const run = (await accepted.json()) as { workflow_run_id: number };
+    await fetch(`${url}/api/v1/public/workflow-runs/${run.workflow_run_id}`, { headers });
+
+    const text = log.text();
+    assert.match(text, /client error before routing/, 'the malformed requests were logged');
+    assert.match(text, /incoming request/, 'requests were logged at this level');
+    assert.ok(!text.includes(f.apiKey), 'the API key is not in the log');
+    assert.ok(!text.includes(DIGITS), 'the phone number is not in the log');
+  });
+
+  it('masks numbers in logged errors and messages and redacts secret fields', () => {
+    const log = capturedLogger();
+    const error = Object.assign(new Error(`The 'To' number ${NUMBER} is not a valid phone number.`), { rawPacket: Buffer.from(`X-API-Key: dt_live_secret ${NUMBER}`) });
+    log.logger.error({ err: error, runId: 3 }, 'dial failed');
+    log.logger.warn({ detail: `refused ${NUMBER}` }, `calling ${NUMBER} failed`);
+    log.logger.info({ apiKey: 'dt_live_secret', credentials: { auth_token: 'tok_secret' }, config: { password: 'pw_secret' } }, 'stored');
+    const text = log.text();
+    assert.ok(!text.includes(DIGITS), text);
+    assert.ok(!/dt_live_secret|tok_secret|pw_secret/.test(text), text);
+    assert.ok(text.includes(maskPhoneNumber(NUMBER)), 'the masked number still tells calls apart');
+    assert.equal(maskPhoneNumber(NUMBER), '+1202555****');
+  });
+});
