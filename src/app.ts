@@ -7,7 +7,9 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { Deps } from './deps.js';
 import { DialtoneError } from './errors.js';
 import { authenticateHook } from './http/authenticate.js';
-import { clientErrorHandler } from './http/client-errors.js';
+import { clientErrorHandler, guardHttpServer } from './http/client-errors.js';
+import { refuseUnreadableBodies, useJsonBodies } from './http/json-body.js';
+import { methodNotAllowed } from './http/method-not-allowed.js';
 import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
@@ -25,22 +27,27 @@ export interface AppOptions {
 
 export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = deps;
+  // Node enforces the header and request timeouts on a periodic sweep (30 s by default), which
+  // would let a slow client hold a socket far past them; sweep at a quarter of the header timeout.
+  const sweepInterval = Math.max(25, Math.min(1_000, Math.floor(config.HEADERS_TIMEOUT_MS / 4)));
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
-    connectionTimeout: config.REQUEST_TIMEOUT_MS,
+    // The socket's inactivity timeout closes without a word; the request timeout answers 408. The
+    // former is set past the latter (and its sweep), so a stalled body always gets its answer.
+    connectionTimeout: config.REQUEST_TIMEOUT_MS + 2 * sweepInterval + 1_000,
     http: {
       maxHeaderSize: config.MAX_HEADER_BYTES,
       headersTimeout: config.HEADERS_TIMEOUT_MS,
-      // Node enforces the header and request timeouts on a periodic sweep (30 s by default), which
-      // would let a slow client hold a socket far past them; sweep at a quarter of the header timeout.
-      connectionsCheckingInterval: Math.max(25, Math.min(1_000, Math.floor(config.HEADERS_TIMEOUT_MS / 4))),
+      connectionsCheckingInterval: sweepInterval,
+      // Node answers a missing Host with a bare 400; the onRequest hook below answers problem+json.
+      requireHostHeader: false,
     },
     // A request Node refuses before Fastify sees it (headers too large, too slow) still gets a
     // problem+json answer, then the connection closes.
-    clientErrorHandler: clientErrorHandler(deps),
+    clientErrorHandler: clientErrorHandler(deps.logger),
     // A caller's own X-Request-Id is kept when it is a sane token, so logs line up across systems.
     requestIdHeader: false,
     genReqId: (req) => {
@@ -62,16 +69,9 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
   });
 
-  // Only JSON bodies: Fastify's text/plain parser would otherwise accept a body we must refuse.
-  // An empty JSON body parses to undefined, so body-less POSTs (cancel) work whatever headers a
-  // client library adds; operations that need a body refuse the empty one themselves.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser(['text/plain', 'application/json']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body.toString();
-    if (text === '') done(null, undefined);
-    else parseJson(request, text, done);
-  });
+  guardHttpServer(app.server, deps.logger);
+  // A JSON body is one level deeper than the initial_context it carries.
+  useJsonBodies(app, config.INITIAL_CONTEXT_MAX_DEPTH + 1);
   app.decorateRequest('auth', null);
   let closing = false;
   app.addHook('preClose', async () => {
@@ -79,15 +79,25 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      reply.header('connection', 'close');
+      throw new DialtoneError('bad_request', 'HTTP/1.1 requests must carry a Host header.');
+    }
     if (closing) {
       reply.header('connection', 'close');
       throw new DialtoneError('unavailable', 'The service is shutting down; retry on another node or shortly.', { retryAfterSeconds: 1 });
     }
   });
+  app.addHook('preParsing', async (request) => refuseUnreadableBodies(request));
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, new DialtoneError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
-  );
+  const otherMethods = methodNotAllowed(app);
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = otherMethods(path);
+    if (allowed.length === 0) return sendProblem(reply, new DialtoneError('not_found', `No route for ${request.method} ${path}.`));
+    reply.header('allow', allowed.join(', '));
+    return sendProblem(reply, new DialtoneError('method_not_allowed', `${path} does not answer ${request.method}; it answers ${allowed.join(', ')}.`));
+  });
 
   await app.register(swagger, {
     openapi: {

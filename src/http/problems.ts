@@ -18,12 +18,20 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   missing_api_key: { status: 401, title: 'Missing API key' },
   invalid_api_key: { status: 401, title: 'Invalid API key' },
   invalid_run_token: { status: 401, title: 'Invalid run token' },
+  invalid_metrics_token: { status: 401, title: 'Invalid metrics token' },
   invalid_signature: { status: 403, title: 'Invalid signature' },
+  forbidden: { status: 403, title: 'Forbidden' },
   agent_not_found: { status: 404, title: 'Agent not found' },
   workflow_not_found: { status: 404, title: 'Workflow not found' },
   telephony_configuration_not_found: { status: 404, title: 'Telephony configuration not found' },
   workflow_run_not_found: { status: 404, title: 'Workflow run not found' },
   not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  not_acceptable: { status: 406, title: 'Not acceptable' },
+  precondition_failed: { status: 412, title: 'Precondition failed' },
+  uri_too_long: { status: 414, title: 'URI too long' },
+  range_not_satisfiable: { status: 416, title: 'Range not satisfiable' },
+  expectation_failed: { status: 417, title: 'Expectation failed' },
   workflow_not_published: { status: 409, title: 'Workflow not published' },
   idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
   run_already_ended: { status: 409, title: 'Run already ended' },
@@ -117,11 +125,33 @@ export function toDialtoneError(error: FastifyError): DialtoneError | undefined 
     default:
       break;
   }
-  if (error instanceof SyntaxError || error.statusCode === 400) {
+  if (error instanceof SyntaxError) {
     return new DialtoneError('malformed_json', 'The request body is not valid JSON.');
   }
+  // A plugin's own refusal (the docs' static files answer 403 to a traversal path, 416 to a bad
+  // range): keep its status, in our problem format. Its message is the plugin's, not ours, and may
+  // name files, so the detail is the status's own sentence.
+  const passedThrough = error.statusCode === undefined ? undefined : CLIENT_ERROR_CODES.get(error.statusCode);
+  if (passedThrough) return new DialtoneError(passedThrough, `The request was refused (${PROBLEMS[passedThrough].title.toLowerCase()}).`);
   return undefined;
 }
+
+/** The one code for each 4xx status a plugin or Node may raise on its own. */
+const CLIENT_ERROR_CODES = new Map<number, ErrorCode>([
+  [400, 'bad_request'],
+  [403, 'forbidden'],
+  [404, 'not_found'],
+  [405, 'method_not_allowed'],
+  [406, 'not_acceptable'],
+  [408, 'request_timeout'],
+  [412, 'precondition_failed'],
+  [413, 'payload_too_large'],
+  [414, 'uri_too_long'],
+  [415, 'unsupported_media_type'],
+  [416, 'range_not_satisfiable'],
+  [417, 'expectation_failed'],
+  [431, 'request_header_fields_too_large'],
+]);
 
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const known = toDialtoneError(error);
