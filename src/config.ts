@@ -39,6 +39,8 @@ export const ConfigSchema = Type.Object({
   KEEP_ALIVE_TIMEOUT_MS: Integer(1000, 600_000, 72_000),
   /** Time allowed for in-flight requests to finish on SIGTERM/SIGINT before the process exits. */
   SHUTDOWN_GRACE_MS: Integer(0, 600_000, 15_000),
+  /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`; unset, it is open to whoever reaches the port. */
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   /** An API key's `last_used_at` is written at most once per this interval. */
   API_KEY_LAST_USED_WRITE_INTERVAL_MS: Integer(0, 86_400_000, 60_000),
 
