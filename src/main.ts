@@ -1,8 +1,8 @@
 // `npm start`: serve on the configured store (SQLite and the simulator by default).
 import { ConfigError } from './config.js';
-import { main } from './server.js';
+import { ListenError, main } from './server.js';
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof ConfigError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(`${error instanceof ConfigError || error instanceof ListenError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

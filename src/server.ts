@@ -19,9 +19,11 @@ export async function startService(deps: Deps): Promise<RunningService> {
   const applied = await migrateToLatest(deps.store);
   if (applied.length > 0) deps.logger.info({ applied }, 'migrations applied');
   const role = deps.config.DIALTONE_ROLE;
-  const seed = role === 'dispatcher' ? undefined : await seedDemoIfEmpty(deps);
   const app = await buildApp(deps, { publicApi: role !== 'dispatcher' });
-  await app.listen({ host: deps.config.HOST, port: deps.config.PORT });
+  await listen(app, deps);
+  // Only once the port is ours: the demo key is printed once, so it must not be created by a start
+  // that then fails to serve.
+  const seed = role === 'dispatcher' ? undefined : await seedDemoIfEmpty(deps);
   // Started once the node answers health checks: a backlog must not delay or starve start-up.
   const dispatcher = role === 'api' ? undefined : new Dispatcher(deps);
   dispatcher?.start();
@@ -48,10 +50,35 @@ export async function startService(deps: Deps): Promise<RunningService> {
   };
 }
 
+/** A start that cannot serve, said in one line (no stack): the operator's to fix, not a bug. */
+export class ListenError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ListenError';
+  }
+}
+
+async function listen(app: FastifyInstance, deps: Deps): Promise<void> {
+  const { HOST: host, PORT: port } = deps.config;
+  try {
+    await app.listen({ host, port });
+  } catch (error) {
+    await app.close().catch(() => undefined);
+    await deps.store.close().catch(() => undefined);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new ListenError(`Port ${port} on ${host} is already in use: stop what uses it, or set PORT to another port.`);
+    if (code === 'EACCES') throw new ListenError(`Not allowed to listen on ${host}:${port}: choose a PORT above 1023, or run with the needed privilege.`);
+    if (code === 'EADDRNOTAVAIL') throw new ListenError(`${host} is not an address of this machine: set HOST to one of its addresses.`);
+    throw error;
+  }
+}
+
 export async function main(): Promise<void> {
   const config = loadConfig();
   const deps = buildDeps(config);
-  const service = await startService(deps);
+  // Listening for signals before starting: a SIGTERM that arrives while the service starts (say,
+  // right after the port is bound) stops it once started, instead of killing it mid-way.
+  let started: Promise<RunningService> | undefined;
   const shutdown = (signal: string) => {
     deps.logger.info({ signal }, 'shutting down');
     // In-flight requests get SHUTDOWN_GRACE_MS to finish; after that the process exits anyway.
@@ -60,14 +87,18 @@ export async function main(): Promise<void> {
       process.exit(1);
     }, config.SHUTDOWN_GRACE_MS);
     timer.unref();
-    service.stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        deps.logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    (started ?? Promise.reject(new Error('not started')))
+      .then((service) => service.stop())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          deps.logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
+  started = startService(deps);
+  await started;
 }

@@ -2,7 +2,9 @@
 // banner, the printed curl command run by curl itself, a graceful stop, and a second start.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
@@ -127,6 +129,38 @@ describe('The service process (npm start)', () => {
     await stopGracefully(service);
     assert.ok(!service.stdout().includes(BANNER_TEXT), `no banner:\n${service.stdout()}`);
     assert.equal(countOrganizations(database.path), 0);
+  });
+
+  it('reports a port already in use in one line and creates nothing, so the next start still prints the demo key once', async (t) => {
+    const database = tempDatabase(t);
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    t.after(() => taken.close());
+    const port = String((taken.address() as AddressInfo).port);
+
+    const refused = startService(t, serviceEnv(database.url, { PORT: port }));
+    const exit = await refused.waitForExit(20_000);
+    assert.notEqual(exit.code, 0);
+    assert.equal(refused.stderr().trim(), `Port ${port} on 127.0.0.1 is already in use: stop what uses it, or set PORT to another port.`);
+    assert.equal(refused.stdout(), '', 'no banner: nothing was created');
+    assert.equal(countOrganizations(database.path), 0, 'the demo organization and its key were not created');
+
+    const next = startService(t, serviceEnv(database.url));
+    await next.waitForStdout(BANNER_END);
+    parseBanner(next.stdout());
+    await stopGracefully(next);
+  });
+
+  it('creates the SQLite database 0600 (and its WAL and shared-memory files) in a 0700 directory', async (t) => {
+    const database = tempDatabase(t);
+    const dataDir = join(database.dir, 'data');
+    const path = join(dataDir, 'dialtone.db');
+    const service = startService(t, serviceEnv(`sqlite:${path}`, { LOG_LEVEL: 'info', DIALTONE_FIRST_RUN_DEMO: 'false' }));
+    await service.waitForStdout(LISTENING);
+    const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);
+    assert.equal(mode(dataDir), '700');
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) assert.equal(mode(file), '600', file);
+    await stopGracefully(service);
   });
 
   for (const [variable, value] of [

@@ -2,7 +2,7 @@
 // PostgreSQL is the store that several nodes share. Everything above this module speaks Kysely
 // and never asks which one it has, except through the few helpers below: this file is the one
 // place where the two dialects differ.
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
@@ -55,7 +55,13 @@ export function openStore(url: string, options: StoreOptions = {}): Store {
 
 function openSqlite(path: string): Store {
   const inMemory = path === ':memory:' || path === '';
-  if (!inMemory) mkdirSync(dirname(resolve(path)), { recursive: true });
+  if (!inMemory) {
+    // The database holds API key hashes, encrypted credentials and callees' numbers: only the
+    // service's own user may read it. A new directory is created 0700 and a new file 0600 before
+    // SQLite opens it; SQLite gives its -wal and -shm files the database file's permissions.
+    mkdirSync(dirname(resolve(path)), { recursive: true, mode: 0o700 });
+    closeSync(openSync(path, 'a', 0o600));
+  }
   const sqlite = new SqliteDatabase(inMemory ? ':memory:' : path);
   // WAL lets readers proceed while the dispatcher writes. The connection commits with
   // synchronous=NORMAL (durable against process crashes); durable transactions switch it to FULL
