@@ -143,7 +143,9 @@ export const RunEventsPage = Type.Object({
       data: Type.Object({}, { additionalProperties: true }),
     }),
   ),
-  next_after: Type.Union([Type.Integer(), Type.Null()], { description: 'Cursor for the next page (pass as `after`), null at the end' }),
+  next_after: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'Cursor for the next page (pass as `after`). Null only when the run has ended and this page holds its last event; a live run\'s last page gives the cursor to poll from.',
+  }),
 });
 
 export function uuidParam(name: string, description: string): TSchema {

@@ -12,7 +12,7 @@ export async function cancelRun(deps: Deps, orgId: number | undefined, runId: nu
   if (isTerminal(run.state)) throw new DialtoneError('run_already_ended', `Run ${run.name} already ended (${run.state}).`);
   const now = deps.clock.now();
   if (run.state === 'queued') {
-    const applied = await transitionRun(deps.store, runId, 'canceled', { at: now, reason: 'canceled_by_request', onlyFrom: 'queued', durable: true });
+    const applied = await transitionRun(deps.store, runId, 'canceled', { at: now, reason: 'canceled_by_request', requestedAt: now, onlyFrom: 'queued', durable: true });
     if (applied) {
       deps.metrics.transitions.inc({ state: 'canceled' });
       return getRun(deps.store, orgId, runId);

@@ -2,6 +2,7 @@
 import { DialtoneError } from '../errors.js';
 import type { RunMode, RunState } from '../store/schema.js';
 import { decodeJson, type Store } from '../store/store.js';
+import { isTerminal } from './states.js';
 
 export interface RunView {
   id: number;
@@ -101,13 +102,16 @@ export interface RunEventView {
 
 export interface RunEventsPage {
   data: RunEventView[];
-  /** Pass as `after` for the next page; null when this page reached the latest event. */
+  /**
+   * Pass as `after` for the next page. Null only once nothing can follow: the run has ended and
+   * this page holds its last event. A live run's last page gives the cursor to poll from.
+   */
   next_after: number | null;
 }
 
 /** A run's events in order, after a cursor (`seq`). The run must be the organization's. */
 export async function listRunEvents(store: Store, orgId: number | undefined, runId: number, after: number, limit: number): Promise<RunEventsPage> {
-  await getRun(store, orgId, runId);
+  const run = await getRun(store, orgId, runId);
   const rows = await store.db
     .selectFrom('run_events')
     .select(['seq', 'type', 'at', 'data'])
@@ -117,5 +121,7 @@ export async function listRunEvents(store: Store, orgId: number | undefined, run
     .limit(limit + 1)
     .execute();
   const page = rows.slice(0, limit).map((r) => ({ seq: r.seq, type: r.type, at: iso(r.at), data: decodeJson<Record<string, unknown>>(r.data) }));
-  return { data: page, next_after: rows.length > limit ? (page[page.length - 1]?.seq ?? null) : null };
+  const last = page[page.length - 1]?.seq ?? after;
+  const complete = rows.length <= limit && isTerminal(run.state);
+  return { data: page, next_after: complete ? null : last };
 }

@@ -13,6 +13,8 @@ export interface TransitionDetails {
   providerCallId?: string | null;
   /** New reaper deadline; terminal states clear it. */
   deadlineAt?: number | null;
+  /** When the caller asked for this (a cancel): recorded in `cancel_requested_at`. */
+  requestedAt?: number;
   /** Extra facts for the event. */
   data?: Record<string, unknown>;
   /** Apply only if the run is still in exactly this state (the caller decided on what it read). */
@@ -55,6 +57,7 @@ export async function transitionRunInTransaction(
     ...(details.rawProviderStatus !== undefined ? { raw_provider_status: details.rawProviderStatus } : {}),
     ...(details.providerCallId !== undefined ? { provider_call_id: details.providerCallId } : {}),
     ...(details.deadlineAt !== undefined ? { deadline_at: details.deadlineAt } : {}),
+    ...(details.requestedAt !== undefined ? { cancel_requested_at: details.requestedAt } : {}),
     ...phaseColumns(to, details.at),
   };
   const row = await trx

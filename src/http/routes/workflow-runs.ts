@@ -46,7 +46,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           querystring: Type.Object(
             {
               after: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$', description: 'Return events with seq greater than this (default 0)' })),
-              limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$', description: 'Page size, 1 to 1000 (default 100)' })),
+              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', description: 'Page size, 1 to 1000 (default 100)' })),
             },
             { additionalProperties: false },
           ),
@@ -56,7 +56,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
       async (request) => {
         const { id } = request.params as { id: string };
         const query = request.query as { after?: string; limit?: string };
-        const limit = Math.min(Math.max(Number(query.limit ?? 100), 1), 1000);
+        const limit = Number(query.limit ?? 100);
         return listRunEvents(deps.store, authOf(request).orgId, parseRunId(id), Number(query.after ?? 0), limit);
       },
     );
