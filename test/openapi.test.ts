@@ -164,7 +164,7 @@ describe('operational endpoints', () => {
 
   it('answers an unknown route with a 404 problem+json, code not_found, carrying the request id', async (t) => {
     const { app } = await build(t, 'sqlite');
-    for (const [method, url] of [['GET', '/nope'], ['POST', '/api/v1/public/nope'], ['DELETE', '/healthz']] as const) {
+    for (const [method, url] of [['GET', '/nope'], ['POST', '/api/v1/public/nope'], ['DELETE', '/nope/healthz']] as const) {
       const response = await app.inject({ method, url });
       assert.equal(response.statusCode, 404, `${method} ${url}`);
       assert.match(String(response.headers['content-type']), /^application\/problem\+json/);
