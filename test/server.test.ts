@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
-import { startService, type RunningProcess } from './helpers/process.js';
+import { npmStartArgs, startProcess, startService, type RunningProcess } from './helpers/process.js';
 
 const run = promisify(execFile);
 
@@ -161,6 +161,23 @@ describe('The service process (npm start)', () => {
     assert.equal(mode(dataDir), '700');
     for (const file of [path, `${path}-wal`, `${path}-shm`]) assert.equal(mode(file), '600', file);
     await stopGracefully(service);
+  });
+
+  it('pretty-prints its logs in development when the output is a terminal, and writes JSON lines otherwise', async (t) => {
+    const database = tempDatabase(t);
+    const env = serviceEnv(database.url, { LOG_LEVEL: 'info', NODE_ENV: 'development', DIALTONE_FIRST_RUN_DEMO: 'false' });
+    // script(1) from util-linux gives the service a pseudo-terminal as its standard output.
+    const command = [process.execPath, ...npmStartArgs()].map((part) => `'${part}'`).join(' ');
+    const onTerminal = startProcess(t, 'script', ['-qefc', command, '/dev/null'], env);
+    const line = (await onTerminal.waitForStdout(/^.*Server listening at.*$/m))[0];
+    assert.doesNotMatch(line, /^\s*\{/, `a readable line, not JSON: ${line}`);
+    assert.match(line, /INFO/);
+    onTerminal.child.kill('SIGTERM');
+    await onTerminal.exited;
+
+    const piped = startService(t, env);
+    await piped.waitForStdout(LISTENING);
+    await stopGracefully(piped);
   });
 
   for (const [variable, value] of [
