@@ -9,6 +9,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'k
 import pg from 'pg';
 import type { Database } from './schema.js';
 import { GroupCommit } from './group-commit.js';
+import { withStatementCache } from './statement-cache.js';
 
 /** Most writes one group commit carries: bounds how long it holds the store. */
 const GROUP_COMMIT_MAX = 200;
@@ -70,7 +71,7 @@ function openSqlite(path: string): Store {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   // Kysely runs every statement of this store on one connection, in order. While at least one
   // durable transaction is pending the connection stays at FULL, so none of them can commit after
   // another one switched it back.
