@@ -41,6 +41,11 @@ export const ConfigSchema = Type.Object({
   SHUTDOWN_GRACE_MS: Integer(0, 600_000, 15_000),
   /** When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`; unset, it is open to whoever reaches the port. */
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  /**
+   * How long a node reuses what it read about an API key, an agent and its definitions, and a
+   * telephony configuration; changes to them take effect on every node within this time. 0 reads on every request.
+   */
+  LOOKUP_CACHE_TTL_MS: Integer(0, 60_000, 1_000),
   /** An API key's `last_used_at` is written at most once per this interval. */
   API_KEY_LAST_USED_WRITE_INTERVAL_MS: Integer(0, 86_400_000, 60_000),
 

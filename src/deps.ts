@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { LookupCache } from './calls/lookup-cache.js';
 import type { Config } from './config.js';
 import { createLogger, wantsPrettyLogs } from './logging.js';
 import { RateLimits } from './limits/rate-limits.js';
@@ -35,6 +36,8 @@ export interface Deps {
   rateLimits: RateLimits;
   /** This node's recent count of each organization's queued runs (runs/queue-cap.ts). */
   queuedRuns: QueuedRunCounts;
+  /** This node's short-lived copies of keys, agents and routes (calls/lookup-cache.ts). */
+  lookups: LookupCache;
   /** Names this process in leases, so a node knows which live calls are its own. */
   nodeId: string;
 }
@@ -75,6 +78,7 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
       ...overrides.providers,
     },
     queuedRuns: new QueuedRunCounts(),
+    lookups: new LookupCache(config.LOOKUP_CACHE_TTL_MS, clock),
     rateLimits: new RateLimits({
       windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS,
       redisUrl: config.REDIS_URL,

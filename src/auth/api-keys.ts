@@ -1,6 +1,7 @@
 // API keys: `dt_live_<prefix-id>_<secret>`. Only a SHA-256 hash of the whole key is stored, next to
 // a short display prefix that also serves as the lookup index. The secret is shown once, at creation.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { NO_CACHE, type LookupCache } from '../calls/lookup-cache.js';
 import { isUniqueViolation, type Store } from '../store/store.js';
 import type { ApiKeyRow } from '../store/schema.js';
 
@@ -74,10 +75,27 @@ export async function authenticateApiKey(
   presented: string,
   now: number,
   lastUsedWriteIntervalMs: number,
+  cache: LookupCache = NO_CACHE,
 ): Promise<AuthenticatedKey | undefined> {
   const match = KEY_PATTERN.exec(presented);
   if (!match) return undefined;
-  const row = await store.db
+  const prefix = `${KEY_PREFIX}${match[1]}`;
+  const row = await cache.get(`api-key:${prefix}`, () => findKeyByPrefix(store, prefix));
+  if (!row || !hashesEqual(row.hash, hashKey(presented)) || row.revoked_at !== null) return undefined;
+  if (row.last_used_at === null || now - row.last_used_at >= lastUsedWriteIntervalMs) {
+    // The cached row remembers the write, so this node writes once per interval, not once per request.
+    row.last_used_at = now;
+    await touchLastUsed(store, row, now, lastUsedWriteIntervalMs);
+  }
+  return {
+    keyId: row.id,
+    orgId: row.org_id,
+    limits: { ratePerSecond: row.rate_limit_per_second, keyRatePerSecond: row.key_rate_limit_per_second, maxQueuedRuns: row.max_queued_runs },
+  };
+}
+
+function findKeyByPrefix(store: Store, prefix: string) {
+  return store.db
     .selectFrom('api_keys')
     .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
     .select([
@@ -90,17 +108,8 @@ export async function authenticateApiKey(
       'organizations.key_rate_limit_per_second',
       'organizations.max_queued_runs',
     ])
-    .where('api_keys.prefix', '=', `${KEY_PREFIX}${match[1]}`)
+    .where('api_keys.prefix', '=', prefix)
     .executeTakeFirst();
-  if (!row || !hashesEqual(row.hash, hashKey(presented)) || row.revoked_at !== null) return undefined;
-  if (row.last_used_at === null || now - row.last_used_at >= lastUsedWriteIntervalMs) {
-    await touchLastUsed(store, row, now, lastUsedWriteIntervalMs);
-  }
-  return {
-    keyId: row.id,
-    orgId: row.org_id,
-    limits: { ratePerSecond: row.rate_limit_per_second, keyRatePerSecond: row.key_rate_limit_per_second, maxQueuedRuns: row.max_queued_runs },
-  };
 }
 
 async function touchLastUsed(

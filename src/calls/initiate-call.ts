@@ -72,9 +72,9 @@ export async function initiateCall(
   const parsed = parseDestination(body.phone_number);
   if (!parsed.ok) throw invalidPhoneNumber(parsed.detail);
 
-  const resolved = await resolveTarget(deps.store, orgId, target, mode);
+  const resolved = await resolveTarget(deps.store, orgId, target, mode, deps.lookups);
 
-  const telephony = await selectTelephonyConfiguration(deps.store, orgId, body.telephony_configuration_id);
+  const telephony = await selectTelephonyConfiguration(deps.store, orgId, body.telephony_configuration_id, deps.lookups);
   if (parsed.destination.kind === 'sip_uri' && telephony.provider !== 'sip') {
     throw invalidPhoneNumber(`A SIP URI can only be dialed through a SIP telephony configuration; "${telephony.name}" is ${telephony.provider}.`);
   }

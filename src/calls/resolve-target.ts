@@ -2,6 +2,7 @@
 // definition is chosen by mode (published, or for tests the draft, else the published one); and
 // for agent UUIDs, the chosen definition must itself contain that trigger, enabled.
 import { DialtoneError } from '../errors.js';
+import { NO_CACHE, type LookupCache } from './lookup-cache.js';
 import type { DefinitionRow, RunMode, WorkflowRow } from '../store/schema.js';
 import { decodeJson, type Store } from '../store/store.js';
 import { isUuid, triggersOf, type DefinitionGraph } from '../workflows/definition.js';
@@ -15,16 +16,30 @@ export interface ResolvedTarget {
   triggerUuid: string | null;
 }
 
-export async function resolveTarget(store: Store, orgId: number, target: Target, mode: RunMode): Promise<ResolvedTarget> {
-  const notFound =
-    target.kind === 'agent'
-      ? new DialtoneError('agent_not_found', `No agent ${target.uuid}.`)
-      : new DialtoneError('workflow_not_found', `No workflow ${target.uuid}.`);
-  if (!isUuid(target.uuid)) throw notFound;
-  const uuid = target.uuid.toLowerCase();
+/** What the store says about a target: found, or why not (errors are built only when raised). */
+type TargetLookup =
+  | { found: true; resolved: ResolvedTarget }
+  | { found: false; code: 'agent_not_found' | 'workflow_not_found' | 'workflow_not_published'; detail: string };
 
+export async function resolveTarget(store: Store, orgId: number, target: Target, mode: RunMode, cache: LookupCache = NO_CACHE): Promise<ResolvedTarget> {
+  if (!isUuid(target.uuid)) throw notFound(target);
+  const uuid = target.uuid.toLowerCase();
+  const lookup = await cache.get(`target:${orgId}:${target.kind}:${uuid}:${mode}`, () => lookUpTarget(store, orgId, target.kind, uuid, mode));
+  if (lookup.found) return lookup.resolved;
+  if (lookup.code === 'workflow_not_published') throw new DialtoneError(lookup.code, lookup.detail);
+  throw lookup.detail === '' ? notFound(target) : new DialtoneError(lookup.code, lookup.detail);
+}
+
+function notFound(target: Target): DialtoneError {
+  return target.kind === 'agent'
+    ? new DialtoneError('agent_not_found', `No agent ${target.uuid}.`)
+    : new DialtoneError('workflow_not_found', `No workflow ${target.uuid}.`);
+}
+
+async function lookUpTarget(store: Store, orgId: number, kind: Target['kind'], uuid: string, mode: RunMode): Promise<TargetLookup> {
+  const missing = { found: false, code: kind === 'agent' ? 'agent_not_found' : 'workflow_not_found', detail: '' } as const;
   const workflow =
-    target.kind === 'agent'
+    kind === 'agent'
       ? await store.db
           .selectFrom('api_triggers')
           .innerJoin('workflows', 'workflows.id', 'api_triggers.workflow_id')
@@ -40,7 +55,7 @@ export async function resolveTarget(store: Store, orgId: number, target: Target,
           .where('org_id', '=', orgId)
           .where('status', '=', 'active')
           .executeTakeFirst();
-  if (!workflow) throw notFound;
+  if (!workflow) return missing;
 
   const candidates = await store.db
     .selectFrom('workflow_definitions')
@@ -50,20 +65,23 @@ export async function resolveTarget(store: Store, orgId: number, target: Target,
     .execute();
   const definition = candidates.find((d) => d.status === 'draft') ?? candidates.find((d) => d.status === 'published');
   if (!definition) {
-    throw new DialtoneError('workflow_not_published', `Workflow ${workflow.workflow_uuid} has no published definition to run.`);
+    return { found: false, code: 'workflow_not_published', detail: `Workflow ${workflow.workflow_uuid} has no published definition to run.` };
   }
   const graph = decodeJson<DefinitionGraph>(definition.graph);
 
-  if (target.kind === 'agent') {
+  if (kind === 'agent') {
     const trigger = triggersOf(graph).find((t) => t.triggerUuid === uuid);
     if (!trigger || !trigger.enabled) {
-      throw new DialtoneError('agent_not_found', `No enabled agent ${target.uuid} in the ${definition.status} definition.`);
+      return { found: false, code: 'agent_not_found', detail: `No enabled agent ${uuid} in the ${definition.status} definition.` };
     }
   }
   return {
-    workflow,
-    definition: { id: definition.id, version: definition.version, status: definition.status },
-    graph,
-    triggerUuid: target.kind === 'agent' ? uuid : null,
+    found: true,
+    resolved: {
+      workflow,
+      definition: { id: definition.id, version: definition.version, status: definition.status },
+      graph,
+      triggerUuid: kind === 'agent' ? uuid : null,
+    },
   };
 }

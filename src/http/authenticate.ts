@@ -23,6 +23,7 @@ export function authenticateHook(deps: Deps) {
       presented.trim(),
       deps.clock.now(),
       deps.config.API_KEY_LAST_USED_WRITE_INTERVAL_MS,
+      deps.lookups,
     );
     if (!auth) throw new DialtoneError('invalid_api_key', 'The API key is not valid.');
     request.auth = auth;

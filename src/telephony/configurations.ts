@@ -2,6 +2,7 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import { DialtoneError, validationFailed, type FieldError } from '../errors.js';
 import type { ProviderName, TelephonyConfigurationRow } from '../store/schema.js';
+import { NO_CACHE, type LookupCache } from '../calls/lookup-cache.js';
 import { decodeJson, type Store } from '../store/store.js';
 import type { CredentialsCipher } from './credentials-cipher.js';
 import { sipCredentialProblems, sipSettingsProblems } from './sip/settings.js';
@@ -131,29 +132,27 @@ export async function setTelephonyStatus(store: Store, id: number, status: Telep
  * The configuration a run dials through: the one named (it must be the organization's and active),
  * or the organization's default active one.
  */
+/** The organization's active configuration with this id, or its default active one. */
+function findActiveConfiguration(store: Store, orgId: number, id: number | undefined): Promise<TelephonyConfigurationRow | undefined> {
+  return store.db
+    .selectFrom('telephony_configurations')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('status', '=', 'active')
+    .$if(id !== undefined, (q) => q.where('id', '=', id as number))
+    .$if(id === undefined, (q) => q.where('is_default', '=', 1))
+    .executeTakeFirst();
+}
+
 export async function selectTelephonyConfiguration(
   store: Store,
   orgId: number,
   requestedId: number | null | undefined,
+  cache: LookupCache = NO_CACHE,
 ): Promise<TelephonyConfigurationRow> {
-  if (requestedId !== null && requestedId !== undefined) {
-    const row = await store.db
-      .selectFrom('telephony_configurations')
-      .selectAll()
-      .where('id', '=', requestedId)
-      .where('org_id', '=', orgId)
-      .where('status', '=', 'active')
-      .executeTakeFirst();
-    if (!row) throw new DialtoneError('telephony_configuration_not_found', `No active telephony configuration ${requestedId}.`);
-    return row;
-  }
-  const row = await store.db
-    .selectFrom('telephony_configurations')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('is_default', '=', 1)
-    .where('status', '=', 'active')
-    .executeTakeFirst();
+  const id = requestedId ?? undefined;
+  const row = await cache.get(`route:${orgId}:${id ?? 'default'}`, () => findActiveConfiguration(store, orgId, id));
+  if (id !== undefined && !row) throw new DialtoneError('telephony_configuration_not_found', `No active telephony configuration ${id}.`);
   if (!row) {
     throw new DialtoneError(
       'telephony_not_configured',

@@ -33,6 +33,9 @@ export function testConfig(databaseUrl: string, env: Record<string, string> = {}
     // Most tests fire requests as fast as they can; the rate-limit tests turn the limits on.
     RATE_LIMIT_KEY_PER_SECOND: '0',
     RATE_LIMIT_ORG_PER_SECOND: '0',
+    // Most tests change a key, an agent or a route and expect the next request to see it at once;
+    // the lookup-cache tests turn the cache on and move a fake clock past its TTL.
+    LOOKUP_CACHE_TTL_MS: '0',
     ...env,
   });
 }
