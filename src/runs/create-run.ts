@@ -4,6 +4,7 @@
 import type { Transaction } from 'kysely';
 import type { Database, RunMode } from '../store/schema.js';
 import type { Store } from '../store/store.js';
+import { insertQueuedRun } from '../store/insert-run.js';
 import { enforceQueueCap, type QueueCap } from './queue-cap.js';
 
 export interface NewRun {
@@ -29,8 +30,12 @@ export interface CreatedRun {
 /** The store notification channel that announces new queued runs. */
 export const WORK_CHANNEL = 'dialtone_work';
 
+function runNamePrefix(mode: RunMode): string {
+  return mode === 'test' ? 'WR-TEST-' : 'WR-API-';
+}
+
 export function runName(mode: RunMode, id: number): string {
-  return `${mode === 'test' ? 'WR-TEST' : 'WR-API'}-${id}`;
+  return `${runNamePrefix(mode)}${id}`;
 }
 
 export interface CreateRunOptions {
@@ -41,45 +46,23 @@ export interface CreateRunOptions {
 }
 
 export async function createRun(store: Store, run: NewRun, now: number, options: CreateRunOptions = {}): Promise<CreatedRun> {
+  const values = {
+    ...run,
+    at: now,
+    eventDataJson: JSON.stringify({ mode: run.mode, definition_version: run.definitionVersion, telephony_configuration_id: run.telephonyConfigurationId }),
+    namePrefix: runNamePrefix(run.mode),
+    // Wakes dispatchers on other nodes as this commits (PostgreSQL); same-node ones are signalled in-process.
+    wakeChannel: WORK_CHANNEL,
+  };
+  // Nothing else to write in the same transaction: on PostgreSQL the insert is one statement, and a
+  // statement outside a transaction commits durably on its own, in one round trip.
+  if (!options.queueCap && !options.onCreated && store.dialect === 'postgres') {
+    const { id, name } = await insertQueuedRun(store.db, store.dialect, values);
+    return { id, name, state: 'queued' };
+  }
   return store.transaction('durable', async (trx) => {
     if (options.queueCap) await enforceQueueCap(store, trx, run.orgId, options.queueCap);
-    const { id } = await trx
-      .insertInto('workflow_runs')
-      .values({
-        name: null,
-        org_id: run.orgId,
-        workflow_id: run.workflowId,
-        definition_id: run.definitionId,
-        mode: run.mode,
-        trigger_uuid: run.triggerUuid,
-        phone_number: run.phoneNumber,
-        caller_id: run.callerId,
-        telephony_configuration_id: run.telephonyConfigurationId,
-        initial_context: run.initialContextJson,
-        state: 'queued',
-        outcome_reason: null,
-        provider_call_id: null,
-        created_at: now,
-        updated_at: now,
-        ended_at: null,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    // The name embeds the id, which only exists after the insert; both happen before commit.
-    const name = runName(run.mode, id);
-    await trx.updateTable('workflow_runs').set({ name }).where('id', '=', id).execute();
-    // Wakes dispatchers on other nodes as this commits (PostgreSQL); same-node ones are signalled in-process.
-    await store.notify(trx, WORK_CHANNEL);
-    await trx
-      .insertInto('run_events')
-      .values({
-        run_id: id,
-        seq: 1,
-        type: 'queued',
-        at: now,
-        data: JSON.stringify({ mode: run.mode, definition_version: run.definitionVersion, telephony_configuration_id: run.telephonyConfigurationId }),
-      })
-      .execute();
+    const { id, name } = await insertQueuedRun(trx, store.dialect, values);
     const created = { id, name, state: 'queued' as const };
     await options.onCreated?.(trx, created);
     return created;

@@ -1,0 +1,76 @@
+// Inserting a queued run and its first event: the one statement the request path writes, so the
+// dialects part ways here. On PostgreSQL it is one round trip: the id is drawn from the table's
+// sequence first so the name (which embeds it) is written with the row, the first event is
+// inserted by the same statement, and dispatchers on other nodes are woken (pg_notify, delivered at
+// commit). On SQLite, in-process, the same work is three statements in the caller's transaction.
+import { sql, type Kysely } from 'kysely';
+import type { Database, RunMode } from './schema.js';
+import type { DialectName } from './store.js';
+
+export interface QueuedRunValues {
+  orgId: number;
+  workflowId: number;
+  definitionId: number;
+  mode: RunMode;
+  triggerUuid: string | null;
+  phoneNumber: string;
+  callerId: string | null;
+  telephonyConfigurationId: number;
+  initialContextJson: string | null;
+  at: number;
+  /** The `queued` event's data, serialized. */
+  eventDataJson: string;
+  /** The run's name is this prefix followed by its id (`WR-API-` → `WR-API-42`). */
+  namePrefix: string;
+  /** Channel announcing new queued runs to other nodes. */
+  wakeChannel: string;
+}
+
+export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName, run: QueuedRunValues): Promise<{ id: number; name: string }> {
+  if (dialect === 'postgres') {
+    const result = await sql<{ id: number; name: string }>`
+      with next as (select nextval(pg_get_serial_sequence('workflow_runs', 'id')) as id),
+      run as (
+        insert into workflow_runs (id, name, org_id, workflow_id, definition_id, mode, trigger_uuid, phone_number, caller_id,
+          telephony_configuration_id, initial_context, state, created_at, updated_at)
+        select id, ${run.namePrefix} || id, ${run.orgId}, ${run.workflowId}, ${run.definitionId}, ${run.mode}, ${run.triggerUuid}, ${run.phoneNumber},
+          ${run.callerId}, ${run.telephonyConfigurationId}, ${run.initialContextJson}, 'queued', ${run.at}, ${run.at}
+        from next
+        returning id, name
+      ),
+      event as (
+        insert into run_events (run_id, seq, type, at, data)
+        select id, 1, 'queued', ${run.at}, ${run.eventDataJson}::jsonb from run
+      )
+      select run.id, run.name, pg_notify(${run.wakeChannel}, '') from run`.execute(db);
+    const row = result.rows[0];
+    if (!row) throw new Error('inserting a run returned no row');
+    return { id: Number(row.id), name: row.name };
+  }
+  const { id } = await db
+    .insertInto('workflow_runs')
+    .values({
+      name: null,
+      org_id: run.orgId,
+      workflow_id: run.workflowId,
+      definition_id: run.definitionId,
+      mode: run.mode,
+      trigger_uuid: run.triggerUuid,
+      phone_number: run.phoneNumber,
+      caller_id: run.callerId,
+      telephony_configuration_id: run.telephonyConfigurationId,
+      initial_context: run.initialContextJson,
+      state: 'queued',
+      outcome_reason: null,
+      provider_call_id: null,
+      created_at: run.at,
+      updated_at: run.at,
+      ended_at: null,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const name = `${run.namePrefix}${id}`;
+  await db.updateTable('workflow_runs').set({ name }).where('id', '=', id).execute();
+  await db.insertInto('run_events').values({ run_id: id, seq: 1, type: 'queued', at: run.at, data: run.eventDataJson }).execute();
+  return { id, name };
+}
