@@ -3,13 +3,19 @@
 // cost of an Idempotency-Key on every request. Prints a summary and
 // writes the figures as JSON to bench/results/. Rerun it to check any figure quoted elsewhere.
 //
-//   BENCH_SECONDS       length of the initiation load phase (default 10)
-//   BENCH_CONCURRENCY   concurrent HTTP clients during that phase (default 16)
+// First, and what the other figures are read against: the floor (bench/floor-server.ts, a bare
+// Fastify route doing one insert of a run row of the same shape and durability) and the service as
+// an API-only node, in alternating rounds against fresh databases of the same store, reported as
+// ratios (service / floor). The machine is shared and noisy: only figures from one run compare.
+//
+//   BENCH_SECONDS       length of each load phase (default 10)
+//   BENCH_ROUNDS        alternating floor/service rounds of the floor comparison (default 4)
+//   BENCH_CONCURRENCY   concurrent HTTP clients of the closed-loop phases (default 10)
 //   BENCH_RATE          requests per second of the paced phase (default 100)
-//   BENCH_BACKLOG       queued runs for the dispatcher throughput phase (default 20000)
+//   BENCH_BACKLOG       queued runs for the dispatcher throughput phase (default 3000)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
@@ -19,12 +25,14 @@ import type { Store } from '../src/store/store.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { testConfig } from '../test/helpers/app.js';
 import { createOrgFixture, type OrgFixture } from '../test/helpers/fixtures.js';
+import { spawnProcess } from '../test/helpers/process.js';
 import { startServiceProcess, type ServiceProcess } from '../test/helpers/service-process.js';
 import { createTestDatabase, openTestStore, TEST_DATABASE_URL, type StoreKind } from '../test/helpers/stores.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
-const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 20_000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 3_000);
 const RATE = Number(process.env.BENCH_RATE ?? 100);
 
 /** Simulated calls end at once, so capacity stays free and the figures measure Dialtone itself. */
@@ -75,19 +83,34 @@ interface LoadSample {
   seconds: number;
 }
 
-/** Closed loop: CONCURRENCY clients sending back to back for `seconds`; with `idempotencyKeys`, each request carries a fresh Idempotency-Key. */
-async function initiationLoad(service: ServiceProcess, setup: Setup, seconds: number, idempotencyKeys = false): Promise<LoadSample> {
-  const url = `${service.url}/api/v1/public/agent/${setup.fixture.agentUuid}`;
-  const body = JSON.stringify({ phone_number: '+12025550123', telephony_configuration_id: setup.routeId, initial_context: { name: 'Ada' } });
+/** One kind of request, sent again and again: where, with which headers, with which body. */
+interface Target {
+  url: string;
+  headers: () => Record<string, string>;
+  body: string;
+}
+
+function initiationTarget(service: ServiceProcess, setup: Setup, idempotencyKeys = false): Target {
+  return {
+    url: `${service.url}/api/v1/public/agent/${setup.fixture.agentUuid}`,
+    headers: () => ({
+      'content-type': 'application/json',
+      'x-api-key': setup.fixture.apiKey,
+      ...(idempotencyKeys ? { 'idempotency-key': randomUUID() } : {}),
+    }),
+    body: JSON.stringify({ phone_number: '+12025550123', telephony_configuration_id: setup.routeId, initial_context: { name: 'Ada' } }),
+  };
+}
+
+/** Closed loop: CONCURRENCY clients sending back to back for `seconds`. */
+async function closedLoop(target: Target, seconds: number): Promise<LoadSample> {
   const latencies: number[] = [];
   let errors = 0;
   const endAt = performance.now() + seconds * 1000;
   const worker = async () => {
     while (performance.now() < endAt) {
       const start = performance.now();
-      const headers: Record<string, string> = { 'content-type': 'application/json', 'x-api-key': setup.fixture.apiKey };
-      if (idempotencyKeys) headers['idempotency-key'] = randomUUID();
-      const response = await fetch(url, { method: 'POST', headers, body });
+      const response = await fetch(target.url, { method: 'POST', headers: target.headers(), body: target.body });
       await response.arrayBuffer();
       if (response.status === 200) latencies.push(performance.now() - start);
       else errors++;
@@ -96,6 +119,99 @@ async function initiationLoad(service: ServiceProcess, setup: Setup, seconds: nu
   const started = performance.now();
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   return { latencies, errors, seconds: (performance.now() - started) / 1000 };
+}
+
+/** Open loop: one request every 1/rate s whatever the answers, as independent clients would send them. */
+async function openLoop(target: Target, rate: number, seconds: number) {
+  const latencies: number[] = [];
+  let errors = 0;
+  const total = Math.max(1, Math.round(rate * seconds));
+  const started = performance.now();
+  const requests: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const wait = started + (i * 1000) / rate - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    requests.push(
+      (async () => {
+        const start = performance.now();
+        const response = await fetch(target.url, { method: 'POST', headers: target.headers(), body: target.body });
+        await response.arrayBuffer();
+        if (response.status === 200) latencies.push(performance.now() - start);
+        else errors++;
+      })(),
+    );
+  }
+  await Promise.all(requests);
+  latencies.sort((a, b) => a - b);
+  return { rate_per_second: round(rate, 1), requests: latencies.length, errors, request_latency_ms: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) } };
+}
+
+/** Resident memory of a process now and at its peak, in MB (Linux). */
+function memoryOf(pid: number | undefined): { rss_mb: number; peak_rss_mb: number } | string {
+  if (pid === undefined) return 'unknown pid';
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { rss_mb: round(kb('VmRSS') / 1024, 1), peak_rss_mb: round(kb('VmHWM') / 1024, 1) };
+  } catch (error) {
+    return `not measured: ${(error as Error).message}`;
+  }
+}
+
+/** The floor process (bench/floor-server.ts) on the given setup's database. */
+async function startFloor(setup: Setup) {
+  const definition = await setup.store.db.selectFrom('workflow_definitions').select(['id', 'workflow_id']).executeTakeFirstOrThrow();
+  const floor = spawnProcess(process.execPath, ['--import', 'tsx', 'bench/floor-server.ts'], {
+    DATABASE_URL: setup.url,
+    FLOOR_IDS: [setup.fixture.orgId, definition.workflow_id, definition.id, setup.routeId].join(','),
+  });
+  const [, url = ''] = await floor.waitForStdout(/Server listening at (http:\/\/127\.0\.0\.1:\d+)/, 20_000);
+  return { floor, url };
+}
+
+/**
+ * The service against the floor: alternating rounds of the same closed-loop load, then each at
+ * half the service's throughput in an open loop (evenly spaced requests) for latency.
+ */
+async function floorComparison(kind: StoreKind) {
+  process.stdout.write(`\n[${kind}] floor and service (API-only), ${ROUNDS} alternating rounds of ${SECONDS / ROUNDS} s, ${CONCURRENCY} clients\n`);
+  const serviceSetup = await setUp(kind);
+  const floorSetup = await setUp(kind);
+  const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: serviceSetup.url, DIALTONE_ROLE: 'api' });
+  const idle = memoryOf(service.child.pid);
+  const { floor, url } = await startFloor(floorSetup);
+  try {
+    const floorTarget: Target = { url: `${url}/floor`, headers: () => ({ 'content-type': 'application/json' }), body: initiationTarget(service, serviceSetup).body };
+    const serviceTarget = initiationTarget(service, serviceSetup);
+    // Warm both (JIT, pools, caches) before anything counts.
+    await closedLoop(floorTarget, 1);
+    await closedLoop(serviceTarget, 1);
+    const floorSamples: LoadSample[] = [];
+    const serviceSamples: LoadSample[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      floorSamples.push(await closedLoop(floorTarget, SECONDS / ROUNDS));
+      serviceSamples.push(await closedLoop(serviceTarget, SECONDS / ROUNDS));
+    }
+    const floorSummary = summarize(floorSamples);
+    const serviceSummary = summarize(serviceSamples);
+    const halfRate = serviceSummary.initiations_per_second / 2;
+    const serviceAtHalf = await openLoop(serviceTarget, halfRate, SECONDS / 2);
+    const floorAtHalf = await openLoop(floorTarget, halfRate, SECONDS / 2);
+    return {
+      floor: floorSummary,
+      service: serviceSummary,
+      throughput_ratio: round(serviceSummary.initiations_per_second / floorSummary.initiations_per_second, 2),
+      at_half_service_throughput: { service: serviceAtHalf, floor: floorAtHalf },
+      service_memory: { idle: idle, after_load: memoryOf(service.child.pid) },
+    };
+  } finally {
+    floor.child.kill('SIGTERM');
+    await floor.exited;
+    service.child.kill('SIGTERM');
+    await service.exited;
+    await serviceSetup.drop();
+    await floorSetup.drop();
+  }
 }
 
 function summarize(samples: LoadSample[]) {
@@ -109,32 +225,6 @@ function summarize(samples: LoadSample[]) {
   };
 }
 
-/** Open loop: one request every 1/RATE s whatever the answers, as independent clients would send them. */
-async function pacedLoad(service: ServiceProcess, setup: Setup) {
-  const url = `${service.url}/api/v1/public/agent/${setup.fixture.agentUuid}`;
-  const body = JSON.stringify({ phone_number: '+12025550123', telephony_configuration_id: setup.routeId });
-  const latencies: number[] = [];
-  let errors = 0;
-  const total = RATE * SECONDS;
-  const started = performance.now();
-  const requests: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const wait = started + (i * 1000) / RATE - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    requests.push(
-      (async () => {
-        const start = performance.now();
-        const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': setup.fixture.apiKey }, body });
-        await response.arrayBuffer();
-        if (response.status === 200) latencies.push(performance.now() - start);
-        else errors++;
-      })(),
-    );
-  }
-  await Promise.all(requests);
-  latencies.sort((a, b) => a - b);
-  return { rate_per_second: RATE, requests: latencies.length, errors, request_latency_ms: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) } };
-}
 
 async function waitUntilDialed(store: Store, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -176,26 +266,46 @@ async function dispatcherThroughput(setup: Setup) {
     await setup.store.db.insertInto('workflow_runs').values(rows).execute();
   }
   const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'dispatcher', DISPATCH_BATCH_SIZE: '1000' });
+  const idle = memoryOf(service.child.pid);
   const started = Date.now();
+  let memory;
+  let reslots = 'unknown';
   try {
     await waitUntilDialed(setup.store, 600_000);
+    memory = memoryOf(service.child.pid);
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    reslots = /^dialtone_pacing_reslots_total (\d+)/m.exec(metrics)?.[1] ?? 'not reported';
   } finally {
     service.child.kill('SIGTERM');
     await service.exited;
   }
   const seconds = (Date.now() - started) / 1000;
-  return { backlog: BACKLOG, seconds: round(seconds), dials_per_second: round(BACKLOG / seconds, 1) };
+  const dialed = await setup.store.db
+    .selectFrom('workflow_runs')
+    .select((eb) => [eb.fn.countAll<number>().as('runs'), eb.fn.count<number>('provider_call_id').distinct().as('calls')])
+    .where('dial_sent_at', 'is not', null)
+    .executeTakeFirstOrThrow();
+  return {
+    backlog: BACKLOG,
+    seconds: round(seconds),
+    dials_per_second: round(BACKLOG / seconds, 1),
+    pacing_reslots: reslots,
+    runs_dialed: Number(dialed.runs),
+    distinct_provider_calls: Number(dialed.calls),
+    memory: { idle, after_drain: memory },
+  };
 }
 
 async function benchStore(kind: StoreKind) {
-  process.stdout.write(`\n[${kind}] saturation: ${CONCURRENCY} clients for ${SECONDS} s\n`);
+  const versusFloor = await floorComparison(kind);
+  process.stdout.write(`\n[${kind}] saturation (API and dispatcher on one node): ${CONCURRENCY} clients for ${SECONDS} s\n`);
   const load = await setUp(kind);
   const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: load.url });
   let saturation;
   let saturationDial;
   let withKeys;
   try {
-    saturation = summarize([await initiationLoad(service, load, SECONDS)]);
+    saturation = summarize([await closedLoop(initiationTarget(service, load), SECONDS)]);
     await waitUntilDialed(load.store, 60_000);
     saturationDial = await timeToDial(load.store);
     // The cost of claiming and completing an Idempotency-Key: the same service and database, with
@@ -205,8 +315,8 @@ async function benchStore(kind: StoreKind) {
     const without: LoadSample[] = [];
     const keyed: LoadSample[] = [];
     for (let round = 0; round < 2; round++) {
-      without.push(await initiationLoad(service, load, SECONDS / 2));
-      keyed.push(await initiationLoad(service, load, SECONDS / 2, true));
+      without.push(await closedLoop(initiationTarget(service, load), SECONDS / 2));
+      keyed.push(await closedLoop(initiationTarget(service, load, true), SECONDS / 2));
     }
     await waitUntilDialed(load.store, 60_000);
     withKeys = { without_key: summarize(without), with_key: summarize(keyed) };
@@ -222,7 +332,7 @@ async function benchStore(kind: StoreKind) {
   let paced;
   let pacedDial;
   try {
-    paced = await pacedLoad(pacedService, pacedSetup);
+    paced = await openLoop(initiationTarget(pacedService, pacedSetup), RATE, SECONDS);
     await waitUntilDialed(pacedSetup.store, 60_000);
     pacedDial = await timeToDial(pacedSetup.store);
   } finally {
@@ -240,6 +350,7 @@ async function benchStore(kind: StoreKind) {
     await drain.drop();
   }
   return {
+    versus_floor: versusFloor,
     saturation: { ...saturation, time_to_dial_ms: saturationDial },
     idempotency_key_cost: {
       ...withKeys,
@@ -263,7 +374,7 @@ async function postgresReachable(): Promise<boolean> {
 const results: Record<string, unknown> = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
-  settings: { seconds: SECONDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG },
+  settings: { seconds: SECONDS, rounds: ROUNDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG },
   sqlite: await benchStore('sqlite'),
 };
 if (await postgresReachable()) results.postgres = await benchStore('postgres');
