@@ -8,6 +8,8 @@ import type { Deps } from './deps.js';
 import { DialtoneError } from './errors.js';
 import { authenticateHook } from './http/authenticate.js';
 import { clientErrorHandler } from './http/client-errors.js';
+import { openApiOptions } from './http/openapi.js';
+import { problemSchemas } from './http/problem-schemas.js';
 import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
@@ -89,22 +91,9 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     sendProblem(reply, new DialtoneError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
   );
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Dialtone',
-        version: '1.0.0',
-        description: 'Outbound call initiation. Errors are RFC 9457 problem details (application/problem+json).',
-      },
-      components: {
-        securitySchemes: {
-          ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
-          RunToken: { type: 'http', scheme: 'bearer', description: 'The per-run token handed to the agent runtime with an answered call.' },
-        },
-      },
-    },
-  });
+  // Shared before any route refers to them: each status's problem schema, by $id.
+  for (const schema of problemSchemas()) app.addSchema(schema);
+  await app.register(swagger, openApiOptions(config));
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   await app.register(operationsRoutes(deps));
