@@ -6,10 +6,17 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { FastifyInstance } from 'fastify';
+import { connect } from 'node:net';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { requestFingerprint } from '../src/calls/idempotency.js';
+import type { Deps } from '../src/deps.js';
 import { ERROR_CODES, type ErrorCode } from '../src/errors.js';
 import { PROBLEMS } from '../src/http/problems.js';
-import { build } from './helpers/app.js';
+import { issueRunToken } from '../src/runtime/run-token.js';
+import { build, postJson, type TestEnv } from './helpers/app.js';
+import { createOrgFixture, OPERATION_CASES, PATHS, type OperationCase, type OrgFixture } from './helpers/fixtures.js';
 
 interface Schema {
   $ref?: string;
@@ -312,6 +319,249 @@ describe('operational endpoints', () => {
       assert.equal(problem.status, 404);
       assert.equal(problem.title, 'Not found');
       assert.equal(problem.request_id, response.headers['x-request-id']);
+    }
+  });
+});
+
+interface Answer {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+const fromInject = (response: LightMyRequestResponse): Answer => ({
+  status: response.statusCode,
+  contentType: String(response.headers['content-type'] ?? ''),
+  body: response.body,
+});
+
+/** Checks real answers against the document, and remembers which declared statuses they gave. */
+class DeclaredAnswers {
+  private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
+  private readonly validators = new Map<string, ValidateFunction>();
+  readonly seen = new Map<string, Set<string>>();
+
+  constructor(private readonly doc: OpenApiDocument) {
+    addFormats.default(this.ajv);
+  }
+
+  check(method: string, path: string, answer: Answer, what: string): void {
+    const where = `${method.toUpperCase()} ${path} (${what}) answered ${answer.status}`;
+    const operation = this.doc.paths[path]?.[method];
+    assert.ok(operation, `${method.toUpperCase()} ${path} is documented`);
+    const status = String(answer.status);
+    const response = operation.responses[status];
+    assert.ok(response, `${where}: the status is declared (declared: ${Object.keys(operation.responses).join(', ')}): ${answer.body.slice(0, 300)}`);
+    const mediaType = answer.contentType.split(';')[0]?.trim() ?? '';
+    const media = response.content?.[mediaType];
+    assert.ok(media, `${where}: ${mediaType || 'no media type'} is declared (declared: ${Object.keys(response.content ?? {}).join(', ')})`);
+    const key = `${method} ${path} ${status} ${mediaType}`;
+    let validate = this.validators.get(key);
+    if (!validate) {
+      // The components travel with the schema so its #/components/schemas/… references resolve.
+      validate = this.ajv.compile({ ...media.schema, components: this.doc.components });
+      this.validators.set(key, validate);
+    }
+    const value: unknown = mediaType.endsWith('json') ? JSON.parse(answer.body) : answer.body;
+    assert.ok(validate(value), `${where}: the body does not match the declared schema: ${this.ajv.errorsText(validate.errors)}\n${answer.body.slice(0, 500)}`);
+    const seen = this.seen.get(`${method} ${path}`) ?? new Set<string>();
+    this.seen.set(`${method} ${path}`, seen.add(status));
+  }
+}
+
+/** What Node answers on a raw socket before routing, read until the server closes the connection. */
+function rawExchange(port: number, request: string, stallAfterWriting = false): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      const [head = '', ...rest] = text.split('\r\n\r\n');
+      const status = /^HTTP\/1\.1 (\d{3}) /.exec(head)?.[1];
+      if (!status) return reject(new Error(`no HTTP answer to ${JSON.stringify(request.slice(0, 80))}: ${JSON.stringify(text.slice(0, 200))}`));
+      resolve({ status: Number(status), contentType: /^content-type: *(.*)$/im.exec(head)?.[1]?.trim() ?? '', body: rest.join('\r\n\r\n') });
+    });
+    socket.write(request);
+    if (!stallAfterWriting) socket.end();
+  });
+}
+
+/** Leaves the workflow with a draft and nothing published (the domain never unpublishes). */
+async function unpublish(deps: Deps, workflowUuid: string): Promise<void> {
+  const workflow = await deps.store.db.selectFrom('workflows').select('id').where('workflow_uuid', '=', workflowUuid).executeTakeFirstOrThrow();
+  await deps.store.db.updateTable('workflow_definitions').set({ status: 'draft', published_at: null }).where('workflow_id', '=', workflow.id).execute();
+}
+
+/** An Idempotency-Key claimed by another request still being processed, for this exact request. */
+async function holdIdempotencyKey(deps: Deps, orgId: number, key: string, path: string, body: unknown): Promise<void> {
+  const now = deps.clock.now();
+  await deps.store.db
+    .insertInto('idempotency_keys')
+    .values({
+      org_id: orgId,
+      key,
+      fingerprint: requestFingerprint('POST', path, body),
+      state: 'in_flight',
+      owner: 'another-request',
+      locked_until: now + 60_000,
+      response_status: null,
+      response_body: null,
+      run_id: null,
+      created_at: now,
+      expires_at: now + 86_400_000,
+    })
+    .execute();
+}
+
+const OK_BODY = { phone_number: '+12025550123' };
+const UNKNOWN_UUID = '00000000-0000-4000-8000-000000000000';
+const UNDECODABLE = '%E0%A4%A';
+const RUN_PATHS = {
+  get: '/api/v1/public/workflow-runs/{id}',
+  events: '/api/v1/public/workflow-runs/{id}/events',
+  cancel: '/api/v1/public/workflow-runs/{id}/cancel',
+  runtime: '/api/v1/runtime/runs/{id}',
+} as const;
+const runUrl = (template: string, id: number | string) => template.replace('{id}', String(id));
+const templateOf = (op: OperationCase) => OPERATIONS.find((o) => o.operationId === op.name)?.path ?? '';
+
+/** Created through the API, so it is queued (no dispatcher runs here) and can be canceled. */
+async function createRun(env: TestEnv, f: OrgFixture): Promise<number> {
+  const created = await postJson(env.app, PATHS.initiateCall(f.agentUuid), OK_BODY, { key: f.apiKey });
+  assert.equal(created.statusCode, 200, created.body);
+  return (created.json() as { workflow_run_id: number }).workflow_run_id;
+}
+
+describe('Every answer is declared in the OpenAPI document', () => {
+  it('answers each documented operation only with declared statuses, media types and bodies, and gives every declared status but 500 and the shutdown 503', async (t) => {
+    const main = await build(t, 'sqlite');
+    const { app, deps } = main;
+    const doc = await openApi(app);
+    const answers = new DeclaredAnswers(doc);
+    const f = await createOrgFixture(deps, 'Acme');
+    const draftOnly = await createOrgFixture(deps, 'Drafts');
+    await unpublish(deps, draftOnly.workflowUuid);
+    const key = f.apiKey;
+
+    await t.test('the four Initiate Call operations', async () => {
+      for (const op of OPERATION_CASES) {
+        const template = templateOf(op);
+        const path = op.path(f);
+        const send = async (what: string, response: Promise<LightMyRequestResponse>) => answers.check('post', template, fromInject(await response), what);
+        await send('a call', postJson(app, path, OK_BODY, { key }));
+        await send('a body that is not JSON', postJson(app, path, null, { key, raw: '{' }));
+        await send('no API key', postJson(app, path, OK_BODY));
+        await send('an unknown API key', postJson(app, path, OK_BODY, { key: 'dt_live_unknown' }));
+        await send('an unknown target', postJson(app, op.path({ agentUuid: UNKNOWN_UUID, workflowUuid: UNKNOWN_UUID }), OK_BODY, { key }));
+        await send('a URL the router cannot decode', postJson(app, `${path.slice(0, path.lastIndexOf('/'))}/${UNDECODABLE}`, OK_BODY, { key }));
+        await send('an unknown telephony configuration', postJson(app, path, { ...OK_BODY, telephony_configuration_id: 999_999 }, { key }));
+        if (op.mode === 'published') await send('nothing published', postJson(app, op.path(draftOnly), OK_BODY, { key: draftOnly.apiKey }));
+        await holdIdempotencyKey(deps, f.orgId, `held-${op.name}`, path, OK_BODY);
+        await send('an Idempotency-Key in flight', postJson(app, path, OK_BODY, { key, headers: { 'idempotency-key': `held-${op.name}` } }));
+        await send('a body over the limit', postJson(app, path, { ...OK_BODY, initial_context: { blob: 'x'.repeat(70_000) } }, { key }));
+        await send('a text body', app.inject({ method: 'POST', url: path, headers: { 'x-api-key': key, 'content-type': 'text/plain' }, payload: 'call me' }));
+        await send('an unknown field', postJson(app, path, { ...OK_BODY, priority: 1 }, { key }));
+        await send('an invalid phone number', postJson(app, path, { phone_number: '12345' }, { key }));
+      }
+    });
+
+    await t.test('the workflow run operations and the runtime read', async () => {
+      const runId = await createRun(main, f);
+      const get = (url: string, headers: Record<string, string> = { 'x-api-key': key }) => app.inject({ method: 'GET', url, headers }).then(fromInject);
+      const post = (url: string, options: { headers?: Record<string, string>; payload?: string } = {}) =>
+        app.inject({ method: 'POST', url, headers: { 'x-api-key': key, ...options.headers }, ...(options.payload !== undefined ? { payload: options.payload } : {}) }).then(fromInject);
+      for (const template of [RUN_PATHS.get, RUN_PATHS.events]) {
+        answers.check('get', template, await get(runUrl(template, runId)), 'a run');
+        answers.check('get', template, await get(runUrl(template, runId), {}), 'no API key');
+        answers.check('get', template, await get(runUrl(template, 999_999)), 'an unknown run');
+        answers.check('get', template, await get(runUrl(template, UNDECODABLE)), 'a URL the router cannot decode');
+      }
+      answers.check('get', RUN_PATHS.events, await get(`${runUrl(RUN_PATHS.events, runId)}?after=first`), 'a malformed cursor');
+
+      const cancel = runUrl(RUN_PATHS.cancel, runId);
+      answers.check('post', RUN_PATHS.cancel, await post(cancel, { headers: { 'content-type': 'text/plain' }, payload: 'please' }), 'a text body');
+      answers.check('post', RUN_PATHS.cancel, await post(cancel, { headers: { 'content-type': 'application/json' }, payload: '{' }), 'a body that is not JSON');
+      answers.check('post', RUN_PATHS.cancel, await post(cancel, { headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ reason: 'x'.repeat(70_000) }) }), 'a body over the limit');
+      answers.check('post', RUN_PATHS.cancel, await post(cancel), 'a queued run');
+      answers.check('post', RUN_PATHS.cancel, await post(cancel), 'a run that already ended');
+      answers.check('post', RUN_PATHS.cancel, await post(cancel, { headers: { 'x-api-key': '' } }), 'no API key');
+      answers.check('post', RUN_PATHS.cancel, await post(runUrl(RUN_PATHS.cancel, 999_999)), 'an unknown run');
+      answers.check('post', RUN_PATHS.cancel, await post(runUrl(RUN_PATHS.cancel, UNDECODABLE)), 'a URL the router cannot decode');
+
+      const token = issueRunToken(deps.cipher, runId, deps.clock.now() + 60_000);
+      answers.check('get', RUN_PATHS.runtime, await get(runUrl(RUN_PATHS.runtime, runId), { authorization: `Bearer ${token}` }), 'the run\'s token');
+      answers.check('get', RUN_PATHS.runtime, await get(runUrl(RUN_PATHS.runtime, runId), { authorization: 'Bearer nope' }), 'a wrong token');
+      answers.check('get', RUN_PATHS.runtime, await get(runUrl(RUN_PATHS.runtime, UNDECODABLE), { authorization: `Bearer ${token}` }), 'a URL the router cannot decode');
+    });
+
+    await t.test('the operational endpoints', async () => {
+      for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json']) {
+        answers.check('get', path, fromInject(await app.inject({ method: 'GET', url: path })), 'a probe');
+      }
+    });
+
+    await t.test('rate limits and the queue cap', async () => {
+      const limited = await build(t, 'sqlite', { env: { RATE_LIMIT_KEY_PER_SECOND: '1', RATE_LIMIT_WINDOW_SECONDS: '1' } });
+      const capped = await build(t, 'sqlite', { env: { MAX_QUEUED_RUNS_PER_ORG: '1' } });
+      const lf = await createOrgFixture(limited.deps);
+      const cf = await createOrgFixture(capped.deps);
+      /** Sends until the refusal comes (a request or two go through first), checking every answer. */
+      const until = async (status: number, method: 'get' | 'post', template: string, send: () => Promise<LightMyRequestResponse>) => {
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const answer = fromInject(await send());
+          answers.check(method, template, answer, `sent until ${status}`);
+          if (answer.status === status) return;
+        }
+        assert.fail(`${method.toUpperCase()} ${template} never answered ${status}`);
+      };
+      for (const op of OPERATION_CASES) {
+        await until(429, 'post', templateOf(op), () => postJson(limited.app, op.path(lf), OK_BODY, { key: lf.apiKey }));
+        await until(429, 'post', templateOf(op), () => postJson(capped.app, op.path(cf), OK_BODY, { key: cf.apiKey }));
+      }
+      for (const [method, template] of [['get', RUN_PATHS.get], ['get', RUN_PATHS.events], ['post', RUN_PATHS.cancel]] as const) {
+        await until(429, method, template, () => limited.app.inject({ method: method === 'get' ? 'GET' : 'POST', url: runUrl(template, 1), headers: { 'x-api-key': lf.apiKey } }));
+      }
+    });
+
+    await t.test('an unreachable store', async () => {
+      const down = await build(t, 'sqlite');
+      const df = await createOrgFixture(down.deps);
+      const runId = await createRun(down, df);
+      const token = issueRunToken(down.deps.cipher, runId, down.deps.clock.now() + 60_000);
+      await down.deps.store.close();
+      const check = async (method: 'get' | 'post', template: string, url: string, headers: Record<string, string>, payload?: string) =>
+        answers.check(method, template, fromInject(await down.app.inject({ method: method === 'get' ? 'GET' : 'POST', url, headers, ...(payload ? { payload } : {}) })), 'the store is down');
+      for (const op of OPERATION_CASES) await check('post', templateOf(op), op.path(df), { 'x-api-key': df.apiKey, 'content-type': 'application/json' }, JSON.stringify(OK_BODY));
+      await check('get', RUN_PATHS.get, runUrl(RUN_PATHS.get, runId), { 'x-api-key': df.apiKey });
+      await check('get', RUN_PATHS.events, runUrl(RUN_PATHS.events, runId), { 'x-api-key': df.apiKey });
+      await check('post', RUN_PATHS.cancel, runUrl(RUN_PATHS.cancel, runId), { 'x-api-key': df.apiKey });
+      await check('get', RUN_PATHS.runtime, runUrl(RUN_PATHS.runtime, runId), { authorization: `Bearer ${token}` });
+      await check('get', '/readyz', '/readyz', {});
+    });
+
+    await t.test('what Node refuses before routing, over a real socket', async () => {
+      const raw = await build(t, 'sqlite', { env: { HEADERS_TIMEOUT_MS: '400', REQUEST_TIMEOUT_MS: '5000', MAX_HEADER_BYTES: '2048' } });
+      await raw.app.listen({ host: '127.0.0.1', port: 0 });
+      const address = raw.app.server.address();
+      assert.ok(address && typeof address === 'object');
+      const port = address.port;
+      await Promise.all(
+        operationsOf(doc).map(async ([method, template]) => {
+          const line = `${method.toUpperCase()} ${template.replace(/\{[a-z_]*uuid\}/, UNKNOWN_UUID).replace('{id}', '1')} HTTP/1.1\r\nHost: x\r\n`;
+          answers.check(method, template, await rawExchange(port, `${line}X-Big: ${'b'.repeat(4096)}\r\n\r\n`), 'headers over MAX_HEADER_BYTES');
+          answers.check(method, template, await rawExchange(port, `${line}Bad Header: yes\r\n\r\n`), 'a header name that is not a token');
+          answers.check(method, template, await rawExchange(port, line, true), 'headers that never end');
+        }),
+      );
+    });
+
+    // 500 has no honest trigger, and the operational endpoints that touch no store answer 503 only
+    // while the node shuts down, which closes the connections a test could send on.
+    const shutdownOnly = ['/healthz', '/metrics', '/openapi.json'];
+    for (const [method, path, operation] of operationsOf(doc)) {
+      const expected = Object.keys(operation.responses).filter((status) => status !== '500' && !(status === '503' && shutdownOnly.includes(path)));
+      assert.deepEqual([...(answers.seen.get(`${method} ${path}`) ?? [])].sort(), expected.sort(), `${method.toUpperCase()} ${path}: every declared status was answered`);
     }
   });
 });

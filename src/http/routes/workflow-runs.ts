@@ -85,7 +85,11 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           tags: ['Workflow runs'],
           security: [{ ApiKey: [] }],
           params: Type.Object({ id: Type.String({ description: 'Workflow run id' }) }),
-          response: { 200: withRateLimitHeaders(WorkflowRun), ...problemResponses([...READ_REFUSALS, 'run_already_ended']) },
+          response: {
+            200: withRateLimitHeaders(WorkflowRun),
+            // Cancel ignores its body, but one that is sent is parsed: it must be JSON within the limit.
+            ...problemResponses([...READ_REFUSALS, 'unsupported_media_type', 'payload_too_large', 'malformed_json', 'run_already_ended']),
+          },
         },
       },
       async (request) => {
