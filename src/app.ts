@@ -8,7 +8,7 @@ import type { Deps } from './deps.js';
 import { DialtoneError } from './errors.js';
 import { authenticateHook } from './http/authenticate.js';
 import { clientErrorHandler } from './http/client-errors.js';
-import { openApiOptions } from './http/openapi.js';
+import { DOCS_UI_OPTIONS, openApiOptions } from './http/openapi.js';
 import { problemSchemas } from './http/problem-schemas.js';
 import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
@@ -94,7 +94,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   // Shared before any route refers to them: each status's problem schema, by $id.
   for (const schema of problemSchemas()) app.addSchema(schema);
   await app.register(swagger, openApiOptions(config));
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, DOCS_UI_OPTIONS);
 
   await app.register(operationsRoutes(deps));
   if (options.publicApi === false) return app;

@@ -283,8 +283,8 @@ describe('GET /openapi.json', () => {
 });
 
 describe('GET /docs', () => {
-  it('serves the interactive documentation as HTML', async (t) => {
-    const { app } = await build(t, 'sqlite');
+  /** The page at /docs, following redirects, with the URL it was finally served at. */
+  async function docsPage(app: FastifyInstance): Promise<{ url: string; html: string }> {
     let url = '/docs';
     let response = await app.inject({ method: 'GET', url });
     for (let hops = 0; response.statusCode >= 300 && response.statusCode < 400 && hops < 5; hops++) {
@@ -293,7 +293,50 @@ describe('GET /docs', () => {
     }
     assert.equal(response.statusCode, 200, `${url}: ${response.body.slice(0, 200)}`);
     assert.match(String(response.headers['content-type']), /^text\/html/);
-    assert.match(response.body, /<html/i);
+    return { url, html: response.body };
+  }
+
+  /** A resource the page refers to, fetched as the browser would. */
+  async function referenced(app: FastifyInstance, page: string, href: string) {
+    const response = await app.inject({ method: 'GET', url: new URL(href, `http://localhost${page}`).pathname });
+    assert.equal(response.statusCode, 200, href);
+    return response;
+  }
+
+  it('serves the interactive documentation as HTML', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const { html } = await docsPage(app);
+    assert.match(html, /<html/i);
+  });
+
+  it('is branded Dialtone: page title, favicon and logo are Dialtone\'s, and nothing of Fastify\'s or Swagger\'s branding is left', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const { url, html } = await docsPage(app);
+    assert.match(html, /<title>Dialtone API reference<\/title>/);
+    assert.doesNotMatch(html, /Swagger UI<\/title>|favicon-(16x16|32x32)\.png/, 'not Swagger UI\'s title or Fastify\'s favicons');
+
+    const icons = [...html.matchAll(/<link rel="icon" type="([^"]+)" href="([^"]+)"/g)];
+    assert.equal(icons.length, 1, 'one favicon');
+    const [, iconType = '', iconHref = ''] = icons[0] ?? [];
+    assert.equal(iconType, 'image/svg+xml');
+    const icon = await referenced(app, url, iconHref);
+    assert.match(String(icon.headers['content-type']), /^image\/svg\+xml/);
+    assert.match(icon.body, /^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+
+    const initializerHref = /<script src="([^"]*swagger-initializer\.js)"/.exec(html)?.[1];
+    assert.ok(initializerHref, 'the page loads the initializer that sets the logo');
+    const initializer = (await referenced(app, url, initializerHref)).body;
+    const logoData = /img\.src = 'data:image\/svg\+xml;base64,([A-Za-z0-9+/=]+)'/.exec(initializer)?.[1];
+    assert.ok(logoData, 'the top bar\'s logo is replaced by an inline SVG');
+    const logo = Buffer.from(logoData, 'base64').toString('utf8');
+    assert.match(logo, /<title>Dialtone<\/title>/);
+    assert.match(logo, />Dialtone<\/text>/);
+
+    const fastifyLogo = await readFile(join(ROOT, 'node_modules', '@fastify', 'swagger-ui', 'static', 'logo.svg'));
+    assert.ok(!initializer.includes(fastifyLogo.toString('base64')), 'not Fastify\'s logo');
+    for (const [name, text] of [['page', html], ['initializer', initializer], ['logo', logo], ['favicon', icon.body]] as const) {
+      assert.doesNotMatch(text, /fastify/i, `no Fastify branding in the ${name}`);
+    }
   });
 });
 

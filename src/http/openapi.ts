@@ -1,7 +1,8 @@
-// The OpenAPI document's own parts (info, servers, tags, shared schemas). Operations describe
-// themselves in their route schemas.
+// The OpenAPI document's own parts (info, servers, tags, shared schemas) and the branding of the
+// interactive reference at /docs. Operations describe themselves in their route schemas.
 import { readFileSync } from 'node:fs';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import type { Config } from '../config.js';
 
 interface PackageInfo {
@@ -74,3 +75,20 @@ export function openApiOptions(config: Pick<Config, 'PUBLIC_BASE_URL'>): Fastify
       'openapiObject' in documentObject ? withoutUnusedSchemas(documentObject.openapiObject as Record<string, unknown>) : documentObject.swaggerObject,
   };
 }
+
+// A tone's wave in a green disc: the mark, alone as the favicon and beside the name as the logo.
+const MARK = '<circle cx="20" cy="20" r="19" fill="#12a36b"/><path d="M7 20q3.25-9 6.5 0t6.5 0t6.5 0t6.5 0" fill="none" stroke="#fff" stroke-width="3" stroke-linecap="round"/>';
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 40 40">${MARK}</svg>`;
+export const LOGO_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 156 40" role="img" aria-label="Dialtone">' +
+  `<title>Dialtone</title>${MARK}<text x="48" y="28.5" fill="#fff" font-family="system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif" font-size="24" font-weight="600">Dialtone</text></svg>`;
+
+/** /docs as Dialtone's: page title, logo and favicon, instead of Swagger UI's and Fastify's. */
+export const DOCS_UI_OPTIONS: FastifySwaggerUiOptions = {
+  routePrefix: '/docs',
+  theme: {
+    title: 'Dialtone API reference',
+    favicon: [{ filename: 'dialtone.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: FAVICON_SVG }],
+  },
+  logo: { type: 'image/svg+xml', content: LOGO_SVG, href: '/docs', target: '_self' },
+};
