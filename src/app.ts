@@ -10,6 +10,8 @@ import { authenticateHook } from './http/authenticate.js';
 import { clientErrorHandler, guardHttpServer } from './http/client-errors.js';
 import { refuseUnreadableBodies, useJsonBodies } from './http/json-body.js';
 import { methodNotAllowed } from './http/method-not-allowed.js';
+import { DOCS_UI_OPTIONS, openApiOptions } from './http/openapi.js';
+import { problemSchemas } from './http/problem-schemas.js';
 import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
@@ -99,23 +101,10 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     return sendProblem(reply, new DialtoneError('method_not_allowed', `${path} does not answer ${request.method}; it answers ${allowed.join(', ')}.`));
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Dialtone',
-        version: '1.0.0',
-        description: 'Outbound call initiation. Errors are RFC 9457 problem details (application/problem+json).',
-      },
-      components: {
-        securitySchemes: {
-          ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
-          RunToken: { type: 'http', scheme: 'bearer', description: 'The per-run token handed to the agent runtime with an answered call.' },
-        },
-      },
-    },
-  });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // Shared before any route refers to them: each status's problem schema, by $id.
+  for (const schema of problemSchemas()) app.addSchema(schema);
+  await app.register(swagger, openApiOptions(config));
+  await app.register(swaggerUi, DOCS_UI_OPTIONS);
 
   await app.register(operationsRoutes(deps));
   if (options.publicApi === false) return app;

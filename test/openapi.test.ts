@@ -1,29 +1,68 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import type { FastifyInstance } from 'fastify';
-import { build } from './helpers/app.js';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { connect } from 'node:net';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { requestFingerprint } from '../src/calls/idempotency.js';
+import type { Deps } from '../src/deps.js';
+import { ERROR_CODES, type ErrorCode } from '../src/errors.js';
+import { PROBLEMS } from '../src/http/problems.js';
+import { issueRunToken } from '../src/runtime/run-token.js';
+import { build, postJson, type TestEnv } from './helpers/app.js';
+import { createOrgFixture, OPERATION_CASES, PATHS, type OperationCase, type OrgFixture } from './helpers/fixtures.js';
 
 interface Schema {
+  $ref?: string;
   type?: string | string[];
+  enum?: unknown[];
   properties?: Record<string, Schema>;
   required?: string[];
   additionalProperties?: boolean;
 }
 interface MediaType {
   schema: Schema;
+  examples?: Record<string, { summary?: string; value: { code?: string; type?: string; status?: number } }>;
 }
 interface Operation {
   operationId: string;
+  description?: string;
+  tags?: string[];
   security?: Record<string, string[]>[];
   parameters?: { in: string; name: string; required?: boolean }[];
   requestBody?: { required?: boolean; content: Record<string, MediaType> };
-  responses: Record<string, { description: string; content?: Record<string, MediaType> }>;
+  responses: Record<string, { description: string; content?: Record<string, MediaType>; headers?: Record<string, unknown> }>;
 }
 interface OpenApiDocument {
   openapi: string;
-  info: { title: string; version: string };
+  info: { title: string; version: string; license?: { name: string; identifier?: string } };
+  servers?: { url: string; description?: string }[];
+  tags?: { name: string; description?: string }[];
   paths: Record<string, Record<string, Operation>>;
-  components: { securitySchemes: Record<string, unknown> };
+  components: { securitySchemes: Record<string, unknown>; schemas?: Record<string, Schema> };
+}
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Every operation of the document, as [method, path, operation]. */
+function operationsOf(doc: OpenApiDocument): [string, string, Operation][] {
+  return Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]): [string, string, Operation] => [method, path, op]));
+}
+
+/** The component a `$ref` names. */
+function resolve(doc: OpenApiDocument, schema: Schema | undefined): Schema | undefined {
+  const name = schema?.$ref?.replace('#/components/schemas/', '');
+  return name === undefined ? schema : doc.components.schemas?.[name];
+}
+
+function codesWithStatus(status: number): ErrorCode[] {
+  return ERROR_CODES.filter((code) => PROBLEMS[code].status === status);
 }
 
 const OPERATIONS = [
@@ -33,7 +72,7 @@ const OPERATIONS = [
   { path: '/api/v1/public/agent/test/workflow/{workflow_uuid}', operationId: 'initiateCallTestByWorkflowUuid', param: 'workflow_uuid' },
 ] as const;
 
-const PROBLEM_STATUSES = ['400', '401', '404', '409', '413', '415', '422', '429', '503'];
+const PROBLEM_STATUSES = ['400', '401', '404', '408', '409', '413', '415', '417', '422', '429', '431', '500', '503'];
 
 async function openApi(app: FastifyInstance): Promise<OpenApiDocument> {
   const response = await app.inject({ method: 'GET', url: '/openapi.json' });
@@ -85,7 +124,7 @@ describe('GET /openapi.json', () => {
     }
   });
 
-  it('documents the 200 response and every problem status as application/problem+json', async (t) => {
+  it('documents the 200 response and every problem status as application/problem+json, each with its status\'s problem schema', async (t) => {
     const { app } = await build(t, 'sqlite');
     const doc = await openApi(app);
     for (const op of OPERATIONS) {
@@ -97,11 +136,13 @@ describe('GET /openapi.json', () => {
       for (const status of PROBLEM_STATUSES) {
         const content = responses[status]?.content ?? {};
         assert.deepEqual(Object.keys(content), ['application/problem+json'], `${op.operationId} ${status}`);
-        const problem = content['application/problem+json']?.schema;
+        const reference = content['application/problem+json']?.schema;
+        assert.equal(reference?.$ref, `#/components/schemas/Problem${status}`, `${op.operationId} ${status}`);
+        const problem = resolve(doc, reference);
         for (const member of ['type', 'title', 'status', 'detail', 'code', 'request_id']) {
           assert.ok(problem?.required?.includes(member), `${op.operationId} ${status} problem requires ${member}`);
         }
-        assert.ok(problem?.properties?.errors, 'validation errors are documented');
+        assert.equal(Boolean(problem?.properties?.errors), status === '422', `${status}: only validation problems list errors`);
       }
     }
   });
@@ -110,12 +151,17 @@ describe('GET /openapi.json', () => {
     const { app } = await build(t, 'sqlite');
     const doc = await openApi(app);
     assert.deepEqual(doc.components.securitySchemes.ApiKey, { type: 'apiKey', in: 'header', name: 'X-API-Key' });
-    for (const [path, item] of Object.entries(doc.paths)) {
-      for (const [method, operation] of Object.entries(item)) {
-        // The agent runtime's read is authorized by the per-run token instead.
-        const expected = path.startsWith('/api/v1/runtime/') ? [{ RunToken: [] }] : [{ ApiKey: [] }];
-        assert.deepEqual(operation.security, expected, `${method.toUpperCase()} ${path}`);
-      }
+    for (const [method, path, operation] of operationsOf(doc)) {
+      // The agent runtime's read is authorized by the per-run token instead; operations take nothing.
+      // /metrics takes nothing, or METRICS_TOKEN when the operator sets one.
+      const expected = path.startsWith('/api/v1/runtime/')
+        ? [{ RunToken: [] }]
+        : path.startsWith('/api/v1/public/')
+          ? [{ ApiKey: [] }]
+          : path === '/metrics'
+            ? [{}, { MetricsToken: [] }]
+            : [];
+      assert.deepEqual(operation.security, expected, `${method.toUpperCase()} ${path}`);
     }
     assert.deepEqual(doc.components.securitySchemes.RunToken, {
       type: 'http',
@@ -124,21 +170,131 @@ describe('GET /openapi.json', () => {
     });
   });
 
-  it('leaves the operational endpoints and the provider callbacks out of the public document, and documents the runtime read', async (t) => {
+  it('documents the public API, the runtime read and the operational endpoints, and leaves out the provider callbacks and /docs', async (t) => {
     const { app } = await build(t, 'sqlite');
     const doc = await openApi(app);
-    for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json']) assert.equal(doc.paths[path], undefined, path);
+    const operational = ['/healthz', '/readyz', '/metrics', '/openapi.json'];
+    for (const path of operational) assert.deepEqual(Object.keys(doc.paths[path] ?? {}), ['get'], path);
     assert.ok(
-      Object.keys(doc.paths).every((path) => path.startsWith('/api/v1/public/') || path === '/api/v1/runtime/runs/{id}'),
+      Object.keys(doc.paths).every((path) => path.startsWith('/api/v1/public/') || path === '/api/v1/runtime/runs/{id}' || operational.includes(path)),
       Object.keys(doc.paths).join(', '),
     );
     assert.equal(doc.paths['/api/v1/runtime/runs/{id}']?.get?.operationId, 'getRuntimeRun');
   });
+
+  it('names where the service is (servers), the version and licence of package.json, and describes every tag and operation', async (t) => {
+    const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string; license: string };
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    assert.deepEqual(doc.servers?.map((s) => s.url), ['/'], 'without PUBLIC_BASE_URL, the origin the document came from');
+    assert.equal(doc.info.version, pkg.version);
+    assert.deepEqual(doc.info.license, { name: 'Apache-2.0', identifier: pkg.license });
+    const tags = new Map((doc.tags ?? []).map((tag) => [tag.name, tag.description]));
+    for (const [method, path, operation] of operationsOf(doc)) {
+      assert.ok(operation.operationId, `${method} ${path} has an operationId`);
+      assert.ok(operation.description, `${operation.operationId} is described`);
+      for (const tag of operation.tags ?? []) assert.ok(tags.get(tag), `${operation.operationId}: tag ${tag} is declared with a description`);
+    }
+
+    const { app: published } = await build(t, 'sqlite', { env: { PUBLIC_BASE_URL: 'https://calls.example.test/' } });
+    assert.deepEqual((await openApi(published)).servers?.map((s) => s.url), ['https://calls.example.test']);
+  });
+
+  it('declares on every operation the answers any route can give: 400 bad_request, 408 request_timeout, 417 expectation_failed, 431 request_header_fields_too_large, 500, 503', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    for (const [, , operation] of operationsOf(doc)) {
+      for (const [status, code] of [['400', 'bad_request'], ['408', 'request_timeout'], ['417', 'expectation_failed'], ['431', 'request_header_fields_too_large'], ['500', 'internal_error'], ['503', 'unavailable']]) {
+        const examples = operation.responses[status]?.content?.['application/problem+json']?.examples ?? {};
+        assert.ok(Object.keys(examples).includes(code as string), `${operation.operationId} declares ${status} ${code}`);
+      }
+    }
+  });
+
+  it('gives each status one problem schema whose code and type list exactly the codes answered with that status', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    const schemas = Object.entries(doc.components.schemas ?? {}).filter(([name]) => name.startsWith('Problem'));
+    assert.ok(schemas.length > 0);
+    for (const [name, schema] of schemas) {
+      const status = Number(name.replace('Problem', ''));
+      const codes = codesWithStatus(status);
+      assert.deepEqual(schema.properties?.code?.enum, codes, name);
+      assert.deepEqual(schema.properties?.type?.enum, codes.map((code) => `https://dialtone.dev/problems/${code}`), name);
+      assert.deepEqual(schema.properties?.status?.enum, [status], name);
+    }
+    for (const [, , operation] of operationsOf(doc)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const reference = response.content?.['application/problem+json']?.schema.$ref;
+        if (reference) assert.equal(reference, `#/components/schemas/Problem${status}`, `${operation.operationId} ${status}`);
+      }
+    }
+  });
+
+  it('shows, for every problem response, examples whose code is answered with that status and whose type is under https://dialtone.dev/problems/', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    for (const [, , operation] of operationsOf(doc)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const media = response.content?.['application/problem+json'];
+        if (!media) continue;
+        const examples = Object.entries(media.examples ?? {});
+        assert.ok(examples.length > 0, `${operation.operationId} ${status} has examples`);
+        for (const [name, { value }] of examples) {
+          const where = `${operation.operationId} ${status} example ${name}`;
+          assert.equal(value.code, name, where);
+          assert.equal(PROBLEMS[value.code as ErrorCode]?.status, Number(status), `${where}: the code is answered with ${status}`);
+          assert.equal(value.status, Number(status), where);
+          assert.equal(value.type, `https://dialtone.dev/problems/${value.code}`, where);
+        }
+      }
+    }
+    assert.ok(!JSON.stringify(doc).includes('example.com'), 'no placeholder example.com');
+  });
+
+  it('declares every code the service answers on some operation, except the Twilio callbacks\' own', async (t) => {
+    // A code added to PROBLEMS reaches the per-status schemas by itself; which operations answer it
+    // cannot be derived, so a new code fails here until a route lists it (or it is added below).
+    // Besides the Twilio callbacks' own: the docs' static files' refusals (forbidden, not acceptable,
+    // precondition failed, range not satisfiable), 405 for a method no operation has, 414 should
+    // Node or a plugin raise it.
+    const undocumentedOnly: ErrorCode[] = ['invalid_signature', 'forbidden', 'not_acceptable', 'precondition_failed', 'range_not_satisfiable', 'method_not_allowed', 'uri_too_long'];
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    const declared = new Set(
+      operationsOf(doc).flatMap(([, , operation]) =>
+        Object.values(operation.responses).flatMap((response) => Object.keys(response.content?.['application/problem+json']?.examples ?? {})),
+      ),
+    );
+    for (const code of ERROR_CODES) {
+      if (undocumentedOnly.includes(code)) assert.ok(!declared.has(code), `${code} is answered by undocumented routes only`);
+      else assert.ok(declared.has(code), `${code} (${PROBLEMS[code].status}) is declared by some operation`);
+    }
+  });
+
+  it('passes `redocly lint` with the recommended rules, without an error or a warning', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const served = await app.inject({ method: 'GET', url: '/openapi.json' });
+    const dir = await mkdtemp(join(tmpdir(), 'dialtone-openapi-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const file = join(dir, 'openapi.json');
+    await writeFile(file, served.body);
+    const redocly = join(ROOT, 'node_modules', '.bin', 'redocly');
+    const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
+    const run = promisify(execFile);
+    // execFile rejects on a non-zero exit; the rejection carries the output to show what failed.
+    const { stdout } = await run(redocly, ['lint', file, '--config', join(ROOT, 'redocly.yaml'), '--format', 'json'], { cwd: ROOT, env, timeout: 120_000 }).catch(
+      (error: { stdout?: string; stderr?: string; code?: number }) => assert.fail(`redocly lint exited ${error.code}: ${error.stdout}${error.stderr}`),
+    );
+    const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number; ignored: number }; problems: unknown[] };
+    assert.deepEqual(report.problems, []);
+    assert.deepEqual(report.totals, { errors: 0, warnings: 0, ignored: 0 });
+  });
 });
 
 describe('GET /docs', () => {
-  it('serves the interactive documentation as HTML', async (t) => {
-    const { app } = await build(t, 'sqlite');
+  /** The page at /docs, following redirects, with the URL it was finally served at. */
+  async function docsPage(app: FastifyInstance): Promise<{ url: string; html: string }> {
     let url = '/docs';
     let response = await app.inject({ method: 'GET', url });
     for (let hops = 0; response.statusCode >= 300 && response.statusCode < 400 && hops < 5; hops++) {
@@ -147,7 +303,50 @@ describe('GET /docs', () => {
     }
     assert.equal(response.statusCode, 200, `${url}: ${response.body.slice(0, 200)}`);
     assert.match(String(response.headers['content-type']), /^text\/html/);
-    assert.match(response.body, /<html/i);
+    return { url, html: response.body };
+  }
+
+  /** A resource the page refers to, fetched as the browser would. */
+  async function referenced(app: FastifyInstance, page: string, href: string) {
+    const response = await app.inject({ method: 'GET', url: new URL(href, `http://localhost${page}`).pathname });
+    assert.equal(response.statusCode, 200, href);
+    return response;
+  }
+
+  it('serves the interactive documentation as HTML', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const { html } = await docsPage(app);
+    assert.match(html, /<html/i);
+  });
+
+  it('is branded Dialtone: page title, favicon and logo are Dialtone\'s, and nothing of Fastify\'s or Swagger\'s branding is left', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const { url, html } = await docsPage(app);
+    assert.match(html, /<title>Dialtone API reference<\/title>/);
+    assert.doesNotMatch(html, /Swagger UI<\/title>|favicon-(16x16|32x32)\.png/, 'not Swagger UI\'s title or Fastify\'s favicons');
+
+    const icons = [...html.matchAll(/<link rel="icon" type="([^"]+)" href="([^"]+)"/g)];
+    assert.equal(icons.length, 1, 'one favicon');
+    const [, iconType = '', iconHref = ''] = icons[0] ?? [];
+    assert.equal(iconType, 'image/svg+xml');
+    const icon = await referenced(app, url, iconHref);
+    assert.match(String(icon.headers['content-type']), /^image\/svg\+xml/);
+    assert.match(icon.body, /^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+
+    const initializerHref = /<script src="([^"]*swagger-initializer\.js)"/.exec(html)?.[1];
+    assert.ok(initializerHref, 'the page loads the initializer that sets the logo');
+    const initializer = (await referenced(app, url, initializerHref)).body;
+    const logoData = /img\.src = 'data:image\/svg\+xml;base64,([A-Za-z0-9+/=]+)'/.exec(initializer)?.[1];
+    assert.ok(logoData, 'the top bar\'s logo is replaced by an inline SVG');
+    const logo = Buffer.from(logoData, 'base64').toString('utf8');
+    assert.match(logo, /<title>Dialtone<\/title>/);
+    assert.match(logo, />Dialtone<\/text>/);
+
+    const fastifyLogo = await readFile(join(ROOT, 'node_modules', '@fastify', 'swagger-ui', 'static', 'logo.svg'));
+    assert.ok(!initializer.includes(fastifyLogo.toString('base64')), 'not Fastify\'s logo');
+    for (const [name, text] of [['page', html], ['initializer', initializer], ['logo', logo], ['favicon', icon.body]] as const) {
+      assert.doesNotMatch(text, /fastify/i, `no Fastify branding in the ${name}`);
+    }
   });
 });
 
@@ -173,6 +372,252 @@ describe('operational endpoints', () => {
       assert.equal(problem.status, 404);
       assert.equal(problem.title, 'Not found');
       assert.equal(problem.request_id, response.headers['x-request-id']);
+    }
+  });
+});
+
+interface Answer {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+const fromInject = (response: LightMyRequestResponse): Answer => ({
+  status: response.statusCode,
+  contentType: String(response.headers['content-type'] ?? ''),
+  body: response.body,
+});
+
+/** Checks real answers against the document, and remembers which declared statuses they gave. */
+class DeclaredAnswers {
+  private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
+  private readonly validators = new Map<string, ValidateFunction>();
+  readonly seen = new Map<string, Set<string>>();
+
+  constructor(private readonly doc: OpenApiDocument) {
+    addFormats.default(this.ajv);
+  }
+
+  check(method: string, path: string, answer: Answer, what: string): void {
+    const where = `${method.toUpperCase()} ${path} (${what}) answered ${answer.status}`;
+    const operation = this.doc.paths[path]?.[method];
+    assert.ok(operation, `${method.toUpperCase()} ${path} is documented`);
+    const status = String(answer.status);
+    const response = operation.responses[status];
+    assert.ok(response, `${where}: the status is declared (declared: ${Object.keys(operation.responses).join(', ')}): ${answer.body.slice(0, 300)}`);
+    const mediaType = answer.contentType.split(';')[0]?.trim() ?? '';
+    const media = response.content?.[mediaType];
+    assert.ok(media, `${where}: ${mediaType || 'no media type'} is declared (declared: ${Object.keys(response.content ?? {}).join(', ')})`);
+    const key = `${method} ${path} ${status} ${mediaType}`;
+    let validate = this.validators.get(key);
+    if (!validate) {
+      // The components travel with the schema so its #/components/schemas/… references resolve.
+      validate = this.ajv.compile({ ...media.schema, components: this.doc.components });
+      this.validators.set(key, validate);
+    }
+    const value: unknown = mediaType.endsWith('json') ? JSON.parse(answer.body) : answer.body;
+    assert.ok(validate(value), `${where}: the body does not match the declared schema: ${this.ajv.errorsText(validate.errors)}\n${answer.body.slice(0, 500)}`);
+    const seen = this.seen.get(`${method} ${path}`) ?? new Set<string>();
+    this.seen.set(`${method} ${path}`, seen.add(status));
+  }
+}
+
+/** What Node answers on a raw socket before routing, read until the server closes the connection. */
+function rawExchange(port: number, request: string, stallAfterWriting = false): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      const [head = '', ...rest] = text.split('\r\n\r\n');
+      const status = /^HTTP\/1\.1 (\d{3}) /.exec(head)?.[1];
+      if (!status) return reject(new Error(`no HTTP answer to ${JSON.stringify(request.slice(0, 80))}: ${JSON.stringify(text.slice(0, 200))}`));
+      resolve({ status: Number(status), contentType: /^content-type: *(.*)$/im.exec(head)?.[1]?.trim() ?? '', body: rest.join('\r\n\r\n') });
+    });
+    socket.write(request);
+    if (!stallAfterWriting) socket.end();
+  });
+}
+
+/** Leaves the workflow with a draft and nothing published (the domain never unpublishes). */
+async function unpublish(deps: Deps, workflowUuid: string): Promise<void> {
+  const workflow = await deps.store.db.selectFrom('workflows').select('id').where('workflow_uuid', '=', workflowUuid).executeTakeFirstOrThrow();
+  await deps.store.db.updateTable('workflow_definitions').set({ status: 'draft', published_at: null }).where('workflow_id', '=', workflow.id).execute();
+}
+
+/** An Idempotency-Key claimed by another request still being processed, for this exact request. */
+async function holdIdempotencyKey(deps: Deps, orgId: number, key: string, path: string, body: unknown): Promise<void> {
+  const now = deps.clock.now();
+  await deps.store.db
+    .insertInto('idempotency_keys')
+    .values({
+      org_id: orgId,
+      key,
+      fingerprint: requestFingerprint('POST', path, body),
+      state: 'in_flight',
+      owner: 'another-request',
+      locked_until: now + 60_000,
+      response_status: null,
+      response_body: null,
+      run_id: null,
+      created_at: now,
+      expires_at: now + 86_400_000,
+    })
+    .execute();
+}
+
+const OK_BODY = { phone_number: '+12025550123' };
+const UNKNOWN_UUID = '00000000-0000-4000-8000-000000000000';
+const UNDECODABLE = '%E0%A4%A';
+const RUN_PATHS = {
+  get: '/api/v1/public/workflow-runs/{id}',
+  events: '/api/v1/public/workflow-runs/{id}/events',
+  cancel: '/api/v1/public/workflow-runs/{id}/cancel',
+  runtime: '/api/v1/runtime/runs/{id}',
+} as const;
+const runUrl = (template: string, id: number | string) => template.replace('{id}', String(id));
+const templateOf = (op: OperationCase) => OPERATIONS.find((o) => o.operationId === op.name)?.path ?? '';
+
+/** Created through the API, so it is queued (no dispatcher runs here) and can be canceled. */
+async function createRun(env: TestEnv, f: OrgFixture): Promise<number> {
+  const created = await postJson(env.app, PATHS.initiateCall(f.agentUuid), OK_BODY, { key: f.apiKey });
+  assert.equal(created.statusCode, 200, created.body);
+  return (created.json() as { workflow_run_id: number }).workflow_run_id;
+}
+
+describe('Every answer is declared in the OpenAPI document', () => {
+  it('answers each documented operation only with declared statuses, media types and bodies, and gives every declared status but 500 and the shutdown 503', async (t) => {
+    const main = await build(t, 'sqlite');
+    const { app, deps } = main;
+    const doc = await openApi(app);
+    const answers = new DeclaredAnswers(doc);
+    const f = await createOrgFixture(deps, 'Acme');
+    const draftOnly = await createOrgFixture(deps, 'Drafts');
+    await unpublish(deps, draftOnly.workflowUuid);
+    const key = f.apiKey;
+
+    await t.test('the four Initiate Call operations', async () => {
+      for (const op of OPERATION_CASES) {
+        const template = templateOf(op);
+        const path = op.path(f);
+        const send = async (what: string, response: Promise<LightMyRequestResponse>) => answers.check('post', template, fromInject(await response), what);
+        await send('a call', postJson(app, path, OK_BODY, { key }));
+        await send('a body that is not JSON', postJson(app, path, null, { key, raw: '{' }));
+        await send('no API key', postJson(app, path, OK_BODY));
+        await send('an unknown API key', postJson(app, path, OK_BODY, { key: 'dt_live_unknown' }));
+        await send('an unknown target', postJson(app, op.path({ agentUuid: UNKNOWN_UUID, workflowUuid: UNKNOWN_UUID }), OK_BODY, { key }));
+        await send('a URL the router cannot decode', postJson(app, `${path.slice(0, path.lastIndexOf('/'))}/${UNDECODABLE}`, OK_BODY, { key }));
+        await send('an unknown telephony configuration', postJson(app, path, { ...OK_BODY, telephony_configuration_id: 999_999 }, { key }));
+        if (op.mode === 'published') await send('nothing published', postJson(app, op.path(draftOnly), OK_BODY, { key: draftOnly.apiKey }));
+        await holdIdempotencyKey(deps, f.orgId, `held-${op.name}`, path, OK_BODY);
+        await send('an Idempotency-Key in flight', postJson(app, path, OK_BODY, { key, headers: { 'idempotency-key': `held-${op.name}` } }));
+        await send('a body over the limit', postJson(app, path, { ...OK_BODY, initial_context: { blob: 'x'.repeat(70_000) } }, { key }));
+        await send('a text body', app.inject({ method: 'POST', url: path, headers: { 'x-api-key': key, 'content-type': 'text/plain' }, payload: 'call me' }));
+        await send('an unknown field', postJson(app, path, { ...OK_BODY, priority: 1 }, { key }));
+        await send('an invalid phone number', postJson(app, path, { phone_number: '12345' }, { key }));
+      }
+    });
+
+    await t.test('the workflow run operations and the runtime read', async () => {
+      const runId = await createRun(main, f);
+      const get = (url: string, headers: Record<string, string> = { 'x-api-key': key }) => app.inject({ method: 'GET', url, headers }).then(fromInject);
+      const post = (url: string, options: { headers?: Record<string, string>; payload?: string } = {}) =>
+        app.inject({ method: 'POST', url, headers: { 'x-api-key': key, ...options.headers }, ...(options.payload !== undefined ? { payload: options.payload } : {}) }).then(fromInject);
+      for (const template of [RUN_PATHS.get, RUN_PATHS.events]) {
+        answers.check('get', template, await get(runUrl(template, runId)), 'a run');
+        answers.check('get', template, await get(runUrl(template, runId), {}), 'no API key');
+        answers.check('get', template, await get(runUrl(template, 999_999)), 'an unknown run');
+        answers.check('get', template, await get(runUrl(template, UNDECODABLE)), 'a URL the router cannot decode');
+      }
+      answers.check('get', RUN_PATHS.events, await get(`${runUrl(RUN_PATHS.events, runId)}?after=first`), 'a malformed cursor');
+
+      const cancel = runUrl(RUN_PATHS.cancel, runId);
+      answers.check('post', RUN_PATHS.cancel, await post(cancel, { headers: { 'content-type': 'text/plain' }, payload: 'please' }), 'a text body');
+      answers.check('post', RUN_PATHS.cancel, await post(cancel, { headers: { 'content-type': 'application/json' }, payload: '{' }), 'a body that is not JSON');
+      answers.check('post', RUN_PATHS.cancel, await post(cancel, { headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ reason: 'x'.repeat(70_000) }) }), 'a body over the limit');
+      answers.check('post', RUN_PATHS.cancel, await post(cancel), 'a queued run');
+      answers.check('post', RUN_PATHS.cancel, await post(cancel), 'a run that already ended');
+      answers.check('post', RUN_PATHS.cancel, await post(cancel, { headers: { 'x-api-key': '' } }), 'no API key');
+      answers.check('post', RUN_PATHS.cancel, await post(runUrl(RUN_PATHS.cancel, 999_999)), 'an unknown run');
+      answers.check('post', RUN_PATHS.cancel, await post(runUrl(RUN_PATHS.cancel, UNDECODABLE)), 'a URL the router cannot decode');
+
+      const token = issueRunToken(deps.cipher, runId, deps.clock.now() + 60_000);
+      answers.check('get', RUN_PATHS.runtime, await get(runUrl(RUN_PATHS.runtime, runId), { authorization: `Bearer ${token}` }), 'the run\'s token');
+      answers.check('get', RUN_PATHS.runtime, await get(runUrl(RUN_PATHS.runtime, runId), { authorization: 'Bearer nope' }), 'a wrong token');
+      answers.check('get', RUN_PATHS.runtime, await get(runUrl(RUN_PATHS.runtime, UNDECODABLE), { authorization: `Bearer ${token}` }), 'a URL the router cannot decode');
+    });
+
+    await t.test('the operational endpoints', async () => {
+      for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json']) {
+        answers.check('get', path, fromInject(await app.inject({ method: 'GET', url: path })), 'a probe');
+      }
+    });
+
+    await t.test('rate limits and the queue cap', async () => {
+      const limited = await build(t, 'sqlite', { env: { RATE_LIMIT_KEY_PER_SECOND: '1', RATE_LIMIT_WINDOW_SECONDS: '1' } });
+      const capped = await build(t, 'sqlite', { env: { MAX_QUEUED_RUNS_PER_ORG: '1' } });
+      const lf = await createOrgFixture(limited.deps);
+      const cf = await createOrgFixture(capped.deps);
+      /** Sends until the refusal comes (a request or two go through first), checking every answer. */
+      const until = async (status: number, method: 'get' | 'post', template: string, send: () => Promise<LightMyRequestResponse>) => {
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const answer = fromInject(await send());
+          answers.check(method, template, answer, `sent until ${status}`);
+          if (answer.status === status) return;
+        }
+        assert.fail(`${method.toUpperCase()} ${template} never answered ${status}`);
+      };
+      for (const op of OPERATION_CASES) {
+        await until(429, 'post', templateOf(op), () => postJson(limited.app, op.path(lf), OK_BODY, { key: lf.apiKey }));
+        await until(429, 'post', templateOf(op), () => postJson(capped.app, op.path(cf), OK_BODY, { key: cf.apiKey }));
+      }
+      for (const [method, template] of [['get', RUN_PATHS.get], ['get', RUN_PATHS.events], ['post', RUN_PATHS.cancel]] as const) {
+        await until(429, method, template, () => limited.app.inject({ method: method === 'get' ? 'GET' : 'POST', url: runUrl(template, 1), headers: { 'x-api-key': lf.apiKey } }));
+      }
+    });
+
+    await t.test('an unreachable store', async () => {
+      const down = await build(t, 'sqlite');
+      const df = await createOrgFixture(down.deps);
+      const runId = await createRun(down, df);
+      const token = issueRunToken(down.deps.cipher, runId, down.deps.clock.now() + 60_000);
+      await down.deps.store.close();
+      const check = async (method: 'get' | 'post', template: string, url: string, headers: Record<string, string>, payload?: string) =>
+        answers.check(method, template, fromInject(await down.app.inject({ method: method === 'get' ? 'GET' : 'POST', url, headers, ...(payload ? { payload } : {}) })), 'the store is down');
+      for (const op of OPERATION_CASES) await check('post', templateOf(op), op.path(df), { 'x-api-key': df.apiKey, 'content-type': 'application/json' }, JSON.stringify(OK_BODY));
+      await check('get', RUN_PATHS.get, runUrl(RUN_PATHS.get, runId), { 'x-api-key': df.apiKey });
+      await check('get', RUN_PATHS.events, runUrl(RUN_PATHS.events, runId), { 'x-api-key': df.apiKey });
+      await check('post', RUN_PATHS.cancel, runUrl(RUN_PATHS.cancel, runId), { 'x-api-key': df.apiKey });
+      await check('get', RUN_PATHS.runtime, runUrl(RUN_PATHS.runtime, runId), { authorization: `Bearer ${token}` });
+      await check('get', '/readyz', '/readyz', {});
+    });
+
+    await t.test('what Node refuses before routing, over a real socket', async () => {
+      const raw = await build(t, 'sqlite', { env: { HEADERS_TIMEOUT_MS: '400', REQUEST_TIMEOUT_MS: '5000', MAX_HEADER_BYTES: '2048' } });
+      await raw.app.listen({ host: '127.0.0.1', port: 0 });
+      const address = raw.app.server.address();
+      assert.ok(address && typeof address === 'object');
+      const port = address.port;
+      await Promise.all(
+        operationsOf(doc).map(async ([method, template]) => {
+          const line = `${method.toUpperCase()} ${template.replace(/\{[a-z_]*uuid\}/, UNKNOWN_UUID).replace('{id}', '1')} HTTP/1.1\r\nHost: x\r\n`;
+          answers.check(method, template, await rawExchange(port, `${line}X-Big: ${'b'.repeat(4096)}\r\n\r\n`), 'headers over MAX_HEADER_BYTES');
+          answers.check(method, template, await rawExchange(port, `${line}Bad Header: yes\r\n\r\n`), 'a header name that is not a token');
+          answers.check(method, template, await rawExchange(port, line, true), 'headers that never end');
+          answers.check(method, template, await rawExchange(port, `${line}Expect: 200-ok\r\n\r\n`), 'an Expect other than 100-continue');
+        }),
+      );
+      const guarded = await build(t, 'sqlite', { env: { METRICS_TOKEN: 'metrics-token-0123456789' } });
+      answers.check('get', '/metrics', fromInject(await guarded.app.inject({ method: 'GET', url: '/metrics' })), 'no metrics token');
+    });
+
+    // 500 has no honest trigger, and the operational endpoints that touch no store answer 503 only
+    // while the node shuts down, which closes the connections a test could send on.
+    const shutdownOnly = ['/healthz', '/metrics', '/openapi.json'];
+    for (const [method, path, operation] of operationsOf(doc)) {
+      const expected = Object.keys(operation.responses).filter((status) => status !== '500' && !(status === '503' && shutdownOnly.includes(path)));
+      assert.deepEqual([...(answers.seen.get(`${method} ${path}`) ?? [])].sort(), expected.sort(), `${method.toUpperCase()} ${path}: every declared status was answered`);
     }
   });
 });

@@ -2,7 +2,7 @@
 // problem+json with `code`, `request_id` and, for validation, `errors`. A 5xx never reveals
 // internals: its detail goes to the log under the request id.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { DialtoneError, type ErrorCode, type FieldError } from '../errors.js';
+import { DialtoneError, ERROR_CODES, type ErrorCode, type FieldError } from '../errors.js';
 import { isStoreUnavailable } from '../store/store.js';
 
 interface ProblemSpec {
@@ -50,6 +50,24 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
 };
 
 export const PROBLEM_TYPE_BASE = 'https://dialtone.dev/problems/';
+
+/** The problem `type` URI of a code. */
+export function problemType(code: ErrorCode): string {
+  return `${PROBLEM_TYPE_BASE}${code}`;
+}
+
+/**
+ * The codes answered with an HTTP status, in ERROR_CODES order. Derived from PROBLEMS so the
+ * OpenAPI document's per-status schemas follow every code added there without being edited.
+ */
+export function codesWithStatus(status: number): ErrorCode[] {
+  return ERROR_CODES.filter((code) => PROBLEMS[code].status === status);
+}
+
+/** Every status some problem is answered with, ascending. */
+export function problemStatuses(): number[] {
+  return [...new Set(ERROR_CODES.map((code) => PROBLEMS[code].status))].sort((a, b) => a - b);
+}
 
 export interface ProblemBody {
   type: string;

@@ -1,6 +1,5 @@
 // Wire schemas (TypeBox): they validate requests, shape responses and generate the OpenAPI document.
 import { Type, type TSchema } from '@sinclair/typebox';
-import { ERROR_CODES } from '../errors.js';
 
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
@@ -54,7 +53,7 @@ export const IdempotencyHeaders = Type.Object({
   ),
 });
 
-const RATE_LIMIT_HEADERS = {
+export const RATE_LIMIT_HEADERS = {
   RateLimit: { type: 'string', description: 'Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10).' },
   'RateLimit-Policy': { type: 'string', description: 'Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2.' },
 } as const;
@@ -68,36 +67,6 @@ export function replayableResponse<T extends object>(schema: T): T & { headers: 
       'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when this is the stored response of an earlier request with the same Idempotency-Key.' },
     },
   };
-}
-
-export const Problem = Type.Object(
-  {
-    type: Type.String({ format: 'uri' }),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    code: Type.Union(ERROR_CODES.map((c) => Type.Literal(c))),
-    request_id: Type.String(),
-    errors: Type.Optional(
-      Type.Array(Type.Object({ pointer: Type.String({ description: 'JSON Pointer into the request body' }), detail: Type.String() })),
-    ),
-  },
-  { additionalProperties: true, description: 'RFC 9457 problem details' },
-);
-
-/** Response entries for the given error statuses, served as application/problem+json. */
-export function problemResponses(statuses: number[], descriptions: Record<number, string> = {}): Record<number, unknown> {
-  const out: Record<number, unknown> = {};
-  for (const status of statuses) {
-    out[status] = {
-      description: descriptions[status] ?? 'Problem',
-      content: { 'application/problem+json': { schema: Problem } },
-      ...(status === 429 || status === 503
-        ? { headers: { ...(status === 429 ? RATE_LIMIT_HEADERS : {}), 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying.' } } }
-        : {}),
-    };
-  }
-  return out;
 }
 
 const Timestamp = Type.String({ format: 'date-time' });

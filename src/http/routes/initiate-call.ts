@@ -6,10 +6,11 @@ import { requestFingerprint } from '../../calls/idempotency.js';
 import { initiateCall, type InitiateCallBody as Body } from '../../calls/initiate-call.js';
 import type { Target } from '../../calls/resolve-target.js';
 import type { Deps } from '../../deps.js';
-import { DialtoneError } from '../../errors.js';
+import { DialtoneError, type ErrorCode } from '../../errors.js';
 import type { RunMode } from '../../store/schema.js';
 import { authOf } from '../authenticate.js';
-import { IdempotencyHeaders, InitiateCallBody, InitiateCallResponse, problemResponses, replayableResponse, uuidParam } from '../schemas.js';
+import { problemResponses } from '../problem-schemas.js';
+import { IdempotencyHeaders, InitiateCallBody, InitiateCallResponse, replayableResponse, uuidParam } from '../schemas.js';
 
 interface Operation {
   operationId: string;
@@ -71,6 +72,31 @@ function requireJsonBody(request: FastifyRequest): void {
   }
 }
 
+/** Every code an Initiate Call operation can refuse with, in check order (DESIGN.md section 2). */
+function refusalsOf(op: Operation): ErrorCode[] {
+  return [
+    'not_found', // a URL the router cannot decode
+    'missing_api_key',
+    'invalid_api_key',
+    'rate_limited',
+    'unsupported_media_type',
+    'payload_too_large',
+    'malformed_json',
+    'validation_failed',
+    'invalid_phone_number',
+    op.target === 'agent' ? 'agent_not_found' : 'workflow_not_found',
+    // A test operation runs the draft when there is one, and a workflow always has a draft or a published definition.
+    ...(op.mode === 'published' ? (['workflow_not_published'] as const) : []),
+    'telephony_configuration_not_found',
+    'telephony_not_configured',
+    'telephony_not_ready',
+    'missing_template_variables',
+    'idempotency_key_reused',
+    'idempotency_key_in_use',
+    'queue_full',
+  ];
+}
+
 export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
   return async (app) => {
     const typed = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -90,17 +116,7 @@ export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
             body: InitiateCallBody,
             response: {
               200: replayableResponse(InitiateCallResponse),
-              ...problemResponses([400, 401, 404, 409, 413, 415, 422, 429, 503], {
-                400: 'Malformed JSON',
-                401: 'Missing or invalid API key',
-                404: 'Agent, workflow or telephony configuration not found',
-                409: 'Nothing published to run, or a request with the same Idempotency-Key still in flight',
-                413: 'Body over the limit',
-                415: 'Body is not application/json',
-                422: 'Validation failed, invalid phone number, missing template variables, telephony not configured or not ready, or an Idempotency-Key reused with another payload',
-                429: 'Rate limited or queue full',
-                503: 'Store unreachable or shutting down',
-              }),
+              ...problemResponses(refusalsOf(op)),
             },
           },
         },

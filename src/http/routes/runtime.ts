@@ -7,7 +7,7 @@ import type { Deps } from '../../deps.js';
 import { DialtoneError } from '../../errors.js';
 import { loadRunDefinition } from '../../runs/run-definition.js';
 import { verifyRunToken } from '../../runtime/run-token.js';
-import { problemResponses } from '../schemas.js';
+import { problemResponses } from '../problem-schemas.js';
 
 export const RuntimeRun = Type.Object({
   run_id: Type.Integer(),
@@ -32,7 +32,7 @@ export function runtimeRoutes(deps: Deps): FastifyPluginAsync {
           tags: ['Agent runtime'],
           security: [{ RunToken: [] }],
           params: Type.Object({ id: Type.String({ description: 'Workflow run id' }) }),
-          response: { 200: RuntimeRun, ...problemResponses([401, 503]) },
+          response: { 200: RuntimeRun, ...problemResponses(['not_found', 'invalid_run_token']) },
         },
       },
       async (request) => {

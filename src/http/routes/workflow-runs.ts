@@ -1,16 +1,28 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
-import { DialtoneError } from '../../errors.js';
+import { DialtoneError, type ErrorCode } from '../../errors.js';
 import { cancelRun } from '../../runs/cancel-run.js';
 import { getRun, listRunEvents } from '../../runs/read-run.js';
 import { authOf } from '../authenticate.js';
-import { problemResponses, RunEventsPage, WorkflowRun } from '../schemas.js';
+import { problemResponses } from '../problem-schemas.js';
+import { RATE_LIMIT_HEADERS, RunEventsPage, WorkflowRun } from '../schemas.js';
 
 /** Path ids that are not positive integers name no run: 404, like any unknown id. */
 export function parseRunId(text: string): number {
   if (!/^[1-9][0-9]{0,14}$/.test(text)) throw new DialtoneError('workflow_run_not_found', `No workflow run ${text}.`);
   return Number(text);
+}
+
+/**
+ * What every run operation can refuse with: a URL the router cannot decode, the key, the rate
+ * limit, a run that is not the key's organization's.
+ */
+const READ_REFUSALS: ErrorCode[] = ['not_found', 'missing_api_key', 'invalid_api_key', 'rate_limited', 'workflow_run_not_found'];
+
+/** Every authenticated answer carries the rate-limit fields. */
+function withRateLimitHeaders<T extends object>(schema: T): T & { headers: typeof RATE_LIMIT_HEADERS } {
+  return { ...schema, headers: RATE_LIMIT_HEADERS };
 }
 
 export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
@@ -21,10 +33,11 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
         schema: {
           operationId: 'getWorkflowRun',
           summary: 'Get Workflow Run',
+          description: 'A run of the key\'s organization: its state, outcome, the provider\'s own status and when each phase happened.',
           tags: ['Workflow runs'],
           security: [{ ApiKey: [] }],
           params: Type.Object({ id: Type.String({ description: 'Workflow run id' }) }),
-          response: { 200: WorkflowRun, ...problemResponses([401, 404, 429, 503]) },
+          response: { 200: withRateLimitHeaders(WorkflowRun), ...problemResponses(READ_REFUSALS) },
         },
       },
       async (request) => {
@@ -50,7 +63,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
             },
             { additionalProperties: false },
           ),
-          response: { 200: RunEventsPage, ...problemResponses([401, 404, 422, 429, 503]) },
+          response: { 200: withRateLimitHeaders(RunEventsPage), ...problemResponses([...READ_REFUSALS, 'validation_failed']) },
         },
       },
       async (request) => {
@@ -72,7 +85,11 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           tags: ['Workflow runs'],
           security: [{ ApiKey: [] }],
           params: Type.Object({ id: Type.String({ description: 'Workflow run id' }) }),
-          response: { 200: WorkflowRun, ...problemResponses([401, 404, 409, 429, 503], { 409: 'The run already ended (run_already_ended)' }) },
+          response: {
+            200: withRateLimitHeaders(WorkflowRun),
+            // Cancel ignores its body, but one that is sent is parsed: it must be JSON within the limit.
+            ...problemResponses([...READ_REFUSALS, 'unsupported_media_type', 'payload_too_large', 'malformed_json', 'run_already_ended']),
+          },
         },
       },
       async (request) => {

@@ -1,0 +1,95 @@
+// The OpenAPI document's own parts (info, servers, tags, shared schemas) and the branding of the
+// interactive reference at /docs. Operations describe themselves in their route schemas.
+import { readFileSync } from 'node:fs';
+import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
+import type { Config } from '../config.js';
+
+interface PackageInfo {
+  version: string;
+  license: string;
+}
+
+/** The version and licence the document states are package.json's, so a release cannot forget them. */
+function packageInfo(): PackageInfo {
+  const parsed: unknown = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+  const { version, license } = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+  if (typeof version !== 'string' || typeof license !== 'string') throw new Error('package.json must name a version and a license');
+  return { version, license };
+}
+
+export const TAGS = [
+  { name: 'Calls', description: 'Start a call: each creates a durable workflow run that pins the agent definition it runs and dials through a telephony configuration.' },
+  { name: 'Workflow runs', description: 'Follow and cancel the runs your organization created.' },
+  { name: 'Agent runtime', description: 'What the agent runtime an answered call is handed to reads, with the per-run token it was given.' },
+  { name: 'Operations', description: 'Liveness, readiness, metrics and this document, for load balancers, orchestrators and monitoring. No credentials.' },
+];
+
+/**
+ * Drops the shared schemas nothing in the document refers to. Every status's problem schema is
+ * registered, but some statuses are answered only by undocumented routes (403 for Twilio's
+ * callbacks), and a dispatcher-only node documents only the operational endpoints.
+ */
+function withoutUnusedSchemas(document: Record<string, unknown>): Record<string, unknown> {
+  const components = (document.components ?? {}) as { schemas?: Record<string, unknown> };
+  const schemas = components.schemas ?? {};
+  const refsIn = (value: unknown) => [...JSON.stringify(value).matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1] ?? '');
+  const used = new Set(refsIn({ ...document, components: { ...components, schemas: {} } }));
+  // Schemas may refer to one another: follow the references until nothing new turns up.
+  for (let pending = [...used]; pending.length > 0; ) {
+    pending = refsIn(pending.map((name) => schemas[name])).filter((name) => !used.has(name));
+    for (const name of pending) used.add(name);
+  }
+  const kept = Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name)));
+  return { ...document, components: { ...components, schemas: kept } };
+}
+
+export function openApiOptions(config: Pick<Config, 'PUBLIC_BASE_URL'>): FastifyDynamicSwaggerOptions {
+  const { version, license } = packageInfo();
+  return {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Dialtone',
+        version,
+        description:
+          'Outbound call initiation: your backend asks Dialtone to phone a person, and an agent decides what happens on the call. Errors are RFC 9457 problem details (application/problem+json) with a stable `code` and the `request_id`; every response carries X-Request-Id.',
+        license: { name: license, identifier: license },
+      },
+      // PUBLIC_BASE_URL is where this service is reached from outside; without it, "/" is the
+      // origin this document was fetched from.
+      servers: [{ url: config.PUBLIC_BASE_URL?.replace(/\/+$/, '') || '/', description: 'This Dialtone service' }],
+      tags: TAGS,
+      components: {
+        securitySchemes: {
+          ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+          RunToken: { type: 'http', scheme: 'bearer', description: 'The per-run token handed to the agent runtime with an answered call.' },
+          MetricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, required by /metrics when the operator sets it.' },
+        },
+      },
+    },
+    // Shared schemas (the per-status problem schemas) appear under their own $id, not def-N.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
+    transformObject: (documentObject) =>
+      'openapiObject' in documentObject ? withoutUnusedSchemas(documentObject.openapiObject as Record<string, unknown>) : documentObject.swaggerObject,
+  };
+}
+
+// A tone's wave in a green disc: the mark, alone as the favicon and beside the name as the logo.
+const MARK = '<circle cx="20" cy="20" r="19" fill="#12a36b"/><path d="M7 20q3.25-9 6.5 0t6.5 0t6.5 0t6.5 0" fill="none" stroke="#fff" stroke-width="3" stroke-linecap="round"/>';
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 40 40">${MARK}</svg>`;
+export const LOGO_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 156 40" role="img" aria-label="Dialtone">' +
+  `<title>Dialtone</title>${MARK}<text x="48" y="28.5" fill="#fff" font-family="system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif" font-size="24" font-weight="600">Dialtone</text></svg>`;
+
+/** /docs as Dialtone's: page title, logo and favicon, instead of Swagger UI's and Fastify's. */
+export const DOCS_UI_OPTIONS: FastifySwaggerUiOptions = {
+  routePrefix: '/docs',
+  theme: {
+    title: 'Dialtone API reference',
+    favicon: [{ filename: 'dialtone.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: FAVICON_SVG }],
+  },
+  logo: { type: 'image/svg+xml', content: LOGO_SVG, href: '/docs', target: '_self' },
+};
