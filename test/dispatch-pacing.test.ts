@@ -1,7 +1,6 @@
 // Pacing and concurrency of the dispatcher, on fake time (helpers/fake-time.ts): the dial times
 // asserted are the ones the code chose, however busy the machine.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
 import { getRun } from '../src/runs/read-run.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { postJson } from './helpers/app.js';
@@ -9,6 +8,7 @@ import { buildWithDispatcher, ended, type DispatchEnv } from './helpers/dispatch
 import { FakeTime } from './helpers/fake-time.js';
 import { createOrgFixture } from './helpers/fixtures.js';
 import { storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
 
 async function queueRuns(env: DispatchEnv, count: number, pace: { cps: number; maxConcurrent: number }): Promise<number[]> {
   const f = await createOrgFixture(env.deps);
