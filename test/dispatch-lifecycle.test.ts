@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
 import { claimRuns } from '../src/dispatch/claim-runs.js';
 import { getRun } from '../src/runs/read-run.js';
 import { getJson, postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, type OrgFixture } from './helpers/fixtures.js';
 import { storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
 
 async function startCall(env: DispatchEnv, f: OrgFixture, phone: string): Promise<number> {
   const response = await postJson(env.app, `/api/v1/public/agent/${f.agentUuid}`, { phone_number: phone }, { key: f.apiKey });

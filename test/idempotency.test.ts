@@ -1,13 +1,13 @@
 // Idempotency-Key on the four Initiate Call operations, on both stores: a retry never rings anyone
 // twice, a reused key never runs another request, and the records outlive a restart.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
 import { setOrganizationLimits } from '../src/orgs/organizations.js';
 import { build, getJson, postJson } from './helpers/app.js';
 import { countRuns, createOrgFixture, OPERATION_CASES, PATHS } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';
 import { prepareDatabase, startServiceProcess } from './helpers/service-process.js';
 import { storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
 
 const BODY = { phone_number: '+12025550123', initial_context: { name: 'Ada', account: { tier: 'gold', id: 7 } } };
 const withKey = (apiKey: string, idempotencyKey: string) => ({ key: apiKey, headers: { 'idempotency-key': idempotencyKey } });

@@ -4,7 +4,6 @@
 // by the tests of one store (building a database per test would make this file slow).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { createApiKey, revokeApiKey } from '../src/auth/api-keys.js';
 import type { Deps } from '../src/deps.js';
@@ -16,6 +15,7 @@ import { createTestEnv, getJson, postJson, type PostOptions, type TestEnv, type 
 import { countRuns, createOrgFixture, definition, OPERATION_CASES, type OperationCase, type OrgFixture } from './helpers/fixtures.js';
 import { assertProblem, type Problem } from './helpers/problems.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
+import { after, before, describe, it } from './helpers/suite.js';
 
 const PHONE = '+12025550123';
 const OK_BODY = { phone_number: PHONE };

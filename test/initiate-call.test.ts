@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
 import { publishDraft, saveDraft } from '../src/workflows/workflows.js';
 import { build, getJson, postJson } from './helpers/app.js';
 import { createOrgFixture, definition, OPERATION_CASES } from './helpers/fixtures.js';
 import { storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
 
 const PHONE = '+12025550123';
 

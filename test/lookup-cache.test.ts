@@ -1,7 +1,8 @@
 // Each node keeps what it read about keys, agents and routes for LOOKUP_CACHE_TTL_MS: a change
 // takes effect on every node within that time, never later. Time is a fake clock, moved by hand.
 import assert from 'node:assert/strict';
-import { describe, it, type TestContext } from 'node:test';
+import type { TestContext } from 'node:test';
+import { describe, it } from './helpers/suite.js';
 import pino from 'pino';
 import { buildApp } from '../src/app.js';
 import { revokeApiKey } from '../src/auth/api-keys.js';

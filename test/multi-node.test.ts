@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, it, type TestContext } from 'node:test';
+import type { TestContext } from 'node:test';
 import pino from 'pino';
 import { buildApp } from '../src/app.js';
 import { buildDeps } from '../src/deps.js';
@@ -15,6 +15,7 @@ import { FAST_TIMINGS } from './helpers/dispatch.js';
 import type { OrgFixture } from './helpers/fixtures.js';
 import { prepareDatabase, startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
 import { openTestStore, storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
 
 const TERMINAL = ['completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'];
 const postgres = (await storeCases()).find((c) => c.kind === 'postgres');

@@ -4,7 +4,6 @@
 // left to their provider's callbacks.
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, it } from 'node:test';
 import type { Deps } from '../src/deps.js';
 import { getRun } from '../src/runs/read-run.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
@@ -12,6 +11,7 @@ import { postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, waitForRun } from './helpers/dispatch.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
 
 /** A run left in progress by node `owner`, as a node holding a live call leaves it. */
 async function liveRunOf(deps: Deps, f: OrgFixture, owner: string, telephonyId: number): Promise<number> {

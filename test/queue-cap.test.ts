@@ -1,12 +1,12 @@
 // The queue cap: an organization cannot queue more than its limit, even when its requests race,
 // and a refusal is 429 queue_full with a Retry-After; room made by a canceled run is usable at once.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
 import { setOrganizationLimits } from '../src/orgs/organizations.js';
 import { build, postJson } from './helpers/app.js';
 import { countRuns, createOrgFixture, PATHS } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';
 import { storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
 
 const BODY = { phone_number: '+12025550123' };
 

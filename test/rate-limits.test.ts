@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, it } from 'node:test';
 import pino from 'pino';
 import { buildApp } from '../src/app.js';
 import { createApiKey } from '../src/auth/api-keys.js';
@@ -15,6 +14,7 @@ import { countRuns, createOrgFixture, PATHS } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';
 import { redisSkip, TEST_REDIS_URL } from './helpers/redis.js';
 import { storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
 
 const BODY = { phone_number: '+12025550123' };
 const limits = (env: Record<string, string>) => ({ env: { RATE_LIMIT_WINDOW_SECONDS: '1', RATE_LIMIT_KEY_PER_SECOND: '0', RATE_LIMIT_ORG_PER_SECOND: '0', ...env } });

@@ -1,6 +1,6 @@
 // Reading and canceling runs, as a polling client sees them, and who may read /metrics.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it } from './helpers/suite.js';
 import { build, getJson, postJson, type TestEnv } from './helpers/app.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';

@@ -3,13 +3,13 @@
 // about rows it does not own, and a 5xx never shows how the service is built.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { describe, it } from 'node:test';
 import { revokeApiKey } from '../src/auth/api-keys.js';
 import type { ErrorCode } from '../src/errors.js';
 import { build, getJson, postJson } from './helpers/app.js';
 import { countRuns, createOrgFixture, OPERATION_CASES } from './helpers/fixtures.js';
 import { assertProblem, type Problem } from './helpers/problems.js';
 import { storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
 
 const OK_BODY = { phone_number: '+12025550123' };
 const UNKNOWN_KEY = `dt_live_${'A'.repeat(10)}_${'B'.repeat(32)}`;

@@ -3,7 +3,7 @@
 // timeout and on cancel, and digest authentication.
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
-import { describe, it, type TestContext } from 'node:test';
+import type { TestContext } from 'node:test';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
@@ -11,6 +11,7 @@ import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js'
 import { assertProblem } from './helpers/problems.js';
 import { DIALTONE_SIP_ADDRESS, freeUdpPort, SIPP_ADDRESS, sippSkip, startSipp, type Sipp, type SippOptions } from './helpers/sipp.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
 
 interface SipEnv extends DispatchEnv {
   f: OrgFixture;

@@ -2,13 +2,14 @@
 // callbacks signed by Twilio's algorithm: every path from dial to the end of the call, the answer
 // TwiML, the agent runtime hand-off, and refusals that change nothing.
 import assert from 'node:assert/strict';
-import { describe, it, type TestContext } from 'node:test';
+import type { TestContext } from 'node:test';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { getJson, postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
 import { ACCOUNT_SID, AUTH_TOKEN, PUBLIC_BASE_URL, sendCallback, startFakeTwilio, type FakeTwilio } from './helpers/twilio-server.js';
 
 interface TwilioEnv extends DispatchEnv {

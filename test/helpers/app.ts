@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { buildDeps, type Clock, type Deps } from '../../src/deps.js';
 import { migrateToLatest } from '../../src/store/migrate.js';
+import type { Store } from '../../src/store/store.js';
 import { createTestDatabase, openTestStore, type StoreKind } from './stores.js';
 
 export const TEST_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
@@ -21,6 +22,8 @@ export interface TestEnvOptions {
   clock?: Clock;
   /** Default: silent. */
   logger?: Logger;
+  /** Replaces the store the app and dispatcher are given (e.g. FakeTime's `watch`); the test still owns the real one. */
+  wrapStore?: (store: Store) => Store;
 }
 
 export function testConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
@@ -44,7 +47,7 @@ export async function createTestEnv(kind: StoreKind, options: TestEnvOptions = {
   const database = await createTestDatabase(kind);
   const store = openTestStore(database);
   const deps = buildDeps(testConfig(database.url, options.env), {
-    store,
+    store: options.wrapStore ? options.wrapStore(store) : store,
     logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),
   });
