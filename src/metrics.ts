@@ -43,7 +43,7 @@ export class Metrics {
     this.queueFull = new Counter({ name: 'dialtone_queue_full_total', help: 'Initiate Call requests refused with 429 queue_full', registers });
     this.pacingReslots = new Counter({
       name: 'dialtone_pacing_reslots_total',
-      help: 'Dials that missed their pacing slot (busy node) and took a later one',
+      help: 'Times a node behind its pacing slots took fresh slots for every dial it still held, in one store transaction',
       registers,
     });
     new Gauge({

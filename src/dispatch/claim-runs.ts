@@ -114,10 +114,11 @@ export async function claimRuns(store: Store, configurationId: number, options: 
 }
 
 /**
- * Takes the next pacing slot of a configuration for one run whose slot passed unused (its node was
- * too busy to dial in time): late dials would otherwise bunch up with punctual ones.
+ * Takes `count` consecutive fresh pacing slots of a configuration for runs whose slots passed unused
+ * (their node was too busy to dial in time; route-pacer.ts): late dials would otherwise bunch up
+ * with punctual ones. Returns the first; the others follow at the configuration's spacing.
  */
-export async function takePacingSlot(store: Store, configurationId: number, now: number, pacingHeadroom: number): Promise<number> {
+export async function takePacingSlots(store: Store, configurationId: number, count: number, now: number, pacingHeadroom: number): Promise<number> {
   return store.transaction('relaxed', async (trx) => {
     const configuration = await trx
       .selectFrom('telephony_configurations')
@@ -127,7 +128,7 @@ export async function takePacingSlot(store: Store, configurationId: number, now:
       .executeTakeFirstOrThrow();
     const slot = Math.max(configuration.pacing_next_at ?? 0, now);
     const spacingMs = (1000 * (1 + pacingHeadroom)) / configuration.calls_per_second;
-    await trx.updateTable('telephony_configurations').set({ pacing_next_at: Math.ceil(slot + spacingMs) }).where('id', '=', configurationId).execute();
+    await trx.updateTable('telephony_configurations').set({ pacing_next_at: Math.ceil(slot + count * spacingMs) }).where('id', '=', configurationId).execute();
     return slot;
   });
 }

@@ -2,8 +2,9 @@
 //
 // 1. Claim: for each telephony configuration with queued runs, claim what its pacing slots and
 //    free concurrency allow (claim-runs.ts). The claim commits `queued → dialing` before any dial.
-// 2. Dial: each claimed run is dialed at its pacing slot. The provider's call id is recorded; a
-//    refused or timed-out dial ends the run (never retried: a timed-out dial may have rung).
+// 2. Dial: each configuration's pacer (route-pacer.ts) dials its claimed runs at their pacing
+//    slots, one at a time. The provider's call id is recorded; a refused or timed-out dial ends the
+//    run (never retried: a timed-out dial may have rung).
 // 3. Track: the node holds the live calls it placed, with a ring timeout (→ `no_answer`) and a
 //    maximum duration (→ `completed`, hung up). Provider events move runs through
 //    provider-events.ts; cancel requests for its calls are picked up on every tick.
@@ -19,7 +20,8 @@ import { transitionRun, type AppliedTransition } from '../runs/transition-run.js
 import type { ProviderName, RunState, TelephonyConfigurationRow } from '../store/schema.js';
 import { DialRefusedError, type ProviderEvent } from '../telephony/provider.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
-import { claimRuns, configurationsWithQueuedRuns, renewClaim, takePacingSlot, type ClaimedRun } from './claim-runs.js';
+import { claimRuns, configurationsWithQueuedRuns, renewClaim, takePacingSlots, type ClaimedRun } from './claim-runs.js';
+import { RoutePacer, type PacedDial, type PacerSettings } from './route-pacer.js';
 import { expireQueuedRuns, reapSilentRuns } from './end-runs.js';
 import { purgeExpiredIdempotencyKeys } from '../calls/idempotency.js';
 import { endLostNodeCalls, heartbeat, leave } from './nodes.js';
@@ -35,6 +37,11 @@ interface TrackedCall {
 }
 
 class DialTimeoutError extends Error {}
+
+/** A claimed run waiting in its configuration's pacer. */
+interface PendingDial extends PacedDial {
+  claimed: ClaimedRun;
+}
 
 const MAX_RESLOTS = 20;
 /** Time kept in hand, beyond the dial timeout, for recording the call id before a lease runs out. */
@@ -63,6 +70,8 @@ export class Dispatcher {
   private nextTick: NodeJS.Timeout | undefined;
   private nextMaintenanceAt = 0;
   private readonly calls = new Map<number, TrackedCall>();
+  /** One pacer per telephony configuration this node has claimed runs of. */
+  private readonly pacers = new Map<number, RoutePacer<PendingDial>>();
   private readonly inFlight = new Set<Promise<void>>();
   /** Per-run chains, so one call's events are applied in the order the provider sent them. */
   private readonly eventChains = new Map<number, Promise<void>>();
@@ -125,6 +134,9 @@ export class Dispatcher {
       await this.cancelRequested();
       for (const configurationId of await configurationsWithQueuedRuns(deps.store, 100)) {
         if (this.stopping) break;
+        // A node still behind on this configuration's slots claims no more of them; its pacer wakes
+        // the dispatcher when it has caught up.
+        if (!(this.pacers.get(configurationId)?.canTakeMore(deps.clock.now(), deps.config.DISPATCH_LOOKAHEAD_MS) ?? true)) continue;
         const result = await claimRuns(deps.store, configurationId, {
           nodeId: deps.nodeId,
           now: deps.clock.now(),
@@ -133,7 +145,7 @@ export class Dispatcher {
           pacingHeadroom: deps.config.DISPATCH_PACING_HEADROOM,
           batchSize: deps.config.DISPATCH_BATCH_SIZE,
         });
-        for (const claimed of result.claimed) this.scheduleDial(claimed);
+        this.pace(configurationId, result.claimed);
         if (result.claimed.length > 0) deps.metrics.transitions.inc({ state: 'dialing' }, result.claimed.length);
         if (result.retryAt !== undefined) nextAt = Math.min(nextAt, result.retryAt);
       }
@@ -166,44 +178,47 @@ export class Dispatcher {
     await purgeExpiredIdempotencyKeys(this.deps.store, now);
   }
 
-  private scheduleDial(claimed: ClaimedRun): void {
-    // Tracked from now, not from its slot, so shutdown waits for it: it was claimed and must be dialed.
-    this.track(this.dialInSlot(claimed));
+  /** Hands claimed runs to their configuration's pacer, which dials them in their slots. */
+  private pace(configurationId: number, claimed: ClaimedRun[]): void {
+    const first = claimed[0];
+    if (!first) return;
+    const { deps } = this;
+    const settings: PacerSettings = {
+      spacingMs: (1000 * (1 + deps.config.DISPATCH_PACING_HEADROOM)) / first.configuration.calls_per_second,
+      // Late by more than most of the headroom, a dial would bunch with the next slots.
+      toleranceMs: 800 * deps.config.DISPATCH_PACING_HEADROOM,
+      maxReslots: MAX_RESLOTS,
+    };
+    let pacer = this.pacers.get(configurationId);
+    if (!pacer) {
+      pacer = new RoutePacer<PendingDial>(settings, {
+        now: () => deps.clock.now(),
+        sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+        takeSlots: (count, now) => takePacingSlots(deps.store, configurationId, count, now, deps.config.DISPATCH_PACING_HEADROOM),
+        dial: (pending) => this.track(this.dialClaimed(pending.claimed)),
+        onReslot: () => deps.metrics.pacingReslots.inc(),
+        onGaveUp: (pending, lateness) => deps.logger.warn({ runId: pending.runId, lateness }, 'dialing late: this node keeps missing its pacing slots'),
+        onIdle: () => this.wake(),
+      });
+      this.pacers.set(configurationId, pacer);
+    }
+    // Tracked from now, not from their slots, so shutdown waits for them: they were claimed and must be dialed.
+    this.track(pacer.add(claimed.map((c) => ({ runId: c.run.id, dialAt: c.dialAt, claimed: c })), settings));
   }
 
   /**
-   * Dials at the run's pacing slot. Slots are spaced with DISPATCH_PACING_HEADROOM to spare; a dial
-   * that would go out later than most of that spare (the node was busy) takes a fresh slot instead,
-   * so late dials cannot bunch with punctual ones and push a second over calls_per_second. A node
-   * so overloaded that it misses MAX_RESLOTS slots in a row dials anyway (and says so).
+   * The dial and the recording of its call id must finish inside the claim's lease, or another
+   * node's reaper may end the run as interrupted while it rings. Near the end, the lease is renewed;
+   * a run that is no longer ours (reaped, canceled) is not dialed at all.
    */
-  private async dialInSlot(claimed: ClaimedRun): Promise<void> {
+  private async dialClaimed(claimed: ClaimedRun): Promise<void> {
     const { deps } = this;
-    const tolerance = 800 * deps.config.DISPATCH_PACING_HEADROOM;
-    let dialAt = claimed.dialAt;
-    let leaseExpiresAt = claimed.leaseExpiresAt;
-    for (let attempt = 0; ; attempt++) {
-      const delay = dialAt - deps.clock.now();
-      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
-      // The dial and the recording of its call id must finish inside the lease, or another node's
-      // reaper may end the run as interrupted while it rings. Near the end, renew it; a run that is
-      // no longer ours (reaped, canceled) is not dialed at all.
-      if (leaseExpiresAt - deps.clock.now() < deps.config.DIAL_TIMEOUT_MS + LEASE_MARGIN_MS) {
-        leaseExpiresAt = deps.clock.now() + deps.config.DISPATCH_LEASE_MS;
-        if (!(await renewClaim(deps.store, claimed.run.id, deps.nodeId, leaseExpiresAt))) {
-          deps.logger.warn({ runId: claimed.run.id }, 'claim lost before dialing; not dialed');
-          return;
-        }
+    if (claimed.leaseExpiresAt - deps.clock.now() < deps.config.DIAL_TIMEOUT_MS + LEASE_MARGIN_MS) {
+      const until = deps.clock.now() + deps.config.DISPATCH_LEASE_MS;
+      if (!(await renewClaim(deps.store, claimed.run.id, deps.nodeId, until))) {
+        deps.logger.warn({ runId: claimed.run.id }, 'claim lost before dialing; not dialed');
+        return;
       }
-      // Measured after every await above, right before the dial.
-      const lateness = deps.clock.now() - dialAt;
-      if (tolerance === 0 || lateness <= tolerance) break;
-      if (attempt === MAX_RESLOTS) {
-        deps.logger.warn({ runId: claimed.run.id, lateness }, 'dialing late: this node keeps missing its pacing slots');
-        break;
-      }
-      deps.metrics.pacingReslots.inc();
-      dialAt = await takePacingSlot(deps.store, claimed.configuration.id, deps.clock.now(), deps.config.DISPATCH_PACING_HEADROOM);
     }
     await this.dial(claimed);
   }

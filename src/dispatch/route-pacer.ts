@@ -1,0 +1,112 @@
+// The dials of one telephony configuration on this node, in slot order, one at a time.
+//
+// A claim hands this node consecutive pacing slots of the configuration (claim-runs.ts), and the
+// store moves the configuration's next free slot past them, so the slots of all nodes together are
+// spaced 1/calls_per_second apart (with headroom). Here those slots are kept:
+//
+// - one dial at a time, never closer than the spacing to this node's previous one, so a node that
+//   falls behind and then catches up cannot burst;
+// - a dial more than `toleranceMs` past its slot would eat into the next slots, which may be another
+//   node's: then every dial still waiting here takes fresh slots in ONE store transaction (one row
+//   lock per catch-up, not one per late dial, which under backlog queued the nodes behind each
+//   other's locks);
+// - a run re-slotted `maxReslots` times in a row is dialed anyway, and said so: its node is too
+//   busy to keep any slot.
+//
+// Everything this needs from outside (time, waiting, the store's slots, the dial) is handed in, so
+// its timing is tested with a fake clock.
+
+export interface PacedDial {
+  runId: number;
+  /** The pacing slot: not before this. */
+  dialAt: number;
+}
+
+export interface PacerDeps<T extends PacedDial> {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+  /** Takes `count` consecutive fresh slots of the configuration (from `now` at the earliest); returns the first. */
+  takeSlots(count: number, now: number): Promise<number>;
+  /** Starts the dial (the pacer does not wait for the provider's answer). */
+  dial(item: T): void;
+  /** A batch of fresh slots was taken (a metric). */
+  onReslot(dials: number): void;
+  /** The node kept missing one run's slots and dials it late. */
+  onGaveUp(item: T, latenessMs: number): void;
+  /** Nothing is left waiting: the dispatcher may claim again. */
+  onIdle(): void;
+}
+
+export interface PacerSettings {
+  spacingMs: number;
+  toleranceMs: number;
+  maxReslots: number;
+}
+
+export class RoutePacer<T extends PacedDial> {
+  private readonly queue: T[] = [];
+  private reslots = 0;
+  private lastDialAt = Number.NEGATIVE_INFINITY;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private settings: PacerSettings,
+    private readonly deps: PacerDeps<T>,
+  ) {}
+
+  /** Runs waiting for their slot. */
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  /**
+   * Whether a new claim for this configuration makes sense now: nothing waits here, or what waits
+   * is on time and due within `lookaheadMs`. A node behind its slots claims nothing more, so it
+   * never holds more slots than it can keep.
+   */
+  canTakeMore(now: number, lookaheadMs: number): boolean {
+    const head = this.queue[0];
+    const tail = this.queue[this.queue.length - 1];
+    if (!head || !tail) return true;
+    return head.dialAt >= now - this.settings.toleranceMs && tail.dialAt <= now + lookaheadMs;
+  }
+
+  /** Adds claimed runs (with their slots) and returns the loop that dials them, started if idle. */
+  add(items: T[], settings: PacerSettings): Promise<void> {
+    this.settings = settings;
+    this.queue.push(...items);
+    this.queue.sort((a, b) => a.dialAt - b.dialAt);
+    this.running ??= this.loop().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async loop(): Promise<void> {
+    const { deps } = this;
+    for (let head = this.queue[0]; head !== undefined; head = this.queue[0]) {
+      const { spacingMs, toleranceMs, maxReslots } = this.settings;
+      const due = Math.max(head.dialAt, this.lastDialAt + spacingMs);
+      const wait = due - deps.now();
+      if (wait > 0) await deps.sleep(wait);
+      const now = deps.now();
+      const lateness = now - head.dialAt;
+      if (lateness > toleranceMs && toleranceMs > 0) {
+        if (this.reslots < maxReslots) {
+          this.reslots++;
+          const count = this.queue.length;
+          const first = await deps.takeSlots(count, now);
+          this.queue.forEach((item, i) => (item.dialAt = first + i * spacingMs));
+          deps.onReslot(count);
+          continue;
+        }
+        deps.onGaveUp(head, lateness);
+      }
+      this.queue.shift();
+      this.reslots = 0;
+      this.lastDialAt = now;
+      deps.dial(head);
+    }
+    deps.onIdle();
+  }
+}

@@ -1,0 +1,106 @@
+// One configuration's dials on one node, on a fake clock: in slot order, never closer than the
+// spacing, and when the node falls behind, fresh slots for everything still waiting in one store
+// transaction, not one per late dial.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { RoutePacer, type PacedDial, type PacerSettings } from '../src/dispatch/route-pacer.js';
+
+interface Harness {
+  pacer: RoutePacer<PacedDial>;
+  clock: { at: number };
+  dials: { runId: number; at: number }[];
+  reslots: number[];
+  gaveUp: number[];
+  idle: number;
+  /** The configuration's next free slot in the (fake) store. */
+  store: { next: number; transactions: number };
+}
+
+function harness(settings: PacerSettings, dialCostMs = 0, { frozen = false } = {}): Harness {
+  const h: Harness = { pacer: undefined as unknown as RoutePacer<PacedDial>, clock: { at: 0 }, dials: [], reslots: [], gaveUp: [], idle: 0, store: { next: 0, transactions: 0 } };
+  h.pacer = new RoutePacer<PacedDial>(settings, {
+    now: () => h.clock.at,
+    // A frozen pacer waits for ever: what it holds can be inspected at any time.
+    sleep: (ms) => (frozen ? new Promise<void>(() => undefined) : Promise.resolve(void (h.clock.at += ms))),
+    takeSlots: async (count, now) => {
+      h.store.transactions++;
+      const first = Math.max(h.store.next, now);
+      h.store.next = first + count * settings.spacingMs;
+      return first;
+    },
+    dial: (item) => {
+      h.dials.push({ runId: item.runId, at: h.clock.at });
+      // A busy node: each dial costs it this much time before it can do anything else.
+      h.clock.at += dialCostMs;
+    },
+    onReslot: (count) => h.reslots.push(count),
+    onGaveUp: (item) => h.gaveUp.push(item.runId),
+    onIdle: () => h.idle++,
+  });
+  return h;
+}
+
+/** Claimed runs 1..count with consecutive slots from `start`, as a claim hands them over. */
+function claimed(count: number, start: number, spacingMs: number): PacedDial[] {
+  return Array.from({ length: count }, (_, i) => ({ runId: i + 1, dialAt: start + i * spacingMs }));
+}
+
+function minimumGap(dials: { at: number }[]): number {
+  let gap = Number.POSITIVE_INFINITY;
+  for (let i = 1; i < dials.length; i++) gap = Math.min(gap, (dials[i]?.at ?? 0) - (dials[i - 1]?.at ?? 0));
+  return gap;
+}
+
+describe('Route pacer', () => {
+  it('dials on-time runs exactly at their slots, in slot order, and takes no fresh slots', async () => {
+    const settings = { spacingMs: 210, toleranceMs: 40, maxReslots: 20 };
+    const h = harness(settings);
+    h.store.next = 10 * 210;
+    await h.pacer.add(claimed(10, 0, 210).reverse(), settings);
+    assert.deepEqual(h.dials.map((d) => d.runId), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert.deepEqual(h.dials.map((d) => d.at), claimed(10, 0, 210).map((c) => c.dialAt));
+    assert.equal(h.store.transactions, 0);
+    assert.equal(h.idle, 1, 'says once when it has nothing left');
+  });
+
+  it('catches up on a backlog it cannot dial in time with a few batch re-slots, never closer than the spacing, each run dialed once', async () => {
+    // 3,000 runs claimed at 10,000 calls per second, on a node that needs 1 ms per dial: it can keep none of its slots.
+    const settings = { spacingMs: 0.105, toleranceMs: 40, maxReslots: 20 };
+    const h = harness(settings, 1);
+    h.store.next = 3_000 * 0.105;
+    await h.pacer.add(claimed(3_000, 0, 0.105), settings);
+    assert.equal(h.dials.length, 3_000);
+    assert.equal(new Set(h.dials.map((d) => d.runId)).size, 3_000, 'no run dialed twice');
+    assert.ok(minimumGap(h.dials) >= 0.105, `never closer than the spacing (${minimumGap(h.dials)} ms)`);
+    // One re-slot per ~40 ms of lateness: about 3,000 ms / 41 ms, where one per late dial would be ~3,000.
+    assert.ok(h.store.transactions <= 80, `${h.store.transactions} store transactions for 3,000 late dials`);
+    assert.equal(h.reslots.length, h.store.transactions);
+    assert.deepEqual(h.gaveUp, []);
+  });
+
+  it('dials a run anyway, and says so, once it was re-slotted maxReslots times in a row', async () => {
+    const settings = { spacingMs: 10, toleranceMs: 1, maxReslots: 3 };
+    const h = harness(settings, 0);
+    // Every fresh slot is already 5 ms in the past when the pacer gets it (another node keeps taking the next ones).
+    const pacerDeps = h.pacer as unknown as { deps: { takeSlots: (count: number, now: number) => Promise<number> } };
+    pacerDeps.deps.takeSlots = async (_count, now) => {
+      h.store.transactions++;
+      return now - 5;
+    };
+    await h.pacer.add([{ runId: 1, dialAt: -100 }], settings);
+    assert.equal(h.store.transactions, 3);
+    assert.deepEqual(h.gaveUp, [1]);
+    assert.deepEqual(h.dials.map((d) => d.runId), [1]);
+  });
+
+  it('lets the dispatcher claim more only while what waits is on time and due within the lookahead', () => {
+    const settings = { spacingMs: 100, toleranceMs: 40, maxReslots: 20 };
+    const h = harness(settings, 0, { frozen: true });
+    assert.equal(h.pacer.canTakeMore(0, 100), true, 'nothing waits');
+    void h.pacer.add(claimed(3, 1_000, 100), settings);
+    assert.equal(h.pacer.pending, 3);
+    assert.equal(h.pacer.canTakeMore(1_000, 100), false, 'the last slot is 200 ms away, past the lookahead');
+    assert.equal(h.pacer.canTakeMore(1_000, 250), true, 'all due within the lookahead, none late');
+    assert.equal(h.pacer.canTakeMore(1_041, 250), false, 'the first is late: the node is behind its slots');
+  });
+});
