@@ -78,6 +78,25 @@ describe('Route pacer', () => {
     assert.deepEqual(h.gaveUp, []);
   });
 
+  it('keeps every one-second window at or under calls_per_second when the node stalls for less than the tolerance and catches up', async () => {
+    // 100 calls per second with 5 % headroom: slots 10.5 ms apart; the node stalls 35 ms every 40th dial.
+    const settings = { spacingMs: 10.5, toleranceMs: 40, maxReslots: 20 };
+    const h = harness(settings);
+    const pacerDeps = h.pacer as unknown as { deps: { dial: (item: PacedDial) => void } };
+    pacerDeps.deps.dial = (item) => {
+      h.dials.push({ runId: item.runId, at: h.clock.at });
+      if (h.dials.length % 40 === 0) h.clock.at += 35;
+    };
+    h.store.next = 500 * 10.5;
+    await h.pacer.add(claimed(500, 0, 10.5), settings);
+    assert.equal(h.dials.length, 500);
+    const times = h.dials.map((d) => d.at);
+    for (const start of times) {
+      const inWindow = times.filter((at) => at >= start && at < start + 1_000).length;
+      assert.ok(inWindow <= 100, `${inWindow} dials in the second from ${start} ms`);
+    }
+  });
+
   it('dials a run anyway, and says so, once it was re-slotted maxReslots times in a row', async () => {
     const settings = { spacingMs: 10, toleranceMs: 1, maxReslots: 3 };
     const h = harness(settings, 0);
