@@ -188,6 +188,70 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.equal((await showWorkflow(deps.store, workflowUuid)).status, 'archived');
   });
 
+  it('keeps an agent UUID across save-draft and publish when the definition omits trigger_uuid, so the published agent UUID keeps placing calls', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
+    const orgId = String(org.id);
+    await ws.json('telephony', 'create', '--org', orgId, '--name', 'Simulator', '--provider', 'simulator', '--caller-id', '+12025550100', '--default');
+
+    // The README's own example: the trigger node carries no trigger_uuid, in every version.
+    const file = ws.file('agent.json', definition([{ id: 'trigger' }], 'Hello'));
+    const created = await ws.json<Summary>('workflow', 'create', '--org', orgId, '--name', 'Reminders', '--definition', file);
+    const [agentUuid] = created.agent_uuids;
+    assert.match(agentUuid ?? '', UUID);
+
+    const draft = await ws.json<Summary>('workflow', 'save-draft', created.workflow_uuid, '--definition', ws.file('v2.json', definition([{ id: 'trigger' }], 'Hello again')));
+    assert.deepEqual(draft.agent_uuids, [agentUuid], 'the draft keeps the trigger node\'s UUID');
+    const published = await ws.json<Summary>('workflow', 'publish', created.workflow_uuid);
+    assert.deepEqual(published.agent_uuids, [agentUuid], 'and so does the published version');
+
+    const deps = await openDeps(t, ws);
+    const outcome = await initiateCall(deps, { orgId: org.id, limits: { ratePerSecond: null, keyRatePerSecond: null, maxQueuedRuns: null } }, { kind: 'agent', uuid: agentUuid ?? '' }, 'published', { phone_number: '+12025550123' });
+    assert.equal(outcome.replayed, false, 'the agent UUID printed at create still calls the published version');
+
+    // A new trigger node gets a UUID of its own; the known node keeps its UUID even beside it.
+    const v3 = await ws.json<Summary>('workflow', 'save-draft', created.workflow_uuid, '--definition', ws.file('v3.json', definition([{ id: 'trigger' }, { id: 'second' }], 'Hi')));
+    assert.equal(v3.agent_uuids[0], agentUuid);
+    assert.match(v3.agent_uuids[1] ?? '', UUID);
+    assert.notEqual(v3.agent_uuids[1], agentUuid);
+
+    // An explicit trigger_uuid still wins, and agent UUIDs stay globally unique.
+    const explicit = await ws.json<Summary>('workflow', 'save-draft', created.workflow_uuid, '--definition', ws.file('v4.json', definition([{ id: 'trigger', trigger_uuid: FIXED_TRIGGER }], 'Hi')));
+    assert.deepEqual(explicit.agent_uuids, [FIXED_TRIGGER]);
+    const other = await ws.cli(['workflow', 'create', '--org', orgId, '--name', 'Thief', '--definition', ws.file('thief.json', definition([{ id: 'trigger', trigger_uuid: agentUuid ?? '' }], 'Hi'))]);
+    assert.notEqual(other.code, 0);
+    assert.match(other.stderr, /already belongs to another workflow/);
+  });
+
+  it('prints a version\'s definition with workflow show --definition, bare JSON in text mode and with its version in --json mode, ready to save back', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
+    const created = await ws.json<Summary>('workflow', 'create', '--org', String(org.id), '--name', 'Reminders', '--definition', ws.file('v1.json', definition([{ id: 'trigger' }], 'Hello v1')));
+    await ws.json('workflow', 'save-draft', created.workflow_uuid, '--definition', ws.file('v2.json', definition([{ id: 'trigger' }], 'Hello v2')));
+
+    const text = await ws.cli(['workflow', 'show', created.workflow_uuid, '--definition']);
+    assert.equal(text.code, 0, text.stderr);
+    const printed = JSON.parse(text.stdout) as ReturnType<typeof definition>;
+    assert.deepEqual(printed, {
+      ...definition([{ id: 'trigger', trigger_uuid: created.agent_uuids[0] ?? '' }], 'Hello v2'),
+    }, 'the draft, with the trigger UUID it was saved with');
+
+    const json = await ws.json<{ workflow_uuid: string; version: number; status: string; definition: unknown }>('workflow', 'show', created.workflow_uuid, '--definition', '--version', '1');
+    assert.deepEqual(json, {
+      workflow_uuid: created.workflow_uuid,
+      version: 1,
+      status: 'published',
+      definition: definition([{ id: 'trigger', trigger_uuid: created.agent_uuids[0] ?? '' }], 'Hello v1'),
+    });
+
+    const saved = await ws.json<Summary>('workflow', 'save-draft', created.workflow_uuid, '--definition', ws.file('edited.json', text.stdout));
+    assert.deepEqual(saved.agent_uuids, created.agent_uuids, 'what show printed saves back unchanged');
+
+    const missing = await ws.cli(['workflow', 'show', created.workflow_uuid, '--definition', '--version', '9']);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /no version 9/);
+  });
+
   it('refuses an invalid definition file, listing every problem on stderr with its JSON Pointer, and creates nothing', async (t) => {
     const ws = workspace(t);
     const deps = await openDeps(t, ws);

@@ -11,7 +11,7 @@ import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { createTelephonyConfiguration, listTelephonyConfigurations } from '../telephony/configurations.js';
 import { SecretKeyMissingError } from '../telephony/credentials-cipher.js';
-import { archiveWorkflow, createWorkflow, publishDraft, saveDraft, showWorkflow } from '../workflows/workflows.js';
+import { archiveWorkflow, createWorkflow, getDefinition, publishDraft, saveDraft, showWorkflow } from '../workflows/workflows.js';
 import { formatRecord, formatTable, type Printable } from './output.js';
 
 function positiveInt(text: string): number {
@@ -274,9 +274,17 @@ export function buildCli(): Command {
     );
   workflow
     .command('show')
-    .argument('<workflow_uuid>')
+    .description("show a workflow and its versions, or with --definition one version's definition")
+    .argument('<workflow_uuid>', 'workflow UUID')
+    .option('--definition', 'print the definition JSON (text mode prints it bare, ready to edit and save-draft)')
+    .option('--version <n>', 'with --definition: which version (default: the draft, else the published one)', positiveInt)
     .action(
-      action(async (deps, uuid: string) => {
+      action(async (deps, uuid: string, opts: { definition?: boolean; version?: number }) => {
+        if (opts.definition) {
+          const shown = await getDefinition(deps.store, uuid, opts.version);
+          return { json: shown, text: JSON.stringify(shown.definition, null, 2) };
+        }
+        if (opts.version !== undefined) throw new CliError('--version needs --definition.');
         const details = await showWorkflow(deps.store, uuid);
         const versions = details.definitions.map((d) => withTimes(d, ['created_at', 'published_at']));
         return {
