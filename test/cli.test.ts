@@ -264,17 +264,21 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
       ],
       edges: [{ source: 'a', target: 'zz' }],
     });
-    const result = await ws.cli(['--json', 'workflow', 'create', '--org', String(org.id), '--name', 'Broken', '--definition', bad]);
+    const expected = ['/edges/0/target', '/nodes', '/nodes/0/type', '/nodes/1/data/prompt', '/nodes/2/data/enabled', '/nodes/2/data/trigger_uuid'];
+    const result = await ws.cli(['workflow', 'create', '--org', String(org.id), '--name', 'Broken', '--definition', bad]);
     assert.notEqual(result.code, 0);
     assert.equal(result.stdout, '');
     const lines = result.stderr.trimEnd().split('\n');
     assert.match(lines[0] ?? '', /^Error \(validation_failed\): /);
-    assert.deepEqual(
-      lines.slice(1).map((line) => line.trim().split(':')[0]).sort(),
-      ['/edges/0/target', '/nodes', '/nodes/0/type', '/nodes/1/data/prompt', '/nodes/2/data/enabled', '/nodes/2/data/trigger_uuid'],
-      result.stderr,
-    );
+    assert.deepEqual(lines.slice(1).map((line) => line.trim().split(':')[0]).sort(), expected, result.stderr);
     assert.doesNotMatch(result.stderr, /^\s+at /m, 'no stack trace');
+
+    const json = await ws.cli(['--json', 'workflow', 'create', '--org', String(org.id), '--name', 'Broken', '--definition', bad]);
+    assert.notEqual(json.code, 0);
+    assert.equal(json.stdout, '');
+    const failure = JSON.parse(json.stderr) as { error: { code: string; message: string; errors: { pointer: string; detail: string }[] } };
+    assert.equal(failure.error.code, 'validation_failed');
+    assert.deepEqual(failure.error.errors.map((e) => e.pointer).sort(), expected);
     const workflows = await deps.store.db.selectFrom('workflows').select('id').execute();
     assert.deepEqual(workflows, []);
 
@@ -300,6 +304,41 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.match(missing.stderr, /No organization 999/);
   });
 
+  it('reports every failure in --json mode as one JSON object on stderr with a stable code and a non-zero exit, and in text mode as a readable line without a stack', async (t) => {
+    const ws = workspace(t);
+    const cases: { args: string[]; env?: Record<string, string>; code: string; message: RegExp; text?: RegExp }[] = [
+      { args: ['org', 'set-limits', '9', '--max-queued', '5'], code: 'not_found', message: /No organization 9/ },
+      { args: ['run', 'show', '7'], code: 'workflow_run_not_found', message: /No workflow run 7/ },
+      { args: ['workflow', 'create', '--org', '1', '--name', 'x', '--definition', join(ws.dir, 'absent.json')], code: 'not_found', message: /No organization 1/ },
+      { args: ['org', 'teleport'], code: 'usage_error', message: /unknown command 'teleport'/ },
+      { args: ['org', 'set-limits', '1', '--max-queued', '0'], code: 'usage_error', message: /expected a whole number from 1/ },
+      { args: ['key', 'create', '--org', '1'], code: 'usage_error', message: /required option '--name <name>'/ },
+      { args: [], code: 'usage_error', message: /A command is required/, text: /^Usage: dialtone/ },
+      { args: ['org', 'list'], env: { DATABASE_URL: 'mysql://db/x' }, code: 'invalid_configuration', message: /DATABASE_URL/ },
+      { args: ['org', 'list'], env: { DATABASE_URL: `sqlite:${ws.file('plain-file', 'x')}/sub/x.db` }, code: 'internal_error', message: /plain-file/ },
+    ];
+    // One at a time: the suite already runs its tests side by side.
+    for (const { args, env, code, message, text: textMessage } of cases) {
+      const json = await ws.cli(['--json', ...args], env);
+      assert.notEqual(json.code, 0, args.join(' '));
+      assert.equal(json.stdout, '', args.join(' '));
+      let parsed: { error?: { code?: string; message?: string } };
+      try {
+        parsed = JSON.parse(json.stderr) as typeof parsed;
+      } catch {
+        assert.fail(`dialtone --json ${args.join(' ')}: stderr is not JSON:\n${json.stderr}`);
+      }
+      assert.equal(parsed.error?.code, code, args.join(' '));
+      assert.match(parsed.error?.message ?? '', message, args.join(' '));
+
+      const text = await ws.cli(args, env);
+      assert.notEqual(text.code, 0, args.join(' '));
+      assert.match(text.stderr, textMessage ?? message, args.join(' '));
+      assert.doesNotMatch(text.stderr, /^\s+at /m, `no stack trace: ${args.join(' ')}`);
+      assert.throws(() => JSON.parse(text.stderr), `text mode stays text: ${args.join(' ')}`);
+    }
+  });
+
   it('prints readable text, not JSON, without --json', async (t) => {
     const ws = workspace(t);
     const result = await ws.cli(['org', 'create', '--name', 'Readable Org']);
@@ -317,11 +356,14 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     const args = ['--json', 'telephony', 'create', '--org', String(org.id), '--name', 'Twilio', '--provider', 'twilio', '--caller-id', '+12025550100', '--credentials', credentials];
 
     // Without the key nothing is stored, and the operator is told what to set.
-    const refused = await ws.cli(args, { DIALTONE_SECRET_KEY: undefined });
+    const refused = await ws.cli(args.slice(1), { DIALTONE_SECRET_KEY: undefined });
     assert.notEqual(refused.code, 0);
     assert.equal(refused.stdout, '');
     assert.match(refused.stderr, /^Error: DIALTONE_SECRET_KEY is not set/);
     assert.doesNotMatch(refused.stderr, /^\s+at /m, 'a configuration mistake is reported without a stack trace');
+    const refusedJson = await ws.cli(args, { DIALTONE_SECRET_KEY: undefined });
+    assert.notEqual(refusedJson.code, 0);
+    assert.equal((JSON.parse(refusedJson.stderr) as { error: { code: string } }).error.code, 'secret_key_missing');
     assert.deepEqual(await deps.store.db.selectFrom('telephony_configurations').select('id').execute(), []);
 
     const created = await ws.cli(args);

@@ -1,17 +1,16 @@
 // `dialtone`: administration from the shell, on the same store and dependencies as the service.
 // Every command prints readable text by default and JSON with --json.
 import { readFileSync } from 'node:fs';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.js';
-import { ConfigError, loadConfig } from '../config.js';
+import { loadConfig } from '../config.js';
 import { buildDeps, type Deps } from '../deps.js';
-import { DialtoneError } from '../errors.js';
 import { createOrganization, organizationExists, setOrganizationLimits } from '../orgs/organizations.js';
 import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { createTelephonyConfiguration, listTelephonyConfigurations } from '../telephony/configurations.js';
-import { SecretKeyMissingError } from '../telephony/credentials-cipher.js';
 import { archiveWorkflow, createWorkflow, getDefinition, publishDraft, saveDraft, showWorkflow } from '../workflows/workflows.js';
+import { CliError, reportFailure } from './errors.js';
 import { formatRecord, formatTable, type Printable } from './output.js';
 
 function positiveInt(text: string): number {
@@ -47,16 +46,14 @@ function readJsonFile(path: string): unknown {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new CliError(`Cannot read ${path}: ${(error as Error).message}`);
+    throw new CliError('invalid_input', `Cannot read ${path}: ${(error as Error).message}`);
   }
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new CliError(`${path} is not valid JSON: ${(error as Error).message}`);
+    throw new CliError('invalid_input', `${path} is not valid JSON: ${(error as Error).message}`);
   }
 }
-
-class CliError extends Error {}
 
 interface Output {
   json: unknown;
@@ -80,7 +77,7 @@ function action<A extends unknown[]>(run: (deps: Deps, ...args: A) => Promise<Ou
 }
 
 async function requireOrg(deps: Deps, orgId: number): Promise<void> {
-  if (!(await organizationExists(deps.store, orgId))) throw new CliError(`No organization ${orgId}.`);
+  if (!(await organizationExists(deps.store, orgId))) throw new CliError('not_found', `No organization ${orgId}.`);
 }
 
 const withTimes = <T extends Record<string, unknown>>(row: T, keys: string[]): Printable => {
@@ -89,11 +86,15 @@ const withTimes = <T extends Record<string, unknown>>(row: T, keys: string[]): P
   return out;
 };
 
-export function buildCli(): Command {
+export function buildCli(options: { json?: boolean } = {}): Command {
   const program = new Command('dialtone')
     .description('Dialtone: outbound call initiation service')
-    .option('--json', 'print machine-readable JSON')
-    .showHelpAfterError();
+    .option('--json', 'print machine-readable JSON (errors too, as {"error":{"code","message"}} on stderr)')
+    // Usage errors are thrown, not exited on, so runCli reports every failure one way. With --json
+    // commander stays silent and runCli prints the JSON; subcommands inherit both settings.
+    .exitOverride()
+    .configureOutput(options.json ? { writeErr: () => undefined, outputError: () => undefined } : {});
+  if (!options.json) program.showHelpAfterError();
 
   program
     .command('serve')
@@ -142,7 +143,7 @@ export function buildCli(): Command {
           ...(opts.keyRatePerSecond !== undefined ? { key_rate_limit_per_second: storedLimit(opts.keyRatePerSecond) } : {}),
           ...(opts.maxQueued !== undefined ? { max_queued_runs: storedLimit(opts.maxQueued) } : {}),
         });
-        if (!row) throw new CliError(`No organization ${id}.`);
+        if (!row) throw new CliError('not_found', `No organization ${id}.`);
         return { json: row, text: formatRecord({ ...row }) };
       }),
     );
@@ -174,7 +175,7 @@ export function buildCli(): Command {
     .argument('<key_id>', 'API key id', positiveInt)
     .action(
       action(async (deps, keyId: number) => {
-        if (!(await revokeApiKey(deps.store, keyId, deps.clock.now()))) throw new CliError(`No API key ${keyId}.`);
+        if (!(await revokeApiKey(deps.store, keyId, deps.clock.now()))) throw new CliError('not_found', `No API key ${keyId}.`);
         return { json: { id: keyId, revoked: true }, text: `Revoked key ${keyId}.` };
       }),
     );
@@ -284,7 +285,7 @@ export function buildCli(): Command {
           const shown = await getDefinition(deps.store, uuid, opts.version);
           return { json: shown, text: JSON.stringify(shown.definition, null, 2) };
         }
-        if (opts.version !== undefined) throw new CliError('--version needs --definition.');
+        if (opts.version !== undefined) throw new CliError('invalid_input', '--version needs --definition.');
         const details = await showWorkflow(deps.store, uuid);
         const versions = details.definitions.map((d) => withTimes(d, ['created_at', 'published_at']));
         return {
@@ -331,19 +332,20 @@ export function buildCli(): Command {
   return program;
 }
 
+/** Whether this invocation asked for JSON: decided from argv so usage errors, found before any action runs, honour it too. */
+function wantsJson(argv: string[]): boolean {
+  const args = argv.slice(2);
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).includes('--json');
+}
+
 export async function runCli(argv: string[]): Promise<number> {
+  const json = wantsJson(argv);
   try {
-    await buildCli().parseAsync(argv);
+    await buildCli({ json }).parseAsync(argv);
     return 0;
   } catch (error) {
-    if (error instanceof DialtoneError) {
-      process.stderr.write(`Error (${error.code}): ${error.message}\n`);
-      for (const e of error.errors ?? []) process.stderr.write(`  ${e.pointer || '/'}: ${e.detail}\n`);
-    } else if (error instanceof CliError || error instanceof ConfigError || error instanceof SecretKeyMissingError) {
-      process.stderr.write(`Error: ${error.message}\n`);
-    } else {
-      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    }
-    return 1;
+    if (error instanceof CommanderError && error.exitCode === 0) return 0; // --help
+    return reportFailure(error, json);
   }
 }
