@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import pino from 'pino';
+import type { Command } from 'commander';
 import { initiateCall } from '../src/calls/initiate-call.js';
+import { buildCli } from '../src/cli/main.js';
 import { buildDeps, type Deps } from '../src/deps.js';
 import { createOrganization } from '../src/orgs/organizations.js';
 import { migrateToLatest } from '../src/store/migrate.js';
@@ -337,6 +339,114 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
       assert.doesNotMatch(text.stderr, /^\s+at /m, `no stack trace: ${args.join(' ')}`);
       assert.throws(() => JSON.parse(text.stderr), `text mode stays text: ${args.join(' ')}`);
     }
+  });
+
+  it('lists organizations with org list, and an organization\'s workflows with their versions with workflow list', async (t) => {
+    const ws = workspace(t);
+    assert.deepEqual(await ws.json('org', 'list'), []);
+    const acme = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
+    const other = await ws.json<{ id: number }>('org', 'create', '--name', 'Other');
+    await ws.json('org', 'set-limits', String(other.id), '--max-queued', '5');
+    const orgs = await ws.json<{ id: number; name: string; max_queued_runs: number | null; created_at: string }[]>('org', 'list');
+    assert.deepEqual(orgs.map((o) => [o.id, o.name, o.max_queued_runs]), [[acme.id, 'Acme', null], [other.id, 'Other', 5]]);
+    assert.ok(!Number.isNaN(Date.parse(orgs[0]?.created_at ?? '')), 'times are ISO 8601');
+
+    const first = await ws.json<Summary>('workflow', 'create', '--org', String(acme.id), '--name', 'First', '--definition', ws.file('a.json', definition([{ id: 'trigger' }], 'Hi')));
+    const second = await ws.json<Summary>('workflow', 'create', '--org', String(acme.id), '--name', 'Second', '--definition', ws.file('b.json', definition([{ id: 'trigger' }], 'Hi')));
+    await ws.json('workflow', 'save-draft', second.workflow_uuid, '--definition', ws.file('b2.json', definition([{ id: 'trigger' }], 'Hello')));
+    await ws.json('workflow', 'archive', first.workflow_uuid);
+    const listed = await ws.json<Record<string, unknown>[]>('workflow', 'list', '--org', String(acme.id));
+    assert.deepEqual(
+      listed.map((w) => [w.workflow_uuid, w.name, w.status, w.published_version, w.draft_version, w.agent_uuids]),
+      [
+        [first.workflow_uuid, 'First', 'archived', 1, null, first.agent_uuids],
+        [second.workflow_uuid, 'Second', 'active', 1, 2, second.agent_uuids],
+      ],
+    );
+    assert.deepEqual(await ws.json('workflow', 'list', '--org', String(other.id)), [], 'another organization\'s workflows are not listed');
+    const text = await ws.cli(['workflow', 'list', '--org', String(acme.id)]);
+    assert.match(text.stdout, /^workflow_uuid\s+name\s+status/);
+  });
+
+  it('makes an active configuration the default with telephony set-default, and disables one with telephony disable so that it can be neither used nor the default', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
+    const orgId = String(org.id);
+    const sim = (name: string, ...extra: string[]) => ws.json<{ id: number }>('telephony', 'create', '--org', orgId, '--name', name, '--provider', 'simulator', '--caller-id', '+12025550100', ...extra);
+    const first = await sim('first', '--default');
+    const second = await sim('second');
+    const created = await ws.json<Summary>('workflow', 'create', '--org', orgId, '--name', 'Agent', '--definition', ws.file('a.json', definition([{ id: 'trigger' }], 'Hi')));
+
+    const made = await ws.json<{ id: number; is_default: boolean }>('telephony', 'set-default', String(second.id));
+    assert.deepEqual([made.id, made.is_default], [second.id, true]);
+    const defaults = async () => (await ws.json<{ id: number; is_default: boolean; status: string }[]>('telephony', 'list', '--org', orgId)).map((c) => [c.id, c.is_default, c.status]);
+    assert.deepEqual(await defaults(), [[first.id, false, 'active'], [second.id, true, 'active']], 'one default per organization');
+
+    const disabled = await ws.json<{ status: string; is_default: boolean }>('telephony', 'disable', String(second.id));
+    assert.deepEqual([disabled.status, disabled.is_default], ['inactive', false]);
+    assert.deepEqual(await defaults(), [[first.id, false, 'active'], [second.id, false, 'inactive']]);
+
+    const refused = await ws.cli(['--json', 'telephony', 'set-default', String(second.id)]);
+    assert.notEqual(refused.code, 0);
+    assert.equal((JSON.parse(refused.stderr) as { error: { code: string } }).error.code, 'telephony_configuration_not_found');
+    assert.deepEqual(await defaults(), [[first.id, false, 'active'], [second.id, false, 'inactive']], 'a disabled configuration does not become the default');
+    const unknown = await ws.cli(['telephony', 'disable', '99']);
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.stderr, /No telephony configuration 99/);
+
+    // What the public API then answers: nothing to default to, and the disabled route is not found.
+    const deps = await openDeps(t, ws);
+    const call = (telephony_configuration_id?: number) =>
+      initiateCall(deps, { orgId: org.id, limits: { ratePerSecond: null, keyRatePerSecond: null, maxQueuedRuns: null } }, { kind: 'agent', uuid: created.agent_uuids[0] ?? '' }, 'published', { phone_number: '+12025550123', ...(telephony_configuration_id ? { telephony_configuration_id } : {}) });
+    await assert.rejects(call(), { code: 'telephony_not_configured' });
+    await assert.rejects(call(second.id), { code: 'telephony_configuration_not_found' });
+    await ws.json('telephony', 'set-default', String(first.id));
+    assert.equal((await call()).replayed, false, 'a new default serves again');
+  });
+
+  it('cancels a queued run with run cancel, through the run lifecycle, and refuses a run that has ended or does not exist', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
+    await ws.json('telephony', 'create', '--org', String(org.id), '--name', 'sim', '--provider', 'simulator', '--caller-id', '+12025550100', '--default');
+    const created = await ws.json<Summary>('workflow', 'create', '--org', String(org.id), '--name', 'Agent', '--definition', ws.file('a.json', definition([{ id: 'trigger' }], 'Hi')));
+    const deps = await openDeps(t, ws);
+    const outcome = await initiateCall(deps, { orgId: org.id, limits: { ratePerSecond: null, keyRatePerSecond: null, maxQueuedRuns: null } }, { kind: 'agent', uuid: created.agent_uuids[0] ?? '' }, 'published', { phone_number: '+12025550123' });
+    const runId = String(outcome.replayed ? assert.fail('not a replay') : outcome.result.workflow_run_id);
+
+    const canceled = await ws.json<{ state: string; outcome_reason: string }>('run', 'cancel', runId);
+    assert.deepEqual([canceled.state, canceled.outcome_reason], ['canceled', 'canceled_by_request']);
+    const events = await ws.json<{ type: string }[]>('run', 'events', runId);
+    assert.deepEqual(events.map((e) => e.type), ['queued', 'canceled'], 'the cancel is an event of the run');
+
+    const again = await ws.cli(['--json', 'run', 'cancel', runId]);
+    assert.notEqual(again.code, 0);
+    assert.equal((JSON.parse(again.stderr) as { error: { code: string } }).error.code, 'run_already_ended');
+    const missing = await ws.cli(['run', 'cancel', '999']);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /^Error \(workflow_run_not_found\): /);
+  });
+
+  it('describes every command, option and argument in its help', () => {
+    const undescribed: string[] = [];
+    const visit = (command: Command, path: string) => {
+      if (!command.description()) undescribed.push(`${path}: the command`);
+      for (const option of command.options) if (!option.description) undescribed.push(`${path}: ${option.flags}`);
+      for (const argument of command.registeredArguments) if (!argument.description) undescribed.push(`${path}: <${argument.name()}>`);
+      for (const sub of command.commands) visit(sub, `${path} ${sub.name()}`);
+    };
+    visit(buildCli(), 'dialtone');
+    assert.deepEqual(undescribed, []);
+  });
+
+  it('has the administration commands an operator needs, each with its help', async (t) => {
+    const ws = workspace(t);
+    const commands = (command: Command, path: string[]): string[] =>
+      command.commands.length === 0 ? [path.join(' ')] : command.commands.flatMap((sub) => commands(sub, [...path, sub.name()]));
+    const all = commands(buildCli(), []);
+    for (const wanted of ['org list', 'workflow list', 'telephony set-default', 'telephony disable', 'run cancel']) assert.ok(all.includes(wanted), `dialtone ${wanted}`);
+    const help = await ws.cli(['telephony', 'disable', '--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^Usage: dialtone telephony disable \[options\] <configuration_id>\n\ndisable a configuration/);
   });
 
   it('prints readable text, not JSON, without --json', async (t) => {

@@ -5,11 +5,18 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.js';
 import { loadConfig } from '../config.js';
 import { buildDeps, type Deps } from '../deps.js';
-import { createOrganization, organizationExists, setOrganizationLimits } from '../orgs/organizations.js';
+import { createOrganization, listOrganizations, organizationExists, setOrganizationLimits } from '../orgs/organizations.js';
+import { cancelRun } from '../runs/cancel-run.js';
 import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
+import { isTerminal } from '../runs/states.js';
 import { migrateToLatest } from '../store/migrate.js';
-import { createTelephonyConfiguration, listTelephonyConfigurations } from '../telephony/configurations.js';
-import { archiveWorkflow, createWorkflow, getDefinition, publishDraft, saveDraft, showWorkflow } from '../workflows/workflows.js';
+import {
+  createTelephonyConfiguration,
+  disableTelephonyConfiguration,
+  listTelephonyConfigurations,
+  setDefaultTelephonyConfiguration,
+} from '../telephony/configurations.js';
+import { archiveWorkflow, createWorkflow, getDefinition, listWorkflows, publishDraft, saveDraft, showWorkflow } from '../workflows/workflows.js';
 import { CliError, reportFailure } from './errors.js';
 import { formatRecord, formatTable, type Printable } from './output.js';
 
@@ -30,6 +37,11 @@ function limitValue(min: number) {
 type Limit = number | 'default';
 /** "default" is stored as null (commander turns a parser's null into an empty string, hence the word). */
 const storedLimit = (limit: Limit): number | null => (limit === 'default' ? null : limit);
+
+function nonNegativeInt(text: string): number {
+  if (!/^[0-9]{1,15}$/.test(text)) throw new InvalidArgumentError('expected a whole number from 0');
+  return Number(text);
+}
 
 function positiveNumber(text: string): number {
   const value = Number(text);
@@ -121,11 +133,22 @@ export function buildCli(options: { json?: boolean } = {}): Command {
   const org = program.command('org').description('organizations');
   org
     .command('create')
+    .description('create an organization (a tenant)')
     .requiredOption('--name <name>', 'organization name')
     .action(
       action(async (deps, opts: { name: string }) => {
         const row = await createOrganization(deps.store, opts.name, deps.clock.now());
         return { json: row, text: formatRecord(row) };
+      }),
+    );
+
+  org
+    .command('list')
+    .description('list organizations with their own limits (- means the configured default)')
+    .action(
+      action(async (deps) => {
+        const rows = (await listOrganizations(deps.store)).map((r) => withTimes(r, ['created_at']));
+        return { json: rows, text: formatTable(rows, ['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs']) };
       }),
     );
 
@@ -151,6 +174,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
   const key = program.command('key').description('API keys');
   key
     .command('create')
+    .description('create an API key; the secret is printed once')
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .requiredOption('--name <name>', 'key name')
     .action(
@@ -163,6 +187,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
     );
   key
     .command('list')
+    .description("list an organization's API keys (prefixes, never secrets)")
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .action(
       action(async (deps, opts: { org: number }) => {
@@ -172,6 +197,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
     );
   key
     .command('revoke')
+    .description('revoke an API key: its requests are refused from now on')
     .argument('<key_id>', 'API key id', positiveInt)
     .action(
       action(async (deps, keyId: number) => {
@@ -183,6 +209,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
   const telephony = program.command('telephony').description('telephony configurations');
   telephony
     .command('create')
+    .description('create a telephony configuration (a route to the phone network)')
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .requiredOption('--name <name>', 'configuration name')
     .requiredOption('--provider <provider>', 'simulator, twilio or sip')
@@ -221,6 +248,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
     );
   telephony
     .command('list')
+    .description("list an organization's telephony configurations")
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .action(
       action(async (deps, opts: { org: number }) => {
@@ -231,10 +259,41 @@ export function buildCli(options: { json?: boolean } = {}): Command {
         };
       }),
     );
+  telephony
+    .command('set-default')
+    .description("make an active configuration its organization's default (used when a request names none)")
+    .argument('<configuration_id>', 'telephony configuration id', positiveInt)
+    .action(
+      action(async (deps, id: number) => {
+        const view = await setDefaultTelephonyConfiguration(deps.store, id, deps.clock.now());
+        return { json: view, text: formatRecord({ ...view }) };
+      }),
+    );
+  telephony
+    .command('disable')
+    .description('disable a configuration: new requests can no longer use it, and it stops being the default')
+    .argument('<configuration_id>', 'telephony configuration id', positiveInt)
+    .action(
+      action(async (deps, id: number) => {
+        const view = await disableTelephonyConfiguration(deps.store, id, deps.clock.now());
+        return { json: view, text: formatRecord({ ...view }) };
+      }),
+    );
 
   const workflow = program.command('workflow').description('workflows (agents) and their versions');
   workflow
+    .command('list')
+    .description("list an organization's workflows with their published and draft versions")
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .action(
+      action(async (deps, opts: { org: number }) => {
+        const rows = (await listWorkflows(deps.store, opts.org)).map((r) => withTimes({ ...r }, ['created_at', 'updated_at']));
+        return { json: rows, text: formatTable(rows, ['workflow_uuid', 'name', 'status', 'published_version', 'draft_version', 'agent_uuids', 'updated_at']) };
+      }),
+    );
+  workflow
     .command('create')
+    .description('create a workflow (agent) whose definition becomes published version 1')
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .requiredOption('--name <name>', 'workflow name')
     .requiredOption('--definition <file>', 'definition JSON file; becomes published version 1')
@@ -247,7 +306,8 @@ export function buildCli(options: { json?: boolean } = {}): Command {
     );
   workflow
     .command('save-draft')
-    .argument('<workflow_uuid>')
+    .description("save a new draft version; trigger nodes without trigger_uuid keep their agent UUID")
+    .argument('<workflow_uuid>', 'workflow UUID')
     .requiredOption('--definition <file>', 'definition JSON file')
     .action(
       action(async (deps, uuid: string, opts: { definition: string }) => {
@@ -257,7 +317,8 @@ export function buildCli(options: { json?: boolean } = {}): Command {
     );
   workflow
     .command('publish')
-    .argument('<workflow_uuid>')
+    .description('publish the draft; the previous published version is archived (runs keep theirs)')
+    .argument('<workflow_uuid>', 'workflow UUID')
     .action(
       action(async (deps, uuid: string) => {
         const summary = await publishDraft(deps.store, uuid, deps.clock.now());
@@ -266,7 +327,8 @@ export function buildCli(options: { json?: boolean } = {}): Command {
     );
   workflow
     .command('archive')
-    .argument('<workflow_uuid>')
+    .description('archive a workflow: its agent UUIDs stop answering')
+    .argument('<workflow_uuid>', 'workflow UUID')
     .action(
       action(async (deps, uuid: string) => {
         await archiveWorkflow(deps.store, uuid, deps.clock.now());
@@ -298,6 +360,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
   const run = program.command('run').description('workflow runs');
   run
     .command('show')
+    .description('show a run: state, outcome, timestamps')
     .argument('<run_id>', 'run id', positiveInt)
     .action(
       action(async (deps, runId: number) => {
@@ -307,8 +370,9 @@ export function buildCli(options: { json?: boolean } = {}): Command {
     );
   run
     .command('events')
+    .description("list a run's events in order")
     .argument('<run_id>', 'run id', positiveInt)
-    .option('--after <seq>', 'only events after this seq', (v: string) => Number(v), 0)
+    .option('--after <seq>', 'only events after this seq', nonNegativeInt, 0)
     .action(
       action(async (deps, runId: number, opts: { after: number }) => {
         const page = await listRunEvents(deps.store, undefined, runId, opts.after, 1000);
@@ -319,7 +383,19 @@ export function buildCli(options: { json?: boolean } = {}): Command {
       }),
     );
   run
+    .command('cancel')
+    .description('cancel a run: a queued run at once; a live call is ended by the node holding it')
+    .argument('<run_id>', 'run id', positiveInt)
+    .action(
+      action(async (deps, runId: number) => {
+        const view = await cancelRun(deps, undefined, runId);
+        const note = isTerminal(view.state) ? '' : '\n\nCancel requested: the node holding the call ends it shortly (run show to follow).';
+        return { json: view, text: `${formatRecord({ ...view })}${note}` };
+      }),
+    );
+  run
     .command('list')
+    .description("list an organization's runs, newest first")
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .option('--limit <n>', 'how many, newest first', positiveInt, 20)
     .action(

@@ -128,6 +128,40 @@ export async function setTelephonyStatus(store: Store, id: number, status: Telep
 }
 
 /**
+ * Makes a configuration its organization's default (and the previous default an ordinary one). Only
+ * an active configuration can be the default: runs without a telephony_configuration_id dial it.
+ */
+export async function setDefaultTelephonyConfiguration(store: Store, id: number, now: number): Promise<TelephonyConfigurationView> {
+  return store.db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('telephony_configurations').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) throw new DialtoneError('telephony_configuration_not_found', `No telephony configuration ${id}.`);
+    if (row.status !== 'active') {
+      throw new DialtoneError('telephony_configuration_not_found', `Telephony configuration ${id} is disabled: it cannot be the default.`);
+    }
+    // Clear first: the store allows one default per organization at any instant.
+    await trx.updateTable('telephony_configurations').set({ is_default: 0, updated_at: now }).where('org_id', '=', row.org_id).where('is_default', '=', 1).where('id', '!=', id).execute();
+    const updated = await trx.updateTable('telephony_configurations').set({ is_default: 1, updated_at: now }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    return viewConfiguration(updated);
+  });
+}
+
+/**
+ * Disables a configuration: it is no longer dialed for new requests (selectTelephonyConfiguration
+ * takes only active ones) and stops being the default, so requests without a
+ * telephony_configuration_id are refused (telephony_not_configured) until another is made default.
+ */
+export async function disableTelephonyConfiguration(store: Store, id: number, now: number): Promise<TelephonyConfigurationView> {
+  const row = await store.db
+    .updateTable('telephony_configurations')
+    .set({ status: 'inactive', is_default: 0, updated_at: now })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw new DialtoneError('telephony_configuration_not_found', `No telephony configuration ${id}.`);
+  return viewConfiguration(row);
+}
+
+/**
  * The configuration a run dials through: the one named (it must be the organization's and active),
  * or the organization's default active one.
  */

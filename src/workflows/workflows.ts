@@ -209,3 +209,41 @@ export async function getDefinition(store: Store, workflowUuid: string, version?
   if (!row) throw new DialtoneError('not_found', version === undefined ? `Workflow ${workflowUuid} has no current definition.` : `Workflow ${workflowUuid} has no version ${version}.`);
   return { workflow_uuid: workflow.workflow_uuid, version: row.version, status: row.status, definition: decodeJson<DefinitionGraph>(row.graph) };
 }
+
+export interface WorkflowListItem {
+  workflow_uuid: string;
+  name: string;
+  status: WorkflowRow['status'];
+  published_version: number | null;
+  draft_version: number | null;
+  /** The published version's agent UUIDs: what the non-test operations answer to. */
+  agent_uuids: string[];
+  created_at: number;
+  updated_at: number;
+}
+
+/** An organization's workflows, oldest first, with their published and draft versions. */
+export async function listWorkflows(store: Store, orgId: number): Promise<WorkflowListItem[]> {
+  const workflows = await store.db.selectFrom('workflows').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+  if (workflows.length === 0) return [];
+  const current = await store.db
+    .selectFrom('workflow_definitions')
+    .select(['workflow_id', 'version', 'status', 'graph'])
+    .where('workflow_id', 'in', workflows.map((w) => w.id))
+    .where('status', 'in', ['draft', 'published'])
+    .execute();
+  return workflows.map((w) => {
+    const published = current.find((d) => d.workflow_id === w.id && d.status === 'published');
+    const draft = current.find((d) => d.workflow_id === w.id && d.status === 'draft');
+    return {
+      workflow_uuid: w.workflow_uuid,
+      name: w.name,
+      status: w.status,
+      published_version: published?.version ?? null,
+      draft_version: draft?.version ?? null,
+      agent_uuids: published ? triggersOf(decodeJson<DefinitionGraph>(published.graph)).map((t) => t.triggerUuid) : [],
+      created_at: w.created_at,
+      updated_at: w.updated_at,
+    };
+  });
+}
