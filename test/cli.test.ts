@@ -449,6 +449,24 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.match(help.stdout, /^Usage: dialtone telephony disable \[options\] <configuration_id>\n\ndisable a configuration/);
   });
 
+  it('starts without loading what an administration command does not use: the Twilio SDK, Redis client and HTTP server', async (t) => {
+    const ws = workspace(t);
+    // Lists, as the command exits, the packages it loaded (CommonJS ones: these four all are).
+    const probe = ws.file('probe.mjs', `import { createRequire } from 'node:module';
+const cache = createRequire(import.meta.url).cache;
+process.on('exit', () => {
+  const loaded = new Set(Object.keys(cache).flatMap((path) => path.match(/node_modules\\/((?:@[^/]+\\/)?[^/]+)/)?.[1] ?? []));
+  process.stderr.write(JSON.stringify([...loaded]));
+});`);
+    for (const args of [['--help'], ['org', 'list'], ['telephony', 'list', '--org', '1'], ['workflow', 'list', '--org', '1']]) {
+      const result = await runToCompletion(process.execPath, ['--import', probe, BIN, ...args], ws.env);
+      assert.equal(result.code, 0, result.stderr);
+      const loaded = JSON.parse(result.stderr) as string[];
+      if (args[0] !== '--help') assert.ok(loaded.includes('better-sqlite3'), `the probe sees packages: ${result.stderr}`);
+      for (const heavy of ['twilio', 'ioredis', 'fastify', '@fastify/swagger']) assert.ok(!loaded.includes(heavy), `dialtone ${args.join(' ')} loads ${heavy}`);
+    }
+  });
+
   it('prints readable text, not JSON, without --json', async (t) => {
     const ws = workspace(t);
     const result = await ws.cli(['org', 'create', '--name', 'Readable Org']);

@@ -1,5 +1,4 @@
 // Telephony configurations: the routes an organization dials through.
-import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import { DialtoneError, validationFailed, type FieldError } from '../errors.js';
 import type { ProviderName, TelephonyConfigurationRow } from '../store/schema.js';
 import { decodeJson, type Store } from '../store/store.js';
@@ -51,7 +50,10 @@ export function viewConfiguration(row: TelephonyConfigurationRow): TelephonyConf
   };
 }
 
-function normalizeCallerIds(callerIds: string[]): { values: string[]; errors: FieldError[] } {
+async function normalizeCallerIds(callerIds: string[]): Promise<{ values: string[]; errors: FieldError[] }> {
+  // Imported here: its full metadata is heavy, and only creating a configuration needs it (every
+  // other command that loads this module, such as telephony list, starts faster without it).
+  const { parsePhoneNumberFromString } = await import('libphonenumber-js/max');
   const errors: FieldError[] = [];
   const values = callerIds.map((raw, i) => {
     const parsed = parsePhoneNumberFromString(raw);
@@ -74,7 +76,7 @@ export async function createTelephonyConfiguration(
   if (!PROVIDERS.includes(input.provider as ProviderName)) {
     errors.push({ pointer: '/provider', detail: `Must be one of ${PROVIDERS.join(', ')}.` });
   }
-  const callerIds = normalizeCallerIds(input.callerIds ?? []);
+  const callerIds = await normalizeCallerIds(input.callerIds ?? []);
   errors.push(...callerIds.errors);
   const cps = input.callsPerSecond ?? 1;
   const maxConcurrent = input.maxConcurrentCalls ?? 10;
