@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import pino from 'pino';
+import type { Command } from 'commander';
 import { initiateCall } from '../src/calls/initiate-call.js';
+import { buildCli } from '../src/cli/main.js';
 import { buildDeps, type Deps } from '../src/deps.js';
 import { createOrganization } from '../src/orgs/organizations.js';
 import { migrateToLatest } from '../src/store/migrate.js';
@@ -188,6 +190,70 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.equal((await showWorkflow(deps.store, workflowUuid)).status, 'archived');
   });
 
+  it('keeps an agent UUID across save-draft and publish when the definition omits trigger_uuid, so the published agent UUID keeps placing calls', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
+    const orgId = String(org.id);
+    await ws.json('telephony', 'create', '--org', orgId, '--name', 'Simulator', '--provider', 'simulator', '--caller-id', '+12025550100', '--default');
+
+    // The README's own example: the trigger node carries no trigger_uuid, in every version.
+    const file = ws.file('agent.json', definition([{ id: 'trigger' }], 'Hello'));
+    const created = await ws.json<Summary>('workflow', 'create', '--org', orgId, '--name', 'Reminders', '--definition', file);
+    const [agentUuid] = created.agent_uuids;
+    assert.match(agentUuid ?? '', UUID);
+
+    const draft = await ws.json<Summary>('workflow', 'save-draft', created.workflow_uuid, '--definition', ws.file('v2.json', definition([{ id: 'trigger' }], 'Hello again')));
+    assert.deepEqual(draft.agent_uuids, [agentUuid], 'the draft keeps the trigger node\'s UUID');
+    const published = await ws.json<Summary>('workflow', 'publish', created.workflow_uuid);
+    assert.deepEqual(published.agent_uuids, [agentUuid], 'and so does the published version');
+
+    const deps = await openDeps(t, ws);
+    const outcome = await initiateCall(deps, { orgId: org.id, limits: { ratePerSecond: null, keyRatePerSecond: null, maxQueuedRuns: null } }, { kind: 'agent', uuid: agentUuid ?? '' }, 'published', { phone_number: '+12025550123' });
+    assert.equal(outcome.replayed, false, 'the agent UUID printed at create still calls the published version');
+
+    // A new trigger node gets a UUID of its own; the known node keeps its UUID even beside it.
+    const v3 = await ws.json<Summary>('workflow', 'save-draft', created.workflow_uuid, '--definition', ws.file('v3.json', definition([{ id: 'trigger' }, { id: 'second' }], 'Hi')));
+    assert.equal(v3.agent_uuids[0], agentUuid);
+    assert.match(v3.agent_uuids[1] ?? '', UUID);
+    assert.notEqual(v3.agent_uuids[1], agentUuid);
+
+    // An explicit trigger_uuid still wins, and agent UUIDs stay globally unique.
+    const explicit = await ws.json<Summary>('workflow', 'save-draft', created.workflow_uuid, '--definition', ws.file('v4.json', definition([{ id: 'trigger', trigger_uuid: FIXED_TRIGGER }], 'Hi')));
+    assert.deepEqual(explicit.agent_uuids, [FIXED_TRIGGER]);
+    const other = await ws.cli(['workflow', 'create', '--org', orgId, '--name', 'Thief', '--definition', ws.file('thief.json', definition([{ id: 'trigger', trigger_uuid: agentUuid ?? '' }], 'Hi'))]);
+    assert.notEqual(other.code, 0);
+    assert.match(other.stderr, /already belongs to another workflow/);
+  });
+
+  it('prints a version\'s definition with workflow show --definition, bare JSON in text mode and with its version in --json mode, ready to save back', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
+    const created = await ws.json<Summary>('workflow', 'create', '--org', String(org.id), '--name', 'Reminders', '--definition', ws.file('v1.json', definition([{ id: 'trigger' }], 'Hello v1')));
+    await ws.json('workflow', 'save-draft', created.workflow_uuid, '--definition', ws.file('v2.json', definition([{ id: 'trigger' }], 'Hello v2')));
+
+    const text = await ws.cli(['workflow', 'show', created.workflow_uuid, '--definition']);
+    assert.equal(text.code, 0, text.stderr);
+    const printed = JSON.parse(text.stdout) as ReturnType<typeof definition>;
+    assert.deepEqual(printed, {
+      ...definition([{ id: 'trigger', trigger_uuid: created.agent_uuids[0] ?? '' }], 'Hello v2'),
+    }, 'the draft, with the trigger UUID it was saved with');
+
+    const json = await ws.json<{ workflow_uuid: string; version: number; status: string; definition: unknown }>('workflow', 'show', created.workflow_uuid, '--definition', '--version', '1');
+    assert.deepEqual(json, {
+      workflow_uuid: created.workflow_uuid,
+      version: 1,
+      status: 'published',
+      definition: definition([{ id: 'trigger', trigger_uuid: created.agent_uuids[0] ?? '' }], 'Hello v1'),
+    });
+
+    const saved = await ws.json<Summary>('workflow', 'save-draft', created.workflow_uuid, '--definition', ws.file('edited.json', text.stdout));
+    assert.deepEqual(saved.agent_uuids, created.agent_uuids, 'what show printed saves back unchanged');
+
+    const missing = await ws.cli(['workflow', 'show', created.workflow_uuid, '--definition', '--version', '9']);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /no version 9/);
+  });
+
   it('refuses an invalid definition file, listing every problem on stderr with its JSON Pointer, and creates nothing', async (t) => {
     const ws = workspace(t);
     const deps = await openDeps(t, ws);
@@ -200,17 +266,21 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
       ],
       edges: [{ source: 'a', target: 'zz' }],
     });
-    const result = await ws.cli(['--json', 'workflow', 'create', '--org', String(org.id), '--name', 'Broken', '--definition', bad]);
+    const expected = ['/edges/0/target', '/nodes', '/nodes/0/type', '/nodes/1/data/prompt', '/nodes/2/data/enabled', '/nodes/2/data/trigger_uuid'];
+    const result = await ws.cli(['workflow', 'create', '--org', String(org.id), '--name', 'Broken', '--definition', bad]);
     assert.notEqual(result.code, 0);
     assert.equal(result.stdout, '');
     const lines = result.stderr.trimEnd().split('\n');
     assert.match(lines[0] ?? '', /^Error \(validation_failed\): /);
-    assert.deepEqual(
-      lines.slice(1).map((line) => line.trim().split(':')[0]).sort(),
-      ['/edges/0/target', '/nodes', '/nodes/0/type', '/nodes/1/data/prompt', '/nodes/2/data/enabled', '/nodes/2/data/trigger_uuid'],
-      result.stderr,
-    );
+    assert.deepEqual(lines.slice(1).map((line) => line.trim().split(':')[0]).sort(), expected, result.stderr);
     assert.doesNotMatch(result.stderr, /^\s+at /m, 'no stack trace');
+
+    const json = await ws.cli(['--json', 'workflow', 'create', '--org', String(org.id), '--name', 'Broken', '--definition', bad]);
+    assert.notEqual(json.code, 0);
+    assert.equal(json.stdout, '');
+    const failure = JSON.parse(json.stderr) as { error: { code: string; message: string; errors: { pointer: string; detail: string }[] } };
+    assert.equal(failure.error.code, 'validation_failed');
+    assert.deepEqual(failure.error.errors.map((e) => e.pointer).sort(), expected);
     const workflows = await deps.store.db.selectFrom('workflows').select('id').execute();
     assert.deepEqual(workflows, []);
 
@@ -236,6 +306,167 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.match(missing.stderr, /No organization 999/);
   });
 
+  it('reports every failure in --json mode as one JSON object on stderr with a stable code and a non-zero exit, and in text mode as a readable line without a stack', async (t) => {
+    const ws = workspace(t);
+    const cases: { args: string[]; env?: Record<string, string>; code: string; message: RegExp; text?: RegExp }[] = [
+      { args: ['org', 'set-limits', '9', '--max-queued', '5'], code: 'not_found', message: /No organization 9/ },
+      { args: ['run', 'show', '7'], code: 'workflow_run_not_found', message: /No workflow run 7/ },
+      { args: ['workflow', 'create', '--org', '1', '--name', 'x', '--definition', join(ws.dir, 'absent.json')], code: 'not_found', message: /No organization 1/ },
+      { args: ['org', 'teleport'], code: 'usage_error', message: /unknown command 'teleport'/ },
+      { args: ['org', 'set-limits', '1', '--max-queued', '0'], code: 'usage_error', message: /expected a whole number from 1/ },
+      { args: ['key', 'create', '--org', '1'], code: 'usage_error', message: /required option '--name <name>'/ },
+      { args: [], code: 'usage_error', message: /A command is required/, text: /^Usage: dialtone/ },
+      { args: ['org', 'list'], env: { DATABASE_URL: 'mysql://db/x' }, code: 'invalid_configuration', message: /DATABASE_URL/ },
+      { args: ['org', 'list'], env: { DATABASE_URL: `sqlite:${ws.file('plain-file', 'x')}/sub/x.db` }, code: 'internal_error', message: /plain-file/ },
+    ];
+    // One at a time: the suite already runs its tests side by side.
+    for (const { args, env, code, message, text: textMessage } of cases) {
+      const json = await ws.cli(['--json', ...args], env);
+      assert.notEqual(json.code, 0, args.join(' '));
+      assert.equal(json.stdout, '', args.join(' '));
+      let parsed: { error?: { code?: string; message?: string } };
+      try {
+        parsed = JSON.parse(json.stderr) as typeof parsed;
+      } catch {
+        assert.fail(`dialtone --json ${args.join(' ')}: stderr is not JSON:\n${json.stderr}`);
+      }
+      assert.equal(parsed.error?.code, code, args.join(' '));
+      assert.match(parsed.error?.message ?? '', message, args.join(' '));
+
+      const text = await ws.cli(args, env);
+      assert.notEqual(text.code, 0, args.join(' '));
+      assert.match(text.stderr, textMessage ?? message, args.join(' '));
+      assert.doesNotMatch(text.stderr, /^\s+at /m, `no stack trace: ${args.join(' ')}`);
+      assert.throws(() => JSON.parse(text.stderr), `text mode stays text: ${args.join(' ')}`);
+    }
+  });
+
+  it('lists organizations with org list, and an organization\'s workflows with their versions with workflow list', async (t) => {
+    const ws = workspace(t);
+    assert.deepEqual(await ws.json('org', 'list'), []);
+    const acme = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
+    const other = await ws.json<{ id: number }>('org', 'create', '--name', 'Other');
+    await ws.json('org', 'set-limits', String(other.id), '--max-queued', '5');
+    const orgs = await ws.json<{ id: number; name: string; max_queued_runs: number | null; created_at: string }[]>('org', 'list');
+    assert.deepEqual(orgs.map((o) => [o.id, o.name, o.max_queued_runs]), [[acme.id, 'Acme', null], [other.id, 'Other', 5]]);
+    assert.ok(!Number.isNaN(Date.parse(orgs[0]?.created_at ?? '')), 'times are ISO 8601');
+
+    const first = await ws.json<Summary>('workflow', 'create', '--org', String(acme.id), '--name', 'First', '--definition', ws.file('a.json', definition([{ id: 'trigger' }], 'Hi')));
+    const second = await ws.json<Summary>('workflow', 'create', '--org', String(acme.id), '--name', 'Second', '--definition', ws.file('b.json', definition([{ id: 'trigger' }], 'Hi')));
+    await ws.json('workflow', 'save-draft', second.workflow_uuid, '--definition', ws.file('b2.json', definition([{ id: 'trigger' }], 'Hello')));
+    await ws.json('workflow', 'archive', first.workflow_uuid);
+    const listed = await ws.json<Record<string, unknown>[]>('workflow', 'list', '--org', String(acme.id));
+    assert.deepEqual(
+      listed.map((w) => [w.workflow_uuid, w.name, w.status, w.published_version, w.draft_version, w.agent_uuids]),
+      [
+        [first.workflow_uuid, 'First', 'archived', 1, null, first.agent_uuids],
+        [second.workflow_uuid, 'Second', 'active', 1, 2, second.agent_uuids],
+      ],
+    );
+    assert.deepEqual(await ws.json('workflow', 'list', '--org', String(other.id)), [], 'another organization\'s workflows are not listed');
+    const text = await ws.cli(['workflow', 'list', '--org', String(acme.id)]);
+    assert.match(text.stdout, /^workflow_uuid\s+name\s+status/);
+  });
+
+  it('makes an active configuration the default with telephony set-default, and disables one with telephony disable so that it can be neither used nor the default', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
+    const orgId = String(org.id);
+    const sim = (name: string, ...extra: string[]) => ws.json<{ id: number }>('telephony', 'create', '--org', orgId, '--name', name, '--provider', 'simulator', '--caller-id', '+12025550100', ...extra);
+    const first = await sim('first', '--default');
+    const second = await sim('second');
+    const created = await ws.json<Summary>('workflow', 'create', '--org', orgId, '--name', 'Agent', '--definition', ws.file('a.json', definition([{ id: 'trigger' }], 'Hi')));
+
+    const made = await ws.json<{ id: number; is_default: boolean }>('telephony', 'set-default', String(second.id));
+    assert.deepEqual([made.id, made.is_default], [second.id, true]);
+    const defaults = async () => (await ws.json<{ id: number; is_default: boolean; status: string }[]>('telephony', 'list', '--org', orgId)).map((c) => [c.id, c.is_default, c.status]);
+    assert.deepEqual(await defaults(), [[first.id, false, 'active'], [second.id, true, 'active']], 'one default per organization');
+
+    const disabled = await ws.json<{ status: string; is_default: boolean }>('telephony', 'disable', String(second.id));
+    assert.deepEqual([disabled.status, disabled.is_default], ['inactive', false]);
+    assert.deepEqual(await defaults(), [[first.id, false, 'active'], [second.id, false, 'inactive']]);
+
+    const refused = await ws.cli(['--json', 'telephony', 'set-default', String(second.id)]);
+    assert.notEqual(refused.code, 0);
+    assert.equal((JSON.parse(refused.stderr) as { error: { code: string } }).error.code, 'telephony_configuration_not_found');
+    assert.deepEqual(await defaults(), [[first.id, false, 'active'], [second.id, false, 'inactive']], 'a disabled configuration does not become the default');
+    const unknown = await ws.cli(['telephony', 'disable', '99']);
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.stderr, /No telephony configuration 99/);
+
+    // What the public API then answers: nothing to default to, and the disabled route is not found.
+    const deps = await openDeps(t, ws);
+    const call = (telephony_configuration_id?: number) =>
+      initiateCall(deps, { orgId: org.id, limits: { ratePerSecond: null, keyRatePerSecond: null, maxQueuedRuns: null } }, { kind: 'agent', uuid: created.agent_uuids[0] ?? '' }, 'published', { phone_number: '+12025550123', ...(telephony_configuration_id ? { telephony_configuration_id } : {}) });
+    await assert.rejects(call(), { code: 'telephony_not_configured' });
+    await assert.rejects(call(second.id), { code: 'telephony_configuration_not_found' });
+    await ws.json('telephony', 'set-default', String(first.id));
+    assert.equal((await call()).replayed, false, 'a new default serves again');
+  });
+
+  it('cancels a queued run with run cancel, through the run lifecycle, and refuses a run that has ended or does not exist', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
+    await ws.json('telephony', 'create', '--org', String(org.id), '--name', 'sim', '--provider', 'simulator', '--caller-id', '+12025550100', '--default');
+    const created = await ws.json<Summary>('workflow', 'create', '--org', String(org.id), '--name', 'Agent', '--definition', ws.file('a.json', definition([{ id: 'trigger' }], 'Hi')));
+    const deps = await openDeps(t, ws);
+    const outcome = await initiateCall(deps, { orgId: org.id, limits: { ratePerSecond: null, keyRatePerSecond: null, maxQueuedRuns: null } }, { kind: 'agent', uuid: created.agent_uuids[0] ?? '' }, 'published', { phone_number: '+12025550123' });
+    const runId = String(outcome.replayed ? assert.fail('not a replay') : outcome.result.workflow_run_id);
+
+    const canceled = await ws.json<{ state: string; outcome_reason: string }>('run', 'cancel', runId);
+    assert.deepEqual([canceled.state, canceled.outcome_reason], ['canceled', 'canceled_by_request']);
+    const events = await ws.json<{ type: string }[]>('run', 'events', runId);
+    assert.deepEqual(events.map((e) => e.type), ['queued', 'canceled'], 'the cancel is an event of the run');
+
+    const again = await ws.cli(['--json', 'run', 'cancel', runId]);
+    assert.notEqual(again.code, 0);
+    assert.equal((JSON.parse(again.stderr) as { error: { code: string } }).error.code, 'run_already_ended');
+    const missing = await ws.cli(['run', 'cancel', '999']);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /^Error \(workflow_run_not_found\): /);
+  });
+
+  it('describes every command, option and argument in its help', () => {
+    const undescribed: string[] = [];
+    const visit = (command: Command, path: string) => {
+      if (!command.description()) undescribed.push(`${path}: the command`);
+      for (const option of command.options) if (!option.description) undescribed.push(`${path}: ${option.flags}`);
+      for (const argument of command.registeredArguments) if (!argument.description) undescribed.push(`${path}: <${argument.name()}>`);
+      for (const sub of command.commands) visit(sub, `${path} ${sub.name()}`);
+    };
+    visit(buildCli(), 'dialtone');
+    assert.deepEqual(undescribed, []);
+  });
+
+  it('has the administration commands an operator needs, each with its help', async (t) => {
+    const ws = workspace(t);
+    const commands = (command: Command, path: string[]): string[] =>
+      command.commands.length === 0 ? [path.join(' ')] : command.commands.flatMap((sub) => commands(sub, [...path, sub.name()]));
+    const all = commands(buildCli(), []);
+    for (const wanted of ['org list', 'workflow list', 'telephony set-default', 'telephony disable', 'run cancel']) assert.ok(all.includes(wanted), `dialtone ${wanted}`);
+    const help = await ws.cli(['telephony', 'disable', '--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^Usage: dialtone telephony disable \[options\] <configuration_id>\n\ndisable a configuration/);
+  });
+
+  it('starts without loading what an administration command does not use: the Twilio SDK, Redis client and HTTP server', async (t) => {
+    const ws = workspace(t);
+    // Lists, as the command exits, the packages it loaded (CommonJS ones: these four all are).
+    const probe = ws.file('probe.mjs', `import { createRequire } from 'node:module';
+const cache = createRequire(import.meta.url).cache;
+process.on('exit', () => {
+  const loaded = new Set(Object.keys(cache).flatMap((path) => path.match(/node_modules\\/((?:@[^/]+\\/)?[^/]+)/)?.[1] ?? []));
+  process.stderr.write(JSON.stringify([...loaded]));
+});`);
+    for (const args of [['--help'], ['org', 'list'], ['telephony', 'list', '--org', '1'], ['workflow', 'list', '--org', '1']]) {
+      const result = await runToCompletion(process.execPath, ['--import', probe, BIN, ...args], ws.env);
+      assert.equal(result.code, 0, result.stderr);
+      const loaded = JSON.parse(result.stderr) as string[];
+      if (args[0] !== '--help') assert.ok(loaded.includes('better-sqlite3'), `the probe sees packages: ${result.stderr}`);
+      for (const heavy of ['twilio', 'ioredis', 'fastify', '@fastify/swagger']) assert.ok(!loaded.includes(heavy), `dialtone ${args.join(' ')} loads ${heavy}`);
+    }
+  });
+
   it('prints readable text, not JSON, without --json', async (t) => {
     const ws = workspace(t);
     const result = await ws.cli(['org', 'create', '--name', 'Readable Org']);
@@ -253,11 +484,14 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     const args = ['--json', 'telephony', 'create', '--org', String(org.id), '--name', 'Twilio', '--provider', 'twilio', '--caller-id', '+12025550100', '--credentials', credentials];
 
     // Without the key nothing is stored, and the operator is told what to set.
-    const refused = await ws.cli(args, { DIALTONE_SECRET_KEY: undefined });
+    const refused = await ws.cli(args.slice(1), { DIALTONE_SECRET_KEY: undefined });
     assert.notEqual(refused.code, 0);
     assert.equal(refused.stdout, '');
     assert.match(refused.stderr, /^Error: DIALTONE_SECRET_KEY is not set/);
     assert.doesNotMatch(refused.stderr, /^\s+at /m, 'a configuration mistake is reported without a stack trace');
+    const refusedJson = await ws.cli(args, { DIALTONE_SECRET_KEY: undefined });
+    assert.notEqual(refusedJson.code, 0);
+    assert.equal((JSON.parse(refusedJson.stderr) as { error: { code: string } }).error.code, 'secret_key_missing');
     assert.deepEqual(await deps.store.db.selectFrom('telephony_configurations').select('id').execute(), []);
 
     const created = await ws.cli(args);

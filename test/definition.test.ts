@@ -164,6 +164,29 @@ describe('mintTriggerUuids', () => {
   });
 });
 
+describe('mintTriggerUuids with the previous version\'s UUIDs', () => {
+  it('gives a trigger without a trigger_uuid the UUID its node id had before, unless another node now names that UUID', () => {
+    const OTHER = '11111111-2222-4333-8444-555555555555';
+    const graph: DefinitionGraph = {
+      nodes: [
+        { id: 'known', type: 'api_trigger', data: {} },
+        { id: 'moved', type: 'api_trigger', data: {} },
+        { id: 'taker', type: 'api_trigger', data: { trigger_uuid: OTHER } },
+        { id: 'fresh', type: 'api_trigger', data: {} },
+        { id: 'start', type: 'start', data: {} },
+      ],
+      edges: [],
+    };
+    const minted = mintTriggerUuids(graph, new Map([['known', TRIGGER], ['moved', OTHER]]));
+    const uuids = minted.nodes.map((n) => n.data.trigger_uuid);
+    assert.equal(uuids[0], TRIGGER, 'kept by node id');
+    assert.equal(uuids[2], OTHER, 'the explicit UUID stays where it is named');
+    assert.ok(typeof uuids[1] === 'string' && isUuid(uuids[1]) && uuids[1] !== OTHER, 'the node that lost its UUID gets a fresh one');
+    assert.ok(typeof uuids[3] === 'string' && isUuid(uuids[3]) && ![TRIGGER, OTHER].includes(uuids[3]));
+    assert.equal(validateDefinition(minted).ok, true, 'no UUID appears twice');
+  });
+});
+
 describe('templates', () => {
   it('renders {{name}}, {{a.b}} and {{name | fallback}}, with a missing value rendered empty', () => {
     const context = { name: 'Ada', appointment: { time: '10:00', room: { floor: 3 } }, empty: null, count: 2, tags: ['a'] };

@@ -205,7 +205,7 @@ const TARGET_NOT_FOUND: RefusalCase[] = [
     status: 404,
     code: 'agent_not_found',
     request: async (c) => {
-      await saveDraft(c.deps.store, c.f.workflowUuid, definition(), c.deps.clock.now()); // a fresh trigger UUID, not the published one
+      await saveDraft(c.deps.store, c.f.workflowUuid, definition({ triggerUuid: randomUUID() }), c.deps.clock.now()); // another trigger UUID than the published one
       return c.send(OK_BODY);
     },
     afterwards: async (_body, c) => {
@@ -219,7 +219,7 @@ const TARGET_NOT_FOUND: RefusalCase[] = [
     status: 404,
     code: 'agent_not_found',
     request: async (c) => {
-      const draft = await saveDraft(c.deps.store, c.f.workflowUuid, definition(), c.deps.clock.now());
+      const draft = await saveDraft(c.deps.store, c.f.workflowUuid, definition({ triggerUuid: randomUUID() }), c.deps.clock.now());
       return c.sendTo(draft.agent_uuids[0] ?? '', OK_BODY);
     },
     afterwards: async (_body, c) => {

@@ -1,17 +1,23 @@
 // `dialtone`: administration from the shell, on the same store and dependencies as the service.
 // Every command prints readable text by default and JSON with --json.
 import { readFileSync } from 'node:fs';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.js';
-import { ConfigError, loadConfig } from '../config.js';
+import { loadConfig } from '../config.js';
 import { buildDeps, type Deps } from '../deps.js';
-import { DialtoneError } from '../errors.js';
-import { createOrganization, organizationExists, setOrganizationLimits } from '../orgs/organizations.js';
+import { createOrganization, listOrganizations, organizationExists, setOrganizationLimits } from '../orgs/organizations.js';
+import { cancelRun } from '../runs/cancel-run.js';
 import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
+import { isTerminal } from '../runs/states.js';
 import { migrateToLatest } from '../store/migrate.js';
-import { createTelephonyConfiguration, listTelephonyConfigurations } from '../telephony/configurations.js';
-import { SecretKeyMissingError } from '../telephony/credentials-cipher.js';
-import { archiveWorkflow, createWorkflow, publishDraft, saveDraft, showWorkflow } from '../workflows/workflows.js';
+import {
+  createTelephonyConfiguration,
+  disableTelephonyConfiguration,
+  listTelephonyConfigurations,
+  setDefaultTelephonyConfiguration,
+} from '../telephony/configurations.js';
+import { archiveWorkflow, createWorkflow, getDefinition, listWorkflows, publishDraft, saveDraft, showWorkflow } from '../workflows/workflows.js';
+import { CliError, reportFailure } from './errors.js';
 import { formatRecord, formatTable, type Printable } from './output.js';
 
 function positiveInt(text: string): number {
@@ -32,6 +38,11 @@ type Limit = number | 'default';
 /** "default" is stored as null (commander turns a parser's null into an empty string, hence the word). */
 const storedLimit = (limit: Limit): number | null => (limit === 'default' ? null : limit);
 
+function nonNegativeInt(text: string): number {
+  if (!/^[0-9]{1,15}$/.test(text)) throw new InvalidArgumentError('expected a whole number from 0');
+  return Number(text);
+}
+
 function positiveNumber(text: string): number {
   const value = Number(text);
   if (!Number.isFinite(value) || value <= 0) throw new InvalidArgumentError('expected a number above 0');
@@ -47,16 +58,14 @@ function readJsonFile(path: string): unknown {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new CliError(`Cannot read ${path}: ${(error as Error).message}`);
+    throw new CliError('invalid_input', `Cannot read ${path}: ${(error as Error).message}`);
   }
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new CliError(`${path} is not valid JSON: ${(error as Error).message}`);
+    throw new CliError('invalid_input', `${path} is not valid JSON: ${(error as Error).message}`);
   }
 }
-
-class CliError extends Error {}
 
 interface Output {
   json: unknown;
@@ -80,7 +89,7 @@ function action<A extends unknown[]>(run: (deps: Deps, ...args: A) => Promise<Ou
 }
 
 async function requireOrg(deps: Deps, orgId: number): Promise<void> {
-  if (!(await organizationExists(deps.store, orgId))) throw new CliError(`No organization ${orgId}.`);
+  if (!(await organizationExists(deps.store, orgId))) throw new CliError('not_found', `No organization ${orgId}.`);
 }
 
 const withTimes = <T extends Record<string, unknown>>(row: T, keys: string[]): Printable => {
@@ -89,11 +98,15 @@ const withTimes = <T extends Record<string, unknown>>(row: T, keys: string[]): P
   return out;
 };
 
-export function buildCli(): Command {
+export function buildCli(options: { json?: boolean } = {}): Command {
   const program = new Command('dialtone')
     .description('Dialtone: outbound call initiation service')
-    .option('--json', 'print machine-readable JSON')
-    .showHelpAfterError();
+    .option('--json', 'print machine-readable JSON (errors too, as {"error":{"code","message"}} on stderr)')
+    // Usage errors are thrown, not exited on, so runCli reports every failure one way. With --json
+    // commander stays silent and runCli prints the JSON; subcommands inherit both settings.
+    .exitOverride()
+    .configureOutput(options.json ? { writeErr: () => undefined, outputError: () => undefined } : {});
+  if (!options.json) program.showHelpAfterError();
 
   program
     .command('serve')
@@ -120,11 +133,22 @@ export function buildCli(): Command {
   const org = program.command('org').description('organizations');
   org
     .command('create')
+    .description('create an organization (a tenant)')
     .requiredOption('--name <name>', 'organization name')
     .action(
       action(async (deps, opts: { name: string }) => {
         const row = await createOrganization(deps.store, opts.name, deps.clock.now());
         return { json: row, text: formatRecord(row) };
+      }),
+    );
+
+  org
+    .command('list')
+    .description('list organizations with their own limits (- means the configured default)')
+    .action(
+      action(async (deps) => {
+        const rows = (await listOrganizations(deps.store)).map((r) => withTimes(r, ['created_at']));
+        return { json: rows, text: formatTable(rows, ['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs']) };
       }),
     );
 
@@ -142,7 +166,7 @@ export function buildCli(): Command {
           ...(opts.keyRatePerSecond !== undefined ? { key_rate_limit_per_second: storedLimit(opts.keyRatePerSecond) } : {}),
           ...(opts.maxQueued !== undefined ? { max_queued_runs: storedLimit(opts.maxQueued) } : {}),
         });
-        if (!row) throw new CliError(`No organization ${id}.`);
+        if (!row) throw new CliError('not_found', `No organization ${id}.`);
         return { json: row, text: formatRecord({ ...row }) };
       }),
     );
@@ -150,6 +174,7 @@ export function buildCli(): Command {
   const key = program.command('key').description('API keys');
   key
     .command('create')
+    .description('create an API key; the secret is printed once')
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .requiredOption('--name <name>', 'key name')
     .action(
@@ -162,6 +187,7 @@ export function buildCli(): Command {
     );
   key
     .command('list')
+    .description("list an organization's API keys (prefixes, never secrets)")
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .action(
       action(async (deps, opts: { org: number }) => {
@@ -171,10 +197,11 @@ export function buildCli(): Command {
     );
   key
     .command('revoke')
+    .description('revoke an API key: its requests are refused from now on')
     .argument('<key_id>', 'API key id', positiveInt)
     .action(
       action(async (deps, keyId: number) => {
-        if (!(await revokeApiKey(deps.store, keyId, deps.clock.now()))) throw new CliError(`No API key ${keyId}.`);
+        if (!(await revokeApiKey(deps.store, keyId, deps.clock.now()))) throw new CliError('not_found', `No API key ${keyId}.`);
         return { json: { id: keyId, revoked: true }, text: `Revoked key ${keyId}.` };
       }),
     );
@@ -182,6 +209,7 @@ export function buildCli(): Command {
   const telephony = program.command('telephony').description('telephony configurations');
   telephony
     .command('create')
+    .description('create a telephony configuration (a route to the phone network)')
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .requiredOption('--name <name>', 'configuration name')
     .requiredOption('--provider <provider>', 'simulator, twilio or sip')
@@ -220,6 +248,7 @@ export function buildCli(): Command {
     );
   telephony
     .command('list')
+    .description("list an organization's telephony configurations")
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .action(
       action(async (deps, opts: { org: number }) => {
@@ -230,10 +259,41 @@ export function buildCli(): Command {
         };
       }),
     );
+  telephony
+    .command('set-default')
+    .description("make an active configuration its organization's default (used when a request names none)")
+    .argument('<configuration_id>', 'telephony configuration id', positiveInt)
+    .action(
+      action(async (deps, id: number) => {
+        const view = await setDefaultTelephonyConfiguration(deps.store, id, deps.clock.now());
+        return { json: view, text: formatRecord({ ...view }) };
+      }),
+    );
+  telephony
+    .command('disable')
+    .description('disable a configuration: new requests can no longer use it, and it stops being the default')
+    .argument('<configuration_id>', 'telephony configuration id', positiveInt)
+    .action(
+      action(async (deps, id: number) => {
+        const view = await disableTelephonyConfiguration(deps.store, id, deps.clock.now());
+        return { json: view, text: formatRecord({ ...view }) };
+      }),
+    );
 
   const workflow = program.command('workflow').description('workflows (agents) and their versions');
   workflow
+    .command('list')
+    .description("list an organization's workflows with their published and draft versions")
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .action(
+      action(async (deps, opts: { org: number }) => {
+        const rows = (await listWorkflows(deps.store, opts.org)).map((r) => withTimes({ ...r }, ['created_at', 'updated_at']));
+        return { json: rows, text: formatTable(rows, ['workflow_uuid', 'name', 'status', 'published_version', 'draft_version', 'agent_uuids', 'updated_at']) };
+      }),
+    );
+  workflow
     .command('create')
+    .description('create a workflow (agent) whose definition becomes published version 1')
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .requiredOption('--name <name>', 'workflow name')
     .requiredOption('--definition <file>', 'definition JSON file; becomes published version 1')
@@ -246,7 +306,8 @@ export function buildCli(): Command {
     );
   workflow
     .command('save-draft')
-    .argument('<workflow_uuid>')
+    .description("save a new draft version; trigger nodes without trigger_uuid keep their agent UUID")
+    .argument('<workflow_uuid>', 'workflow UUID')
     .requiredOption('--definition <file>', 'definition JSON file')
     .action(
       action(async (deps, uuid: string, opts: { definition: string }) => {
@@ -256,7 +317,8 @@ export function buildCli(): Command {
     );
   workflow
     .command('publish')
-    .argument('<workflow_uuid>')
+    .description('publish the draft; the previous published version is archived (runs keep theirs)')
+    .argument('<workflow_uuid>', 'workflow UUID')
     .action(
       action(async (deps, uuid: string) => {
         const summary = await publishDraft(deps.store, uuid, deps.clock.now());
@@ -265,7 +327,8 @@ export function buildCli(): Command {
     );
   workflow
     .command('archive')
-    .argument('<workflow_uuid>')
+    .description('archive a workflow: its agent UUIDs stop answering')
+    .argument('<workflow_uuid>', 'workflow UUID')
     .action(
       action(async (deps, uuid: string) => {
         await archiveWorkflow(deps.store, uuid, deps.clock.now());
@@ -274,9 +337,17 @@ export function buildCli(): Command {
     );
   workflow
     .command('show')
-    .argument('<workflow_uuid>')
+    .description("show a workflow and its versions, or with --definition one version's definition")
+    .argument('<workflow_uuid>', 'workflow UUID')
+    .option('--definition', 'print the definition JSON (text mode prints it bare, ready to edit and save-draft)')
+    .option('--version <n>', 'with --definition: which version (default: the draft, else the published one)', positiveInt)
     .action(
-      action(async (deps, uuid: string) => {
+      action(async (deps, uuid: string, opts: { definition?: boolean; version?: number }) => {
+        if (opts.definition) {
+          const shown = await getDefinition(deps.store, uuid, opts.version);
+          return { json: shown, text: JSON.stringify(shown.definition, null, 2) };
+        }
+        if (opts.version !== undefined) throw new CliError('invalid_input', '--version needs --definition.');
         const details = await showWorkflow(deps.store, uuid);
         const versions = details.definitions.map((d) => withTimes(d, ['created_at', 'published_at']));
         return {
@@ -289,6 +360,7 @@ export function buildCli(): Command {
   const run = program.command('run').description('workflow runs');
   run
     .command('show')
+    .description('show a run: state, outcome, timestamps')
     .argument('<run_id>', 'run id', positiveInt)
     .action(
       action(async (deps, runId: number) => {
@@ -298,8 +370,9 @@ export function buildCli(): Command {
     );
   run
     .command('events')
+    .description("list a run's events in order")
     .argument('<run_id>', 'run id', positiveInt)
-    .option('--after <seq>', 'only events after this seq', (v: string) => Number(v), 0)
+    .option('--after <seq>', 'only events after this seq', nonNegativeInt, 0)
     .action(
       action(async (deps, runId: number, opts: { after: number }) => {
         const page = await listRunEvents(deps.store, undefined, runId, opts.after, 1000);
@@ -310,7 +383,19 @@ export function buildCli(): Command {
       }),
     );
   run
+    .command('cancel')
+    .description('cancel a run: a queued run at once; a live call is ended by the node holding it')
+    .argument('<run_id>', 'run id', positiveInt)
+    .action(
+      action(async (deps, runId: number) => {
+        const view = await cancelRun(deps, undefined, runId);
+        const note = isTerminal(view.state) ? '' : '\n\nCancel requested: the node holding the call ends it shortly (run show to follow).';
+        return { json: view, text: `${formatRecord({ ...view })}${note}` };
+      }),
+    );
+  run
     .command('list')
+    .description("list an organization's runs, newest first")
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .option('--limit <n>', 'how many, newest first', positiveInt, 20)
     .action(
@@ -323,19 +408,20 @@ export function buildCli(): Command {
   return program;
 }
 
+/** Whether this invocation asked for JSON: decided from argv so usage errors, found before any action runs, honour it too. */
+function wantsJson(argv: string[]): boolean {
+  const args = argv.slice(2);
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).includes('--json');
+}
+
 export async function runCli(argv: string[]): Promise<number> {
+  const json = wantsJson(argv);
   try {
-    await buildCli().parseAsync(argv);
+    await buildCli({ json }).parseAsync(argv);
     return 0;
   } catch (error) {
-    if (error instanceof DialtoneError) {
-      process.stderr.write(`Error (${error.code}): ${error.message}\n`);
-      for (const e of error.errors ?? []) process.stderr.write(`  ${e.pointer || '/'}: ${e.detail}\n`);
-    } else if (error instanceof CliError || error instanceof ConfigError || error instanceof SecretKeyMissingError) {
-      process.stderr.write(`Error: ${error.message}\n`);
-    } else {
-      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    }
-    return 1;
+    if (error instanceof CommanderError && error.exitCode === 0) return 0; // --help
+    return reportFailure(error, json);
   }
 }

@@ -5,7 +5,8 @@
 // client may spend a window's quota at once (its burst) and then waits for the next window. Fixed
 // windows are what the RateLimit header fields describe exactly (quota `q` per window `w`,
 // remaining `r`, reset `t`), so every number a client reads is the one it is held to.
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Logger } from 'pino';
 
@@ -58,7 +59,9 @@ export class RateLimits {
       // No offline queue: while Redis is unreachable a count fails at once and the in-memory
       // insurance limiter answers, instead of requests waiting on a reconnect. Lazy: a process
       // that never serves the API (the CLI, a dispatcher-only node) never connects.
-      this.redis = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true });
+      // Required here, not imported: a process without REDIS_URL (every CLI command) never loads it.
+      const { Redis: RedisClient } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+      this.redis = new RedisClient(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true });
       this.redis.on('error', (error: Error) => {
         const now = Date.now();
         if (now - this.lastRedisErrorLoggedAt < REDIS_ERROR_LOG_INTERVAL_MS) return;

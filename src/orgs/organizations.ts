@@ -31,3 +31,12 @@ export async function setOrganizationLimits(store: Store, id: number, changes: L
     .where('id', '=', id)
     .executeTakeFirst();
 }
+
+/** Every organization with its own limits (null: the configured default), oldest first. */
+export async function listOrganizations(store: Store) {
+  return store.db
+    .selectFrom('organizations')
+    .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs'])
+    .orderBy('id')
+    .execute();
+}

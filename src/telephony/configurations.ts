@@ -1,5 +1,4 @@
 // Telephony configurations: the routes an organization dials through.
-import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
 import { DialtoneError, validationFailed, type FieldError } from '../errors.js';
 import type { ProviderName, TelephonyConfigurationRow } from '../store/schema.js';
 import { NO_CACHE, type LookupCache } from '../calls/lookup-cache.js';
@@ -52,7 +51,10 @@ export function viewConfiguration(row: TelephonyConfigurationRow): TelephonyConf
   };
 }
 
-function normalizeCallerIds(callerIds: string[]): { values: string[]; errors: FieldError[] } {
+async function normalizeCallerIds(callerIds: string[]): Promise<{ values: string[]; errors: FieldError[] }> {
+  // Imported here: its full metadata is heavy, and only creating a configuration needs it (every
+  // other command that loads this module, such as telephony list, starts faster without it).
+  const { parsePhoneNumberFromString } = await import('libphonenumber-js/max');
   const errors: FieldError[] = [];
   const values = callerIds.map((raw, i) => {
     const parsed = parsePhoneNumberFromString(raw);
@@ -75,7 +77,7 @@ export async function createTelephonyConfiguration(
   if (!PROVIDERS.includes(input.provider as ProviderName)) {
     errors.push({ pointer: '/provider', detail: `Must be one of ${PROVIDERS.join(', ')}.` });
   }
-  const callerIds = normalizeCallerIds(input.callerIds ?? []);
+  const callerIds = await normalizeCallerIds(input.callerIds ?? []);
   errors.push(...callerIds.errors);
   const cps = input.callsPerSecond ?? 1;
   const maxConcurrent = input.maxConcurrentCalls ?? 10;
@@ -126,6 +128,40 @@ export async function listTelephonyConfigurations(store: Store, orgId: number): 
 export async function setTelephonyStatus(store: Store, id: number, status: TelephonyConfigurationRow['status'], now: number): Promise<boolean> {
   const result = await store.db.updateTable('telephony_configurations').set({ status, updated_at: now }).where('id', '=', id).executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * Makes a configuration its organization's default (and the previous default an ordinary one). Only
+ * an active configuration can be the default: runs without a telephony_configuration_id dial it.
+ */
+export async function setDefaultTelephonyConfiguration(store: Store, id: number, now: number): Promise<TelephonyConfigurationView> {
+  return store.db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('telephony_configurations').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) throw new DialtoneError('telephony_configuration_not_found', `No telephony configuration ${id}.`);
+    if (row.status !== 'active') {
+      throw new DialtoneError('telephony_configuration_not_found', `Telephony configuration ${id} is disabled: it cannot be the default.`);
+    }
+    // Clear first: the store allows one default per organization at any instant.
+    await trx.updateTable('telephony_configurations').set({ is_default: 0, updated_at: now }).where('org_id', '=', row.org_id).where('is_default', '=', 1).where('id', '!=', id).execute();
+    const updated = await trx.updateTable('telephony_configurations').set({ is_default: 1, updated_at: now }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    return viewConfiguration(updated);
+  });
+}
+
+/**
+ * Disables a configuration: it is no longer dialed for new requests (selectTelephonyConfiguration
+ * takes only active ones) and stops being the default, so requests without a
+ * telephony_configuration_id are refused (telephony_not_configured) until another is made default.
+ */
+export async function disableTelephonyConfiguration(store: Store, id: number, now: number): Promise<TelephonyConfigurationView> {
+  const row = await store.db
+    .updateTable('telephony_configurations')
+    .set({ status: 'inactive', is_default: 0, updated_at: now })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw new DialtoneError('telephony_configuration_not_found', `No telephony configuration ${id}.`);
+  return viewConfiguration(row);
 }
 
 /**

@@ -140,15 +140,23 @@ export function validateDefinition(
   return { ok: true, graph: input as unknown as DefinitionGraph };
 }
 
-/** Gives every api_trigger node without a trigger_uuid a fresh one. Returns a new graph. */
-export function mintTriggerUuids(graph: DefinitionGraph): DefinitionGraph {
+/**
+ * Gives every api_trigger node without a trigger_uuid one: the UUID its node id had in `inherited`
+ * (the workflow's previous version), else a fresh one. A trigger's UUID is the agent UUID customers
+ * embed, so saving a definition that omits it must not change it. An inherited UUID that another
+ * node of this graph now names explicitly stays with that node, and the node that omitted it gets a
+ * fresh one (a UUID appears once per graph). Returns a new graph.
+ */
+export function mintTriggerUuids(graph: DefinitionGraph, inherited: ReadonlyMap<string, string> = new Map()): DefinitionGraph {
+  const explicit = new Set(triggersOf(graph).map((t) => t.triggerUuid));
   return {
     ...graph,
-    nodes: graph.nodes.map((node) =>
-      node.type === 'api_trigger' && node.data.trigger_uuid === undefined
-        ? { ...node, data: { ...node.data, trigger_uuid: randomUUID() } }
-        : node,
-    ),
+    nodes: graph.nodes.map((node) => {
+      if (node.type !== 'api_trigger' || node.data.trigger_uuid !== undefined) return node;
+      const previous = inherited.get(node.id);
+      const uuid = previous !== undefined && !explicit.has(previous) ? previous : randomUUID();
+      return { ...node, data: { ...node.data, trigger_uuid: uuid } };
+    }),
   };
 }
 

@@ -15,10 +15,28 @@ export interface DefinitionSummary {
   agent_uuids: string[];
 }
 
-function prepareGraph(input: unknown): DefinitionGraph {
+/** Validates a definition; trigger UUIDs it omits are filled in later (see inheritTriggerUuids). */
+function validateGraph(input: unknown): DefinitionGraph {
   const result = validateDefinition(input, { allowMissingTriggerUuids: true });
   if (!result.ok) throw validationFailed(result.errors, 'The definition is not valid.');
-  return mintTriggerUuids(result.graph);
+  return result.graph;
+}
+
+/**
+ * Fills in the trigger UUIDs a new version omits from the workflow's latest version (its draft, else
+ * its published one), matching trigger nodes by id: a definition saved without `trigger_uuid`, as
+ * the README's example is, keeps its agent UUIDs from version to version.
+ */
+async function inheritTriggerUuids(trx: Transaction<Database>, workflowId: number, graph: DefinitionGraph): Promise<DefinitionGraph> {
+  const latest = await trx
+    .selectFrom('workflow_definitions')
+    .select('graph')
+    .where('workflow_id', '=', workflowId)
+    .where('status', 'in', ['draft', 'published'])
+    .orderBy('version', 'desc')
+    .executeTakeFirst();
+  const inherited = new Map(latest ? triggersOf(decodeJson<DefinitionGraph>(latest.graph)).map((t) => [t.nodeId, t.triggerUuid] as const) : []);
+  return mintTriggerUuids(graph, inherited);
 }
 
 /**
@@ -68,7 +86,7 @@ export async function createWorkflow(
   input: { orgId: number; name: string; definition: unknown },
   now: number,
 ): Promise<DefinitionSummary> {
-  const graph = prepareGraph(input.definition);
+  const graph = mintTriggerUuids(validateGraph(input.definition));
   return store.db.transaction().execute(async (trx) => {
     const workflow = await trx
       .insertInto('workflows')
@@ -93,10 +111,11 @@ async function findWorkflow(trx: Transaction<Database> | Store['db'], workflowUu
 }
 
 export async function saveDraft(store: Store, workflowUuid: string, definition: unknown, now: number): Promise<DefinitionSummary> {
-  const graph = prepareGraph(definition);
+  const submitted = validateGraph(definition);
   return store.db.transaction().execute(async (trx) => {
     const workflow = await findWorkflow(trx, workflowUuid);
     if (workflow.status === 'archived') throw new DialtoneError('workflow_not_found', `Workflow ${workflowUuid} is archived.`);
+    const graph = await inheritTriggerUuids(trx, workflow.id, submitted);
     await claimTriggers(trx, workflow, graph, now);
     const latest = await trx
       .selectFrom('workflow_definitions')
@@ -169,4 +188,62 @@ export async function showWorkflow(store: Store, workflowUuid: string): Promise<
       agent_uuids: triggersOf(decodeJson<DefinitionGraph>(d.graph)).map((t) => t.triggerUuid),
     })),
   };
+}
+
+export interface DefinitionVersion {
+  workflow_uuid: string;
+  version: number;
+  status: DefinitionRow['status'];
+  definition: DefinitionGraph;
+}
+
+/**
+ * One version's definition graph, as saved (with its trigger UUIDs): the given version, or by
+ * default the one an edit starts from, the draft if there is one, else the published version.
+ */
+export async function getDefinition(store: Store, workflowUuid: string, version?: number): Promise<DefinitionVersion> {
+  const workflow = await findWorkflow(store.db, workflowUuid);
+  let query = store.db.selectFrom('workflow_definitions').selectAll().where('workflow_id', '=', workflow.id);
+  query = version === undefined ? query.where('status', 'in', ['draft', 'published']).orderBy('version', 'desc') : query.where('version', '=', version);
+  const row = await query.executeTakeFirst();
+  if (!row) throw new DialtoneError('not_found', version === undefined ? `Workflow ${workflowUuid} has no current definition.` : `Workflow ${workflowUuid} has no version ${version}.`);
+  return { workflow_uuid: workflow.workflow_uuid, version: row.version, status: row.status, definition: decodeJson<DefinitionGraph>(row.graph) };
+}
+
+export interface WorkflowListItem {
+  workflow_uuid: string;
+  name: string;
+  status: WorkflowRow['status'];
+  published_version: number | null;
+  draft_version: number | null;
+  /** The published version's agent UUIDs: what the non-test operations answer to. */
+  agent_uuids: string[];
+  created_at: number;
+  updated_at: number;
+}
+
+/** An organization's workflows, oldest first, with their published and draft versions. */
+export async function listWorkflows(store: Store, orgId: number): Promise<WorkflowListItem[]> {
+  const workflows = await store.db.selectFrom('workflows').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+  if (workflows.length === 0) return [];
+  const current = await store.db
+    .selectFrom('workflow_definitions')
+    .select(['workflow_id', 'version', 'status', 'graph'])
+    .where('workflow_id', 'in', workflows.map((w) => w.id))
+    .where('status', 'in', ['draft', 'published'])
+    .execute();
+  return workflows.map((w) => {
+    const published = current.find((d) => d.workflow_id === w.id && d.status === 'published');
+    const draft = current.find((d) => d.workflow_id === w.id && d.status === 'draft');
+    return {
+      workflow_uuid: w.workflow_uuid,
+      name: w.name,
+      status: w.status,
+      published_version: published?.version ?? null,
+      draft_version: draft?.version ?? null,
+      agent_uuids: published ? triggersOf(decodeJson<DefinitionGraph>(published.graph)).map((t) => t.triggerUuid) : [],
+      created_at: w.created_at,
+      updated_at: w.updated_at,
+    };
+  });
 }

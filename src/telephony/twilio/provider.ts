@@ -4,14 +4,26 @@
 //
 // Twilio enforces the ring timeout (`Timeout`) and the maximum duration (`TimeLimit`) itself, so a
 // call ends at the carrier even if the node that placed it is gone; the callback reports it.
-import twilio from 'twilio';
+import { createRequire } from 'node:module';
+import type TwilioSdk from 'twilio';
 import type { Config } from '../../config.js';
 import type { TelephonyConfigurationRow } from '../../store/schema.js';
 import type { CredentialsCipher } from '../credentials-cipher.js';
 import { DialRefusedError, type DialRequest, type LiveCall, type TelephonyProvider } from '../provider.js';
 import { parseTwilioCredentials } from './credentials.js';
 
-type TwilioClient = ReturnType<typeof twilio>;
+type TwilioClient = ReturnType<typeof TwilioSdk>;
+
+/**
+ * The SDK, loaded on first use: it is among the heaviest imports, and most processes that build
+ * this provider never dial Twilio (every CLI command, a node without Twilio routes). It is CommonJS,
+ * so a synchronous require yields the very module `import twilio from 'twilio'` would.
+ */
+let sdk: typeof TwilioSdk | undefined;
+function twilio(): typeof TwilioSdk {
+  sdk ??= createRequire(import.meta.url)('twilio') as typeof TwilioSdk;
+  return sdk;
+}
 
 /** Where Twilio calls back for a run: its answer (TwiML) and its status callbacks. */
 export function twilioCallbackUrls(publicBaseUrl: string, runId: number): { answer: string; status: string } {
@@ -51,7 +63,7 @@ export class TwilioProvider implements TelephonyProvider {
     } catch (error) {
       // A REST error is Twilio refusing this call (bad number, bad credentials, …): the run ends
       // failed with Twilio's code and message. Anything else (network) is the dispatcher's to judge.
-      if (error instanceof twilio.RestException) {
+      if (error instanceof twilio().RestException) {
         throw new DialRefusedError('failed', `${error.code ?? error.status} ${error.message}`, `Twilio refused the call: ${error.message}`);
       }
       throw error;
@@ -74,7 +86,7 @@ export class TwilioProvider implements TelephonyProvider {
     if (!client) {
       const credentials = parseTwilioCredentials(this.cipher.decrypt(configuration.org_id, envelope));
       const [username, password] = credentials.apiKey ? [credentials.apiKey.sid, credentials.apiKey.secret] : [credentials.accountSid, credentials.authToken];
-      client = twilio(username, password, { accountSid: credentials.accountSid, autoRetry: false, timeout: this.config.DIAL_TIMEOUT_MS });
+      client = twilio()(username, password, { accountSid: credentials.accountSid, autoRetry: false, timeout: this.config.DIAL_TIMEOUT_MS });
       // The SDK builds every REST URL from its domain's base URL; pointing it elsewhere (a regional
       // endpoint, a test server speaking Twilio's wire format) changes nothing else in the path.
       client.api.baseUrl = this.config.TWILIO_API_BASE_URL;

@@ -1,0 +1,53 @@
+// How the CLI reports a failure: one JSON object on stderr with --json
+// (`{"error":{"code","message","errors"?}}`), else a readable line (plus one line per problem),
+// never a stack trace, and a non-zero exit either way. A script reads the code; a person the line.
+import { CommanderError } from 'commander';
+import { ConfigError } from '../config.js';
+import { DialtoneError, type FieldError } from '../errors.js';
+import { SecretKeyMissingError } from '../telephony/credentials-cipher.js';
+
+/** A refusal the CLI itself decides (a missing row, an unreadable file), with a stable code. */
+export class CliError extends Error {
+  constructor(
+    readonly code: 'not_found' | 'invalid_input' | 'invalid_state',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+export interface CliFailure {
+  code: string;
+  message: string;
+  errors?: FieldError[];
+}
+
+export function failureOf(error: unknown): CliFailure {
+  if (error instanceof DialtoneError) return { code: error.code, message: error.message, ...(error.errors ? { errors: error.errors } : {}) };
+  if (error instanceof CliError) return { code: error.code, message: error.message };
+  if (error instanceof ConfigError) return { code: 'invalid_configuration', message: error.message };
+  if (error instanceof SecretKeyMissingError) return { code: 'secret_key_missing', message: error.message };
+  if (error instanceof CommanderError) {
+    // "(outputHelp)" is commander's word for "no command given": say so.
+    const message = error.code === 'commander.help' ? 'A command is required: see dialtone --help.' : error.message.replace(/^error: /, '');
+    return { code: 'usage_error', message };
+  }
+  return { code: 'internal_error', message: error instanceof Error ? error.message : String(error) };
+}
+
+/** Writes the failure to stderr in the chosen form; returns the exit code. */
+export function reportFailure(error: unknown, json: boolean): number {
+  const exitCode = error instanceof CommanderError ? error.exitCode || 1 : 1;
+  // In text mode commander has already printed its own usage error (and the help after it).
+  if (error instanceof CommanderError && !json) return exitCode;
+  const failure = failureOf(error);
+  if (json) {
+    process.stderr.write(`${JSON.stringify({ error: failure })}\n`);
+    return exitCode;
+  }
+  const code = error instanceof DialtoneError ? ` (${failure.code})` : '';
+  process.stderr.write(`Error${code}: ${failure.message}\n`);
+  for (const e of failure.errors ?? []) process.stderr.write(`  ${e.pointer || '/'}: ${e.detail}\n`);
+  return exitCode;
+}
