@@ -66,8 +66,11 @@ export interface SimulatedDial {
 export class SimulatorProvider implements TelephonyProvider {
   readonly name = 'simulator' as const;
   readonly callsOutliveNode = false;
-  /** Every dial this process placed, in order. */
-  readonly dials: SimulatedDial[] = [];
+  /**
+   * The dials this process placed since `record()`, in order: for tests. A service keeps no such
+   * list (it would grow with every call); audits use SIMULATOR_DIAL_LOG.
+   */
+  private recorded: SimulatedDial[] | undefined;
   private readonly timers = new Map<string, NodeJS.Timeout>();
 
   constructor(
@@ -81,12 +84,23 @@ export class SimulatorProvider implements TelephonyProvider {
     const script = scriptFor(request.to, this.timings);
     const providerCallId = `SIM${randomUUID().replace(/-/g, '')}`;
     const dial: SimulatedDial = { runId: request.runId, to: request.to, from: request.from, providerCallId, at: this.clock.now() };
-    this.dials.push(dial);
+    this.recorded?.push(dial);
     // Written synchronously before the call "exists", so a crash can never hide a dial from the log.
     if (this.dialLogPath) appendFileSync(this.dialLogPath, `${JSON.stringify(dial)}\n`);
     if (script.refuse) throw new DialRefusedError(script.refuse.outcome, script.refuse.raw, `Simulated refusal: ${script.description}.`);
     this.play(request.runId, providerCallId, script.steps);
     return { providerCallId };
+  }
+
+  /** Starts keeping every dial in memory, and returns that record (it grows as dials happen). */
+  record(): SimulatedDial[] {
+    this.recorded ??= [];
+    return this.recorded;
+  }
+
+  /** The record started by `record()`; empty when nothing is recorded. */
+  get dials(): readonly SimulatedDial[] {
+    return this.recorded ?? [];
   }
 
   private play(runId: number, providerCallId: string, steps: Step[]): void {

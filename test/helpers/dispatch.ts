@@ -27,6 +27,8 @@ export interface DispatchEnv extends TestEnv {
 
 export async function buildWithDispatcher(t: TestContext, kind: StoreKind, options: TestEnvOptions & { start?: boolean } = {}): Promise<DispatchEnv> {
   const env = await createTestEnv(kind, { ...options, env: { ...FAST_TIMINGS, ...options.env } });
+  const simulator = env.deps.providers.simulator as SimulatorProvider;
+  simulator.record();
   const dispatcher = new Dispatcher(env.deps);
   if (options.start !== false) dispatcher.start();
   t.after(async () => {
@@ -34,7 +36,7 @@ export async function buildWithDispatcher(t: TestContext, kind: StoreKind, optio
     await Promise.all(Object.values(env.deps.providers).map((provider) => provider.close()));
     await env.close();
   });
-  return { ...env, dispatcher, simulator: env.deps.providers.simulator as SimulatorProvider };
+  return { ...env, dispatcher, simulator };
 }
 
 export async function waitForRun(env: TestEnv, runId: number, done: (run: RunView) => boolean, timeoutMs = 5000): Promise<RunView> {
