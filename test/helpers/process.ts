@@ -1,7 +1,7 @@
 // Child processes for end-to-end tests: the real service entry point and the `dialtone` command,
 // run the way a user runs them, with an environment built from scratch (nothing leaks in from the
 // test runner's own environment) and killed when the test ends.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
@@ -115,8 +115,19 @@ export function spawnProcess(command: string, args: string[], env: Record<string
   }
 }
 
-/** The command line of `npm start`, from package.json, as node arguments (`node <these>`). */
+let built = false;
+
+/**
+ * The command line of `npm start`, from package.json, as node arguments (`node <these>`). It runs
+ * the compiled service in dist/; like npm's prestart, this first builds it if the sources changed
+ * since (once per test process; a fresh `npm ci` has built it already).
+ */
 export function npmStartArgs(): string[] {
+  if (!built) {
+    const build = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: ROOT, encoding: 'utf8' });
+    if (build.status !== 0) throw new Error(`building dist/ failed:\n${build.stdout}${build.stderr}`);
+    built = true;
+  }
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
   const [command, ...args] = pkg.scripts.start.split(/\s+/);
   if (command !== 'node') throw new Error(`npm start is not a plain node command: ${pkg.scripts.start}`);
