@@ -4,21 +4,12 @@
 import type { Transaction } from 'kysely';
 import type { Database, RunMode } from '../store/schema.js';
 import type { Store } from '../store/store.js';
-import { insertQueuedRun } from '../store/insert-run.js';
+import { insertQueuedRun, type NewRunRow } from '../store/insert-run.js';
 import { enforceQueueCap, type QueueCap } from './queue-cap.js';
 
-export interface NewRun {
-  orgId: number;
-  workflowId: number;
-  definitionId: number;
+export interface NewRun extends NewRunRow {
+  /** Recorded in the `queued` event. */
   definitionVersion: number;
-  mode: RunMode;
-  triggerUuid: string | null;
-  phoneNumber: string;
-  callerId: string | null;
-  telephonyConfigurationId: number;
-  /** The caller's initial_context exactly as received (serialized JSON), or null. */
-  initialContextJson: string | null;
 }
 
 export interface CreatedRun {

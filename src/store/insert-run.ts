@@ -7,7 +7,8 @@ import { sql, type Kysely } from 'kysely';
 import type { Database, RunMode } from './schema.js';
 import type { DialectName } from './store.js';
 
-export interface QueuedRunValues {
+/** What a new run's row holds besides its id, name, state and times. */
+export interface NewRunRow {
   orgId: number;
   workflowId: number;
   definitionId: number;
@@ -16,7 +17,11 @@ export interface QueuedRunValues {
   phoneNumber: string;
   callerId: string | null;
   telephonyConfigurationId: number;
+  /** The caller's initial_context exactly as received (serialized JSON), or null. */
   initialContextJson: string | null;
+}
+
+export interface QueuedRunValues extends NewRunRow {
   at: number;
   /** The `queued` event's data, serialized. */
   eventDataJson: string;
