@@ -8,6 +8,7 @@ import type { Config } from './config.js';
 import { createLogger, wantsPrettyLogs } from './logging.js';
 import { RateLimits } from './limits/rate-limits.js';
 import { Metrics } from './metrics.js';
+import { RunLifecycle } from './runs/lifecycle.js';
 import { QueuedRunCounts } from './runs/queue-cap.js';
 import { Signals } from './signals.js';
 import { openStore, type Store } from './store/store.js';
@@ -36,6 +37,8 @@ export interface Deps {
   rateLimits: RateLimits;
   /** This node's recent count of each organization's queued runs (runs/queue-cap.ts). */
   queuedRuns: QueuedRunCounts;
+  /** The one writer of run state after creation (runs/lifecycle.ts). */
+  lifecycle: RunLifecycle;
   /** This node's short-lived copies of keys, agents and routes (calls/lookup-cache.ts). */
   lookups: LookupCache;
   /** Names this process in leases, so a node knows which live calls are its own. */
@@ -61,13 +64,15 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
   );
   const logger = overrides.logger ?? createLogger({ level: config.LOG_LEVEL, pretty: wantsPrettyLogs(config.NODE_ENV) });
   const cipher = new CredentialsCipher(config.DIALTONE_SECRET_KEY);
+  const metrics = new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' });
   return {
     config,
     store,
     clock,
     logger,
     cipher,
-    metrics: new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' }),
+    metrics,
+    lifecycle: new RunLifecycle(store, metrics.transitions),
     signals,
     providers: { simulator, twilio: new TwilioProvider(config, cipher), sip: new SipProvider(
         { bindAddress: config.SIP_BIND_ADDRESS, port: config.SIP_PORT, publicAddress: config.SIP_PUBLIC_ADDRESS },

@@ -12,7 +12,8 @@
 // for one configuration from several nodes take turns, and the queued rows are taken with
 // `FOR UPDATE SKIP LOCKED`. SQLite has one writer at a time, which gives the same guarantee.
 import type { Store } from '../store/store.js';
-import type { TelephonyConfigurationRow, WorkflowRunRow } from '../store/schema.js';
+import type { TelephonyConfigurationRow } from '../store/schema.js';
+import { claimQueuedRuns, type ClaimedRow } from '../runs/claim.js';
 import { LIVE_STATES } from '../runs/states.js';
 
 export interface ClaimOptions {
@@ -26,7 +27,7 @@ export interface ClaimOptions {
 }
 
 export interface ClaimedRun {
-  run: Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode'>;
+  run: ClaimedRow;
   configuration: TelephonyConfigurationRow;
   /** The pacing slot: when this run may be dialed. */
   dialAt: number;
@@ -69,45 +70,15 @@ export async function claimRuns(store: Store, configurationId: number, options: 
 
     const slotsInWindow = Math.floor((options.now + options.lookaheadMs - firstSlot) / spacingMs) + 1;
     const wanted = Math.min(free, options.batchSize, slotsInWindow);
-    const candidates = await trx
-      .selectFrom('workflow_runs')
-      .select('id')
-      .where('telephony_configuration_id', '=', configurationId)
-      .where('state', '=', 'queued')
-      .orderBy('id')
-      .limit(wanted)
-      .$if(postgres, (q) => q.forUpdate().skipLocked())
-      .execute();
-    if (candidates.length === 0) return { claimed: [], retryAt: undefined };
-
-    const deadline = options.now + options.leaseMs;
-    const rows = await trx
-      .updateTable('workflow_runs')
-      .set((eb) => ({
-        state: 'dialing',
-        lease_owner: options.nodeId,
-        lease_expires_at: deadline,
-        deadline_at: deadline,
-        claimed_at: options.now,
-        updated_at: options.now,
-        last_event_seq: eb('last_event_seq', '+', 1),
-      }))
-      .where('id', 'in', candidates.map((c) => c.id))
-      .where('state', '=', 'queued')
-      .returning(['id', 'created_at', 'phone_number', 'caller_id', 'telephony_configuration_id', 'mode', 'last_event_seq'])
-      .execute();
-    rows.sort((a, b) => a.id - b.id);
+    const rows = await claimQueuedRuns(trx, { configurationId, limit: wanted, nodeId: options.nodeId, now: options.now, leaseMs: options.leaseMs, postgres });
     if (rows.length === 0) return { claimed: [], retryAt: undefined };
+    const deadline = options.now + options.leaseMs;
 
-    await trx
-      .insertInto('run_events')
-      .values(rows.map((r) => ({ run_id: r.id, seq: r.last_event_seq, type: 'dialing', at: options.now, data: JSON.stringify({ node: options.nodeId }) })))
-      .execute();
     const nextSlot = firstSlot + rows.length * spacingMs;
     await trx.updateTable('telephony_configurations').set({ pacing_next_at: Math.ceil(nextSlot) }).where('id', '=', configurationId).execute();
 
     return {
-      claimed: rows.map(({ last_event_seq: _seq, ...run }, i) => ({ run, configuration, dialAt: firstSlot + i * spacingMs, leaseExpiresAt: deadline })),
+      claimed: rows.map((run, i) => ({ run, configuration, dialAt: firstSlot + i * spacingMs, leaseExpiresAt: deadline })),
       retryAt: rows.length === wanted ? nextSlot - options.lookaheadMs : undefined,
     };
   });
@@ -131,26 +102,6 @@ export async function takePacingSlots(store: Store, configurationId: number, cou
     await trx.updateTable('telephony_configurations').set({ pacing_next_at: Math.ceil(slot + count * spacingMs) }).where('id', '=', configurationId).execute();
     return slot;
   });
-}
-
-/**
- * Extends this node's claim on a run it has not dialed yet. Fails (false) when the run is no longer
- * this node's undialed claim: canceled, or reaped after the lease ran out. Such a run must not be
- * dialed.
- */
-export async function renewClaim(store: Store, runId: number, nodeId: string, until: number): Promise<boolean> {
-  const row = await store.batched((trx) =>
-    trx
-      .updateTable('workflow_runs')
-      .set({ lease_expires_at: until, deadline_at: until })
-      .where('id', '=', runId)
-      .where('state', '=', 'dialing')
-      .where('lease_owner', '=', nodeId)
-      .where('provider_call_id', 'is', null)
-      .returning('id')
-      .executeTakeFirst(),
-  );
-  return row !== undefined;
 }
 
 /** Telephony configurations that have queued runs, oldest work first. */

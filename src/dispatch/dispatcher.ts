@@ -16,11 +16,11 @@
 // DISPATCH_POLL_INTERVAL_MS as a safety net. Ticks never overlap.
 import type { Deps } from '../deps.js';
 import { LIVE_STATES, isTerminal } from '../runs/states.js';
-import { transitionRun, type AppliedTransition } from '../runs/transition-run.js';
+import type { AppliedTransition } from '../runs/transition-run.js';
 import type { ProviderName, RunState, TelephonyConfigurationRow } from '../store/schema.js';
 import { DialRefusedError, type ProviderEvent } from '../telephony/provider.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
-import { claimRuns, configurationsWithQueuedRuns, renewClaim, takePacingSlots, type ClaimedRun } from './claim-runs.js';
+import { claimRuns, configurationsWithQueuedRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
 import { RoutePacer, type PacedDial, type PacerSettings } from './route-pacer.js';
 import { expireQueuedRuns, reapSilentRuns } from './end-runs.js';
 import { purgeExpiredIdempotencyKeys } from '../calls/idempotency.js';
@@ -146,7 +146,7 @@ export class Dispatcher {
           batchSize: deps.config.DISPATCH_BATCH_SIZE,
         });
         this.pace(configurationId, result.claimed);
-        if (result.claimed.length > 0) deps.metrics.transitions.inc({ state: 'dialing' }, result.claimed.length);
+        deps.lifecycle.claimed(result.claimed.length);
         if (result.retryAt !== undefined) nextAt = Math.min(nextAt, result.retryAt);
       }
     } catch (error) {
@@ -161,15 +161,12 @@ export class Dispatcher {
 
   private async maintain(now: number): Promise<void> {
     await heartbeat(this.deps.store, this.deps.nodeId, now);
-    const lost = await endLostNodeCalls(this.deps.store, now, this.deps.config.NODE_HEARTBEAT_TIMEOUT_MS, this.inProcessProviders());
+    const lost = await endLostNodeCalls(this.deps.store, this.deps.lifecycle, now, this.deps.config.NODE_HEARTBEAT_TIMEOUT_MS, this.inProcessProviders());
     for (const t of lost) {
-      this.deps.metrics.transitions.inc({ state: 'failed' });
       this.deps.logger.warn({ runId: t.runId }, 'ended a live call of a node that stopped beating (node_lost)');
     }
-    const expired = await expireQueuedRuns(this.deps.store, now, this.deps.config.QUEUE_TTL_MS);
-    if (expired.length > 0) this.deps.metrics.transitions.inc({ state: 'expired' }, expired.length);
-    for (const { run, providerCallId } of await reapSilentRuns(this.deps.store, now)) {
-      this.deps.metrics.transitions.inc({ state: 'failed' });
+    await expireQueuedRuns(this.deps.store, this.deps.lifecycle, now, this.deps.config.QUEUE_TTL_MS);
+    for (const { run, providerCallId } of await reapSilentRuns(this.deps.store, this.deps.lifecycle, now)) {
       this.deps.logger.warn({ runId: run.runId, providerCallId }, 'reaped a run that stopped hearing from its provider or node');
       const tracked = this.calls.get(run.runId);
       if (tracked) await this.hangUp(tracked);
@@ -215,7 +212,7 @@ export class Dispatcher {
     const { deps } = this;
     if (claimed.leaseExpiresAt - deps.clock.now() < deps.config.DIAL_TIMEOUT_MS + LEASE_MARGIN_MS) {
       const until = deps.clock.now() + deps.config.DISPATCH_LEASE_MS;
-      if (!(await renewClaim(deps.store, claimed.run.id, deps.nodeId, until))) {
+      if (!(await deps.lifecycle.renewClaim(claimed.run.id, deps.nodeId, until))) {
         deps.logger.warn({ runId: claimed.run.id }, 'claim lost before dialing; not dialed');
         return;
       }
@@ -253,39 +250,25 @@ export class Dispatcher {
     this.setTimer(call, ringTimeoutMs, async () => {
       await this.endLocally(call, 'no_answer', 'ring_timeout');
     });
-    const row = await deps.store.batched((trx) =>
-      trx
-      .updateTable('workflow_runs')
-      .set((eb) => ({
-        provider_call_id: providerCallId,
-        dial_sent_at: sentAt,
-        lease_expires_at: null,
-        deadline_at: eb.case().when('state', '=', 'dialing').then(sentAt + ringTimeoutMs + deps.config.REAPER_GRACE_MS).else(eb.ref('deadline_at')).end(),
-      }))
-      .where('id', '=', run.id)
-      .returning(['state', 'cancel_requested_at'])
-      .executeTakeFirst(),
-    );
+    const now = await deps.lifecycle.recordDial(run.id, { providerCallId, sentAt, dialingDeadlineAt: sentAt + ringTimeoutMs + deps.config.REAPER_GRACE_MS });
     // The run may have ended while the dial was in flight (canceled, or reaped): the call must not live on.
-    if (!row || isTerminal(row.state)) await this.hangUp(call);
-    else if (row.cancel_requested_at !== null) await this.cancelLocally(call);
+    if (!now || isTerminal(now.state)) await this.hangUp(call);
+    else if (now.cancelRequested) await this.cancelLocally(call);
   }
 
   private async dialFailed(runId: number, error: unknown, at: number): Promise<void> {
     const { deps } = this;
-    let applied: AppliedTransition | undefined;
     if (error instanceof DialRefusedError) {
-      applied = await transitionRun(deps.store, runId, error.outcome, { at, reason: 'dial_refused', rawProviderStatus: error.rawStatus, data: { detail: error.message } });
+      await deps.lifecycle.transition(runId, error.outcome, { at, reason: 'dial_refused', rawProviderStatus: error.rawStatus, data: { detail: error.message } });
     } else {
       const timeout = error instanceof DialTimeoutError;
       deps.logger.warn({ err: error, runId }, 'dial failed');
-      applied = await transitionRun(deps.store, runId, 'failed', {
+      await deps.lifecycle.transition(runId, 'failed', {
         at,
         reason: timeout ? 'dial_timeout' : 'dial_error',
         data: { detail: error instanceof Error ? error.message : String(error) },
       });
     }
-    if (applied) deps.metrics.transitions.inc({ state: applied.to });
     this.wake();
   }
 
@@ -311,11 +294,8 @@ export class Dispatcher {
 
   /** Ends a live call for a reason of Dialtone's own (timeout, cancel): the run first, then the line. */
   private async endLocally(call: TrackedCall, to: RunState, reason: string, onlyFrom?: RunState): Promise<AppliedTransition | undefined> {
-    const applied = await transitionRun(this.deps.store, call.runId, to, { at: this.deps.clock.now(), reason, ...(onlyFrom ? { onlyFrom } : {}) });
-    if (applied) {
-      this.deps.metrics.transitions.inc({ state: to });
-      await this.hangUp(call);
-    }
+    const applied = await this.deps.lifecycle.transition(call.runId, to, { at: this.deps.clock.now(), reason, ...(onlyFrom ? { onlyFrom } : {}) });
+    if (applied) await this.hangUp(call);
     return applied;
   }
 
@@ -408,12 +388,7 @@ export class Dispatcher {
     await this.drainInProcessCalls(deadline);
     for (const off of this.unsubscribe.splice(0)) off();
     for (const call of this.calls.values()) if (call.timer) clearTimeout(call.timer);
-    await this.deps.store.db
-      .updateTable('workflow_runs')
-      .set({ lease_owner: null })
-      .where('lease_owner', '=', this.deps.nodeId)
-      .where('provider_call_id', 'is not', null)
-      .execute();
+    await this.deps.lifecycle.releaseCalls(this.deps.nodeId);
     await leave(this.deps.store, this.deps.nodeId).catch((error: unknown) => this.deps.logger.warn({ err: error }, 'could not remove this node\'s heartbeat'));
   }
 

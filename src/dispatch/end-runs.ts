@@ -1,14 +1,15 @@
 // Ending runs nobody else will end: queued runs past their TTL, and live runs whose node or
 // provider went quiet. Each statement picks a bounded batch; every run still goes through
-// `transitionRun`, so the state rules and events are the same as for any other transition.
+// the run lifecycle, so the state rules, events and counts are the same as for any other transition.
 import type { Store } from '../store/store.js';
-import { transitionRun, type AppliedTransition } from '../runs/transition-run.js';
+import type { RunLifecycle } from '../runs/lifecycle.js';
+import type { AppliedTransition } from '../runs/transition-run.js';
 import { LIVE_STATES } from '../runs/states.js';
 
 const BATCH = 500;
 
 /** Queued runs created more than `ttlMs` ago end `expired`; they are never dialed. */
-export async function expireQueuedRuns(store: Store, now: number, ttlMs: number): Promise<AppliedTransition[]> {
+export async function expireQueuedRuns(store: Store, lifecycle: RunLifecycle, now: number, ttlMs: number): Promise<AppliedTransition[]> {
   const stale = await store.db
     .selectFrom('workflow_runs')
     .select('id')
@@ -19,7 +20,7 @@ export async function expireQueuedRuns(store: Store, now: number, ttlMs: number)
     .execute();
   const applied: AppliedTransition[] = [];
   for (const { id } of stale) {
-    const t = await transitionRun(store, id, 'expired', { at: now, reason: 'queue_ttl_exceeded', durable: true });
+    const t = await lifecycle.transition(id, 'expired', { at: now, reason: 'queue_ttl_exceeded', durable: true });
     if (t) applied.push(t);
   }
   return applied;
@@ -31,7 +32,7 @@ export async function expireQueuedRuns(store: Store, now: number, ttlMs: number)
  * provider, so it is never dialed again and ends `failed` (dispatch_interrupted). Any other live
  * run past its deadline stopped hearing from its provider and ends `failed` (provider_silent).
  */
-export async function reapSilentRuns(store: Store, now: number): Promise<{ run: AppliedTransition; providerCallId: string | null }[]> {
+export async function reapSilentRuns(store: Store, lifecycle: RunLifecycle, now: number): Promise<{ run: AppliedTransition; providerCallId: string | null }[]> {
   const overdue = await store.db
     .selectFrom('workflow_runs')
     .select(['id', 'provider_call_id', 'state'])
@@ -43,7 +44,7 @@ export async function reapSilentRuns(store: Store, now: number): Promise<{ run: 
   const ended: { run: AppliedTransition; providerCallId: string | null }[] = [];
   for (const row of overdue) {
     const interrupted = row.state === 'dialing' && row.provider_call_id === null;
-    const t = await transitionRun(store, row.id, 'failed', {
+    const t = await lifecycle.transition(row.id, 'failed', {
       at: now,
       reason: interrupted ? 'dispatch_interrupted' : 'provider_silent',
       data: { reaped_from: row.state },

@@ -3,7 +3,8 @@
 // lived in its process (SIP, simulator) died with it, so their runs end `failed` (node_lost) now
 // rather than when their deadline (ring timeout or maximum duration, plus grace) runs out. Calls
 // that outlive their node (Twilio) are left to their provider's callbacks.
-import { transitionRun, type AppliedTransition } from '../runs/transition-run.js';
+import type { RunLifecycle } from '../runs/lifecycle.js';
+import type { AppliedTransition } from '../runs/transition-run.js';
 import type { ProviderName } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 
@@ -22,7 +23,7 @@ export async function leave(store: Store, nodeId: string): Promise<void> {
   await store.db.deleteFrom('dispatcher_nodes').where('node_id', '=', nodeId).execute();
 }
 
-export async function endLostNodeCalls(store: Store, now: number, timeoutMs: number, inProcess: ProviderName[]): Promise<AppliedTransition[]> {
+export async function endLostNodeCalls(store: Store, lifecycle: RunLifecycle, now: number, timeoutMs: number, inProcess: ProviderName[]): Promise<AppliedTransition[]> {
   if (inProcess.length === 0) return [];
   const lost = await store.db
     .selectFrom('workflow_runs as r')
@@ -39,7 +40,7 @@ export async function endLostNodeCalls(store: Store, now: number, timeoutMs: num
     .execute();
   const ended: AppliedTransition[] = [];
   for (const row of lost) {
-    const t = await transitionRun(store, row.id, 'failed', { at: now, reason: 'node_lost', data: { lost_in: row.state }, onlyFrom: row.state });
+    const t = await lifecycle.transition(row.id, 'failed', { at: now, reason: 'node_lost', data: { lost_in: row.state }, onlyFrom: row.state });
     if (t) ended.push(t);
   }
   // Forget nodes long gone once nothing of theirs is left to end.

@@ -4,7 +4,7 @@
 import type { Deps } from '../deps.js';
 import type { RunState, TelephonyConfigurationRow } from '../store/schema.js';
 import { decodeJson } from '../store/store.js';
-import { transitionRun, type AppliedTransition } from '../runs/transition-run.js';
+import type { AppliedTransition } from '../runs/transition-run.js';
 import type { ProviderEvent, ProviderEventKind } from '../telephony/provider.js';
 
 const EVENT_STATE: Record<ProviderEventKind, RunState> = {
@@ -38,7 +38,7 @@ export async function applyProviderEvent(deps: Deps, provider: string, event: Pr
   const grace = deps.config.REAPER_GRACE_MS;
   const deadlineAt =
     to === 'ringing' ? event.at + ringTimeoutMs + grace : to === 'in_progress' ? event.at + deps.config.MAX_CALL_DURATION_MS + grace : undefined;
-  const applied = await transitionRun(deps.store, event.runId, to, {
+  const applied = await deps.lifecycle.transition(event.runId, to, {
     at: event.at,
     reason: EVENT_REASON[event.kind] ?? undefined,
     rawProviderStatus: event.rawStatus,
@@ -46,7 +46,6 @@ export async function applyProviderEvent(deps: Deps, provider: string, event: Pr
     ...(deadlineAt !== undefined ? { deadlineAt } : {}),
   });
   deps.metrics.providerEvents.inc({ provider, kind: event.kind, applied: applied ? 'yes' : 'no' });
-  if (applied) deps.metrics.transitions.inc({ state: to });
-  else deps.logger.debug({ runId: event.runId, kind: event.kind }, 'provider event did not move the run (duplicate, late or out of order)');
+  if (!applied) deps.logger.debug({ runId: event.runId, kind: event.kind }, 'provider event did not move the run (duplicate, late or out of order)');
   return applied;
 }

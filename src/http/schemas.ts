@@ -1,5 +1,6 @@
 // Wire schemas (TypeBox): they validate requests, shape responses and generate the OpenAPI document.
 import { Type, type TSchema } from '@sinclair/typebox';
+import { RUN_STATES } from '../runs/states.js';
 
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
@@ -71,11 +72,7 @@ export function replayableResponse<T extends object>(schema: T): T & { headers: 
 
 const Timestamp = Type.String({ format: 'date-time' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
-const RunStateSchema = Type.Union(
-  ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'].map((s) =>
-    Type.Literal(s),
-  ),
-);
+const RunStateSchema = Type.Union(RUN_STATES.map((s) => Type.Literal(s)));
 
 export const WorkflowRun = Type.Object({
   id: Type.Integer(),

@@ -5,18 +5,14 @@ import type { Deps } from '../deps.js';
 import { DialtoneError } from '../errors.js';
 import { getRun, type RunView } from './read-run.js';
 import { isTerminal, LIVE_STATES } from './states.js';
-import { transitionRun } from './transition-run.js';
 
 export async function cancelRun(deps: Deps, orgId: number | undefined, runId: number): Promise<RunView> {
   const run = await getRun(deps.store, orgId, runId);
   if (isTerminal(run.state)) throw new DialtoneError('run_already_ended', `Run ${run.name} already ended (${run.state}).`);
   const now = deps.clock.now();
   if (run.state === 'queued') {
-    const applied = await transitionRun(deps.store, runId, 'canceled', { at: now, reason: 'canceled_by_request', requestedAt: now, onlyFrom: 'queued', durable: true });
-    if (applied) {
-      deps.metrics.transitions.inc({ state: 'canceled' });
-      return getRun(deps.store, orgId, runId);
-    }
+    const applied = await deps.lifecycle.transition(runId, 'canceled', { at: now, reason: 'canceled_by_request', requestedAt: now, onlyFrom: 'queued', durable: true });
+    if (applied) return getRun(deps.store, orgId, runId);
     // Claimed in the meantime: cancel it as a live call.
   }
   const marked = await deps.store.db

@@ -13,7 +13,10 @@
 // busy signal can come straight after the dial), so later phases may also be reached directly
 // from earlier live states. No state is ever reachable from a terminal one, and no live state
 // from a later live one: a duplicate, late or out-of-order event simply matches no predecessor.
-import type { RunState } from '../store/schema.js';
+
+/** Every state a run can be in: the store's column type and the API's enum derive from this list. */
+export const RUN_STATES = ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'] as const;
+export type RunState = (typeof RUN_STATES)[number];
 
 export const TERMINAL_STATES = ['completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'] as const satisfies readonly RunState[];
 export const LIVE_STATES = ['dialing', 'ringing', 'in_progress'] as const satisfies readonly RunState[];

@@ -4,6 +4,7 @@
 // (better-sqlite3 cannot bind booleans). JSON columns are TEXT on SQLite and JSONB on PostgreSQL:
 // read them through `decodeJson`.
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { RunState } from '../runs/states.js';
 
 /** A JSON column: written as a serialized string, read back as a string (SQLite) or a value (PostgreSQL). */
 export type JsonColumn = ColumnType<unknown, string, string>;
@@ -83,18 +84,8 @@ export interface TelephonyConfigurationsTable {
 }
 
 export type RunMode = 'published' | 'test';
-export type RunState =
-  | 'queued'
-  | 'dialing'
-  | 'ringing'
-  | 'in_progress'
-  | 'completed'
-  | 'busy'
-  | 'no_answer'
-  | 'rejected'
-  | 'failed'
-  | 'canceled'
-  | 'expired';
+// The lifecycle (runs/states.ts) owns the list of states; the column's type is derived from it.
+export type { RunState };
 
 export interface WorkflowRunsTable {
   id: Generated<number>;
