@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { loadConfig } from './config.js';
 import { buildDeps, type Deps } from './deps.js';
+import { purgeExpiredIdempotencyKeys } from './calls/idempotency.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { demoBanner, seedDemoIfEmpty } from './first-run.js';
 import { migrateToLatest } from './store/migrate.js';
@@ -25,7 +26,13 @@ export async function startService(deps: Deps): Promise<RunningService> {
   // that then fails to serve.
   const seed = role === 'dispatcher' ? undefined : await seedDemoIfEmpty(deps);
   // Started once the node answers health checks: a backlog must not delay or starve start-up.
-  const dispatcher = role === 'api' ? undefined : new Dispatcher(deps);
+  const dispatcher =
+    role === 'api'
+      ? undefined
+      : new Dispatcher(deps, {
+          // An expired record is already treated as absent when its key is used again: removing it is housekeeping only.
+          housekeeping: [(now) => purgeExpiredIdempotencyKeys(deps.store, now)],
+        });
   dispatcher?.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : deps.config.PORT;

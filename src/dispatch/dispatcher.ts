@@ -5,36 +5,25 @@
 // 2. Dial: each configuration's pacer (route-pacer.ts) dials its claimed runs at their pacing
 //    slots, one at a time. The provider's call id is recorded; a refused or timed-out dial ends the
 //    run (never retried: a timed-out dial may have rung).
-// 3. Track: the node holds the live calls it placed, with a ring timeout (→ `no_answer`) and a
-//    maximum duration (→ `completed`, hung up). Provider events move runs through
-//    provider-events.ts; cancel requests for its calls are picked up on every tick.
-// 4. Maintain: every REAPER_INTERVAL_MS, expire stale queued runs and end live runs past their
-//    deadline (end-runs.ts), including runs of nodes that died mid-dial.
+// 3. Track: the node holds the live calls it placed (live-calls.ts), with a ring timeout
+//    (→ `no_answer`) and a maximum duration (→ `completed`, hung up). Provider events move runs
+//    through provider-events.ts; cancel requests for its calls are picked up on every tick.
+// 4. Maintain: every REAPER_INTERVAL_MS (maintenance.ts), beat, end lost nodes' calls, expire stale
+//    queued runs and end live runs past their deadline (end-runs.ts), and run the service's
+//    housekeeping.
 //
 // A tick runs when work is signalled on this node (no polling delay) or announced by another node
 // through the store (PostgreSQL NOTIFY), when a pacing slot opens, or every
 // DISPATCH_POLL_INTERVAL_MS as a safety net. Ticks never overlap.
 import type { Deps } from '../deps.js';
-import { LIVE_STATES, isTerminal } from '../runs/states.js';
-import type { AppliedTransition } from '../runs/transition-run.js';
-import type { ProviderName, RunState, TelephonyConfigurationRow } from '../store/schema.js';
-import { DialRefusedError, type ProviderEvent } from '../telephony/provider.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
+import { DialRefusedError } from '../telephony/provider.js';
 import { claimRuns, configurationsWithQueuedRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
+import { LiveCalls } from './live-calls.js';
+import { maintain, type Housekeeping } from './maintenance.js';
+import { leave } from './nodes.js';
+import { ringTimeoutOf } from './provider-events.js';
 import { RoutePacer, type PacedDial, type PacerSettings } from './route-pacer.js';
-import { expireQueuedRuns, reapSilentRuns } from './end-runs.js';
-import { purgeExpiredIdempotencyKeys } from '../calls/idempotency.js';
-import { endLostNodeCalls, heartbeat, leave } from './nodes.js';
-import { applyProviderEvent, ringTimeoutOf } from './provider-events.js';
-
-interface TrackedCall {
-  runId: number;
-  providerCallId: string;
-  configuration: TelephonyConfigurationRow;
-  timer: NodeJS.Timeout | undefined;
-  /** Set once the maximum-duration timer replaced the ring timer. */
-  answered: boolean;
-}
 
 class DialTimeoutError extends Error {}
 
@@ -69,16 +58,22 @@ export class Dispatcher {
   private tickAgain = false;
   private nextTick: NodeJS.Timeout | undefined;
   private nextMaintenanceAt = 0;
-  private readonly calls = new Map<number, TrackedCall>();
   /** One pacer per telephony configuration this node has claimed runs of. */
   private readonly pacers = new Map<number, RoutePacer<PendingDial>>();
   private readonly inFlight = new Set<Promise<void>>();
-  /** Per-run chains, so one call's events are applied in the order the provider sent them. */
-  private readonly eventChains = new Map<number, Promise<void>>();
   private readonly unsubscribe: (() => void)[] = [];
   private listening: Promise<(() => Promise<void>) | undefined> | undefined;
 
-  constructor(private readonly deps: Deps) {}
+  private readonly live: LiveCalls;
+  private readonly housekeeping: readonly Housekeeping[];
+
+  constructor(
+    private readonly deps: Deps,
+    options: { housekeeping?: readonly Housekeeping[] } = {},
+  ) {
+    this.live = new LiveCalls(deps, (work) => this.track(work), () => this.wake());
+    this.housekeeping = options.housekeeping ?? [];
+  }
 
   start(): void {
     // Runs created on other nodes: a store notification wakes this node at once (PostgreSQL
@@ -91,12 +86,9 @@ export class Dispatcher {
       });
     this.unsubscribe.push(
       // First: stop() keeps this one until live calls have drained.
-      this.deps.signals.onProviderEvent((event) => this.track(this.inOrder(event.runId, () => this.handleProviderEvent(event)))),
+      this.deps.signals.onProviderEvent((event) => this.live.onProviderEvent(event)),
       this.deps.signals.onWork(() => this.wake()),
-      this.deps.signals.onCancel(async (runId) => {
-        const call = this.calls.get(runId);
-        if (call) await this.cancelLocally(call);
-      }),
+      this.deps.signals.onCancel((runId) => this.live.cancel(runId)),
     );
     this.wake();
   }
@@ -129,9 +121,13 @@ export class Dispatcher {
       const now = deps.clock.now();
       if (now >= this.nextMaintenanceAt) {
         this.nextMaintenanceAt = now + deps.config.REAPER_INTERVAL_MS;
-        await this.maintain(now);
+        await maintain(deps, now, {
+          inProcessProviders: this.live.inProcessProviders(),
+          reaped: (runId) => this.live.reaped(runId),
+          housekeeping: this.housekeeping,
+        });
       }
-      await this.cancelRequested();
+      await this.live.cancelRequested();
       for (const configurationId of await configurationsWithQueuedRuns(deps.store, 100)) {
         if (this.stopping) break;
         // A node still behind on this configuration's slots claims no more of them; its pacer wakes
@@ -157,22 +153,6 @@ export class Dispatcher {
       nextAt = deps.clock.now();
     }
     this.schedule(nextAt - deps.clock.now());
-  }
-
-  private async maintain(now: number): Promise<void> {
-    await heartbeat(this.deps.store, this.deps.nodeId, now);
-    const lost = await endLostNodeCalls(this.deps.store, this.deps.lifecycle, now, this.deps.config.NODE_HEARTBEAT_TIMEOUT_MS, this.inProcessProviders());
-    for (const t of lost) {
-      this.deps.logger.warn({ runId: t.runId }, 'ended a live call of a node that stopped beating (node_lost)');
-    }
-    await expireQueuedRuns(this.deps.store, this.deps.lifecycle, now, this.deps.config.QUEUE_TTL_MS);
-    for (const { run, providerCallId } of await reapSilentRuns(this.deps.store, this.deps.lifecycle, now)) {
-      this.deps.logger.warn({ runId: run.runId, providerCallId }, 'reaped a run that stopped hearing from its provider or node');
-      const tracked = this.calls.get(run.runId);
-      if (tracked) await this.hangUp(tracked);
-    }
-    // Housekeeping only: an expired record is already treated as absent when its key is used again.
-    await purgeExpiredIdempotencyKeys(this.deps.store, now);
   }
 
   /** Hands claimed runs to their configuration's pacer, which dials them in their slots. */
@@ -245,15 +225,7 @@ export class Dispatcher {
       return;
     }
 
-    const call: TrackedCall = { runId: run.id, providerCallId, configuration, timer: undefined, answered: false };
-    this.calls.set(run.id, call);
-    this.setTimer(call, ringTimeoutMs, async () => {
-      await this.endLocally(call, 'no_answer', 'ring_timeout');
-    });
-    const now = await deps.lifecycle.recordDial(run.id, { providerCallId, sentAt, dialingDeadlineAt: sentAt + ringTimeoutMs + deps.config.REAPER_GRACE_MS });
-    // The run may have ended while the dial was in flight (canceled, or reaped): the call must not live on.
-    if (!now || isTerminal(now.state)) await this.hangUp(call);
-    else if (now.cancelRequested) await this.cancelLocally(call);
+    await this.live.placed({ runId: run.id, providerCallId, configuration, sentAt, ringTimeoutMs });
   }
 
   private async dialFailed(runId: number, error: unknown, at: number): Promise<void> {
@@ -272,101 +244,9 @@ export class Dispatcher {
     this.wake();
   }
 
-  private setTimer(call: TrackedCall, ms: number, fire: () => Promise<void>): void {
-    if (call.timer) clearTimeout(call.timer);
-    call.timer = setTimeout(() => this.track(fire()), ms);
-  }
-
-  private forget(call: TrackedCall): void {
-    if (call.timer) clearTimeout(call.timer);
-    this.calls.delete(call.runId);
-    this.wake();
-  }
-
-  private async hangUp(call: TrackedCall): Promise<void> {
-    this.forget(call);
-    try {
-      await this.deps.providers[call.configuration.provider].hangUp(call);
-    } catch (error) {
-      this.deps.logger.warn({ err: error, runId: call.runId }, 'hang-up failed');
-    }
-  }
-
-  /** Ends a live call for a reason of Dialtone's own (timeout, cancel): the run first, then the line. */
-  private async endLocally(call: TrackedCall, to: RunState, reason: string, onlyFrom?: RunState): Promise<AppliedTransition | undefined> {
-    const applied = await this.deps.lifecycle.transition(call.runId, to, { at: this.deps.clock.now(), reason, ...(onlyFrom ? { onlyFrom } : {}) });
-    if (applied) await this.hangUp(call);
-    return applied;
-  }
-
-  private async cancelLocally(call: TrackedCall): Promise<void> {
-    // Before the answer a cancel is a cancel; after it, hanging up completes the call.
-    if (!(await this.endLocally(call, 'canceled', 'canceled_by_request'))) {
-      await this.endLocally(call, 'completed', 'canceled_by_request', 'in_progress');
-    }
-  }
-
-  private async cancelRequested(): Promise<void> {
-    if (this.calls.size === 0) return;
-    const rows = await this.deps.store.db
-      .selectFrom('workflow_runs')
-      .select('id')
-      .where('lease_owner', '=', this.deps.nodeId)
-      .where('cancel_requested_at', 'is not', null)
-      .where('state', 'in', LIVE_STATES)
-      .execute();
-    for (const { id } of rows) {
-      const call = this.calls.get(id);
-      if (call) await this.cancelLocally(call);
-    }
-  }
-
-  private inOrder(runId: number, work: () => Promise<void>): Promise<void> {
-    const next = (this.eventChains.get(runId) ?? Promise.resolve()).then(work);
-    const settled = next.catch(() => undefined);
-    this.eventChains.set(runId, settled);
-    void settled.then(() => {
-      if (this.eventChains.get(runId) === settled) this.eventChains.delete(runId);
-    });
-    return next;
-  }
-
-  private async handleProviderEvent(event: ProviderEvent): Promise<void> {
-    const call = this.calls.get(event.runId);
-    const ringTimeoutMs = call ? ringTimeoutOf(this.deps, call.configuration) : this.deps.config.RING_TIMEOUT_MS;
-    const applied = await applyProviderEvent(this.deps, call?.configuration.provider ?? 'unknown', event, ringTimeoutMs);
-    if (!call) return;
-    // An event that moved nothing may have been applied already (a Twilio callback taken by the
-    // webhook on this node): the run's state in the store says what this node's timers should be.
-    const state = applied?.to ?? (await this.currentState(event.runId));
-    if (state === 'in_progress' && !call.answered) {
-      call.answered = true;
-      this.setTimer(call, this.deps.config.MAX_CALL_DURATION_MS, async () => {
-        await this.endLocally(call, 'completed', 'max_duration', 'in_progress');
-      });
-    } else if (state !== undefined && isTerminal(state)) {
-      // The run ended elsewhere (reaped, or its node presumed lost) while this call still reports
-      // progress: the line is still up, so put it down. A terminal event means the call is over.
-      if (!applied && (event.kind === 'ringing' || event.kind === 'answered')) await this.hangUp(call);
-      else this.forget(call);
-    }
-  }
-
-  /** Providers whose calls live in this process and die with it. */
-  private inProcessProviders(): ProviderName[] {
-    return Object.values(this.deps.providers)
-      .filter((provider) => !provider.callsOutliveNode)
-      .map((provider) => provider.name);
-  }
-
-  private async currentState(runId: number): Promise<RunState | undefined> {
-    const row = await this.deps.store.db.selectFrom('workflow_runs').select('state').where('id', '=', runId).executeTakeFirst();
-    return row?.state;
-  }
-
   /** Live calls this node holds (for tests and metrics). */
   get liveCalls(): number {
-    return this.calls.size;
+    return this.live.size;
   }
 
   /**
@@ -385,27 +265,12 @@ export class Dispatcher {
     // Includes claimed runs waiting for their pacing slot, at most DISPATCH_LOOKAHEAD_MS away.
     const pending = Promise.allSettled([...this.inFlight]);
     await Promise.race([pending, new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
-    await this.drainInProcessCalls(deadline);
+    await this.live.drainInProcessCalls(deadline);
     for (const off of this.unsubscribe.splice(0)) off();
-    for (const call of this.calls.values()) if (call.timer) clearTimeout(call.timer);
+    this.live.clearTimers();
     await this.deps.lifecycle.releaseCalls(this.deps.nodeId);
     await leave(this.deps.store, this.deps.nodeId).catch((error: unknown) => this.deps.logger.warn({ err: error }, 'could not remove this node\'s heartbeat'));
   }
 
-  /**
-   * Calls whose dialog lives in this process (SIP, simulator) cannot outlive it: they get until
-   * the shutdown deadline to end by themselves, then are hung up and their runs ended
-   * (node_shutdown), so none is left live with nobody holding it. Calls that outlive the node
-   * (Twilio) are released to their provider's callbacks instead.
-   */
-  private async drainInProcessCalls(deadline: number): Promise<void> {
-    const inProcess = () => [...this.calls.values()].filter((call) => !this.deps.providers[call.configuration.provider].callsOutliveNode);
-    while (inProcess().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    for (const call of inProcess()) {
-      const state = await this.currentState(call.runId);
-      if (state === 'in_progress') await this.endLocally(call, 'completed', 'node_shutdown', 'in_progress');
-      else if (state !== undefined && !isTerminal(state)) await this.endLocally(call, 'failed', 'node_shutdown', state);
-      else this.forget(call);
-    }
-  }
+
 }

@@ -1,0 +1,198 @@
+// The live calls one node placed and holds: each with its timer (ring timeout, then maximum
+// duration), its provider events applied in the order the provider sent them, cancel requests for
+// it, and at shutdown the end of the calls that cannot outlive the process. The dispatcher hands
+// a call over once the provider took the dial (`placed`); every state change goes through the run
+// lifecycle (runs/lifecycle.ts).
+import type { Deps } from '../deps.js';
+import { LIVE_STATES, isTerminal } from '../runs/states.js';
+import type { AppliedTransition } from '../runs/transition-run.js';
+import type { ProviderName, RunState, TelephonyConfigurationRow } from '../store/schema.js';
+import type { ProviderEvent } from '../telephony/provider.js';
+import { applyProviderEvent, ringTimeoutOf } from './provider-events.js';
+
+interface TrackedCall {
+  runId: number;
+  providerCallId: string;
+  configuration: TelephonyConfigurationRow;
+  timer: NodeJS.Timeout | undefined;
+  /** Set once the maximum-duration timer replaced the ring timer. */
+  answered: boolean;
+}
+
+export interface PlacedCall {
+  runId: number;
+  providerCallId: string;
+  configuration: TelephonyConfigurationRow;
+  sentAt: number;
+  ringTimeoutMs: number;
+}
+
+export class LiveCalls {
+  private readonly calls = new Map<number, TrackedCall>();
+  /** Per-run chains, so one call's events are applied in the order the provider sent them. */
+  private readonly eventChains = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly deps: Deps,
+    /** Keeps work the node must finish before it stops. */
+    private readonly track: (work: Promise<void>) => void,
+    /** A call ended: its concurrency is free again. */
+    private readonly freed: () => void,
+  ) {}
+
+  /**
+   * Holds a call the provider took, with its ring timer, and records the dial. The run may have
+   * ended while the dial was in flight (canceled, or reaped): then the call must not live on.
+   */
+  async placed(placed: PlacedCall): Promise<void> {
+    const { deps } = this;
+    const call: TrackedCall = { runId: placed.runId, providerCallId: placed.providerCallId, configuration: placed.configuration, timer: undefined, answered: false };
+    this.calls.set(call.runId, call);
+    this.setTimer(call, placed.ringTimeoutMs, async () => {
+      await this.endLocally(call, 'no_answer', 'ring_timeout');
+    });
+    const now = await deps.lifecycle.recordDial(call.runId, {
+      providerCallId: call.providerCallId,
+      sentAt: placed.sentAt,
+      dialingDeadlineAt: placed.sentAt + placed.ringTimeoutMs + deps.config.REAPER_GRACE_MS,
+    });
+    if (!now || isTerminal(now.state)) await this.hangUp(call);
+    else if (now.cancelRequested) await this.cancelLocally(call);
+  }
+
+  /** A provider event for one of this node's runs (or another's: the store decides). */
+  onProviderEvent(event: ProviderEvent): void {
+    this.track(this.inOrder(event.runId, () => this.handleProviderEvent(event)));
+  }
+
+  /** Ends the call of a run whose cancel was requested, if this node holds it. */
+  async cancel(runId: number): Promise<void> {
+    const call = this.calls.get(runId);
+    if (call) await this.cancelLocally(call);
+  }
+
+  /** Hangs up the call of a run the reaper ended, if this node holds it. */
+  async reaped(runId: number): Promise<void> {
+    const call = this.calls.get(runId);
+    if (call) await this.hangUp(call);
+  }
+
+  /** Stops every timer (the node is letting go of its calls). */
+  clearTimers(): void {
+    for (const call of this.calls.values()) if (call.timer) clearTimeout(call.timer);
+  }
+
+  private setTimer(call: TrackedCall, ms: number, fire: () => Promise<void>): void {
+    if (call.timer) clearTimeout(call.timer);
+    call.timer = setTimeout(() => this.track(fire()), ms);
+  }
+
+  private forget(call: TrackedCall): void {
+    if (call.timer) clearTimeout(call.timer);
+    this.calls.delete(call.runId);
+    this.freed();
+  }
+
+  private async hangUp(call: TrackedCall): Promise<void> {
+    this.forget(call);
+    try {
+      await this.deps.providers[call.configuration.provider].hangUp(call);
+    } catch (error) {
+      this.deps.logger.warn({ err: error, runId: call.runId }, 'hang-up failed');
+    }
+  }
+
+  /** Ends a live call for a reason of Dialtone's own (timeout, cancel): the run first, then the line. */
+  private async endLocally(call: TrackedCall, to: RunState, reason: string, onlyFrom?: RunState): Promise<AppliedTransition | undefined> {
+    const applied = await this.deps.lifecycle.transition(call.runId, to, { at: this.deps.clock.now(), reason, ...(onlyFrom ? { onlyFrom } : {}) });
+    if (applied) await this.hangUp(call);
+    return applied;
+  }
+
+  private async cancelLocally(call: TrackedCall): Promise<void> {
+    // Before the answer a cancel is a cancel; after it, hanging up completes the call.
+    if (!(await this.endLocally(call, 'canceled', 'canceled_by_request'))) {
+      await this.endLocally(call, 'completed', 'canceled_by_request', 'in_progress');
+    }
+  }
+
+  /** Cancel requests for this node's calls, made on any node (picked up on every tick). */
+  async cancelRequested(): Promise<void> {
+    if (this.calls.size === 0) return;
+    const rows = await this.deps.store.db
+      .selectFrom('workflow_runs')
+      .select('id')
+      .where('lease_owner', '=', this.deps.nodeId)
+      .where('cancel_requested_at', 'is not', null)
+      .where('state', 'in', LIVE_STATES)
+      .execute();
+    for (const { id } of rows) {
+      const call = this.calls.get(id);
+      if (call) await this.cancelLocally(call);
+    }
+  }
+
+  private inOrder(runId: number, work: () => Promise<void>): Promise<void> {
+    const next = (this.eventChains.get(runId) ?? Promise.resolve()).then(work);
+    const settled = next.catch(() => undefined);
+    this.eventChains.set(runId, settled);
+    void settled.then(() => {
+      if (this.eventChains.get(runId) === settled) this.eventChains.delete(runId);
+    });
+    return next;
+  }
+
+  private async handleProviderEvent(event: ProviderEvent): Promise<void> {
+    const call = this.calls.get(event.runId);
+    const ringTimeoutMs = call ? ringTimeoutOf(this.deps, call.configuration) : this.deps.config.RING_TIMEOUT_MS;
+    const applied = await applyProviderEvent(this.deps, call?.configuration.provider ?? 'unknown', event, ringTimeoutMs);
+    if (!call) return;
+    // An event that moved nothing may have been applied already (a Twilio callback taken by the
+    // webhook on this node): the run's state in the store says what this node's timers should be.
+    const state = applied?.to ?? (await this.currentState(event.runId));
+    if (state === 'in_progress' && !call.answered) {
+      call.answered = true;
+      this.setTimer(call, this.deps.config.MAX_CALL_DURATION_MS, async () => {
+        await this.endLocally(call, 'completed', 'max_duration', 'in_progress');
+      });
+    } else if (state !== undefined && isTerminal(state)) {
+      // The run ended elsewhere (reaped, or its node presumed lost) while this call still reports
+      // progress: the line is still up, so put it down. A terminal event means the call is over.
+      if (!applied && (event.kind === 'ringing' || event.kind === 'answered')) await this.hangUp(call);
+      else this.forget(call);
+    }
+  }
+
+  /** Providers whose calls live in this process and die with it. */
+  inProcessProviders(): ProviderName[] {
+    return Object.values(this.deps.providers)
+      .filter((provider) => !provider.callsOutliveNode)
+      .map((provider) => provider.name);
+  }
+
+  private async currentState(runId: number): Promise<RunState | undefined> {
+    const row = await this.deps.store.db.selectFrom('workflow_runs').select('state').where('id', '=', runId).executeTakeFirst();
+    return row?.state;
+  }
+
+  /** Live calls this node holds (for tests and metrics). */
+  get size(): number {
+    return this.calls.size;
+  }
+
+  /**
+   * Calls whose dialog lives in this process (SIP, simulator) cannot outlive it: they get until
+   * the shutdown deadline to end by themselves, then are hung up and their runs ended
+   * (node_shutdown), so none is left live with nobody holding it. Calls that outlive the node
+   * (Twilio) are released to their provider's callbacks instead.
+   */
+  async drainInProcessCalls(deadline: number): Promise<void> {
+    const inProcess = () => [...this.calls.values()].filter((call) => !this.deps.providers[call.configuration.provider].callsOutliveNode);
+    while (inProcess().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const call of inProcess()) {
+      const state = await this.currentState(call.runId);
+      if (state === 'in_progress') await this.endLocally(call, 'completed', 'node_shutdown', 'in_progress');
+      else if (state !== undefined && !isTerminal(state)) await this.endLocally(call, 'failed', 'node_shutdown', state);
+      else this.forget(call);
+    }
+  }}
