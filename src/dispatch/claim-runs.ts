@@ -11,6 +11,7 @@
 // On PostgreSQL the configuration row is locked (`FOR UPDATE`) for the claim, so concurrent claims
 // for one configuration from several nodes take turns, and the queued rows are taken with
 // `FOR UPDATE SKIP LOCKED`. SQLite has one writer at a time, which gives the same guarantee.
+import { lockingRows } from '../store/row-locks.js';
 import type { Store } from '../store/store.js';
 import type { TelephonyConfigurationRow } from '../store/schema.js';
 import { claimQueuedRuns, type ClaimedRow } from '../runs/claim.js';
@@ -42,16 +43,12 @@ export interface ClaimResult {
 }
 
 export async function claimRuns(store: Store, configurationId: number, options: ClaimOptions): Promise<ClaimResult> {
-  const postgres = store.dialect === 'postgres';
   // Durable: a claim is what allows a dial, and must not be forgotten once the dial may have happened.
   return store.transaction('durable', async (trx) => {
-    const configuration = await trx
-      .selectFrom('telephony_configurations')
-      .selectAll()
-      .where('id', '=', configurationId)
-      .where('status', '=', 'active')
-      .$if(postgres, (q) => q.forUpdate())
-      .executeTakeFirst();
+    const configuration = await lockingRows(
+      store,
+      trx.selectFrom('telephony_configurations').selectAll().where('id', '=', configurationId).where('status', '=', 'active'),
+    ).executeTakeFirst();
     if (!configuration) return { claimed: [], retryAt: undefined };
 
     const spacingMs = (1000 * (1 + options.pacingHeadroom)) / configuration.calls_per_second;
@@ -70,7 +67,7 @@ export async function claimRuns(store: Store, configurationId: number, options: 
 
     const slotsInWindow = Math.floor((options.now + options.lookaheadMs - firstSlot) / spacingMs) + 1;
     const wanted = Math.min(free, options.batchSize, slotsInWindow);
-    const rows = await claimQueuedRuns(trx, { configurationId, limit: wanted, nodeId: options.nodeId, now: options.now, leaseMs: options.leaseMs, postgres });
+    const rows = await claimQueuedRuns(store, trx, { configurationId, limit: wanted, nodeId: options.nodeId, now: options.now, leaseMs: options.leaseMs });
     if (rows.length === 0) return { claimed: [], retryAt: undefined };
     const deadline = options.now + options.leaseMs;
 
@@ -91,12 +88,10 @@ export async function claimRuns(store: Store, configurationId: number, options: 
  */
 export async function takePacingSlots(store: Store, configurationId: number, count: number, now: number, pacingHeadroom: number): Promise<number> {
   return store.transaction('relaxed', async (trx) => {
-    const configuration = await trx
-      .selectFrom('telephony_configurations')
-      .select(['calls_per_second', 'pacing_next_at'])
-      .where('id', '=', configurationId)
-      .$if(store.dialect === 'postgres', (q) => q.forUpdate())
-      .executeTakeFirstOrThrow();
+    const configuration = await lockingRows(
+      store,
+      trx.selectFrom('telephony_configurations').select(['calls_per_second', 'pacing_next_at']).where('id', '=', configurationId),
+    ).executeTakeFirstOrThrow();
     const slot = Math.max(configuration.pacing_next_at ?? 0, now);
     const spacingMs = (1000 * (1 + pacingHeadroom)) / configuration.calls_per_second;
     await trx.updateTable('telephony_configurations').set({ pacing_next_at: Math.ceil(slot + count * spacingMs) }).where('id', '=', configurationId).execute();

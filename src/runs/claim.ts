@@ -3,7 +3,9 @@
 // how many may be claimed (pacing, concurrency) and commits. FOR UPDATE SKIP LOCKED on PostgreSQL
 // lets several nodes claim at once without taking the same runs.
 import type { Transaction } from 'kysely';
+import { lockingFreeRows } from '../store/row-locks.js';
 import type { Database, WorkflowRunRow } from '../store/schema.js';
+import type { Store } from '../store/store.js';
 
 export interface ClaimWrite {
   configurationId: number;
@@ -12,22 +14,16 @@ export interface ClaimWrite {
   nodeId: string;
   now: number;
   leaseMs: number;
-  postgres: boolean;
 }
 
 export type ClaimedRow = Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode'>;
 
 /** Claims up to `limit` queued runs; returns them in id order (empty when none is queued). */
-export async function claimQueuedRuns(trx: Transaction<Database>, claim: ClaimWrite): Promise<ClaimedRow[]> {
-  const candidates = await trx
-    .selectFrom('workflow_runs')
-    .select('id')
-    .where('telephony_configuration_id', '=', claim.configurationId)
-    .where('state', '=', 'queued')
-    .orderBy('id')
-    .limit(claim.limit)
-    .$if(claim.postgres, (q) => q.forUpdate().skipLocked())
-    .execute();
+export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, claim: ClaimWrite): Promise<ClaimedRow[]> {
+  const candidates = await lockingFreeRows(
+    store,
+    trx.selectFrom('workflow_runs').select('id').where('telephony_configuration_id', '=', claim.configurationId).where('state', '=', 'queued').orderBy('id').limit(claim.limit),
+  ).execute();
   if (candidates.length === 0) return [];
 
   const deadline = claim.now + claim.leaseMs;

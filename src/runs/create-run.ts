@@ -4,7 +4,7 @@
 import type { Transaction } from 'kysely';
 import type { Database, RunMode } from '../store/schema.js';
 import type { Store } from '../store/store.js';
-import { insertQueuedRun, type NewRunRow } from '../store/insert-run.js';
+import { insertQueuedRun, insertQueuedRunDurably, type NewRunRow } from '../store/insert-run.js';
 import { enforceQueueCap, type QueueCap } from './queue-cap.js';
 
 export interface NewRun extends NewRunRow {
@@ -45,10 +45,9 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
     // Wakes dispatchers on other nodes as this commits (PostgreSQL); same-node ones are signalled in-process.
     wakeChannel: WORK_CHANNEL,
   };
-  // Nothing else to write in the same transaction: on PostgreSQL the insert is one statement, and a
-  // statement outside a transaction commits durably on its own, in one round trip.
-  if (!options.queueCap && !options.onCreated && store.dialect === 'postgres') {
-    const { id, name } = await insertQueuedRun(store.db, store.dialect, values);
+  // Nothing else to write in the same transaction: the store inserts it as cheaply as it can.
+  if (!options.queueCap && !options.onCreated) {
+    const { id, name } = await insertQueuedRunDurably(store, values);
     return { id, name, state: 'queued' };
   }
   return store.transaction('durable', async (trx) => {

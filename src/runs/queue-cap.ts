@@ -11,6 +11,7 @@
 import type { Transaction } from 'kysely';
 import { DialtoneError } from '../errors.js';
 import type { Database } from '../store/schema.js';
+import { lockingRows } from '../store/row-locks.js';
 import type { Store } from '../store/store.js';
 
 /** How stale a node's count may be; short, so the margin it needs stays small. */
@@ -60,7 +61,7 @@ export class QueuedRunCounts {
 export async function enforceQueueCap(store: Store, trx: Transaction<Database>, orgId: number, cap: QueueCap): Promise<void> {
   // SQLite runs one write transaction at a time; PostgreSQL needs the organization's row locked
   // so that concurrent creations cannot all see room for one more.
-  if (store.dialect === 'postgres') await trx.selectFrom('organizations').select('id').where('id', '=', orgId).forUpdate().execute();
+  await lockingRows(store, trx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
   const count = await countQueued(trx, orgId);
   if (count >= cap.maxQueued) {
     // Queued runs leave the queue at the route's pacing rate: this is when the first place opens.

@@ -5,7 +5,7 @@
 // commit). On SQLite, in-process, the same work is three statements in the caller's transaction.
 import { sql, type Kysely } from 'kysely';
 import type { Database, RunMode } from './schema.js';
-import type { DialectName } from './store.js';
+import type { DialectName, Store } from './store.js';
 
 /** What a new run's row holds besides its id, name, state and times. */
 export interface NewRunRow {
@@ -78,4 +78,14 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
   await db.updateTable('workflow_runs').set({ name }).where('id', '=', id).execute();
   await db.insertInto('run_events').values({ run_id: id, seq: 1, type: 'queued', at: run.at, data: run.eventDataJson }).execute();
   return { id, name };
+}
+
+/**
+ * A queued run with nothing else to commit beside it. On PostgreSQL the insert is one statement,
+ * and a statement outside a transaction commits durably on its own, in one round trip; SQLite
+ * needs its durable transaction to fsync.
+ */
+export async function insertQueuedRunDurably(store: Store, run: QueuedRunValues): Promise<{ id: number; name: string }> {
+  if (store.dialect === 'postgres') return insertQueuedRun(store.db, store.dialect, run);
+  return store.transaction('durable', (trx) => insertQueuedRun(trx, store.dialect, run));
 }
