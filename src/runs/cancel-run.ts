@@ -4,7 +4,7 @@
 import type { Deps } from '../deps.js';
 import { DialtoneError } from '../errors.js';
 import { getRun, type RunView } from './read-run.js';
-import { isTerminal, LIVE_STATES } from './states.js';
+import { isTerminal } from './states.js';
 
 export async function cancelRun(deps: Deps, orgId: number | undefined, runId: number): Promise<RunView> {
   const run = await getRun(deps.store, orgId, runId);
@@ -15,14 +15,7 @@ export async function cancelRun(deps: Deps, orgId: number | undefined, runId: nu
     if (applied) return getRun(deps.store, orgId, runId);
     // Claimed in the meantime: cancel it as a live call.
   }
-  const marked = await deps.store.db
-    .updateTable('workflow_runs')
-    .set({ cancel_requested_at: now })
-    .where('id', '=', runId)
-    .where('state', 'in', LIVE_STATES)
-    .where('cancel_requested_at', 'is', null)
-    .executeTakeFirst();
-  if (Number(marked.numUpdatedRows) === 0) {
+  if (!(await deps.lifecycle.requestCancel(runId, now))) {
     const current = await getRun(deps.store, orgId, runId);
     // Not live and never marked: the call ended on its own between our read and our write.
     if (isTerminal(current.state) && current.cancel_requested_at === null) {

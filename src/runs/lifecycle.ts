@@ -1,11 +1,13 @@
-// The writer of run state. Every change of a run's state after its creation goes through here:
+// The writer of run state (its statements are store/run-writes.ts). Every change of a run's state
+// after its creation goes through here:
 // the compare-and-set transition with its event (transition-run.ts), the claim's writes
 // (claim.ts), the dial recorded, lease renewals and releases. Here, too, each change is counted,
 // once, in dialtone_run_transitions_total. The webhook outbox will be written here, in the same
 // transactions. Callers elsewhere decide *which* runs to move (dispatch/ picks overdue ones,
 // providers report events); only this module writes them.
+import { extendUndialedClaim, markCancelRequested, releaseNodeCalls, setDialRecorded, type DialValues } from '../store/run-writes.js';
 import type { Store } from '../store/store.js';
-import type { RunState } from './states.js';
+import { LIVE_STATES, type RunState } from './states.js';
 import { transitionRun, type AppliedTransition, type TransitionDetails } from './transition-run.js';
 
 /** Where transitions are counted (a prom-client counter). */
@@ -13,12 +15,8 @@ export interface TransitionCounter {
   inc(labels: { state: RunState }, value?: number): void;
 }
 
-export interface DialRecorded {
-  providerCallId: string;
-  sentAt: number;
-  /** The reaper's deadline while the run is still `dialing` (ring timeout plus grace). */
-  dialingDeadlineAt: number;
-}
+/** The dial the provider took: its call id, when, and the reaper's deadline while the run is still `dialing`. */
+export type DialRecorded = DialValues;
 
 export class RunLifecycle {
   constructor(
@@ -44,19 +42,7 @@ export class RunLifecycle {
    * line down. Undefined when the run no longer exists.
    */
   async recordDial(runId: number, dial: DialRecorded): Promise<{ state: RunState; cancelRequested: boolean } | undefined> {
-    const row = await this.store.batched((trx) =>
-      trx
-        .updateTable('workflow_runs')
-        .set((eb) => ({
-          provider_call_id: dial.providerCallId,
-          dial_sent_at: dial.sentAt,
-          lease_expires_at: null,
-          deadline_at: eb.case().when('state', '=', 'dialing').then(dial.dialingDeadlineAt).else(eb.ref('deadline_at')).end(),
-        }))
-        .where('id', '=', runId)
-        .returning(['state', 'cancel_requested_at'])
-        .executeTakeFirst(),
-    );
+    const row = await this.store.batched((trx) => setDialRecorded(trx, runId, dial));
     return row ? { state: row.state, cancelRequested: row.cancel_requested_at !== null } : undefined;
   }
 
@@ -64,28 +50,17 @@ export class RunLifecycle {
    * Extends a node's claim on a run it has not dialed yet. False when the run is no longer that
    * node's undialed claim (canceled, or reaped after the lease ran out): it must not be dialed.
    */
-  async renewClaim(runId: number, nodeId: string, until: number): Promise<boolean> {
-    const row = await this.store.batched((trx) =>
-      trx
-        .updateTable('workflow_runs')
-        .set({ lease_expires_at: until, deadline_at: until })
-        .where('id', '=', runId)
-        .where('state', '=', 'dialing')
-        .where('lease_owner', '=', nodeId)
-        .where('provider_call_id', 'is', null)
-        .returning('id')
-        .executeTakeFirst(),
-    );
-    return row !== undefined;
+  renewClaim(runId: number, nodeId: string, until: number): Promise<boolean> {
+    return this.store.batched((trx) => extendUndialedClaim(trx, runId, nodeId, until));
   }
 
   /** A stopping node lets go of its live calls: from now on their deadlines (and the reaper) govern them. */
-  async releaseCalls(nodeId: string): Promise<void> {
-    await this.store.db
-      .updateTable('workflow_runs')
-      .set({ lease_owner: null })
-      .where('lease_owner', '=', nodeId)
-      .where('provider_call_id', 'is not', null)
-      .execute();
+  releaseCalls(nodeId: string): Promise<void> {
+    return releaseNodeCalls(this.store, nodeId);
+  }
+
+  /** Marks a live run's cancel request for the node holding its call; false when it is not live or already marked. */
+  requestCancel(runId: number, at: number): Promise<boolean> {
+    return markCancelRequested(this.store, runId, at, LIVE_STATES);
   }
 }

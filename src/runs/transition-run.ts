@@ -1,8 +1,9 @@
 // Moves one run to a new state and appends the matching event, atomically. The UPDATE only matches
 // when the current state is an allowed predecessor of the target (compare-and-set), so concurrent
 // or repeated events on any node cannot move a run backwards or out of a terminal state.
-import type { Transaction, Updateable } from 'kysely';
-import type { Database, RunState, WorkflowRunsTable } from '../store/schema.js';
+import type { Transaction } from 'kysely';
+import { appendRunEvents, setRunStateIf, type RunColumns } from '../store/run-writes.js';
+import type { Database, RunState } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 import { isTerminal, PREDECESSORS } from './states.js';
 
@@ -31,7 +32,7 @@ export interface AppliedTransition {
   seq: number;
 }
 
-type RunUpdate = Updateable<WorkflowRunsTable>;
+type RunUpdate = RunColumns;
 
 function phaseColumns(to: RunState, at: number): RunUpdate {
   switch (to) {
@@ -60,32 +61,23 @@ export async function transitionRunInTransaction(
     ...(details.requestedAt !== undefined ? { cancel_requested_at: details.requestedAt } : {}),
     ...phaseColumns(to, details.at),
   };
-  const row = await trx
-    .updateTable('workflow_runs')
-    .set((eb) => ({ ...set, last_event_seq: eb('last_event_seq', '+', 1) }))
-    .where('id', '=', runId)
-    .where('state', 'in', PREDECESSORS[to])
-    .$if(details.onlyFrom !== undefined, (q) => q.where('state', '=', details.onlyFrom as RunState))
-    .$if(details.onlyIfDeadlineBefore !== undefined, (q) => q.where('deadline_at', '<', details.onlyIfDeadlineBefore as number))
-    .returning('last_event_seq')
-    .executeTakeFirst();
-  if (!row) return undefined;
-  await trx
-    .insertInto('run_events')
-    .values({
-      run_id: runId,
-      seq: row.last_event_seq,
+  const seq = await setRunStateIf(trx, runId, set, { from: PREDECESSORS[to], onlyFrom: details.onlyFrom, deadlineBefore: details.onlyIfDeadlineBefore });
+  if (seq === undefined) return undefined;
+  await appendRunEvents(trx, [
+    {
+      runId,
+      seq,
       type: to,
       at: details.at,
-      data: JSON.stringify({
+      data: {
         ...(details.reason ? { reason: details.reason } : {}),
         ...(details.rawProviderStatus ? { provider_status: details.rawProviderStatus } : {}),
         ...(details.providerCallId ? { provider_call_id: details.providerCallId } : {}),
         ...details.data,
-      }),
-    })
-    .execute();
-  return { runId, to, seq: row.last_event_seq };
+      },
+    },
+  ]);
+  return { runId, to, seq };
 }
 
 /** Applies one transition in its own transaction; undefined when the run was not in a predecessor state. */

@@ -1,0 +1,136 @@
+// The statements that change a run after its creation (its insert is insert-run.ts). runs/ decides
+// what changes and when (runs/lifecycle.ts); these say how, in SQL, so the lifecycle's code holds
+// no query builder and one file lists every way a run's row is written.
+import type { Transaction, Updateable } from 'kysely';
+import { lockingFreeRows } from './row-locks.js';
+import type { Database, RunState, WorkflowRunRow, WorkflowRunsTable } from './schema.js';
+import type { Store } from './store.js';
+
+export type RunColumns = Updateable<WorkflowRunsTable>;
+
+export interface StateGuard {
+  /** The states the run may be in (the target's predecessors). */
+  from: readonly RunState[];
+  /** And exactly this one, when the caller decided on what it read. */
+  onlyFrom?: RunState | undefined;
+  /** And its deadline still before this time (the reaper's guard). */
+  deadlineBefore?: number | undefined;
+}
+
+/** Compare-and-set: applies `columns` only if the guard holds; returns the run's new event seq, or undefined. */
+export async function setRunStateIf(trx: Transaction<Database>, runId: number, columns: RunColumns, guard: StateGuard): Promise<number | undefined> {
+  const row = await trx
+    .updateTable('workflow_runs')
+    .set((eb) => ({ ...columns, last_event_seq: eb('last_event_seq', '+', 1) }))
+    .where('id', '=', runId)
+    .where('state', 'in', guard.from)
+    .$if(guard.onlyFrom !== undefined, (q) => q.where('state', '=', guard.onlyFrom as RunState))
+    .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number))
+    .returning('last_event_seq')
+    .executeTakeFirst();
+  return row?.last_event_seq;
+}
+
+export interface RunEventValues {
+  runId: number;
+  seq: number;
+  type: RunState;
+  at: number;
+  data: Record<string, unknown>;
+}
+
+export async function appendRunEvents(trx: Transaction<Database>, events: readonly RunEventValues[]): Promise<void> {
+  if (events.length === 0) return;
+  await trx
+    .insertInto('run_events')
+    .values(events.map((e) => ({ run_id: e.runId, seq: e.seq, type: e.type, at: e.at, data: JSON.stringify(e.data) })))
+    .execute();
+}
+
+export type ClaimedRow = Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode'>;
+
+export interface ClaimValues {
+  configurationId: number;
+  limit: number;
+  nodeId: string;
+  now: number;
+  leaseExpiresAt: number;
+}
+
+/** Moves up to `limit` queued runs of a configuration, oldest first, to `dialing` under a lease; returns them with their new seq. */
+export async function setQueuedRunsDialing(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, claim: ClaimValues): Promise<(ClaimedRow & { last_event_seq: number })[]> {
+  const candidates = await lockingFreeRows(
+    store,
+    trx.selectFrom('workflow_runs').select('id').where('telephony_configuration_id', '=', claim.configurationId).where('state', '=', 'queued').orderBy('id').limit(claim.limit),
+  ).execute();
+  if (candidates.length === 0) return [];
+  const rows = await trx
+    .updateTable('workflow_runs')
+    .set((eb) => ({
+      state: 'dialing',
+      lease_owner: claim.nodeId,
+      lease_expires_at: claim.leaseExpiresAt,
+      deadline_at: claim.leaseExpiresAt,
+      claimed_at: claim.now,
+      updated_at: claim.now,
+      last_event_seq: eb('last_event_seq', '+', 1),
+    }))
+    .where('id', 'in', candidates.map((c) => c.id))
+    .where('state', '=', 'queued')
+    .returning(['id', 'created_at', 'phone_number', 'caller_id', 'telephony_configuration_id', 'mode', 'last_event_seq'])
+    .execute();
+  return rows.sort((a, b) => a.id - b.id);
+}
+
+export interface DialValues {
+  providerCallId: string;
+  sentAt: number;
+  /** The reaper's deadline while the run is still `dialing`. */
+  dialingDeadlineAt: number;
+}
+
+/** Records a dial the provider took; returns the run's state and cancel request, or undefined when it no longer exists. */
+export function setDialRecorded(trx: Transaction<Database>, runId: number, dial: DialValues) {
+  return trx
+    .updateTable('workflow_runs')
+    .set((eb) => ({
+      provider_call_id: dial.providerCallId,
+      dial_sent_at: dial.sentAt,
+      lease_expires_at: null,
+      deadline_at: eb.case().when('state', '=', 'dialing').then(dial.dialingDeadlineAt).else(eb.ref('deadline_at')).end(),
+    }))
+    .where('id', '=', runId)
+    .returning(['state', 'cancel_requested_at'])
+    .executeTakeFirst();
+}
+
+/** Extends a node's lease on a run it claimed and has not dialed; false when that is no longer the case. */
+export async function extendUndialedClaim(trx: Transaction<Database>, runId: number, nodeId: string, until: number): Promise<boolean> {
+  const row = await trx
+    .updateTable('workflow_runs')
+    .set({ lease_expires_at: until, deadline_at: until })
+    .where('id', '=', runId)
+    .where('state', '=', 'dialing')
+    .where('lease_owner', '=', nodeId)
+    .where('provider_call_id', 'is', null)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** A node lets go of the live calls it holds. */
+export async function releaseNodeCalls(store: Store, nodeId: string): Promise<void> {
+  await store.db.updateTable('workflow_runs').set({ lease_owner: null }).where('lease_owner', '=', nodeId).where('provider_call_id', 'is not', null).execute();
+}
+
+/** Marks a live run's cancel request, once; false when the run is not live or was already marked. */
+export async function markCancelRequested(store: Store, runId: number, at: number, live: readonly RunState[]): Promise<boolean> {
+  const result = await store.db
+    .updateTable('workflow_runs')
+    .set({ cancel_requested_at: at })
+    .where('id', '=', runId)
+    .where('state', 'in', live)
+    .where('cancel_requested_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
