@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { build, getJson, postJson } from './helpers/app.js';
 import { countRuns, createOrgFixture, PATHS } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';
-import { assertRawProblem, listening, parseResponses, rawSocket, untilClosed } from './helpers/raw-http.js';
+import { assertRawProblem, exchange, initiateCallBytes, listening, parseResponses, rawSocket, untilClosed } from './helpers/raw-http.js';
 
 const deepArray = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
 const deepObject = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
@@ -73,14 +73,8 @@ describe('Raw HTTP the parser refuses', () => {
   it('answers the valid request first, then 400, when bytes that are not HTTP follow it in the same write', async (t) => {
     const { port, deps } = await listening(t);
     const f = await createOrgFixture(deps);
-    const body = JSON.stringify({ phone_number: '+12025550123' });
-    const socket = rawSocket(t, port);
-    const received = untilClosed(socket);
-    socket.write(
-      `POST ${PATHS.initiateCall(f.agentUuid)} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${f.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
-        '\u0000\u0001 this is not HTTP\r\n\r\n',
-    );
-    const [accepted, refused, ...more] = parseResponses((await received).text);
+    const valid = initiateCallBytes(PATHS.initiateCall(f.agentUuid), f.apiKey, { phone_number: '+12025550123' });
+    const [accepted, refused, ...more] = parseResponses(await exchange(t, port, `${valid}\u0000\u0001 this is not HTTP\r\n\r\n`));
     assert.equal(accepted?.status, 200, 'the accepted request gets its answer');
     const run = JSON.parse(accepted?.body ?? '{}') as { workflow_run_id: number };
     assertRawProblem(refused, 400, 'bad_request');
@@ -105,13 +99,8 @@ describe('Raw HTTP the parser refuses', () => {
   it('answers 417 expectation_failed problem+json to an Expect other than 100-continue, and creates nothing', async (t) => {
     const { port, deps } = await listening(t);
     const f = await createOrgFixture(deps);
-    const body = JSON.stringify({ phone_number: '+12025550123' });
-    const socket = rawSocket(t, port);
-    const received = untilClosed(socket);
-    socket.write(
-      `POST ${PATHS.initiateCall(f.agentUuid)} HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nX-API-Key: ${f.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
-    );
-    assertRawProblem(parseResponses((await received).text)[0], 417, 'expectation_failed');
+    const request = initiateCallBytes(PATHS.initiateCall(f.agentUuid), f.apiKey, { phone_number: '+12025550123' }, 'Expect: 200-ok\r\n');
+    assertRawProblem(parseResponses(await exchange(t, port, request))[0], 417, 'expectation_failed');
     assert.equal(await countRuns(deps), 0);
   });
 

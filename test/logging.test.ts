@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { createLogger, maskPhoneNumber } from '../src/logging.js';
 import { createOrgFixture, PATHS } from './helpers/fixtures.js';
-import { listening, rawSocket, untilClosed } from './helpers/raw-http.js';
+import { exchange, listening } from './helpers/raw-http.js';
 
 const NUMBER = '+12025550123';
 const DIGITS = NUMBER.slice(1);
@@ -22,13 +22,6 @@ function capturedLogger() {
   return { logger: createLogger({ level: 'trace' }, sink), text: () => lines.join('') };
 }
 
-async function rawExchange(t: Parameters<typeof rawSocket>[0], port: number, bytes: string): Promise<string> {
-  const socket = rawSocket(t, port);
-  const received = untilClosed(socket);
-  socket.write(bytes);
-  return (await received).text;
-}
-
 describe('Logs', () => {
   it('never carry the API key or the full phone number of malformed, refused or accepted requests, even at trace level', async (t) => {
     const log = capturedLogger();
@@ -39,9 +32,9 @@ describe('Logs', () => {
     const headers = { 'x-api-key': f.apiKey, 'content-type': 'application/json' };
 
     // Bytes that are not HTTP, after headers carrying the key: Node attaches them to its error.
-    await rawExchange(t, port, `POST ${PATHS.initiateCall(f.agentUuid)} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${f.apiKey}\r\nContent-Length: ${body.length}\r\nBad Header\r\n\r\n${body}`);
+    await exchange(t, port, `POST ${PATHS.initiateCall(f.agentUuid)} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${f.apiKey}\r\nContent-Length: ${body.length}\r\nBad Header\r\n\r\n${body}`);
     // Headers over the limit, with the key among them.
-    await rawExchange(t, port, `POST /api/v1/public/agent/x HTTP/1.1\r\nHost: x\r\nX-API-Key: ${f.apiKey}\r\nX-Pad: ${'p'.repeat(4096)}\r\n\r\n`);
+    await exchange(t, port, `POST /api/v1/public/agent/x HTTP/1.1\r\nHost: x\r\nX-API-Key: ${f.apiKey}\r\nX-Pad: ${'p'.repeat(4096)}\r\n\r\n`);
     // Refused and accepted requests through a real client.
     const accepted = await fetch(`${url}${PATHS.initiateCall(f.agentUuid)}`, { method: 'POST', headers, body });
     assert.equal(accepted.status, 200);

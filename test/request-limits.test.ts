@@ -2,32 +2,16 @@
 // hold a connection past HEADERS_TIMEOUT_MS, oversized headers are refused with 431, and both
 // answers are problem+json like every other refusal.
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
-import { describe, it, type TestContext } from 'node:test';
-import { build } from './helpers/app.js';
+import { connect } from 'node:net';
+import { describe, it } from 'node:test';
+import { listening as listeningEnv, parseResponses, untilClosed } from './helpers/raw-http.js';
 
-async function listening(t: TestContext, env: Record<string, string>): Promise<number> {
-  const { app } = await build(t, 'sqlite', { env });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  assert.ok(address && typeof address === 'object');
-  return address.port;
-}
-
-/** Everything the server sends until it closes the connection, and when that happened. */
-function untilClosed(socket: Socket): Promise<{ text: string; closedAt: number }> {
-  return new Promise((resolve) => {
-    let text = '';
-    socket.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    socket.on('error', () => undefined);
-    socket.on('close', () => resolve({ text, closedAt: Date.now() }));
-  });
-}
+const listening = async (t: Parameters<typeof listeningEnv>[0], env: Record<string, string>) => (await listeningEnv(t, { env })).port;
 
 function problemOf(raw: string): { status: number; code: string; request_id: string } {
-  const [head = '', body = ''] = raw.split('\r\n\r\n');
-  assert.match(head, /content-type: application\/problem\+json/i);
-  return JSON.parse(body) as { status: number; code: string; request_id: string };
+  const [response] = parseResponses(raw);
+  assert.match(response?.headers['content-type'] ?? '', /^application\/problem\+json/);
+  return JSON.parse(response?.body ?? '{}') as { status: number; code: string; request_id: string };
 }
 
 describe('HTTP limits on a real socket', () => {

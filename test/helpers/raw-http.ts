@@ -74,3 +74,17 @@ export function assertRawProblem(response: RawResponse | undefined, status: numb
   assert.equal(body.type, `https://dialtone.dev/problems/${code}`);
   assert.equal(response.headers['x-request-id'], body.request_id);
 }
+
+/** Sends `bytes` on a new connection and returns everything received until the server closed it. */
+export async function exchange(t: TestContext, port: number, bytes: string): Promise<string> {
+  const socket = rawSocket(t, port);
+  const received = untilClosed(socket);
+  socket.write(bytes);
+  return (await received).text;
+}
+
+/** An Initiate Call request as bytes, with its API key and JSON body (and any extra header lines). */
+export function initiateCallBytes(path: string, apiKey: string, body: unknown, extraHeaders = ''): string {
+  const json = JSON.stringify(body);
+  return `POST ${path} HTTP/1.1\r\nHost: x\r\n${extraHeaders}X-API-Key: ${apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`;
+}
