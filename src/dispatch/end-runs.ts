@@ -1,6 +1,7 @@
 // Ending runs nobody else will end: queued runs past their TTL, and live runs whose node or
 // provider went quiet. Each statement picks a bounded batch; every run still goes through
 // the run lifecycle, so the state rules, events and counts are the same as for any other transition.
+import { selectOverdueRuns, selectStaleQueuedRuns } from '../store/run-reads.js';
 import type { Store } from '../store/store.js';
 import type { RunLifecycle } from '../runs/lifecycle.js';
 import type { AppliedTransition } from '../runs/transition-run.js';
@@ -10,16 +11,8 @@ const BATCH = 500;
 
 /** Queued runs created more than `ttlMs` ago end `expired`; they are never dialed. */
 export async function expireQueuedRuns(store: Store, lifecycle: RunLifecycle, now: number, ttlMs: number): Promise<AppliedTransition[]> {
-  const stale = await store.db
-    .selectFrom('workflow_runs')
-    .select('id')
-    .where('state', '=', 'queued')
-    .where('created_at', '<', now - ttlMs)
-    .orderBy('created_at')
-    .limit(BATCH)
-    .execute();
   const applied: AppliedTransition[] = [];
-  for (const { id } of stale) {
+  for (const id of await selectStaleQueuedRuns(store, now - ttlMs, BATCH)) {
     const t = await lifecycle.transition(id, 'expired', { at: now, reason: 'queue_ttl_exceeded', durable: true });
     if (t) applied.push(t);
   }
@@ -33,14 +26,7 @@ export async function expireQueuedRuns(store: Store, lifecycle: RunLifecycle, no
  * run past its deadline stopped hearing from its provider and ends `failed` (provider_silent).
  */
 export async function reapSilentRuns(store: Store, lifecycle: RunLifecycle, now: number): Promise<{ run: AppliedTransition; providerCallId: string | null }[]> {
-  const overdue = await store.db
-    .selectFrom('workflow_runs')
-    .select(['id', 'provider_call_id', 'state'])
-    .where('state', 'in', LIVE_STATES)
-    .where('deadline_at', '<', now)
-    .orderBy('deadline_at')
-    .limit(BATCH)
-    .execute();
+  const overdue = await selectOverdueRuns(store, now, LIVE_STATES, BATCH);
   const ended: { run: AppliedTransition; providerCallId: string | null }[] = [];
   for (const row of overdue) {
     const interrupted = row.state === 'dialing' && row.provider_call_id === null;

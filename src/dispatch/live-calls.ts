@@ -6,6 +6,7 @@
 import type { Deps } from '../deps.js';
 import { LIVE_STATES, isTerminal } from '../runs/states.js';
 import type { AppliedTransition } from '../runs/transition-run.js';
+import { selectCancelRequested, selectRunState } from '../store/run-reads.js';
 import type { ProviderName, RunState, TelephonyConfigurationRow } from '../store/schema.js';
 import type { ProviderEvent } from '../telephony/provider.js';
 import { applyProviderEvent, ringTimeoutOf } from './provider-events.js';
@@ -119,14 +120,7 @@ export class LiveCalls {
   /** Cancel requests for this node's calls, made on any node (picked up on every tick). */
   async cancelRequested(): Promise<void> {
     if (this.calls.size === 0) return;
-    const rows = await this.deps.store.db
-      .selectFrom('workflow_runs')
-      .select('id')
-      .where('lease_owner', '=', this.deps.nodeId)
-      .where('cancel_requested_at', 'is not', null)
-      .where('state', 'in', LIVE_STATES)
-      .execute();
-    for (const { id } of rows) {
+    for (const id of await selectCancelRequested(this.deps.store, this.deps.nodeId, LIVE_STATES)) {
       const call = this.calls.get(id);
       if (call) await this.cancelLocally(call);
     }
@@ -171,8 +165,7 @@ export class LiveCalls {
   }
 
   private async currentState(runId: number): Promise<RunState | undefined> {
-    const row = await this.deps.store.db.selectFrom('workflow_runs').select('state').where('id', '=', runId).executeTakeFirst();
-    return row?.state;
+    return selectRunState(this.deps.store, runId);
   }
 
   /** Live calls this node holds (for tests and metrics). */

@@ -12,6 +12,7 @@ import type { Transaction } from 'kysely';
 import { DialtoneError } from '../errors.js';
 import type { Database } from '../store/schema.js';
 import { lockingRows } from '../store/row-locks.js';
+import { countQueuedRuns } from '../store/run-reads.js';
 import type { Store } from '../store/store.js';
 
 /** How stale a node's count may be; short, so the margin it needs stays small. */
@@ -23,18 +24,6 @@ export interface QueueCap {
   callsPerSecond: number;
 }
 
-type Queryable = Pick<Store['db'], 'selectFrom'> | Transaction<Database>;
-
-async function countQueued(db: Queryable, orgId: number): Promise<number> {
-  const { queued } = await db
-    .selectFrom('workflow_runs')
-    .select((eb) => eb.fn.countAll<number | string>().as('queued'))
-    .where('org_id', '=', orgId)
-    .where('state', '=', 'queued')
-    .executeTakeFirstOrThrow();
-  return Number(queued);
-}
-
 export class QueuedRunCounts {
   private readonly counts = new Map<number, { count: number; at: number } | Promise<number>>();
 
@@ -44,7 +33,7 @@ export class QueuedRunCounts {
     let known = this.counts.get(orgId);
     if (known === undefined || (!(known instanceof Promise) && now - known.at > COUNT_TTL_MS)) {
       // Concurrent requests of one organization share one count.
-      const counting = countQueued(store.db, orgId);
+      const counting = countQueuedRuns(store.db, orgId);
       this.counts.set(orgId, counting);
       counting.then(
         (count) => this.counts.set(orgId, { count, at: now }),
@@ -62,7 +51,7 @@ export async function enforceQueueCap(store: Store, trx: Transaction<Database>, 
   // SQLite runs one write transaction at a time; PostgreSQL needs the organization's row locked
   // so that concurrent creations cannot all see room for one more.
   await lockingRows(store, trx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
-  const count = await countQueued(trx, orgId);
+  const count = await countQueuedRuns(trx, orgId);
   if (count >= cap.maxQueued) {
     // Queued runs leave the queue at the route's pacing rate: this is when the first place opens.
     const retryAfterSeconds = Math.min(3_600, Math.max(1, Math.ceil((count - cap.maxQueued + 1) / Math.max(1, cap.callsPerSecond))));

@@ -1,7 +1,8 @@
 // How a run looks to the organization that owns it.
 import { DialtoneError } from '../errors.js';
 import type { RunMode, RunState } from '../store/schema.js';
-import { decodeJson, type Store } from '../store/store.js';
+import { selectRecentRuns, selectRunDetails, selectRunEvents, type RunDetailsRow } from '../store/run-reads.js';
+import type { Store } from '../store/store.js';
 import { isTerminal } from './states.js';
 
 export interface RunView {
@@ -35,23 +36,7 @@ export interface RunView {
 export const iso = (ms: number): string => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
 
-function runQuery(store: Store) {
-  return store.db
-    .selectFrom('workflow_runs as r')
-    .innerJoin('workflows as w', 'w.id', 'r.workflow_id')
-    .innerJoin('workflow_definitions as d', 'd.id', 'r.definition_id')
-    .select([
-      'r.id', 'r.name', 'r.state', 'r.mode', 'r.trigger_uuid', 'r.definition_id', 'r.phone_number', 'r.caller_id',
-      'r.telephony_configuration_id', 'r.initial_context', 'r.outcome_reason', 'r.provider_call_id',
-      'r.created_at', 'r.updated_at', 'r.ended_at', 'r.org_id', 'r.raw_provider_status',
-      'r.claimed_at', 'r.dial_sent_at', 'r.ringing_at', 'r.answered_at', 'r.cancel_requested_at',
-      'w.workflow_uuid', 'd.version as definition_version',
-    ]);
-}
-
-type RunQueryRow = NonNullable<Awaited<ReturnType<ReturnType<typeof runQuery>['executeTakeFirst']>>>;
-
-function toView(row: RunQueryRow): RunView {
+function toView(row: RunDetailsRow): RunView {
   return {
     id: row.id,
     name: row.name ?? '',
@@ -81,16 +66,13 @@ function toView(row: RunQueryRow): RunView {
 
 /** A run of the given organization; another organization's run is "not found", never "forbidden". */
 export async function getRun(store: Store, orgId: number | undefined, runId: number): Promise<RunView> {
-  let query = runQuery(store).where('r.id', '=', runId);
-  if (orgId !== undefined) query = query.where('r.org_id', '=', orgId);
-  const row = await query.executeTakeFirst();
+  const row = await selectRunDetails(store, runId, orgId);
   if (!row) throw new DialtoneError('workflow_run_not_found', `No workflow run ${runId}.`);
   return toView(row);
 }
 
 export async function listRuns(store: Store, orgId: number, limit: number): Promise<RunView[]> {
-  const rows = await runQuery(store).where('r.org_id', '=', orgId).orderBy('r.id', 'desc').limit(limit).execute();
-  return rows.map(toView);
+  return (await selectRecentRuns(store, orgId, limit)).map(toView);
 }
 
 export interface RunEventView {
@@ -112,15 +94,9 @@ export interface RunEventsPage {
 /** A run's events in order, after a cursor (`seq`). The run must be the organization's. */
 export async function listRunEvents(store: Store, orgId: number | undefined, runId: number, after: number, limit: number): Promise<RunEventsPage> {
   const run = await getRun(store, orgId, runId);
-  const rows = await store.db
-    .selectFrom('run_events')
-    .select(['seq', 'type', 'at', 'data'])
-    .where('run_id', '=', runId)
-    .where('seq', '>', after)
-    .orderBy('seq')
-    .limit(limit + 1)
-    .execute();
-  const page = rows.slice(0, limit).map((r) => ({ seq: r.seq, type: r.type, at: iso(r.at), data: decodeJson<Record<string, unknown>>(r.data) }));
+  // One more than the page: whether anything follows it.
+  const rows = await selectRunEvents(store, runId, after, limit + 1);
+  const page = rows.slice(0, limit).map((r) => ({ seq: r.seq, type: r.type, at: iso(r.at), data: r.data }));
   const last = page[page.length - 1]?.seq ?? after;
   const complete = rows.length <= limit && isTerminal(run.state);
   return { data: page, next_after: complete ? null : last };

@@ -1,5 +1,6 @@
 // What a run runs: its pinned definition, its template context and its telephony configuration,
 // for the provider callbacks (Twilio's answer TwiML) and the agent runtime API.
+import { selectRunConfiguration, selectRunWithDefinition } from '../store/run-reads.js';
 import type { Store } from '../store/store.js';
 import { decodeJson } from '../store/store.js';
 import type { TelephonyConfigurationRow, WorkflowRunRow } from '../store/schema.js';
@@ -16,15 +17,9 @@ export interface RunDefinition {
 }
 
 export async function loadRunDefinition(store: Store, runId: number): Promise<RunDefinition | undefined> {
-  const row = await store.db
-    .selectFrom('workflow_runs as r')
-    .innerJoin('workflow_definitions as d', 'd.id', 'r.definition_id')
-    .innerJoin('workflows as w', 'w.id', 'r.workflow_id')
-    .select(['r.id', 'r.name', 'r.org_id', 'r.state', 'r.mode', 'r.provider_call_id', 'r.created_at', 'r.initial_context', 'r.telephony_configuration_id', 'd.version', 'd.graph', 'w.workflow_uuid'])
-    .where('r.id', '=', runId)
-    .executeTakeFirst();
+  const row = await selectRunWithDefinition(store, runId);
   if (!row) return undefined;
-  const configuration = await store.db.selectFrom('telephony_configurations').selectAll().where('id', '=', row.telephony_configuration_id).executeTakeFirstOrThrow();
+  const configuration = await selectRunConfiguration(store, row.telephony_configuration_id);
   const graph = decodeJson<DefinitionGraph>(row.graph);
   const initialContext = row.initial_context === null ? null : (JSON.parse(row.initial_context) as TemplateContext);
   return {

@@ -1,0 +1,98 @@
+// The statements that read runs and their events, with the rows they return. Callers turn rows
+// into what they show (runs/read-run.ts renders the API's view) or act on (dispatch/ picks runs
+// to end); JSON columns come back decoded.
+import type { Kysely, Transaction } from 'kysely';
+import type { Database, RunState } from './schema.js';
+import { decodeJson, type Store } from './store.js';
+
+function runDetailsQuery(store: Store) {
+  return store.db
+    .selectFrom('workflow_runs as r')
+    .innerJoin('workflows as w', 'w.id', 'r.workflow_id')
+    .innerJoin('workflow_definitions as d', 'd.id', 'r.definition_id')
+    .select([
+      'r.id', 'r.name', 'r.state', 'r.mode', 'r.trigger_uuid', 'r.definition_id', 'r.phone_number', 'r.caller_id',
+      'r.telephony_configuration_id', 'r.initial_context', 'r.outcome_reason', 'r.provider_call_id',
+      'r.created_at', 'r.updated_at', 'r.ended_at', 'r.org_id', 'r.raw_provider_status',
+      'r.claimed_at', 'r.dial_sent_at', 'r.ringing_at', 'r.answered_at', 'r.cancel_requested_at',
+      'w.workflow_uuid', 'd.version as definition_version',
+    ]);
+}
+
+/** A run with its workflow's UUID and its definition's version. */
+export type RunDetailsRow = NonNullable<Awaited<ReturnType<ReturnType<typeof runDetailsQuery>['executeTakeFirst']>>>;
+
+/** One run, of this organization when one is given. */
+export function selectRunDetails(store: Store, runId: number, orgId?: number): Promise<RunDetailsRow | undefined> {
+  return runDetailsQuery(store)
+    .where('r.id', '=', runId)
+    .$if(orgId !== undefined, (q) => q.where('r.org_id', '=', orgId as number))
+    .executeTakeFirst();
+}
+
+/** An organization's most recent runs, newest first. */
+export function selectRecentRuns(store: Store, orgId: number, limit: number): Promise<RunDetailsRow[]> {
+  return runDetailsQuery(store).where('r.org_id', '=', orgId).orderBy('r.id', 'desc').limit(limit).execute();
+}
+
+export interface RunEventRow {
+  seq: number;
+  type: string;
+  at: number;
+  data: Record<string, unknown>;
+}
+
+/** Up to `limit` events of a run after `after`, in order. */
+export async function selectRunEvents(store: Store, runId: number, after: number, limit: number): Promise<RunEventRow[]> {
+  const rows = await store.db.selectFrom('run_events').select(['seq', 'type', 'at', 'data']).where('run_id', '=', runId).where('seq', '>', after).orderBy('seq').limit(limit).execute();
+  return rows.map((r) => ({ seq: r.seq, type: r.type, at: r.at, data: decodeJson<Record<string, unknown>>(r.data) }));
+}
+
+/** A run with its pinned definition's graph and version and its workflow's UUID. */
+export function selectRunWithDefinition(store: Store, runId: number) {
+  return store.db
+    .selectFrom('workflow_runs as r')
+    .innerJoin('workflow_definitions as d', 'd.id', 'r.definition_id')
+    .innerJoin('workflows as w', 'w.id', 'r.workflow_id')
+    .select(['r.id', 'r.name', 'r.org_id', 'r.state', 'r.mode', 'r.provider_call_id', 'r.created_at', 'r.initial_context', 'r.telephony_configuration_id', 'd.version', 'd.graph', 'w.workflow_uuid'])
+    .where('r.id', '=', runId)
+    .executeTakeFirst();
+}
+
+/** The telephony configuration a run dials through (whatever its status now). */
+export function selectRunConfiguration(store: Store, configurationId: number) {
+  return store.db.selectFrom('telephony_configurations').selectAll().where('id', '=', configurationId).executeTakeFirstOrThrow();
+}
+
+export async function selectRunState(store: Store, runId: number): Promise<RunState | undefined> {
+  const row = await store.db.selectFrom('workflow_runs').select('state').where('id', '=', runId).executeTakeFirst();
+  return row?.state;
+}
+
+/** How many runs an organization has queued (inside a transaction when the count must be exact). */
+export async function countQueuedRuns(db: Kysely<Database> | Transaction<Database>, orgId: number): Promise<number> {
+  const { queued } = await db
+    .selectFrom('workflow_runs')
+    .select((eb) => eb.fn.countAll<number | string>().as('queued'))
+    .where('org_id', '=', orgId)
+    .where('state', '=', 'queued')
+    .executeTakeFirstOrThrow();
+  return Number(queued);
+}
+
+/** Ids of a node's live runs whose cancel was requested. */
+export async function selectCancelRequested(store: Store, nodeId: string, live: readonly RunState[]): Promise<number[]> {
+  const rows = await store.db.selectFrom('workflow_runs').select('id').where('lease_owner', '=', nodeId).where('cancel_requested_at', 'is not', null).where('state', 'in', live).execute();
+  return rows.map((r) => r.id);
+}
+
+/** Ids of runs queued since before `createdBefore`, oldest first. */
+export async function selectStaleQueuedRuns(store: Store, createdBefore: number, limit: number): Promise<number[]> {
+  const rows = await store.db.selectFrom('workflow_runs').select('id').where('state', '=', 'queued').where('created_at', '<', createdBefore).orderBy('created_at').limit(limit).execute();
+  return rows.map((r) => r.id);
+}
+
+/** Live runs whose deadline passed before `now`, most overdue first. */
+export function selectOverdueRuns(store: Store, now: number, live: readonly RunState[], limit: number) {
+  return store.db.selectFrom('workflow_runs').select(['id', 'provider_call_id', 'state']).where('state', 'in', live).where('deadline_at', '<', now).orderBy('deadline_at').limit(limit).execute();
+}
