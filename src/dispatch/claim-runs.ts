@@ -11,7 +11,7 @@
 // On PostgreSQL the configuration row is locked (`FOR UPDATE`) for the claim, so concurrent claims
 // for one configuration from several nodes take turns, and the queued rows are taken with
 // `FOR UPDATE SKIP LOCKED`. SQLite has one writer at a time, which gives the same guarantee.
-import { lockingRows } from '../store/row-locks.js';
+import { countLiveRuns, selectConfigurationForClaim, selectConfigurationsWithQueuedRuns, selectPacingForUpdate, setPacingNextAt } from '../store/dispatch-statements.js';
 import type { Store } from '../store/store.js';
 import type { TelephonyConfigurationRow } from '../store/schema.js';
 import { claimQueuedRuns, type ClaimedRow } from '../runs/claim.js';
@@ -45,24 +45,14 @@ export interface ClaimResult {
 export async function claimRuns(store: Store, configurationId: number, options: ClaimOptions): Promise<ClaimResult> {
   // Durable: a claim is what allows a dial, and must not be forgotten once the dial may have happened.
   return store.transaction('durable', async (trx) => {
-    const configuration = await lockingRows(
-      store,
-      trx.selectFrom('telephony_configurations').selectAll().where('id', '=', configurationId).where('status', '=', 'active'),
-    ).executeTakeFirst();
+    const configuration = await selectConfigurationForClaim(store, trx, configurationId);
     if (!configuration) return { claimed: [], retryAt: undefined };
 
     const spacingMs = (1000 * (1 + options.pacingHeadroom)) / configuration.calls_per_second;
     const firstSlot = Math.max(configuration.pacing_next_at ?? 0, options.now);
     if (firstSlot > options.now + options.lookaheadMs) return { claimed: [], retryAt: firstSlot - options.lookaheadMs };
 
-    const active = await trx
-      .selectFrom('workflow_runs')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('telephony_configuration_id', '=', configurationId)
-      .where('deadline_at', 'is not', null)
-      .where('state', 'in', LIVE_STATES)
-      .executeTakeFirstOrThrow();
-    const free = configuration.max_concurrent_calls - Number(active.n);
+    const free = configuration.max_concurrent_calls - (await countLiveRuns(trx, configurationId, LIVE_STATES));
     if (free <= 0) return { claimed: [], retryAt: undefined };
 
     const slotsInWindow = Math.floor((options.now + options.lookaheadMs - firstSlot) / spacingMs) + 1;
@@ -72,7 +62,7 @@ export async function claimRuns(store: Store, configurationId: number, options: 
     const deadline = options.now + options.leaseMs;
 
     const nextSlot = firstSlot + rows.length * spacingMs;
-    await trx.updateTable('telephony_configurations').set({ pacing_next_at: Math.ceil(nextSlot) }).where('id', '=', configurationId).execute();
+    await setPacingNextAt(trx, configurationId, Math.ceil(nextSlot));
 
     return {
       claimed: rows.map((run, i) => ({ run, configuration, dialAt: firstSlot + i * spacingMs, leaseExpiresAt: deadline })),
@@ -88,26 +78,15 @@ export async function claimRuns(store: Store, configurationId: number, options: 
  */
 export async function takePacingSlots(store: Store, configurationId: number, count: number, now: number, pacingHeadroom: number): Promise<number> {
   return store.transaction('relaxed', async (trx) => {
-    const configuration = await lockingRows(
-      store,
-      trx.selectFrom('telephony_configurations').select(['calls_per_second', 'pacing_next_at']).where('id', '=', configurationId),
-    ).executeTakeFirstOrThrow();
+    const configuration = await selectPacingForUpdate(store, trx, configurationId);
     const slot = Math.max(configuration.pacing_next_at ?? 0, now);
     const spacingMs = (1000 * (1 + pacingHeadroom)) / configuration.calls_per_second;
-    await trx.updateTable('telephony_configurations').set({ pacing_next_at: Math.ceil(slot + count * spacingMs) }).where('id', '=', configurationId).execute();
+    await setPacingNextAt(trx, configurationId, Math.ceil(slot + count * spacingMs));
     return slot;
   });
 }
 
 /** Telephony configurations that have queued runs, oldest work first. */
-export async function configurationsWithQueuedRuns(store: Store, limit: number): Promise<number[]> {
-  const rows = await store.db
-    .selectFrom('workflow_runs')
-    .select(['telephony_configuration_id as id', (eb) => eb.fn.min('id').as('oldest')])
-    .where('state', '=', 'queued')
-    .groupBy('telephony_configuration_id')
-    .orderBy('oldest')
-    .limit(limit)
-    .execute();
-  return rows.map((r) => r.id);
+export function configurationsWithQueuedRuns(store: Store, limit: number): Promise<number[]> {
+  return selectConfigurationsWithQueuedRuns(store, limit);
 }

@@ -11,8 +11,7 @@
 import type { Transaction } from 'kysely';
 import { DialtoneError } from '../errors.js';
 import type { Database } from '../store/schema.js';
-import { lockingRows } from '../store/row-locks.js';
-import { countQueuedRuns } from '../store/run-reads.js';
+import { countQueuedRuns, lockOrganization } from '../store/run-reads.js';
 import type { Store } from '../store/store.js';
 
 /** How stale a node's count may be; short, so the margin it needs stays small. */
@@ -50,7 +49,7 @@ export class QueuedRunCounts {
 export async function enforceQueueCap(store: Store, trx: Transaction<Database>, orgId: number, cap: QueueCap): Promise<void> {
   // SQLite runs one write transaction at a time; PostgreSQL needs the organization's row locked
   // so that concurrent creations cannot all see room for one more.
-  await lockingRows(store, trx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
+  await lockOrganization(store, trx, orgId);
   const count = await countQueuedRuns(trx, orgId);
   if (count >= cap.maxQueued) {
     // Queued runs leave the queue at the route's pacing rate: this is when the first place opens.

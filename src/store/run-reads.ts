@@ -3,6 +3,7 @@
 // to end); JSON columns come back decoded.
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, RunState } from './schema.js';
+import { lockingRows } from './row-locks.js';
 import { decodeJson, type Store } from './store.js';
 
 function runDetailsQuery(store: Store) {
@@ -67,6 +68,11 @@ export function selectRunConfiguration(store: Store, configurationId: number) {
 export async function selectRunState(store: Store, runId: number): Promise<RunState | undefined> {
   const row = await store.db.selectFrom('workflow_runs').select('state').where('id', '=', runId).executeTakeFirst();
   return row?.state;
+}
+
+/** Locks an organization's row until the transaction ends (PostgreSQL), so its creations near the queue cap take turns. */
+export async function lockOrganization(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, orgId: number): Promise<void> {
+  await lockingRows(store, trx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
 }
 
 /** How many runs an organization has queued (inside a transaction when the count must be exact). */

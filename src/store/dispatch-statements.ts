@@ -1,0 +1,87 @@
+// The dispatcher's statements on telephony configurations (pacing state, live-call counts, which
+// have work) and on dispatcher nodes (heartbeats, lost nodes). dispatch/ decides what to claim and
+// when; these say how, in SQL.
+import type { Transaction } from 'kysely';
+import { lockingRows } from './row-locks.js';
+import type { Database, ProviderName, RunState, TelephonyConfigurationRow } from './schema.js';
+import type { Store } from './store.js';
+
+/** An active configuration, locked for the claim's transaction (its pacing state is taken under the lock). */
+export function selectConfigurationForClaim(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, configurationId: number): Promise<TelephonyConfigurationRow | undefined> {
+  return lockingRows(store, trx.selectFrom('telephony_configurations').selectAll().where('id', '=', configurationId).where('status', '=', 'active')).executeTakeFirst();
+}
+
+/** A configuration's pacing, locked until the transaction ends. */
+export function selectPacingForUpdate(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, configurationId: number) {
+  return lockingRows(store, trx.selectFrom('telephony_configurations').select(['calls_per_second', 'pacing_next_at']).where('id', '=', configurationId)).executeTakeFirstOrThrow();
+}
+
+export async function setPacingNextAt(trx: Transaction<Database>, configurationId: number, nextAt: number): Promise<void> {
+  await trx.updateTable('telephony_configurations').set({ pacing_next_at: nextAt }).where('id', '=', configurationId).execute();
+}
+
+/** Runs of a configuration that hold a line (live, with a deadline). */
+export async function countLiveRuns(trx: Transaction<Database>, configurationId: number, live: readonly RunState[]): Promise<number> {
+  const row = await trx
+    .selectFrom('workflow_runs')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('telephony_configuration_id', '=', configurationId)
+    .where('deadline_at', 'is not', null)
+    .where('state', 'in', live)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Configurations with queued runs, oldest work first. */
+export async function selectConfigurationsWithQueuedRuns(store: Store, limit: number): Promise<number[]> {
+  const rows = await store.db
+    .selectFrom('workflow_runs')
+    .select(['telephony_configuration_id as id', (eb) => eb.fn.min('id').as('oldest')])
+    .where('state', '=', 'queued')
+    .groupBy('telephony_configuration_id')
+    .orderBy('oldest')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+export async function upsertHeartbeat(store: Store, nodeId: string, now: number): Promise<void> {
+  await store.db
+    .insertInto('dispatcher_nodes')
+    .values({ node_id: nodeId, started_at: now, heartbeat_at: now })
+    .onConflict((oc) => oc.column('node_id').doUpdateSet({ heartbeat_at: now }))
+    .execute();
+}
+
+export async function deleteNode(store: Store, nodeId: string): Promise<void> {
+  await store.db.deleteFrom('dispatcher_nodes').where('node_id', '=', nodeId).execute();
+}
+
+/**
+ * Live runs, already handed to a provider whose calls live in the dialing process, held by nodes
+ * whose heartbeat is older than `silentSince`. (A run still dialing without a call id is the claim
+ * lease's to end, as dispatch_interrupted.)
+ */
+export function selectLostNodeRuns(store: Store, silentSince: number, inProcess: readonly ProviderName[], limit: number) {
+  return store.db
+    .selectFrom('workflow_runs as r')
+    .innerJoin('dispatcher_nodes as n', 'n.node_id', 'r.lease_owner')
+    .innerJoin('telephony_configurations as c', 'c.id', 'r.telephony_configuration_id')
+    .select(['r.id', 'r.state'])
+    // Live runs only: deadline_at is set exactly while a run is live.
+    .where('r.deadline_at', 'is not', null)
+    .where('r.provider_call_id', 'is not', null)
+    .where('n.heartbeat_at', '<', silentSince)
+    .where('c.provider', 'in', inProcess)
+    .limit(limit)
+    .execute();
+}
+
+/** Forgets nodes silent since before `silentSince` that hold no live run any more. */
+export async function deleteForgottenNodes(store: Store, silentSince: number): Promise<void> {
+  await store.db
+    .deleteFrom('dispatcher_nodes')
+    .where('heartbeat_at', '<', silentSince)
+    .where('node_id', 'not in', store.db.selectFrom('workflow_runs').select('lease_owner').where('deadline_at', 'is not', null).where('lease_owner', 'is not', null))
+    .execute();
+}
