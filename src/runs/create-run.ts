@@ -25,10 +25,6 @@ function runNamePrefix(mode: RunMode): string {
   return mode === 'test' ? 'WR-TEST-' : 'WR-API-';
 }
 
-export function runName(mode: RunMode, id: number): string {
-  return `${runNamePrefix(mode)}${id}`;
-}
-
 export interface CreateRunOptions {
   /** Checked exactly inside the creating transaction (runs/queue-cap.ts): given when the organization is near its cap. */
   queueCap?: QueueCap;

@@ -45,7 +45,7 @@ function phaseColumns(to: RunState, at: number): RunUpdate {
   }
 }
 
-export async function transitionRunInTransaction(
+async function transitionRunInTransaction(
   trx: Transaction<Database>,
   runId: number,
   to: RunState,
