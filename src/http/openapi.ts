@@ -78,11 +78,12 @@ export function openApiOptions(config: Pick<Config, 'PUBLIC_BASE_URL'>): Fastify
 }
 
 // A tone's wave in a green disc: the mark, alone as the favicon and beside the name as the logo.
+// The name is fitted to its box (textLength): the page's fonts vary, and a wider one was clipped.
 const MARK = '<circle cx="20" cy="20" r="19" fill="#12a36b"/><path d="M7 20q3.25-9 6.5 0t6.5 0t6.5 0t6.5 0" fill="none" stroke="#fff" stroke-width="3" stroke-linecap="round"/>';
 export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 40 40">${MARK}</svg>`;
 export const LOGO_SVG =
-  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 156 40" role="img" aria-label="Dialtone">' +
-  `<title>Dialtone</title>${MARK}<text x="48" y="28.5" fill="#fff" font-family="system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif" font-size="24" font-weight="600">Dialtone</text></svg>`;
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 168 40" role="img" aria-label="Dialtone">' +
+  `<title>Dialtone</title>${MARK}<text x="48" y="28.5" fill="#fff" font-family="system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif" font-size="24" font-weight="600" textLength="112" lengthAdjust="spacingAndGlyphs">Dialtone</text></svg>`;
 
 /** /docs as Dialtone's: page title, logo and favicon, instead of Swagger UI's and Fastify's. */
 export const DOCS_UI_OPTIONS: FastifySwaggerUiOptions = {
