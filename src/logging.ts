@@ -30,15 +30,36 @@ export function maskPhoneNumbersIn(text: string): string {
   return text.replace(PHONE_NUMBER, maskPhoneNumber);
 }
 
-type SerializedError = ReturnType<typeof pino.stdSerializers.err>;
+interface SerializedError {
+  type: string;
+  message: string;
+  stack?: string;
+  code?: string | number;
+  status?: number;
+  statusCode?: number;
+  errno?: number;
+  syscall?: string;
+  cause?: SerializedError;
+}
 
-/** pino's error serializer, without the request bytes of a parse error and with numbers masked. */
-function serializeError(error: Error): SerializedError {
-  const serialized = pino.stdSerializers.err(error);
-  // Node's HTTP parser attaches the raw request (headers, key and body included) to its errors.
-  delete serialized.rawPacket;
-  serialized.message = maskPhoneNumbersIn(serialized.message);
-  if (typeof serialized.stack === 'string') serialized.stack = maskPhoneNumbersIn(serialized.stack);
+/**
+ * Errors are logged by a list of fields known to be safe, never by copying what they carry: Node's
+ * HTTP parser attaches the raw request (API key and body) as `rawPacket`, and an HTTP client's
+ * error (the twilio SDK's axios) carries its request `config`, with the account's credentials in
+ * `auth` and `headers.Authorization` and the callee's number in the form body. Numbers in the
+ * message and stack are masked.
+ */
+function serializeError(error: unknown, depth = 0): SerializedError {
+  if (!(error instanceof Error)) return { type: typeof error, message: maskPhoneNumbersIn(String(error)) };
+  const fields = error as Error & Partial<Record<'code' | 'status' | 'statusCode' | 'errno' | 'syscall', unknown>>;
+  const serialized: SerializedError = { type: error.constructor.name, message: maskPhoneNumbersIn(error.message) };
+  if (typeof error.stack === 'string') serialized.stack = maskPhoneNumbersIn(error.stack);
+  if (typeof fields.code === 'string' || typeof fields.code === 'number') serialized.code = fields.code;
+  if (typeof fields.status === 'number') serialized.status = fields.status;
+  if (typeof fields.statusCode === 'number') serialized.statusCode = fields.statusCode;
+  if (typeof fields.errno === 'number') serialized.errno = fields.errno;
+  if (typeof fields.syscall === 'string') serialized.syscall = fields.syscall;
+  if (error.cause !== undefined && depth < 3) serialized.cause = serializeError(error.cause, depth + 1);
   return serialized;
 }
 
@@ -52,7 +73,7 @@ export function loggerOptions(level: string): LoggerOptions {
   return {
     level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    serializers: { err: serializeError },
+    serializers: { err: (error: unknown) => serializeError(error) },
     formatters: {
       // Text fields beside the message are masked like the message: one built from a provider's
       // words may quote a number.

@@ -51,6 +51,20 @@ describe('Logs', () => {
     assert.ok(!text.includes(DIGITS), 'the phone number is not in the log');
   });
 
+  it('logs an HTTP client\'s error without the credentials and request body it carries', () => {
+    const log = capturedLogger();
+    // The shape of an axios error, as the twilio SDK rejects with one when Twilio cannot be reached.
+    const error = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:443'), {
+      code: 'ECONNREFUSED',
+      config: { auth: { username: 'AC123', password: 'auth_token_secret' }, headers: { Authorization: 'Basic QUMxMjM6c2VjcmV0' }, data: 'To=%2B12025550123' },
+      cause: Object.assign(new Error(`refused ${NUMBER}`), { request: { headers: { authorization: 'Bearer run_token_secret' } } }),
+    });
+    log.logger.warn({ err: error, runId: 1 }, 'dial failed');
+    const text = log.text();
+    assert.match(text, /ECONNREFUSED/, 'what went wrong is still logged');
+    assert.ok(!/auth_token_secret|QUMxMjM6c2VjcmV0|run_token_secret|12025550123/.test(text), text);
+  });
+
   it('masks numbers in logged errors and messages and redacts secret fields', () => {
     const log = capturedLogger();
     const error = Object.assign(new Error(`The 'To' number ${NUMBER} is not a valid phone number.`), { rawPacket: Buffer.from(`X-API-Key: dt_live_secret ${NUMBER}`) });
