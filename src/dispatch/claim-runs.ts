@@ -11,7 +11,7 @@
 // On PostgreSQL the configuration row is locked (`FOR UPDATE`) for the claim, so concurrent claims
 // for one configuration from several nodes take turns, and the queued rows are taken with
 // `FOR UPDATE SKIP LOCKED`. SQLite has one writer at a time, which gives the same guarantee.
-import { countLiveRuns, selectConfigurationForClaim, selectConfigurationsWithQueuedRuns, selectPacingForUpdate, setPacingNextAt } from '../store/dispatch-statements.js';
+import { countLiveRuns, selectConfigurationForClaim, selectPacingForUpdate, setPacingNextAt } from '../store/dispatch-statements.js';
 import type { Store } from '../store/store.js';
 import type { TelephonyConfigurationRow } from '../store/schema.js';
 import { claimQueuedRuns, type ClaimedRow } from '../runs/claim.js';
@@ -84,9 +84,4 @@ export async function takePacingSlots(store: Store, configurationId: number, cou
     await setPacingNextAt(trx, configurationId, Math.ceil(slot + count * spacingMs));
     return slot;
   });
-}
-
-/** Telephony configurations that have queued runs, oldest work first. */
-export function configurationsWithQueuedRuns(store: Store, limit: number): Promise<number[]> {
-  return selectConfigurationsWithQueuedRuns(store, limit);
 }

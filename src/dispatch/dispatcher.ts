@@ -18,10 +18,10 @@
 import type { Deps } from '../deps.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
 import { DialRefusedError } from '../telephony/provider.js';
-import { claimRuns, configurationsWithQueuedRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
+import { deleteNode, selectConfigurationsWithQueuedRuns } from '../store/dispatch-statements.js';
+import { claimRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
 import { LiveCalls } from './live-calls.js';
 import { maintain, type Housekeeping } from './maintenance.js';
-import { leave } from './nodes.js';
 import { ringTimeoutOf } from './provider-events.js';
 import { RoutePacer, type PacedDial, type PacerSettings } from './route-pacer.js';
 
@@ -128,7 +128,7 @@ export class Dispatcher {
         });
       }
       await this.live.cancelRequested();
-      for (const configurationId of await configurationsWithQueuedRuns(deps.store, 100)) {
+      for (const configurationId of await selectConfigurationsWithQueuedRuns(deps.store, 100)) {
         if (this.stopping) break;
         // A node still behind on this configuration's slots claims no more of them; its pacer wakes
         // the dispatcher when it has caught up.
@@ -269,7 +269,8 @@ export class Dispatcher {
     for (const off of this.unsubscribe.splice(0)) off();
     this.live.clearTimers();
     await this.deps.lifecycle.releaseCalls(this.deps.nodeId);
-    await leave(this.deps.store, this.deps.nodeId).catch((error: unknown) => this.deps.logger.warn({ err: error }, 'could not remove this node\'s heartbeat'));
+    // A node that stops cleanly says so, so it is never mistaken for a dead one.
+    await deleteNode(this.deps.store, this.deps.nodeId).catch((error: unknown) => this.deps.logger.warn({ err: error }, 'could not remove this node\'s heartbeat'));
   }
 
 

@@ -5,7 +5,8 @@
 import type { Deps } from '../deps.js';
 import type { ProviderName } from '../store/schema.js';
 import { expireQueuedRuns, reapSilentRuns } from './end-runs.js';
-import { endLostNodeCalls, heartbeat } from './nodes.js';
+import { upsertHeartbeat } from '../store/dispatch-statements.js';
+import { endLostNodeCalls } from './nodes.js';
 
 /** A periodic chore of the service's, run with the maintenance pass. */
 export type Housekeeping = (now: number) => Promise<unknown>;
@@ -19,7 +20,7 @@ export interface MaintenanceHooks {
 }
 
 export async function maintain(deps: Deps, now: number, hooks: MaintenanceHooks): Promise<void> {
-  await heartbeat(deps.store, deps.nodeId, now);
+  await upsertHeartbeat(deps.store, deps.nodeId, now);
   const lost = await endLostNodeCalls(deps.store, deps.lifecycle, now, deps.config.NODE_HEARTBEAT_TIMEOUT_MS, hooks.inProcessProviders);
   for (const t of lost) deps.logger.warn({ runId: t.runId }, 'ended a live call of a node that stopped beating (node_lost)');
   await expireQueuedRuns(deps.store, deps.lifecycle, now, deps.config.QUEUE_TTL_MS);

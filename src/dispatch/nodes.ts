@@ -6,19 +6,10 @@
 import type { RunLifecycle } from '../runs/lifecycle.js';
 import type { AppliedTransition } from '../runs/transition-run.js';
 import type { ProviderName } from '../store/schema.js';
-import { deleteForgottenNodes, deleteNode, selectLostNodeRuns, upsertHeartbeat } from '../store/dispatch-statements.js';
+import { deleteForgottenNodes, selectLostNodeRuns } from '../store/dispatch-statements.js';
 import type { Store } from '../store/store.js';
 
 const BATCH = 500;
-
-export function heartbeat(store: Store, nodeId: string, now: number): Promise<void> {
-  return upsertHeartbeat(store, nodeId, now);
-}
-
-/** A node that stops cleanly says so, so it is never mistaken for a dead one. */
-export function leave(store: Store, nodeId: string): Promise<void> {
-  return deleteNode(store, nodeId);
-}
 
 export async function endLostNodeCalls(store: Store, lifecycle: RunLifecycle, now: number, timeoutMs: number, inProcess: ProviderName[]): Promise<AppliedTransition[]> {
   if (inProcess.length === 0) return [];

@@ -164,10 +164,6 @@ export async function disableTelephonyConfiguration(store: Store, id: number, no
   return viewConfiguration(row);
 }
 
-/**
- * The configuration a run dials through: the one named (it must be the organization's and active),
- * or the organization's default active one.
- */
 /** The organization's active configuration with this id, or its default active one. */
 function findActiveConfiguration(store: Store, orgId: number, id: number | undefined): Promise<TelephonyConfigurationRow | undefined> {
   return store.db
@@ -180,6 +176,10 @@ function findActiveConfiguration(store: Store, orgId: number, id: number | undef
     .executeTakeFirst();
 }
 
+/**
+ * The configuration a run dials through: the one named (it must be the organization's and active),
+ * or the organization's default active one.
+ */
 export async function selectTelephonyConfiguration(
   store: Store,
   orgId: number,
