@@ -72,7 +72,7 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     logger,
     cipher,
     metrics,
-    lifecycle: new RunLifecycle(store, metrics.transitions),
+    lifecycle: new RunLifecycle(store, metrics.transitions, () => signals.outbox()),
     signals,
     providers: { simulator, twilio: new TwilioProvider(config, cipher), sip: new SipProvider(
         { bindAddress: config.SIP_BIND_ADDRESS, port: config.SIP_PORT, publicAddress: config.SIP_PUBLIC_ADDRESS },

@@ -1,11 +1,12 @@
 // In-process signals between the parts of one node: "there is work to dispatch" (so an idle
 // dispatcher wakes at once instead of waiting for its next poll) and provider events on their way
-// to the lifecycle code, cancel requests for calls this node holds. Other nodes learn of work and
+// to the lifecycle code, cancel requests for calls this node holds, webhook deliveries written. Other nodes learn of work and
 // cancel requests by polling the store.
 import type { ProviderEvent } from './telephony/provider.js';
 
 export class Signals {
   private readonly workListeners = new Set<() => void>();
+  private readonly outboxListeners = new Set<() => void>();
   private readonly eventListeners = new Set<(event: ProviderEvent) => void>();
   private readonly cancelListeners = new Set<(runId: number) => Promise<void>>();
 
@@ -16,6 +17,16 @@ export class Signals {
 
   work(): void {
     for (const listener of this.workListeners) listener();
+  }
+
+  onOutbox(listener: () => void): () => void {
+    this.outboxListeners.add(listener);
+    return () => this.outboxListeners.delete(listener);
+  }
+
+  /** Webhook deliveries were written on this node: its delivery worker looks at once. */
+  outbox(): void {
+    for (const listener of this.outboxListeners) listener();
   }
 
   onProviderEvent(listener: (event: ProviderEvent) => void): () => void {

@@ -140,6 +140,7 @@ export async function initiateCall(
     deps.metrics.runsCreated.inc({ mode });
     if (claim) deps.metrics.idempotency.inc({ outcome: 'created' });
     deps.signals.work();
+    if (run.webhookDeliveries > 0) deps.signals.outbox();
     return { replayed: false, status: 200, result: responseOf(run), json };
   } catch (error) {
     if (error instanceof DialtoneError && error.code === 'queue_full') deps.metrics.queueFull.inc();

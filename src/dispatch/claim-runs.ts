@@ -38,6 +38,8 @@ export interface ClaimedRun {
 
 export interface ClaimResult {
   claimed: ClaimedRun[];
+  /** Webhook deliveries the claim wrote (their `run.dialing` messages). */
+  webhookDeliveries?: number;
   /** When another claim could succeed for this configuration (next pacing slot), if work remains. */
   retryAt: number | undefined;
 }
@@ -57,7 +59,7 @@ export async function claimRuns(store: Store, configurationId: number, options: 
 
     const slotsInWindow = Math.floor((options.now + options.lookaheadMs - firstSlot) / spacingMs) + 1;
     const wanted = Math.min(free, options.batchSize, slotsInWindow);
-    const rows = await claimQueuedRuns(store, trx, { configurationId, limit: wanted, nodeId: options.nodeId, now: options.now, leaseMs: options.leaseMs });
+    const { rows, webhookDeliveries } = await claimQueuedRuns(store, trx, { configurationId, limit: wanted, nodeId: options.nodeId, now: options.now, leaseMs: options.leaseMs });
     if (rows.length === 0) return { claimed: [], retryAt: undefined };
     const deadline = options.now + options.leaseMs;
 
@@ -67,6 +69,7 @@ export async function claimRuns(store: Store, configurationId: number, options: 
     return {
       claimed: rows.map((run, i) => ({ run, configuration, dialAt: firstSlot + i * spacingMs, leaseExpiresAt: deadline })),
       retryAt: rows.length === wanted ? nextSlot - options.lookaheadMs : undefined,
+      webhookDeliveries,
     };
   });
 }

@@ -142,7 +142,7 @@ export class Dispatcher {
           batchSize: deps.config.DISPATCH_BATCH_SIZE,
         });
         this.pace(configurationId, result.claimed);
-        deps.lifecycle.claimed(result.claimed.length);
+        deps.lifecycle.claimed(result.claimed.length, result.webhookDeliveries ?? 0);
         if (result.retryAt !== undefined) nextAt = Math.min(nextAt, result.retryAt);
       }
     } catch (error) {

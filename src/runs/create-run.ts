@@ -18,6 +18,11 @@ export interface CreatedRun {
   state: 'queued';
 }
 
+/** A created run, and how many webhook deliveries report it (the caller wakes the delivery worker). */
+export interface CreateRunResult extends CreatedRun {
+  webhookDeliveries: number;
+}
+
 /** The store notification channel that announces new queued runs. */
 export const WORK_CHANNEL = 'dialtone_work';
 
@@ -32,7 +37,7 @@ export interface CreateRunOptions {
   onCreated?: (trx: Transaction<Database>, run: CreatedRun) => Promise<void>;
 }
 
-export async function createRun(store: Store, run: NewRun, now: number, options: CreateRunOptions = {}): Promise<CreatedRun> {
+export async function createRun(store: Store, run: NewRun, now: number, options: CreateRunOptions = {}): Promise<CreateRunResult> {
   const values = {
     ...run,
     at: now,
@@ -43,14 +48,14 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
   };
   // Nothing else to write in the same transaction: the store inserts it as cheaply as it can.
   if (!options.queueCap && !options.onCreated) {
-    const { id, name } = await insertQueuedRunDurably(store, values);
-    return { id, name, state: 'queued' };
+    const { id, name, deliveries } = await insertQueuedRunDurably(store, values);
+    return { id, name, state: 'queued', webhookDeliveries: deliveries };
   }
   return store.transaction('durable', async (trx) => {
     if (options.queueCap) await enforceQueueCap(store, trx, run.orgId, options.queueCap);
-    const { id, name } = await insertQueuedRun(trx, store.dialect, values);
+    const { id, name, deliveries } = await insertQueuedRun(trx, store.dialect, values);
     const created = { id, name, state: 'queued' as const };
     await options.onCreated?.(trx, created);
-    return created;
+    return { ...created, webhookDeliveries: deliveries };
   });
 }

@@ -2,8 +2,8 @@
 // after its creation goes through here:
 // the compare-and-set transition with its event (transition-run.ts), the claim's writes
 // (claim.ts), the dial recorded, lease renewals and releases. Here, too, each change is counted,
-// once, in dialtone_run_transitions_total. The webhook outbox will be written here, in the same
-// transactions. Callers elsewhere decide *which* runs to move (dispatch/ picks overdue ones,
+// once, in dialtone_run_transitions_total. The webhook outbox is written with each event, in the
+// same transaction (store/run-event-outbox.ts). Callers elsewhere decide *which* runs to move (dispatch/ picks overdue ones,
 // providers report events); only this module writes them.
 import { extendUndialedClaim, markCancelRequested, releaseNodeCalls, setDialRecorded, type DialValues } from '../store/run-writes.js';
 import type { Store } from '../store/store.js';
@@ -22,18 +22,22 @@ export class RunLifecycle {
   constructor(
     private readonly store: Store,
     private readonly transitions: TransitionCounter,
+    /** Called after a commit that wrote webhook deliveries (the delivery worker looks at once). */
+    private readonly deliveriesWritten: () => void = () => undefined,
   ) {}
 
   /** Applies one transition (see transition-run.ts); undefined when the run was not in a predecessor state. */
   async transition(runId: number, to: RunState, details: TransitionDetails): Promise<AppliedTransition | undefined> {
     const applied = await transitionRun(this.store, runId, to, details);
     if (applied) this.transitions.inc({ state: to });
+    if (applied && applied.webhookDeliveries > 0) this.deliveriesWritten();
     return applied;
   }
 
-  /** Counts runs a claim (claim.ts, committed by its caller) moved to `dialing`. */
-  claimed(count: number): void {
+  /** Counts runs a claim (claim.ts, committed by its caller) moved to `dialing`, and wakes the delivery of its messages. */
+  claimed(count: number, webhookDeliveries = 0): void {
     if (count > 0) this.transitions.inc({ state: 'dialing' }, count);
+    if (webhookDeliveries > 0) this.deliveriesWritten();
   }
 
   /**

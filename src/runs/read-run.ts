@@ -36,7 +36,8 @@ export interface RunView {
 export const iso = (ms: number): string => new Date(ms).toISOString();
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms));
 
-function toView(row: RunDetailsRow): RunView {
+/** The run as the API shows it, from its row with its workflow's UUID and definition's version. */
+export function toRunView(row: RunDetailsRow): RunView {
   return {
     id: row.id,
     name: row.name ?? '',
@@ -68,11 +69,11 @@ function toView(row: RunDetailsRow): RunView {
 export async function getRun(store: Store, orgId: number | undefined, runId: number): Promise<RunView> {
   const row = await selectRunDetails(store, runId, orgId);
   if (!row) throw new DialtoneError('workflow_run_not_found', `No workflow run ${runId}.`);
-  return toView(row);
+  return toRunView(row);
 }
 
 export async function listRuns(store: Store, orgId: number, limit: number): Promise<RunView[]> {
-  return (await selectRecentRuns(store, orgId, limit)).map(toView);
+  return (await selectRecentRuns(store, orgId, limit)).map(toRunView);
 }
 
 export interface RunEventView {

@@ -1,10 +1,12 @@
-// Moves one run to a new state and appends the matching event, atomically. The UPDATE only matches
+// Moves one run to a new state and appends the matching event (and its webhook deliveries), atomically. The UPDATE only matches
 // when the current state is an allowed predecessor of the target (compare-and-set), so concurrent
 // or repeated events on any node cannot move a run backwards or out of a terminal state.
 import type { Transaction } from 'kysely';
-import { appendRunEvents, setRunStateIf, type RunColumns } from '../store/run-writes.js';
+import { appendRunEvents } from '../store/run-event-outbox.js';
+import { setRunStateIf, type RunColumns } from '../store/run-writes.js';
 import type { Database, RunState } from '../store/schema.js';
-import type { Store } from '../store/store.js';
+import type { DialectName, Store } from '../store/store.js';
+import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
 import { isTerminal, PREDECESSORS } from './states.js';
 
 export interface TransitionDetails {
@@ -30,6 +32,8 @@ export interface AppliedTransition {
   runId: number;
   to: RunState;
   seq: number;
+  /** Webhook deliveries written to report it. */
+  webhookDeliveries: number;
 }
 
 type RunUpdate = RunColumns;
@@ -47,6 +51,7 @@ function phaseColumns(to: RunState, at: number): RunUpdate {
 
 async function transitionRunInTransaction(
   trx: Transaction<Database>,
+  dialect: DialectName,
   runId: number,
   to: RunState,
   details: TransitionDetails,
@@ -61,12 +66,14 @@ async function transitionRunInTransaction(
     ...(details.requestedAt !== undefined ? { cancel_requested_at: details.requestedAt } : {}),
     ...phaseColumns(to, details.at),
   };
-  const seq = await setRunStateIf(trx, runId, set, { from: PREDECESSORS[to], onlyFrom: details.onlyFrom, deadlineBefore: details.onlyIfDeadlineBefore });
-  if (seq === undefined) return undefined;
-  await appendRunEvents(trx, [
+  const run = await setRunStateIf(trx, runId, set, { from: PREDECESSORS[to], onlyFrom: details.onlyFrom, deadlineBefore: details.onlyIfDeadlineBefore });
+  if (run === undefined) return undefined;
+  const seq = run.last_event_seq;
+  const webhookDeliveries = await appendRunEvents(trx, dialect, [
     {
-      runId,
-      seq,
+      run,
+      webhookType: webhookTypeForState(to),
+      messageId: runMessageId(runId, seq),
       type: to,
       at: details.at,
       data: {
@@ -77,11 +84,11 @@ async function transitionRunInTransaction(
       },
     },
   ]);
-  return { runId, to, seq };
+  return { runId, to, seq, webhookDeliveries };
 }
 
 /** Applies one transition in its own transaction; undefined when the run was not in a predecessor state. */
 export async function transitionRun(store: Store, runId: number, to: RunState, details: TransitionDetails): Promise<AppliedTransition | undefined> {
-  const work = (trx: Transaction<Database>) => transitionRunInTransaction(trx, runId, to, details);
+  const work = (trx: Transaction<Database>) => transitionRunInTransaction(trx, store.dialect, runId, to, details);
   return details.durable ? store.transaction('durable', work) : store.batched(work);
 }

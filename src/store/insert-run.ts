@@ -2,8 +2,12 @@
 // dialects part ways here. On PostgreSQL it is one round trip: the id is drawn from the table's
 // sequence first so the name (which embeds it) is written with the row, the first event is
 // inserted by the same statement, and dispatchers on other nodes are woken (pg_notify, delivered at
-// commit). On SQLite, in-process, the same work is three statements in the caller's transaction.
+// commit), and the webhook deliveries of its `run.queued` message are written (the outbox, see
+// run-event-outbox.ts). On SQLite, in-process, the same work is a few statements in the caller's
+// transaction.
 import { sql, type Kysely } from 'kysely';
+import { runMessageId } from '../webhooks/event-types.js';
+import { appendRunEvents } from './run-event-outbox.js';
 import type { Database, RunMode } from './schema.js';
 import type { DialectName, Store } from './store.js';
 
@@ -31,9 +35,16 @@ export interface QueuedRunValues extends NewRunRow {
   wakeChannel: string;
 }
 
-export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName, run: QueuedRunValues): Promise<{ id: number; name: string }> {
+/** The new run's id and name, and how many webhook deliveries report its creation. */
+export interface InsertedRun {
+  id: number;
+  name: string;
+  deliveries: number;
+}
+
+export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName, run: QueuedRunValues): Promise<InsertedRun> {
   if (dialect === 'postgres') {
-    const result = await sql<{ id: number; name: string }>`
+    const result = await sql<{ id: number; name: string; deliveries: number }>`
       with next as (select nextval(pg_get_serial_sequence('workflow_runs', 'id')) as id),
       run as (
         insert into workflow_runs (id, name, org_id, workflow_id, definition_id, mode, trigger_uuid, phone_number, caller_id,
@@ -41,18 +52,28 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
         select id, ${run.namePrefix} || id, ${run.orgId}, ${run.workflowId}, ${run.definitionId}, ${run.mode}, ${run.triggerUuid}, ${run.phoneNumber},
           ${run.callerId}, ${run.telephonyConfigurationId}, ${run.initialContextJson}, 'queued', ${run.at}, ${run.at}
         from next
-        returning id, name
+        returning *
       ),
       event as (
         insert into run_events (run_id, seq, type, at, data)
         select id, 1, 'queued', ${run.at}, ${run.eventDataJson}::jsonb from run
+      ),
+      delivery as (
+        insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
+        -- The message id is webhooks/event-types.ts's runMessageId(id, 1).
+        select e.id, 'msg_run' || run.id || '_1', 'run.queued', run.id, 1,
+          jsonb_build_object('run', to_jsonb(run), 'event', jsonb_build_object('seq', 1, 'type', 'queued', 'at', ${run.at}::bigint, 'data', ${run.eventDataJson}::jsonb))::text,
+          'pending', 0, ${run.at}, ${run.at}, ${run.at}
+        from run join webhook_endpoints e on e.org_id = run.org_id and e.enabled = 1
+          and (e.event_filter = '' or strpos(e.event_filter, ',run.queued,') > 0)
+        returning 1
       )
-      select run.id, run.name, pg_notify(${run.wakeChannel}, '') from run`.execute(db);
+      select run.id, run.name, (select count(*) from delivery) as deliveries, pg_notify(${run.wakeChannel}, '') from run`.execute(db);
     const row = result.rows[0];
     if (!row) throw new Error('inserting a run returned no row');
-    return { id: Number(row.id), name: row.name };
+    return { id: Number(row.id), name: row.name, deliveries: Number(row.deliveries) };
   }
-  const { id } = await db
+  const inserted = await db
     .insertInto('workflow_runs')
     .values({
       name: null,
@@ -72,12 +93,21 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
       updated_at: run.at,
       ended_at: null,
     })
-    .returning('id')
+    .returningAll()
     .executeTakeFirstOrThrow();
-  const name = `${run.namePrefix}${id}`;
-  await db.updateTable('workflow_runs').set({ name }).where('id', '=', id).execute();
-  await db.insertInto('run_events').values({ run_id: id, seq: 1, type: 'queued', at: run.at, data: run.eventDataJson }).execute();
-  return { id, name };
+  const name = `${run.namePrefix}${inserted.id}`;
+  await db.updateTable('workflow_runs').set({ name }).where('id', '=', inserted.id).execute();
+  const deliveries = await appendRunEvents(db, 'sqlite', [
+    {
+      run: { ...inserted, name },
+      type: 'queued',
+      at: run.at,
+      data: JSON.parse(run.eventDataJson) as Record<string, unknown>,
+      webhookType: 'run.queued',
+      messageId: runMessageId(inserted.id, inserted.last_event_seq),
+    },
+  ]);
+  return { id: inserted.id, name, deliveries };
 }
 
 /**
@@ -85,7 +115,7 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
  * and a statement outside a transaction commits durably on its own, in one round trip; SQLite
  * needs its durable transaction to fsync.
  */
-export async function insertQueuedRunDurably(store: Store, run: QueuedRunValues): Promise<{ id: number; name: string }> {
+export async function insertQueuedRunDurably(store: Store, run: QueuedRunValues): Promise<InsertedRun> {
   if (store.dialect === 'postgres') return insertQueuedRun(store.db, store.dialect, run);
   return store.transaction('durable', (trx) => insertQueuedRun(trx, store.dialect, run));
 }

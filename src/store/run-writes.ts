@@ -17,34 +17,17 @@ export interface StateGuard {
   deadlineBefore?: number | undefined;
 }
 
-/** Compare-and-set: applies `columns` only if the guard holds; returns the run's new event seq, or undefined. */
-export async function setRunStateIf(trx: Transaction<Database>, runId: number, columns: RunColumns, guard: StateGuard): Promise<number | undefined> {
-  const row = await trx
+/** Compare-and-set: applies `columns` only if the guard holds; returns the run's row as changed (its new event seq included), or undefined. */
+export async function setRunStateIf(trx: Transaction<Database>, runId: number, columns: RunColumns, guard: StateGuard): Promise<WorkflowRunRow | undefined> {
+  return trx
     .updateTable('workflow_runs')
     .set((eb) => ({ ...columns, last_event_seq: eb('last_event_seq', '+', 1) }))
     .where('id', '=', runId)
     .where('state', 'in', guard.from)
     .$if(guard.onlyFrom !== undefined, (q) => q.where('state', '=', guard.onlyFrom as RunState))
     .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number))
-    .returning('last_event_seq')
+    .returningAll()
     .executeTakeFirst();
-  return row?.last_event_seq;
-}
-
-export interface RunEventValues {
-  runId: number;
-  seq: number;
-  type: RunState;
-  at: number;
-  data: Record<string, unknown>;
-}
-
-export async function appendRunEvents(trx: Transaction<Database>, events: readonly RunEventValues[]): Promise<void> {
-  if (events.length === 0) return;
-  await trx
-    .insertInto('run_events')
-    .values(events.map((e) => ({ run_id: e.runId, seq: e.seq, type: e.type, at: e.at, data: JSON.stringify(e.data) })))
-    .execute();
 }
 
 export type ClaimedRow = Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode'>;
@@ -57,8 +40,8 @@ export interface ClaimValues {
   leaseExpiresAt: number;
 }
 
-/** Moves up to `limit` queued runs of a configuration, oldest first, to `dialing` under a lease; returns them with their new seq. */
-export async function setQueuedRunsDialing(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, claim: ClaimValues): Promise<(ClaimedRow & { last_event_seq: number })[]> {
+/** Moves up to `limit` queued runs of a configuration, oldest first, to `dialing` under a lease; returns their rows as changed. */
+export async function setQueuedRunsDialing(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, claim: ClaimValues): Promise<WorkflowRunRow[]> {
   const candidates = await lockingFreeRows(
     store,
     trx.selectFrom('workflow_runs').select('id').where('telephony_configuration_id', '=', claim.configurationId).where('state', '=', 'queued').orderBy('id').limit(claim.limit),
@@ -77,7 +60,7 @@ export async function setQueuedRunsDialing(store: Pick<Store, 'dialect'>, trx: T
     }))
     .where('id', 'in', candidates.map((c) => c.id))
     .where('state', '=', 'queued')
-    .returning(['id', 'created_at', 'phone_number', 'caller_id', 'telephony_configuration_id', 'mode', 'last_event_seq'])
+    .returningAll()
     .execute();
   return rows.sort((a, b) => a.id - b.id);
 }

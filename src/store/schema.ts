@@ -161,6 +161,52 @@ export interface DispatcherNodesTable {
   heartbeat_at: number;
 }
 
+export interface WebhookEndpointsTable {
+  id: Generated<number>;
+  org_id: number;
+  url: string;
+  description: string | null;
+  /** `,type,type,` or '' for every type (see the migration). */
+  event_filter: string;
+  enabled: Flag;
+  /** Why it was disabled: `request`, `gone` (410), `failing`; null while enabled. */
+  disabled_reason: string | null;
+  secret_encrypted: string;
+  previous_secret_encrypted: string | null;
+  previous_secret_expires_at: number | null;
+  failing_since: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+export interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  endpoint_id: number;
+  message_id: string;
+  event_type: string;
+  run_id: number | null;
+  seq: number | null;
+  payload: string;
+  status: DeliveryStatus;
+  attempt_count: number;
+  next_attempt_at: number | null;
+  locked_by: string | null;
+  locked_until: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<number>;
+  delivery_id: number;
+  at: number;
+  http_status: number | null;
+  error: string | null;
+  duration_ms: number;
+  response_body: string | null;
+}
+
 export interface Database {
   dispatcher_nodes: DispatcherNodesTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -172,6 +218,9 @@ export interface Database {
   telephony_configurations: TelephonyConfigurationsTable;
   workflow_runs: WorkflowRunsTable;
   run_events: RunEventsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }
 
 export type OrganizationRow = Selectable<OrganizationsTable>;
@@ -182,3 +231,6 @@ export type TelephonyConfigurationRow = Selectable<TelephonyConfigurationsTable>
 export type WorkflowRunRow = Selectable<WorkflowRunsTable>;
 export type NewWorkflowRun = Insertable<WorkflowRunsTable>;
 export type RunEventRow = Selectable<RunEventsTable>;
+export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;

@@ -1,0 +1,81 @@
+// Webhooks: the organization's endpoints, the outbox of deliveries (one row per message and
+// endpoint, written in the transaction of the run event it reports) and each delivery's attempts.
+import { sql, type Kysely } from 'kysely';
+import type { DialectName } from '../store.js';
+import { column } from './columns.js';
+
+export function up005(dialect: DialectName) {
+  const c = column(dialect);
+  return async (db: Kysely<unknown>): Promise<void> => {
+    await db.schema
+      .createTable('webhook_endpoints')
+      .addColumn('id', c.idType, c.id)
+      .addColumn('org_id', c.refType, (col) => col.notNull().references('organizations.id'))
+      .addColumn('url', 'text', (col) => col.notNull())
+      .addColumn('description', 'text')
+      // The subscribed types as `,run.queued,run.ended,` (so one `position`/`instr` test matches a
+      // type in both stores); empty means every type.
+      .addColumn('event_filter', 'text', (col) => col.notNull())
+      .addColumn('enabled', 'integer', (col) => col.notNull().check(sql`enabled in (0, 1)`))
+      .addColumn('disabled_reason', 'text')
+      .addColumn('secret_encrypted', 'text', (col) => col.notNull())
+      // After a rotation the old secret signs beside the new one until it expires.
+      .addColumn('previous_secret_encrypted', 'text')
+      .addColumn('previous_secret_expires_at', 'bigint')
+      // Start of the current run of failures (null while the last attempt succeeded).
+      .addColumn('failing_since', 'bigint')
+      .addColumn('created_at', 'bigint', (col) => col.notNull())
+      .addColumn('updated_at', 'bigint', (col) => col.notNull())
+      .execute();
+    await db.schema.createIndex('webhook_endpoints_org_idx').on('webhook_endpoints').columns(['org_id', 'id']).execute();
+
+    await db.schema
+      .createTable('webhook_deliveries')
+      .addColumn('id', c.idType, c.id)
+      .addColumn('endpoint_id', c.refType, (col) => col.notNull().references('webhook_endpoints.id').onDelete('cascade'))
+      .addColumn('message_id', 'text', (col) => col.notNull())
+      .addColumn('event_type', 'text', (col) => col.notNull())
+      // The run and event it reports; null for `webhook.test`.
+      .addColumn('run_id', c.refType)
+      .addColumn('seq', 'integer')
+      // What the message says, fixed when it was written: the run's row and the event (JSON text).
+      .addColumn('payload', 'text', (col) => col.notNull())
+      .addColumn('status', 'text', (col) => col.notNull().check(sql`status in ('pending', 'succeeded', 'failed')`))
+      // Attempts made since the delivery was (re)queued: the position in the retry schedule.
+      .addColumn('attempt_count', 'integer', (col) => col.notNull())
+      .addColumn('next_attempt_at', 'bigint')
+      // The node sending it now, until when (a node that dies mid-send lets it go at this time).
+      .addColumn('locked_by', 'text')
+      .addColumn('locked_until', 'bigint')
+      .addColumn('created_at', 'bigint', (col) => col.notNull())
+      .addColumn('updated_at', 'bigint', (col) => col.notNull())
+      .execute();
+    // The delivery worker's queue: due pending deliveries.
+    await db.schema
+      .createIndex('webhook_deliveries_due_idx')
+      .on('webhook_deliveries')
+      .column('next_attempt_at')
+      .where(sql.ref('status'), '=', 'pending')
+      .execute();
+    // Per-run order: is an earlier message of the same run still pending for this endpoint?
+    await db.schema
+      .createIndex('webhook_deliveries_run_order_idx')
+      .on('webhook_deliveries')
+      .columns(['endpoint_id', 'run_id', 'seq'])
+      .where(sql.ref('status'), '=', 'pending')
+      .execute();
+    await db.schema.createIndex('webhook_deliveries_endpoint_idx').on('webhook_deliveries').columns(['endpoint_id', 'id']).execute();
+
+    await db.schema
+      .createTable('webhook_attempts')
+      .addColumn('id', c.idType, c.id)
+      .addColumn('delivery_id', c.refType, (col) => col.notNull().references('webhook_deliveries.id').onDelete('cascade'))
+      .addColumn('at', 'bigint', (col) => col.notNull())
+      .addColumn('http_status', 'integer')
+      .addColumn('error', 'text')
+      .addColumn('duration_ms', 'integer', (col) => col.notNull())
+      .addColumn('response_body', 'text')
+      .execute();
+    await db.schema.createIndex('webhook_attempts_delivery_idx').on('webhook_attempts').columns(['delivery_id', 'id']).execute();
+  };
+}

@@ -1,0 +1,81 @@
+// A run's events and the webhook deliveries that report them, written together in the caller's
+// transaction (the outbox): an event is never reported without having happened, nor happened
+// without being reported to every endpoint subscribed at that moment. One delivery row is written
+// per subscribed, enabled endpoint of the run's organization; its payload (the run's row and the
+// event, as JSON text) is fixed now, so every attempt sends the same message.
+import { sql, type Kysely } from 'kysely';
+import type { Database, WorkflowRunRow } from './schema.js';
+import type { DialectName } from './store.js';
+
+export interface RunEventWrite {
+  /** The run's row as it is after the change (it carries the org, id and new seq). */
+  run: WorkflowRunRow;
+  type: string;
+  at: number;
+  data: Record<string, unknown>;
+  /** The webhook message type this event is reported as (`run.ended` for every terminal state). */
+  webhookType: string;
+  messageId: string;
+}
+
+interface OutboxRecord {
+  org_id: number;
+  run_id: number;
+  seq: number;
+  type: string;
+  at: number;
+  data: Record<string, unknown>;
+  webhook_type: string;
+  message_id: string;
+  payload: string;
+}
+
+function record(e: RunEventWrite): OutboxRecord {
+  const event = { seq: e.run.last_event_seq, type: e.type, at: e.at, data: e.data };
+  return {
+    org_id: e.run.org_id,
+    run_id: e.run.id,
+    seq: e.run.last_event_seq,
+    type: e.type,
+    at: e.at,
+    data: e.data,
+    webhook_type: e.webhookType,
+    message_id: e.messageId,
+    payload: JSON.stringify({ run: e.run, event }),
+  };
+}
+
+/** Writes the events and their deliveries; returns how many deliveries were written. */
+export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectName, events: readonly RunEventWrite[]): Promise<number> {
+  if (events.length === 0) return 0;
+  if (dialect === 'postgres') {
+    // One round trip for the events and their deliveries.
+    const json = JSON.stringify(events.map(record));
+    const result = await sql`
+      with input as (
+        select * from jsonb_to_recordset(${json}::jsonb) as x(org_id bigint, run_id bigint, seq integer, type text, at bigint,
+          data jsonb, webhook_type text, message_id text, payload text)
+      ),
+      ev as (insert into run_events (run_id, seq, type, at, data) select run_id, seq, type, at, data from input)
+      insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
+      select e.id, i.message_id, i.webhook_type, i.run_id, i.seq, i.payload, 'pending', 0, i.at, i.at, i.at
+      from input i join webhook_endpoints e on e.org_id = i.org_id and e.enabled = 1
+        and (e.event_filter = '' or strpos(e.event_filter, ',' || i.webhook_type || ',') > 0)`.execute(trx);
+    return Number(result.numAffectedRows ?? 0);
+  }
+  await trx
+    .insertInto('run_events')
+    .values(events.map((e) => ({ run_id: e.run.id, seq: e.run.last_event_seq, type: e.type, at: e.at, data: JSON.stringify(e.data) })))
+    .execute();
+  // In-process: asking first is cheaper than building payloads nobody is subscribed to.
+  const orgIds = [...new Set(events.map((e) => e.run.org_id))];
+  const subscribed = await trx.selectFrom('webhook_endpoints').select('org_id').where('org_id', 'in', orgIds).where('enabled', '=', 1).limit(1).execute();
+  if (subscribed.length === 0) return 0;
+  const result = await sql`
+    insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
+    select e.id, i.value ->> '$.message_id', i.value ->> '$.webhook_type', i.value ->> '$.run_id', i.value ->> '$.seq', i.value ->> '$.payload',
+      'pending', 0, i.value ->> '$.at', i.value ->> '$.at', i.value ->> '$.at'
+    from json_each(${JSON.stringify(events.map(record))}) i join webhook_endpoints e on e.org_id = i.value ->> '$.org_id' and e.enabled = 1
+      and (e.event_filter = '' or instr(e.event_filter, ',' || (i.value ->> '$.webhook_type') || ',') > 0)`.execute(trx);
+  return Number(result.numAffectedRows ?? 0);
+}

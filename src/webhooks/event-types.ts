@@ -1,0 +1,23 @@
+// The messages a webhook endpoint can subscribe to, and which run state each run event becomes.
+import { isTerminal, type RunState } from '../runs/states.js';
+
+export const WEBHOOK_EVENT_TYPES = ['run.queued', 'run.dialing', 'run.ringing', 'run.in_progress', 'run.ended', 'webhook.test'] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** Every terminal state is reported as `run.ended` (the run in the message says which). */
+export function webhookTypeForState(state: RunState): WebhookEventType {
+  if (isTerminal(state)) return 'run.ended';
+  return `run.${state}` as WebhookEventType;
+}
+
+export function isWebhookEventType(value: string): value is WebhookEventType {
+  return (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value);
+}
+
+/**
+ * The message id of a run event (`webhook-id`): the same for every endpoint and every retry, so a
+ * receiver can drop duplicates by it; derived from the run and its event sequence, so it is unique.
+ */
+export function runMessageId(runId: number, seq: number): string {
+  return `msg_run${runId}_${seq}`;
+}
