@@ -18,6 +18,7 @@ import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { runtimeRoutes } from './http/routes/runtime.js';
 import { twilioWebhookRoutes } from './http/routes/twilio-webhooks.js';
+import { webhookEndpointRoutes } from './http/routes/webhook-endpoints.js';
 import { workflowRunRoutes } from './http/routes/workflow-runs.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -115,6 +116,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       publicApi.addHook('onRequest', rateLimitHook(deps));
       await publicApi.register(initiateCallRoutes(deps));
       await publicApi.register(workflowRunRoutes(deps));
+      await publicApi.register(webhookEndpointRoutes(deps));
     },
     { prefix: '/api/v1/public' },
   );

@@ -2,6 +2,7 @@
 // Every variable is documented in `.env.example`; keep the two in step.
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { parseRetrySchedule } from './webhooks/retry-schedule.js';
 
 const Integer = (min: number, max: number, dflt: number) =>
   Type.Integer({ minimum: min, maximum: max, default: dflt });
@@ -122,6 +123,26 @@ export const ConfigSchema = Type.Object({
   /** Longest a dispatcher waits on shutdown for dials already started. */
   DISPATCH_SHUTDOWN_MS: Integer(0, 600_000, 10_000),
 
+  // Webhooks (README "Webhooks"): delivered by every node that runs the dispatcher.
+  /** Delays before each attempt of a delivery, comma-separated, in ms or with a unit (5s, 5m, 2h); ±10 % jitter is added. */
+  WEBHOOK_RETRY_SCHEDULE: Type.String({ default: '0,5s,5m,30m,2h,5h,10h,10h', minLength: 1 }),
+  /** An attempt succeeds with a 2xx answered within this time. */
+  WEBHOOK_TIMEOUT_MS: Integer(100, 300_000, 15_000),
+  /** Most deliveries to one endpoint in flight at once (all nodes together). */
+  WEBHOOK_ENDPOINT_CONCURRENCY: Integer(1, 1_000, 10),
+  /** After a secret rotation the old secret keeps signing beside the new one for this long. */
+  WEBHOOK_SECRET_OVERLAP_MS: Integer(0, 30 * 86_400_000, 86_400_000),
+  /** An endpoint failing without a success for this long is disabled. */
+  WEBHOOK_DISABLE_AFTER_MS: Integer(60_000, 365 * 86_400_000, 5 * 86_400_000),
+  /** `true` allows http and private, loopback and link-local addresses; default `true` only when NODE_ENV=development. */
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+  /** How often an idle delivery worker looks for due deliveries written on other nodes (same-node ones wake it at once). */
+  WEBHOOK_POLL_INTERVAL_MS: Integer(10, 60_000, 250),
+  /** Most deliveries one node claims at once (and so sends in parallel). */
+  WEBHOOK_BATCH_SIZE: Integer(1, 1_000, 100),
+  /** Most webhook endpoints per organization. */
+  WEBHOOK_MAX_ENDPOINTS: Integer(1, 1_000, 20),
+
   /** Simulator timings (ms): dial to ringing, ringing to answer, answer to hang-up, one "simulated second". */
   SIMULATOR_LATENCY_MS: Integer(0, 60_000, 100),
   SIMULATOR_RING_MS: Integer(0, 600_000, 2_000),
@@ -132,6 +153,11 @@ export const ConfigSchema = Type.Object({
 });
 
 export type Config = Static<typeof ConfigSchema>;
+
+/** Whether webhooks may reach http URLs and non-public addresses (see WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
+export function webhooksMayUsePrivateNetworks(config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS' | 'NODE_ENV'>): boolean {
+  return (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? (config.NODE_ENV === 'development' ? 'true' : 'false')) === 'true';
+}
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -167,6 +193,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (problems.length === 0 && config.HEADERS_TIMEOUT_MS > config.REQUEST_TIMEOUT_MS) {
     problems.push(`HEADERS_TIMEOUT_MS (${config.HEADERS_TIMEOUT_MS}) must not exceed REQUEST_TIMEOUT_MS (${config.REQUEST_TIMEOUT_MS})`);
+  }
+  if (problems.length === 0) {
+    try {
+      parseRetrySchedule(config.WEBHOOK_RETRY_SCHEDULE);
+    } catch (error) {
+      problems.push(`WEBHOOK_RETRY_SCHEDULE: ${(error as Error).message}`);
+    }
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -4,6 +4,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { sql } from 'kysely';
 import type { Store } from './store/store.js';
+import { selectOutboxDepth } from './store/webhook-statements.js';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -15,6 +16,9 @@ export class Metrics {
   readonly rateLimited: Counter<'policy'>;
   readonly idempotency: Counter<'outcome'>;
   readonly queueFull: Counter;
+  readonly webhookAttempts: Counter<'result'>;
+  readonly webhookDeliveries: Counter<'outcome'>;
+  readonly webhookAttemptDuration: Histogram;
 
   constructor(store: Store, options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -45,6 +49,41 @@ export class Metrics {
       name: 'dialtone_pacing_reslots_total',
       help: 'Times a node behind its pacing slots took fresh slots for every dial it still held, in one store transaction',
       registers,
+    });
+    this.webhookAttempts = new Counter({
+      name: 'dialtone_webhook_attempts_total',
+      help: 'Webhook delivery attempts, by result (2xx, 4xx, 5xx, … or error: timeout, refused, address not allowed)',
+      labelNames: ['result'],
+      registers,
+    });
+    this.webhookDeliveries = new Counter({
+      name: 'dialtone_webhook_deliveries_total',
+      help: 'Webhook deliveries finished, by outcome (succeeded, or failed after the last attempt or a 410)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.webhookAttemptDuration = new Histogram({
+      name: 'dialtone_webhook_attempt_duration_seconds',
+      help: 'Duration of a webhook delivery attempt, from connecting to the answer',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    new Gauge({
+      name: 'dialtone_webhook_outbox_depth',
+      help: 'Webhook deliveries pending (of enabled endpoints)',
+      registers,
+      async collect() {
+        this.set((await selectOutboxDepth(store)).pending);
+      },
+    });
+    new Gauge({
+      name: 'dialtone_webhook_oldest_pending_age_seconds',
+      help: 'Age of the oldest pending webhook delivery (of enabled endpoints); 0 when none is pending',
+      registers,
+      async collect() {
+        const { oldestCreatedAt } = await selectOutboxDepth(store);
+        this.set(oldestCreatedAt === null ? 0 : Math.max(0, (Date.now() - oldestCreatedAt) / 1000));
+      },
     });
     new Gauge({
       name: 'dialtone_queue_depth',

@@ -8,11 +8,14 @@ import { purgeExpiredIdempotencyKeys } from './calls/idempotency.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { demoBanner, seedDemoIfEmpty } from './first-run.js';
 import { migrateToLatest } from './store/migrate.js';
+import { packageInfo } from './package-info.js';
+import { DeliveryWorker } from './webhooks/delivery-worker.js';
 
 export interface RunningService {
   app: FastifyInstance;
   url: string;
   dispatcher: Dispatcher | undefined;
+  webhooks: DeliveryWorker | undefined;
   stop(): Promise<void>;
 }
 
@@ -34,6 +37,10 @@ export async function startService(deps: Deps): Promise<RunningService> {
           housekeeping: [(now) => purgeExpiredIdempotencyKeys(deps.store, now)],
         });
   dispatcher?.start();
+  // Webhooks go out from every node that dispatches: the API-only nodes stay request-serving only.
+  const webhooks = role === 'api' ? undefined : new DeliveryWorker({ ...deps, version: packageInfo().version });
+  const stopWaking = webhooks ? deps.signals.onOutbox(() => webhooks.wake()) : undefined;
+  webhooks?.start();
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : deps.config.PORT;
   const url = `http://${deps.config.HOST.includes(':') ? `[${deps.config.HOST}]` : deps.config.HOST}:${port}`;
@@ -43,11 +50,14 @@ export async function startService(deps: Deps): Promise<RunningService> {
     app,
     url,
     dispatcher,
+    webhooks,
     stop() {
       stopping ??= (async () => {
         // Stop taking requests, then stop dialing (letting claimed dials finish), then let go.
         await app.close();
         await dispatcher?.stop();
+        stopWaking?.();
+        await webhooks?.stop();
         await Promise.all(Object.values(deps.providers).map((p) => p.close()));
         await deps.rateLimits.close();
         await deps.store.close();

@@ -405,6 +405,14 @@ class DeclaredAnswers {
     const status = String(answer.status);
     const response = operation.responses[status];
     assert.ok(response, `${where}: the status is declared (declared: ${Object.keys(operation.responses).join(', ')}): ${answer.body.slice(0, 300)}`);
+    if (answer.status === 204) {
+      // No content: nothing to declare, nothing sent.
+      assert.equal(answer.body, '', `${where}: a 204 has no body`);
+      assert.equal(response.content, undefined, `${where}: a 204 declares no content`);
+      const seen = this.seen.get(`${method} ${path}`) ?? new Set<string>();
+      this.seen.set(`${method} ${path}`, seen.add(status));
+      return;
+    }
     const mediaType = answer.contentType.split(';')[0]?.trim() ?? '';
     const media = response.content?.[mediaType];
     assert.ok(media, `${where}: ${mediaType || 'no media type'} is declared (declared: ${Object.keys(response.content ?? {}).join(', ')})`);
@@ -476,6 +484,17 @@ const RUN_PATHS = {
   cancel: '/api/v1/public/workflow-runs/{id}/cancel',
   runtime: '/api/v1/runtime/runs/{id}',
 } as const;
+const WEBHOOK_OPERATIONS = [
+  ['post', '/api/v1/public/webhook-endpoints'],
+  ['get', '/api/v1/public/webhook-endpoints'],
+  ['get', '/api/v1/public/webhook-endpoints/{id}'],
+  ['patch', '/api/v1/public/webhook-endpoints/{id}'],
+  ['delete', '/api/v1/public/webhook-endpoints/{id}'],
+  ['post', '/api/v1/public/webhook-endpoints/{id}/rotate-secret'],
+  ['post', '/api/v1/public/webhook-endpoints/{id}/test'],
+  ['get', '/api/v1/public/webhook-endpoints/{id}/deliveries'],
+  ['post', '/api/v1/public/webhook-endpoints/{id}/deliveries/{delivery_id}/retry'],
+] as const;
 const runUrl = (template: string, id: number | string) => template.replace('{id}', String(id));
 const templateOf = (op: OperationCase) => OPERATIONS.find((o) => o.operationId === op.name)?.path ?? '';
 
@@ -548,6 +567,82 @@ describe('Every answer is declared in the OpenAPI document', () => {
       answers.check('get', RUN_PATHS.runtime, await get(runUrl(RUN_PATHS.runtime, UNDECODABLE), { authorization: `Bearer ${token}` }), 'a URL the router cannot decode');
     });
 
+    await t.test('the webhook endpoint operations', async () => {
+      const W = {
+        list: '/api/v1/public/webhook-endpoints',
+        one: '/api/v1/public/webhook-endpoints/{id}',
+        rotate: '/api/v1/public/webhook-endpoints/{id}/rotate-secret',
+        test: '/api/v1/public/webhook-endpoints/{id}/test',
+        deliveries: '/api/v1/public/webhook-endpoints/{id}/deliveries',
+        retry: '/api/v1/public/webhook-endpoints/{id}/deliveries/{delivery_id}/retry',
+      };
+      const send = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', template: string, url: string, what: string, options: { body?: unknown; raw?: string; headers?: Record<string, string>; env?: TestEnv } = {}) => {
+        const payload = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
+        const response = await (options.env ?? main).app.inject({
+          method,
+          url,
+          headers: { 'x-api-key': key, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers },
+          ...(payload !== undefined ? { payload } : {}),
+        });
+        answers.check(method.toLowerCase(), template, fromInject(response), what);
+        return response;
+      };
+      const at = (template: string, id: number | string, deliveryId: number | string = 1) => template.replace('{id}', String(id)).replace('{delivery_id}', String(deliveryId));
+      const created = await send('POST', W.list, W.list, 'a new endpoint', { body: { url: 'https://93.184.216.34/hooks' } });
+      assert.equal(created.statusCode, 201, created.body);
+      const id = (created.json() as { id: number }).id;
+      const test = await send('POST', W.test, at(W.test, id), 'a test message', { body: {} });
+      const deliveryId = (test.json() as { delivery_id: number }).delivery_id;
+      await send('POST', W.retry, at(W.retry, id, deliveryId), 'a pending delivery', { body: {} });
+      await send('POST', W.retry, at(W.retry, id, 999_999), 'an unknown delivery', { body: {} });
+      await main.deps.store.db.updateTable('webhook_deliveries').set({ status: 'failed', next_attempt_at: null }).where('id', '=', deliveryId).execute();
+      await send('POST', W.retry, at(W.retry, id, deliveryId), 'a failed delivery', { body: {} });
+      await send('POST', W.list, W.list, 'an unknown field', { body: { url: 'https://127.0.0.1/x', colour: 'red' } });
+      await send('POST', W.list, W.list, 'a URL that is not one', { body: { url: 'not a url' } });
+      await send('POST', W.list, W.list, 'a body that is not JSON', { raw: '{' });
+      await send('POST', W.list, W.list, 'a body over the limit', { body: { url: 'https://127.0.0.1/x', description: 'x'.repeat(70_000) } });
+      await send('POST', W.list, W.list, 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+      await send('POST', W.list, W.list, 'no API key', { body: { url: 'https://127.0.0.1/x' }, headers: { 'x-api-key': '' } });
+      await send('GET', W.list, W.list, 'the list');
+      await send('GET', W.list, W.list, 'no API key', { headers: { 'x-api-key': '' } });
+      const one = await send('GET', W.one, at(W.one, id), 'an endpoint');
+      assert.equal(one.statusCode, 200, one.body);
+      await send('PATCH', W.one, at(W.one, id), 'a change', { body: { description: 'CRM' } });
+      await send('PATCH', W.one, at(W.one, id), 'an empty change', { body: {} });
+      await send('PATCH', W.one, at(W.one, id), 'a body that is not JSON', { raw: '{' });
+      await send('PATCH', W.one, at(W.one, id), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+      await send('PATCH', W.one, at(W.one, id), 'a body over the limit', { body: { description: 'x'.repeat(70_000) } });
+      await send('PATCH', W.one, at(W.one, id), 'a URL with credentials', { body: { url: 'https://user:pw@127.0.0.1/x' } });
+      await send('GET', W.deliveries, at(W.deliveries, id), 'the deliveries');
+      await send('GET', W.deliveries, `${at(W.deliveries, id)}?status=lost`, 'an unknown status filter');
+      await send('POST', W.rotate, at(W.rotate, id), 'a rotation', { body: {} });
+      for (const [method, template] of [['GET', W.one], ['PATCH', W.one], ['DELETE', W.one], ['POST', W.rotate], ['POST', W.test], ['GET', W.deliveries], ['POST', W.retry]] as const) {
+        const body = method === 'POST' || method === 'PATCH' ? { body: method === 'PATCH' ? { enabled: false } : {} } : {};
+        await send(method, template, at(template, 999_999), 'an unknown endpoint', body);
+        await send(method, template, at(template, UNDECODABLE), 'a URL the router cannot decode', body);
+        await send(method, template, at(template, id), 'no API key', { ...body, headers: { 'x-api-key': '' } });
+        if (method !== 'GET') {
+          await send(method, template, at(template, id), 'a body that is not JSON', { raw: '{' });
+          await send(method, template, at(template, id), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+          await send(method, template, at(template, id), 'a body over the limit', { body: { note: 'x'.repeat(70_000) } });
+        }
+      }
+      await send('DELETE', W.one, at(W.one, id), 'a deletion');
+
+      const limitOne = await build(t, 'sqlite', { env: { WEBHOOK_MAX_ENDPOINTS: '1', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' } });
+      const lk = (await createOrgFixture(limitOne.deps)).apiKey;
+      await send('POST', W.list, W.list, 'an http URL where only https is allowed', { env: limitOne, body: { url: 'http://93.184.216.34/x' }, headers: { 'x-api-key': lk } });
+      await send('POST', W.list, W.list, 'a loopback address', { env: limitOne, body: { url: 'https://127.0.0.1/x' }, headers: { 'x-api-key': lk } });
+      await send('POST', W.list, W.list, 'the first endpoint', { env: limitOne, body: { url: 'https://93.184.216.34/x' }, headers: { 'x-api-key': lk } });
+      await send('POST', W.list, W.list, 'one endpoint too many', { env: limitOne, body: { url: 'https://93.184.216.34/y' }, headers: { 'x-api-key': lk } });
+
+      const keyless = await build(t, 'sqlite', { env: { DIALTONE_SECRET_KEY: '' } });
+      const kf = await createOrgFixture(keyless.deps);
+      await send('POST', W.list, W.list, 'no DIALTONE_SECRET_KEY', { env: keyless, body: { url: 'https://127.0.0.1/x' }, headers: { 'x-api-key': kf.apiKey } });
+      const own = await keyless.deps.store.db.insertInto('webhook_endpoints').values({ org_id: kf.orgId, url: 'https://127.0.0.1/x', description: null, event_filter: '', enabled: 1, disabled_reason: null, secret_encrypted: 'v1.x.y.z', previous_secret_encrypted: null, previous_secret_expires_at: null, failing_since: null, created_at: 0, updated_at: 0 }).returning('id').executeTakeFirstOrThrow();
+      await send('POST', W.rotate, at(W.rotate, own.id), 'no DIALTONE_SECRET_KEY', { env: keyless, body: {}, headers: { 'x-api-key': kf.apiKey } });
+    });
+
     await t.test('the operational endpoints', async () => {
       for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json']) {
         answers.check('get', path, fromInject(await app.inject({ method: 'GET', url: path })), 'a probe');
@@ -560,7 +655,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
       const lf = await createOrgFixture(limited.deps);
       const cf = await createOrgFixture(capped.deps);
       /** Sends until the refusal comes (a request or two go through first), checking every answer. */
-      const until = async (status: number, method: 'get' | 'post', template: string, send: () => Promise<LightMyRequestResponse>) => {
+      const until = async (status: number, method: 'get' | 'post' | 'patch' | 'delete', template: string, send: () => Promise<LightMyRequestResponse>) => {
         for (let attempt = 0; attempt < 5; attempt++) {
           const answer = fromInject(await send());
           answers.check(method, template, answer, `sent until ${status}`);
@@ -574,6 +669,11 @@ describe('Every answer is declared in the OpenAPI document', () => {
       }
       for (const [method, template] of [['get', RUN_PATHS.get], ['get', RUN_PATHS.events], ['post', RUN_PATHS.cancel]] as const) {
         await until(429, method, template, () => limited.app.inject({ method: method === 'get' ? 'GET' : 'POST', url: runUrl(template, 1), headers: { 'x-api-key': lf.apiKey } }));
+      }
+      for (const [method, template] of WEBHOOK_OPERATIONS) {
+        await until(429, method, template, () =>
+          limited.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1').replace('{delivery_id}', '1'), headers: { 'x-api-key': lf.apiKey } }),
+        );
       }
     });
 
@@ -591,6 +691,9 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await check('post', RUN_PATHS.cancel, runUrl(RUN_PATHS.cancel, runId), { 'x-api-key': df.apiKey });
       await check('get', RUN_PATHS.runtime, runUrl(RUN_PATHS.runtime, runId), { authorization: `Bearer ${token}` });
       await check('get', '/readyz', '/readyz', {});
+      for (const [method, template] of WEBHOOK_OPERATIONS) {
+        answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1').replace('{delivery_id}', '1'), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
+      }
     });
 
     await t.test('what Node refuses before routing, over a real socket', async () => {
@@ -601,7 +704,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
       const port = address.port;
       await Promise.all(
         operationsOf(doc).map(async ([method, template]) => {
-          const line = `${method.toUpperCase()} ${template.replace(/\{[a-z_]*uuid\}/, UNKNOWN_UUID).replace('{id}', '1')} HTTP/1.1\r\nHost: x\r\n`;
+          const line = `${method.toUpperCase()} ${template.replace(/\{[a-z_]*uuid\}/, UNKNOWN_UUID).replace('{id}', '1').replace('{delivery_id}', '1')} HTTP/1.1\r\nHost: x\r\n`;
           answers.check(method, template, await rawExchange(port, `${line}X-Big: ${'b'.repeat(4096)}\r\n\r\n`), 'headers over MAX_HEADER_BYTES');
           answers.check(method, template, await rawExchange(port, `${line}Bad Header: yes\r\n\r\n`), 'a header name that is not a token');
           answers.check(method, template, await rawExchange(port, line, true), 'headers that never end');

@@ -1,26 +1,14 @@
 // The OpenAPI document's own parts (info, servers, tags, shared schemas) and the branding of the
 // interactive reference at /docs. Operations describe themselves in their route schemas.
-import { readFileSync } from 'node:fs';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import type { Config } from '../config.js';
-
-interface PackageInfo {
-  version: string;
-  license: string;
-}
-
-/** The version and licence the document states are package.json's, so a release cannot forget them. */
-function packageInfo(): PackageInfo {
-  const parsed: unknown = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-  const { version, license } = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
-  if (typeof version !== 'string' || typeof license !== 'string') throw new Error('package.json must name a version and a license');
-  return { version, license };
-}
+import { packageInfo } from '../package-info.js';
 
 export const TAGS = [
   { name: 'Calls', description: 'Start a call: each creates a durable workflow run that pins the agent definition it runs and dials through a telephony configuration.' },
   { name: 'Workflow runs', description: 'Follow and cancel the runs your organization created.' },
+  { name: 'Webhooks', description: 'Endpoints that receive a signed message (Standard Webhooks) for every change of your runs: registered, rotated, tested, and their deliveries followed and retried.' },
   { name: 'Agent runtime', description: 'What the agent runtime an answered call is handed to reads, with the per-run token it was given.' },
   { name: 'Operations', description: 'Liveness, readiness, metrics and this document, for load balancers, orchestrators and monitoring. No credentials.' },
 ];

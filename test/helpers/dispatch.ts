@@ -4,6 +4,8 @@ import { Dispatcher } from '../../src/dispatch/dispatcher.js';
 import { getRun, type RunView } from '../../src/runs/read-run.js';
 import { isTerminal } from '../../src/runs/states.js';
 import type { SimulatorProvider } from '../../src/telephony/simulator.js';
+import { packageInfo } from '../../src/package-info.js';
+import { DeliveryWorker } from '../../src/webhooks/delivery-worker.js';
 import { createTestEnv, type TestEnv, type TestEnvOptions } from './app.js';
 import type { StoreKind } from './stores.js';
 
@@ -23,20 +25,27 @@ export const FAST_TIMINGS: Record<string, string> = {
 export interface DispatchEnv extends TestEnv {
   dispatcher: Dispatcher;
   simulator: SimulatorProvider;
+  /** The node's webhook delivery worker, woken like in server.ts (started unless `webhooks: false`). */
+  webhooks: DeliveryWorker;
 }
 
-export async function buildWithDispatcher(t: TestContext, kind: StoreKind, options: TestEnvOptions & { start?: boolean } = {}): Promise<DispatchEnv> {
+export async function buildWithDispatcher(t: TestContext, kind: StoreKind, options: TestEnvOptions & { start?: boolean; webhooks?: boolean } = {}): Promise<DispatchEnv> {
   const env = await createTestEnv(kind, { ...options, env: { ...FAST_TIMINGS, ...options.env } });
   const simulator = env.deps.providers.simulator as SimulatorProvider;
   simulator.record();
   const dispatcher = new Dispatcher(env.deps);
   if (options.start !== false) dispatcher.start();
+  const webhooks = new DeliveryWorker({ ...env.deps, version: packageInfo().version });
+  const stopWaking = env.deps.signals.onOutbox(() => webhooks.wake());
+  if (options.webhooks !== false && options.start !== false) webhooks.start();
   t.after(async () => {
+    stopWaking();
+    await webhooks.stop();
     await dispatcher.stop();
     await Promise.all(Object.values(env.deps.providers).map((provider) => provider.close()));
     await env.close();
   });
-  return { ...env, dispatcher, simulator };
+  return { ...env, dispatcher, simulator, webhooks };
 }
 
 export async function waitForRun(env: TestEnv, runId: number, done: (run: RunView) => boolean, timeoutMs = 5000): Promise<RunView> {

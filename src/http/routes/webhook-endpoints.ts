@@ -1,0 +1,300 @@
+// Webhook endpoints of the key's organization (webhooks/endpoints.ts does the work). Another
+// organization's endpoint ids answer 404, like unknown ones.
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { Deps } from '../../deps.js';
+import { DialtoneError, type ErrorCode } from '../../errors.js';
+import { WEBHOOK_EVENT_TYPES } from '../../webhooks/event-types.js';
+import {
+  createEndpoint,
+  getEndpoint,
+  listDeliveries,
+  listEndpoints,
+  patchEndpoint,
+  removeEndpoint,
+  retryDelivery,
+  rotateSecret,
+  sendTestMessage,
+  type EndpointPatch,
+  type WebhookContext,
+} from '../../webhooks/endpoints.js';
+import type { DeliveryStatus } from '../../store/schema.js';
+import type { WebhookEventType } from '../../webhooks/event-types.js';
+import { authOf } from '../authenticate.js';
+import { problemResponses } from '../problem-schemas.js';
+import { RATE_LIMIT_HEADERS } from '../schemas.js';
+
+const ID_PATTERN = /^[1-9][0-9]{0,14}$/;
+
+function parseId(text: string, code: 'webhook_endpoint_not_found' | 'webhook_delivery_not_found', what: string): number {
+  if (!ID_PATTERN.test(text)) throw new DialtoneError(code, `No ${what} ${text}.`);
+  return Number(text);
+}
+
+const EventType = Type.Union(
+  WEBHOOK_EVENT_TYPES.map((t) => Type.Literal(t)),
+  { description: 'A message type' },
+);
+const Events = Type.Array(EventType, { uniqueItems: true, maxItems: WEBHOOK_EVENT_TYPES.length, description: 'The message types sent to this endpoint; omitted or empty: every type' });
+const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Where messages are POSTed: https, resolving only to public addresses (unless the operator set WEBHOOK_ALLOW_PRIVATE_NETWORKS)', examples: ['https://api.acmecrm.io/hooks/dialtone'] });
+const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'Free text for your own reference' });
+
+const Endpoint = Type.Object(
+  {
+    id: Type.Integer({ minimum: 1 }),
+    url: Type.String(),
+    events: Type.Array(EventType, { description: 'Subscribed types; empty means every type' }),
+    enabled: Type.Boolean(),
+    disabled_reason: Type.Union([Type.Literal('request'), Type.Literal('gone'), Type.Literal('failing'), Type.Null()], {
+      description: '`request`: disabled through the API; `gone`: the endpoint answered 410; `failing`: no success for WEBHOOK_DISABLE_AFTER_MS',
+    }),
+    description: Type.Union([Type.String(), Type.Null()]),
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'WebhookEndpoint', title: 'WebhookEndpoint' },
+);
+
+const Secret = Type.String({ pattern: '^whsec_[A-Za-z0-9+/]{43}=$', description: 'The signing secret (Standard Webhooks): shown only here', examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/pMSuqlFkFI='] });
+
+const CreatedEndpoint = Type.Intersect([Type.Ref('WebhookEndpoint'), Type.Object({ secret: Secret })]);
+
+const Attempt = Type.Object({
+  at: Type.String({ format: 'date-time' }),
+  http_status: Type.Union([Type.Integer(), Type.Null()], { description: 'The status answered; null when no answer came (see error)' }),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'Why no answer came: timeout, connection refused, address not allowed, …' }),
+  duration_ms: Type.Integer({ minimum: 0 }),
+  response_body: Type.Union([Type.String(), Type.Null()], { description: 'The first 1 KiB of the answer' }),
+});
+
+const Delivery = Type.Object({
+  id: Type.Integer({ minimum: 1 }),
+  message_id: Type.String({ description: 'The `webhook-id` header: the same on every attempt and for every endpoint' }),
+  event_type: EventType,
+  run_id: Type.Union([Type.Integer(), Type.Null()]),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  attempts: Type.Array(Attempt),
+  next_attempt_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  created_at: Type.String({ format: 'date-time' }),
+});
+
+const DeliveryPage = Type.Object({
+  data: Type.Array(Delivery),
+  next_after: Type.Union([Type.Integer(), Type.Null()], { description: 'Pass as `after` for older deliveries; null when there are none' }),
+});
+
+const EndpointParams = Type.Object({ id: Type.String({ description: 'Webhook endpoint id' }) });
+
+/** What every endpoint operation can refuse with. */
+const REFUSALS: ErrorCode[] = ['missing_api_key', 'invalid_api_key', 'rate_limited'];
+/** And those naming an endpoint: a URL the router cannot decode, an endpoint not the organization's. */
+const OWN: ErrorCode[] = [...REFUSALS, 'not_found', 'webhook_endpoint_not_found'];
+/** A body that is sent is parsed even where none is read. */
+const BODY: ErrorCode[] = ['unsupported_media_type', 'payload_too_large', 'malformed_json'];
+
+function withRateLimitHeaders<T extends object>(schema: T): T & { headers: typeof RATE_LIMIT_HEADERS } {
+  return { ...schema, headers: RATE_LIMIT_HEADERS };
+}
+
+export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
+  const ctx: WebhookContext = { store: deps.store, cipher: deps.cipher, clock: deps.clock, config: deps.config, wake: () => deps.signals.outbox() };
+  const common = { tags: ['Webhooks'], security: [{ ApiKey: [] }] };
+  return async (app) => {
+    app.addSchema(Endpoint);
+
+    app.post(
+      '/webhook-endpoints',
+      {
+        schema: {
+          ...common,
+          operationId: 'createWebhookEndpoint',
+          summary: 'Create Webhook Endpoint',
+          description:
+            'Registers a URL that receives a signed message (Standard Webhooks) for every change of the organization\'s runs it subscribes to. The URL is checked now and at every connection: https, public unicast addresses only. The response carries the signing secret, shown only here and on rotation.',
+          body: Type.Object({ url: Url, events: Type.Optional(Events), description: Type.Optional(Description) }, { additionalProperties: false }),
+          response: {
+            201: withRateLimitHeaders(CreatedEndpoint),
+            ...problemResponses([...REFUSALS, ...BODY, 'validation_failed', 'invalid_webhook_url', 'webhook_url_not_allowed', 'webhook_endpoint_limit', 'webhooks_not_configured']),
+          },
+        },
+      },
+      async (request, reply) => {
+        const body = request.body as { url: string; events?: WebhookEventType[]; description?: string | null };
+        reply.code(201);
+        return createEndpoint(ctx, authOf(request).orgId, body);
+      },
+    );
+
+    app.get(
+      '/webhook-endpoints',
+      {
+        schema: {
+          ...common,
+          operationId: 'listWebhookEndpoints',
+          summary: 'List Webhook Endpoints',
+          description: 'The organization\'s endpoints, oldest first (at most WEBHOOK_MAX_ENDPOINTS). Secrets are never listed.',
+          response: { 200: withRateLimitHeaders(Type.Object({ data: Type.Array(Type.Ref('WebhookEndpoint')) })), ...problemResponses(REFUSALS) },
+        },
+      },
+      async (request) => ({ data: await listEndpoints(ctx, authOf(request).orgId) }),
+    );
+
+    app.get(
+      '/webhook-endpoints/:id',
+      {
+        schema: {
+          ...common,
+          operationId: 'getWebhookEndpoint',
+          summary: 'Get Webhook Endpoint',
+          description: 'One endpoint of the organization (its secret is not shown).',
+          params: EndpointParams,
+          response: { 200: withRateLimitHeaders(Type.Ref('WebhookEndpoint')), ...problemResponses(OWN) },
+        },
+      },
+      async (request) => {
+        const { id } = request.params as { id: string };
+        return getEndpoint(ctx, authOf(request).orgId, parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint'));
+      },
+    );
+
+    app.patch(
+      '/webhook-endpoints/:id',
+      {
+        schema: {
+          ...common,
+          operationId: 'updateWebhookEndpoint',
+          summary: 'Update Webhook Endpoint',
+          description:
+            'Changes the URL (checked like at creation), the subscribed types, the description, or enables/disables it. A disabled endpoint is sent nothing; its pending deliveries wait and go out once it is enabled again.',
+          params: EndpointParams,
+          body: Type.Object(
+            { url: Type.Optional(Url), events: Type.Optional(Events), enabled: Type.Optional(Type.Boolean()), description: Type.Optional(Description) },
+            { additionalProperties: false, minProperties: 1 },
+          ),
+          response: {
+            200: withRateLimitHeaders(Type.Ref('WebhookEndpoint')),
+            ...problemResponses([...OWN, ...BODY, 'validation_failed', 'invalid_webhook_url', 'webhook_url_not_allowed']),
+          },
+        },
+      },
+      async (request) => {
+        const { id } = request.params as { id: string };
+        return patchEndpoint(ctx, authOf(request).orgId, parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint'), request.body as EndpointPatch);
+      },
+    );
+
+    app.delete(
+      '/webhook-endpoints/:id',
+      {
+        schema: {
+          ...common,
+          operationId: 'deleteWebhookEndpoint',
+          summary: 'Delete Webhook Endpoint',
+          description: 'Deletes the endpoint with its delivery history; pending deliveries are never sent.',
+          params: EndpointParams,
+          response: { 204: withRateLimitHeaders(Type.Null({ description: 'Deleted' })), ...problemResponses([...OWN, ...BODY]) },
+        },
+      },
+      async (request, reply) => {
+        const { id } = request.params as { id: string };
+        await removeEndpoint(ctx, authOf(request).orgId, parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint'));
+        return reply.code(204).send();
+      },
+    );
+
+    app.post(
+      '/webhook-endpoints/:id/rotate-secret',
+      {
+        schema: {
+          ...common,
+          operationId: 'rotateWebhookSecret',
+          summary: 'Rotate Webhook Secret',
+          description:
+            'A new signing secret. For WEBHOOK_SECRET_OVERLAP_MS (default 24 h) messages carry two signatures, by the old and the new secret, so receivers can switch without rejecting a message.',
+          params: EndpointParams,
+          response: { 200: withRateLimitHeaders(Type.Object({ secret: Secret })), ...problemResponses([...OWN, ...BODY, 'webhooks_not_configured']) },
+        },
+      },
+      async (request) => {
+        const { id } = request.params as { id: string };
+        return rotateSecret(ctx, authOf(request).orgId, parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint'));
+      },
+    );
+
+    app.post(
+      '/webhook-endpoints/:id/test',
+      {
+        schema: {
+          ...common,
+          operationId: 'testWebhookEndpoint',
+          summary: 'Send Test Message',
+          description: 'Sends a `webhook.test` message to the endpoint now (retried like any other). Its delivery can be followed in the deliveries list.',
+          params: EndpointParams,
+          response: {
+            202: withRateLimitHeaders(Type.Object({ delivery_id: Type.Integer({ minimum: 1 }), message_id: Type.String() })),
+            ...problemResponses([...OWN, ...BODY]),
+          },
+        },
+      },
+      async (request, reply) => {
+        const { id } = request.params as { id: string };
+        reply.code(202);
+        return sendTestMessage(ctx, authOf(request).orgId, parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint'));
+      },
+    );
+
+    app.get(
+      '/webhook-endpoints/:id/deliveries',
+      {
+        schema: {
+          ...common,
+          operationId: 'listWebhookDeliveries',
+          summary: 'List Webhook Deliveries',
+          description: 'The endpoint\'s deliveries, newest first, each with every attempt. Page with `after` (the `next_after` of the previous page).',
+          params: EndpointParams,
+          querystring: Type.Object(
+            {
+              status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')])),
+              after: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return deliveries older than this id' })),
+              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 20)' })),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: withRateLimitHeaders(DeliveryPage), ...problemResponses([...OWN, 'validation_failed']) },
+        },
+      },
+      async (request) => {
+        const { id } = request.params as { id: string };
+        const query = request.query as { status?: DeliveryStatus; after?: string; limit?: string };
+        return listDeliveries(ctx, authOf(request).orgId, parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint'), {
+          status: query.status,
+          after: query.after === undefined ? undefined : Number(query.after),
+          limit: Number(query.limit ?? 20),
+        });
+      },
+    );
+
+    app.post(
+      '/webhook-endpoints/:id/deliveries/:delivery_id/retry',
+      {
+        schema: {
+          ...common,
+          operationId: 'retryWebhookDelivery',
+          summary: 'Retry Webhook Delivery',
+          description: 'Queues a succeeded or failed delivery again, now, with the full retry schedule. 409 while it is still pending.',
+          params: Type.Object({ id: Type.String({ description: 'Webhook endpoint id' }), delivery_id: Type.String({ description: 'Delivery id' }) }),
+          response: {
+            202: withRateLimitHeaders(Type.Object({ delivery_id: Type.Integer({ minimum: 1 }), status: Type.Literal('pending') })),
+            ...problemResponses([...OWN, ...BODY, 'webhook_delivery_not_found', 'webhook_delivery_pending']),
+          },
+        },
+      },
+      async (request, reply) => {
+        const { id, delivery_id: deliveryId } = request.params as { id: string; delivery_id: string };
+        const endpointId = parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint');
+        reply.code(202);
+        return retryDelivery(ctx, authOf(request).orgId, endpointId, parseId(deliveryId, 'webhook_delivery_not_found', 'delivery'));
+      },
+    );
+  };
+}

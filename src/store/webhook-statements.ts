@@ -1,0 +1,346 @@
+// The statements of webhook endpoints, deliveries and attempts. Deliveries of run events are
+// written by run-event-outbox.ts in the transaction of the event; this file holds everything else:
+// the endpoints' rows, the delivery worker's claim and its record of each attempt, and the reads
+// behind the deliveries API and the metrics.
+import { sql } from 'kysely';
+import { lockingFreeRows, lockingRows } from './row-locks.js';
+import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEndpointsTable } from './schema.js';
+import type { Store } from './store.js';
+import type { Updateable } from 'kysely';
+
+export type EndpointColumns = Updateable<WebhookEndpointsTable>;
+
+export interface NewEndpoint {
+  orgId: number;
+  url: string;
+  description: string | null;
+  eventFilter: string;
+  secretEncrypted: string;
+  at: number;
+}
+
+export function insertEndpoint(store: Store, e: NewEndpoint): Promise<WebhookEndpointRow> {
+  return store.db
+    .insertInto('webhook_endpoints')
+    .values({
+      org_id: e.orgId,
+      url: e.url,
+      description: e.description,
+      event_filter: e.eventFilter,
+      enabled: 1,
+      disabled_reason: null,
+      secret_encrypted: e.secretEncrypted,
+      previous_secret_encrypted: null,
+      previous_secret_expires_at: null,
+      failing_since: null,
+      created_at: e.at,
+      updated_at: e.at,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function countEndpoints(store: Store, orgId: number): Promise<number> {
+  const row = await store.db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', orgId).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export function selectEndpoints(store: Store, orgId: number): Promise<WebhookEndpointRow[]> {
+  return store.db.selectFrom('webhook_endpoints').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+}
+
+/** One endpoint, of this organization when one is given. */
+export function selectEndpoint(store: Store, endpointId: number, orgId?: number): Promise<WebhookEndpointRow | undefined> {
+  return store.db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('id', '=', endpointId)
+    .$if(orgId !== undefined, (q) => q.where('org_id', '=', orgId as number))
+    .executeTakeFirst();
+}
+
+export function updateEndpoint(store: Store, endpointId: number, columns: EndpointColumns): Promise<WebhookEndpointRow | undefined> {
+  return store.db.updateTable('webhook_endpoints').set(columns).where('id', '=', endpointId).returningAll().executeTakeFirst();
+}
+
+/** Deletes an endpoint with its deliveries and their attempts (the foreign keys cascade). */
+export async function deleteEndpoint(store: Store, endpointId: number): Promise<void> {
+  await store.transaction('durable', async (trx) => {
+    // Explicit rather than trusting the cascade alone: SQLite cascades only with foreign_keys on.
+    await trx.deleteFrom('webhook_attempts').where('delivery_id', 'in', trx.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpointId)).execute();
+    await trx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', endpointId).execute();
+    await trx.deleteFrom('webhook_endpoints').where('id', '=', endpointId).execute();
+  });
+}
+
+export interface NewDelivery {
+  endpointId: number;
+  messageId: string;
+  eventType: string;
+  payload: string;
+  at: number;
+}
+
+/** A delivery not caused by a run event (`webhook.test`): due now. */
+export async function insertDelivery(store: Store, d: NewDelivery): Promise<number> {
+  const row = await store.db
+    .insertInto('webhook_deliveries')
+    .values({
+      endpoint_id: d.endpointId,
+      message_id: d.messageId,
+      event_type: d.eventType,
+      run_id: null,
+      seq: null,
+      payload: d.payload,
+      status: 'pending',
+      attempt_count: 0,
+      next_attempt_at: d.at,
+      locked_by: null,
+      locked_until: null,
+      created_at: d.at,
+      updated_at: d.at,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export interface DeliveryPageQuery {
+  endpointId: number;
+  status?: DeliveryStatus | undefined;
+  /** Deliveries with a smaller id than this (newest first). */
+  before?: number | undefined;
+  limit: number;
+}
+
+/** An endpoint's deliveries, newest first, with their attempts in order. */
+export async function selectDeliveries(store: Store, q: DeliveryPageQuery): Promise<{ delivery: WebhookDeliveryRow; attempts: WebhookAttemptRow[] }[]> {
+  const deliveries = await store.db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('endpoint_id', '=', q.endpointId)
+    .$if(q.status !== undefined, (b) => b.where('status', '=', q.status as DeliveryStatus))
+    .$if(q.before !== undefined, (b) => b.where('id', '<', q.before as number))
+    .orderBy('id', 'desc')
+    .limit(q.limit)
+    .execute();
+  if (deliveries.length === 0) return [];
+  const attempts = await store.db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', 'in', deliveries.map((d) => d.id))
+    .orderBy('delivery_id')
+    .orderBy('id')
+    .execute();
+  const byDelivery = new Map<number, WebhookAttemptRow[]>();
+  for (const a of attempts) {
+    const list = byDelivery.get(a.delivery_id) ?? [];
+    list.push(a);
+    byDelivery.set(a.delivery_id, list);
+  }
+  return deliveries.map((delivery) => ({ delivery, attempts: byDelivery.get(delivery.id) ?? [] }));
+}
+
+export type RequeueResult = 'requeued' | 'pending' | 'not_found';
+
+/** Queues a finished delivery again, due now, from the start of the retry schedule. */
+export async function requeueDelivery(store: Store, endpointId: number, deliveryId: number, at: number): Promise<RequeueResult> {
+  return store.transaction('durable', async (trx) => {
+    const row = await lockingRows(store, trx.selectFrom('webhook_deliveries').select('status').where('id', '=', deliveryId).where('endpoint_id', '=', endpointId)).executeTakeFirst();
+    if (!row) return 'not_found';
+    if (row.status === 'pending') return 'pending';
+    await trx
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending', attempt_count: 0, next_attempt_at: at, locked_by: null, locked_until: null, updated_at: at })
+      .where('id', '=', deliveryId)
+      .execute();
+    return 'requeued';
+  });
+}
+
+/** A delivery a node has claimed, with what it needs to send it. */
+export interface ClaimedDelivery {
+  id: number;
+  endpoint_id: number;
+  org_id: number;
+  message_id: string;
+  event_type: string;
+  run_id: number | null;
+  seq: number | null;
+  payload: string;
+  attempt_count: number;
+  created_at: number;
+  url: string;
+  secret_encrypted: string;
+  previous_secret_encrypted: string | null;
+  previous_secret_expires_at: number | null;
+  failing_since: number | null;
+  /** Of the run's workflow and definition (they never change for a run); null for test messages. */
+  workflow_uuid: string | null;
+  definition_version: number | null;
+}
+
+export interface DeliveryClaim {
+  now: number;
+  nodeId: string;
+  /** Until when the claim holds: past it another node may send the delivery again. */
+  lockUntil: number;
+  /** Most deliveries to claim in all. */
+  limit: number;
+  /** Most deliveries of one endpoint in flight at once, across nodes. */
+  perEndpoint: number;
+}
+
+/**
+ * Claims due deliveries: pending, due, not held by a live claim, of an enabled endpoint, and not
+ * behind an earlier message of the same run still pending for the same endpoint (per-run order).
+ * Endpoints are locked (in id order) while their in-flight deliveries are counted, so nodes
+ * claiming at once never exceed `perEndpoint`; deliveries another node is claiming are skipped.
+ */
+export async function claimDueDeliveries(store: Store, claim: DeliveryClaim): Promise<ClaimedDelivery[]> {
+  return store.transaction('relaxed', async (trx) => {
+    const candidates = await lockingFreeRows(
+      store,
+      trx
+        .selectFrom('webhook_deliveries as d')
+        .select(['d.id', 'd.endpoint_id'])
+        .where('d.status', '=', 'pending')
+        .where('d.next_attempt_at', '<=', claim.now)
+        .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', claim.now)]))
+        .where((eb) =>
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('webhook_deliveries as p')
+                .select(sql.lit(1).as('one'))
+                .whereRef('p.endpoint_id', '=', 'd.endpoint_id')
+                .whereRef('p.run_id', '=', 'd.run_id')
+                .whereRef('p.seq', '<', 'd.seq')
+                .where('p.status', '=', 'pending'),
+            ),
+          ),
+        )
+        .orderBy('d.next_attempt_at')
+        .orderBy('d.id')
+        .limit(claim.limit),
+    ).execute();
+    if (candidates.length === 0) return [];
+    const endpointIds = [...new Set(candidates.map((c) => c.endpoint_id))].sort((a, b) => a - b);
+    const endpoints = await lockingRows(store, trx.selectFrom('webhook_endpoints').select('id').where('id', 'in', endpointIds).where('enabled', '=', 1).orderBy('id')).execute();
+    const enabled = new Set(endpoints.map((e) => e.id));
+    const inFlight = await trx
+      .selectFrom('webhook_deliveries')
+      .select(['endpoint_id', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('endpoint_id', 'in', endpointIds)
+      .where('status', '=', 'pending')
+      .where('locked_until', '>=', claim.now)
+      .groupBy('endpoint_id')
+      .execute();
+    const room = new Map(endpointIds.map((id) => [id, enabled.has(id) ? claim.perEndpoint : 0]));
+    for (const row of inFlight) room.set(row.endpoint_id, (room.get(row.endpoint_id) ?? 0) - Number(row.n));
+    const chosen: number[] = [];
+    for (const c of candidates) {
+      const left = room.get(c.endpoint_id) ?? 0;
+      if (left <= 0) continue;
+      room.set(c.endpoint_id, left - 1);
+      chosen.push(c.id);
+    }
+    if (chosen.length === 0) return [];
+    await trx.updateTable('webhook_deliveries').set({ locked_by: claim.nodeId, locked_until: claim.lockUntil }).where('id', 'in', chosen).execute();
+    const rows = await trx
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+      .leftJoin('workflow_runs as r', 'r.id', 'd.run_id')
+      .leftJoin('workflows as w', 'w.id', 'r.workflow_id')
+      .leftJoin('workflow_definitions as v', 'v.id', 'r.definition_id')
+      .select([
+        'd.id', 'd.endpoint_id', 'e.org_id', 'd.message_id', 'd.event_type', 'd.run_id', 'd.seq', 'd.payload', 'd.attempt_count', 'd.created_at',
+        'e.url', 'e.secret_encrypted', 'e.previous_secret_encrypted', 'e.previous_secret_expires_at', 'e.failing_since',
+        'w.workflow_uuid', 'v.version as definition_version',
+      ])
+      .where('d.id', 'in', chosen)
+      .orderBy('d.id')
+      .execute();
+    return rows;
+  });
+}
+
+export interface AttemptRecord {
+  deliveryId: number;
+  endpointId: number;
+  nodeId: string;
+  at: number;
+  httpStatus: number | null;
+  error: string | null;
+  durationMs: number;
+  responseBody: string | null;
+  /** What becomes of the delivery: succeeded, failed for good, or pending again at `nextAttemptAt`. */
+  status: DeliveryStatus;
+  nextAttemptAt: number | null;
+  /** Changes to the endpoint this outcome causes (failing streak, disabling). */
+  endpoint?: EndpointColumns | undefined;
+}
+
+/**
+ * Records an attempt and its consequence, if this node still holds the delivery (a claim that ran
+ * out may have passed to another node: then its record wins and this one is dropped). Returns
+ * whether it was recorded.
+ */
+export async function recordAttempt(store: Store, a: AttemptRecord): Promise<boolean> {
+  return store.transaction('relaxed', async (trx) => {
+    const updated = await trx
+      .updateTable('webhook_deliveries')
+      .set((eb) => ({
+        status: a.status,
+        attempt_count: eb('attempt_count', '+', 1),
+        next_attempt_at: a.nextAttemptAt,
+        locked_by: null,
+        locked_until: null,
+        updated_at: a.at,
+      }))
+      .where('id', '=', a.deliveryId)
+      .where('locked_by', '=', a.nodeId)
+      .where('status', '=', 'pending')
+      .returning('id')
+      .executeTakeFirst();
+    if (!updated) return false;
+    await trx
+      .insertInto('webhook_attempts')
+      .values({ delivery_id: a.deliveryId, at: a.at, http_status: a.httpStatus, error: a.error, duration_ms: a.durationMs, response_body: a.responseBody })
+      .execute();
+    if (a.endpoint) await trx.updateTable('webhook_endpoints').set(a.endpoint).where('id', '=', a.endpointId).execute();
+    return true;
+  });
+}
+
+/** An endpoint's failing streak: started now unless one is already running (kept as it was). */
+export async function markEndpointFailing(store: Store, endpointId: number, at: number): Promise<WebhookEndpointRow | undefined> {
+  return store.db
+    .updateTable('webhook_endpoints')
+    .set((eb) => ({ failing_since: eb.fn.coalesce('failing_since', sql.lit(at)) }))
+    .where('id', '=', endpointId)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Pending deliveries of enabled endpoints: how many, and when the oldest was written. */
+export async function selectOutboxDepth(store: Store): Promise<{ pending: number; oldestCreatedAt: number | null }> {
+  const row = await store.db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min('d.created_at').as('oldest')])
+    .where('d.status', '=', 'pending')
+    .where('e.enabled', '=', 1)
+    .executeTakeFirstOrThrow();
+  return { pending: Number(row.n), oldestCreatedAt: row.oldest === null ? null : Number(row.oldest) };
+}
+
+/** When the next pending delivery of an enabled endpoint is due (the worker's next wake-up), or null. */
+export async function selectNextDueAt(store: Store): Promise<number | null> {
+  const row = await store.db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.min('next_attempt_at').as('next'))
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow();
+  return row.next === null ? null : Number(row.next);
+}

@@ -1,0 +1,26 @@
+// The body of a webhook message, built from what the outbox fixed when the event happened: the
+// run's row at that moment (shown exactly as GET /workflow-runs/{id} showed it then) and the event.
+import { iso, toRunView } from '../runs/read-run.js';
+import type { RunDetailsRow } from '../store/run-reads.js';
+import type { ClaimedDelivery } from '../store/webhook-statements.js';
+
+interface RunEventPayload {
+  run: Omit<RunDetailsRow, 'workflow_uuid' | 'definition_version'>;
+  event: { seq: number; type: string; at: number; data: Record<string, unknown> };
+}
+
+/** A test message's payload is its body, written whole when it is sent. */
+export function testMessageBody(endpointId: number, at: number): string {
+  return JSON.stringify({ type: 'webhook.test', timestamp: iso(at), data: { endpoint_id: endpointId } });
+}
+
+export function messageBody(delivery: Pick<ClaimedDelivery, 'event_type' | 'payload' | 'workflow_uuid' | 'definition_version'>): string {
+  if (delivery.event_type === 'webhook.test') return delivery.payload;
+  const { run, event } = JSON.parse(delivery.payload) as RunEventPayload;
+  const view = toRunView({ ...run, workflow_uuid: delivery.workflow_uuid ?? '', definition_version: delivery.definition_version ?? 0 });
+  return JSON.stringify({
+    type: delivery.event_type,
+    timestamp: iso(event.at),
+    data: { run: view, event: { seq: event.seq, type: event.type, at: iso(event.at), data: event.data } },
+  });
+}
