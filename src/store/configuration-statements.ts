@@ -3,7 +3,7 @@
 // The store allows one default configuration per organization at any instant: every statement that
 // makes one the default clears the previous default first, in the same transaction.
 import type { ProviderName, TelephonyConfigurationRow, TelephonyStatus } from './schema.js';
-import type { Store } from './store.js';
+import { plainTransaction, type Store } from './store.js';
 
 export interface NewConfiguration {
   org_id: number;
@@ -19,7 +19,7 @@ export interface NewConfiguration {
 
 /** Inserts an active configuration (the organization's default, in place of the previous one, when asked). */
 export function insertConfiguration(store: Store, configuration: NewConfiguration, now: number): Promise<TelephonyConfigurationRow> {
-  return store.db.transaction().execute(async (trx) => {
+  return plainTransaction(store, async (trx) => {
     if (configuration.is_default) {
       await trx
         .updateTable('telephony_configurations')
@@ -66,7 +66,7 @@ export async function setConfigurationStatus(store: Store, id: number, status: T
  * not active.
  */
 export function setDefaultConfiguration(store: Store, id: number, now: number): Promise<TelephonyConfigurationRow | undefined> {
-  return store.db.transaction().execute(async (trx) => {
+  return plainTransaction(store, async (trx) => {
     const row = await trx.selectFrom('telephony_configurations').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row || row.status !== 'active') return row;
     await trx
