@@ -4,6 +4,7 @@
 import type { Deps } from './deps.js';
 import { createApiKey } from './auth/api-keys.js';
 import { createOrganization } from './orgs/organizations.js';
+import { selectAnyOrganizationExists } from './store/organization-statements.js';
 import { createTelephonyConfiguration } from './telephony/configurations.js';
 import { createWorkflow } from './workflows/workflows.js';
 
@@ -45,8 +46,7 @@ function shouldSeed(deps: Deps): boolean {
 
 export async function seedDemoIfEmpty(deps: Deps): Promise<DemoSeed | undefined> {
   if (!shouldSeed(deps)) return undefined;
-  const existing = await deps.store.db.selectFrom('organizations').select('id').limit(1).executeTakeFirst();
-  if (existing) return undefined;
+  if (await selectAnyOrganizationExists(deps.store)) return undefined;
   const now = deps.clock.now();
   const org = await createOrganization(deps.store, 'Demo organization', now);
   const key = await createApiKey(deps.store, org.id, 'demo key', now);

@@ -2,9 +2,13 @@
 // several apps side by side. Queue gauges are read from the store when scraped: the runs table is
 // the queue, and every node sees the same numbers.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { sql } from 'kysely';
+import type { RunState } from './store/schema.js';
+import { countLiveRunsPerConfiguration, selectQueueStats } from './store/metrics-statements.js';
 import type { Store } from './store/store.js';
 import { selectOutboxDepth } from './store/webhook-statements.js';
+
+/** The states of the runs dialtone_active_calls counts. */
+const ACTIVE_CALL_STATES: readonly RunState[] = ['dialing', 'ringing', 'in_progress'];
 
 export class Metrics {
   readonly registry = new Registry();
@@ -92,7 +96,7 @@ export class Metrics {
       registers,
       async collect() {
         this.reset();
-        for (const row of await queueStats(store)) this.set({ telephony_configuration_id: String(row.config) }, row.depth);
+        for (const row of await selectQueueStats(store)) this.set({ telephony_configuration_id: String(row.config) }, row.depth);
       },
     });
     new Gauge({
@@ -103,7 +107,7 @@ export class Metrics {
       async collect() {
         this.reset();
         const now = Date.now();
-        for (const row of await queueStats(store)) this.set({ telephony_configuration_id: String(row.config) }, Math.max(0, (now - row.oldest) / 1000));
+        for (const row of await selectQueueStats(store)) this.set({ telephony_configuration_id: String(row.config) }, Math.max(0, (now - row.oldest) / 1000));
       },
     });
     new Gauge({
@@ -113,25 +117,8 @@ export class Metrics {
       registers,
       async collect() {
         this.reset();
-        const rows = await store.db
-          .selectFrom('workflow_runs')
-          .select(['telephony_configuration_id as config', (eb) => eb.fn.countAll<number>().as('n')])
-          .where('deadline_at', 'is not', null)
-          .where('state', 'in', ['dialing', 'ringing', 'in_progress'])
-          .groupBy('telephony_configuration_id')
-          .execute();
-        for (const row of rows) this.set({ telephony_configuration_id: String(row.config) }, Number(row.n));
+        for (const row of await countLiveRunsPerConfiguration(store, ACTIVE_CALL_STATES)) this.set({ telephony_configuration_id: String(row.config) }, row.n);
       },
     });
   }
-}
-
-async function queueStats(store: Store) {
-  const rows = await store.db
-    .selectFrom('workflow_runs')
-    .select(['telephony_configuration_id as config', (eb) => eb.fn.countAll<number>().as('depth'), sql<number>`min(created_at)`.as('oldest')])
-    .where('state', '=', 'queued')
-    .groupBy('telephony_configuration_id')
-    .execute();
-  return rows.map((r) => ({ config: r.config, depth: Number(r.depth), oldest: Number(r.oldest) }));
 }

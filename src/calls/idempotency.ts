@@ -9,11 +9,18 @@
 // releases its claim and the client may retry; if its process dies, the claim is taken over once
 // IDEMPOTENCY_LOCK_MS has passed, which is safe for the same reason: no run was created under it.
 import { createHash, randomUUID } from 'node:crypto';
-import type { Transaction } from 'kysely';
 import type { Deps } from '../deps.js';
 import { DialtoneError } from '../errors.js';
-import type { Database } from '../store/schema.js';
-import type { Store } from '../store/store.js';
+import {
+  deleteExpiredIdempotencyRecords,
+  deleteIdempotencyClaim,
+  insertIdempotencyClaim,
+  selectIdempotencyRecord,
+  setIdempotencyCompleted,
+  takeOverIdempotencyRecord,
+  type InFlightClaimColumns,
+} from '../store/idempotency-statements.js';
+import type { Store, StoreTransaction } from '../store/store.js';
 
 /** The longest key accepted, in characters. */
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
@@ -77,9 +84,9 @@ export async function claimIdempotencyKey(deps: Deps, orgId: number, request: Id
   // A few rounds at most: each lost round means another request changed the row in between.
   for (let round = 0; round < 3; round++) {
     const now = clock.now();
-    const fresh = {
+    const fresh: InFlightClaimColumns = {
       fingerprint: request.fingerprint,
-      state: 'in_flight' as const,
+      state: 'in_flight',
       owner,
       locked_until: now + config.IDEMPOTENCY_LOCK_MS,
       response_status: null,
@@ -88,32 +95,14 @@ export async function claimIdempotencyKey(deps: Deps, orgId: number, request: Id
       created_at: now,
       expires_at: now + config.IDEMPOTENCY_TTL_MS,
     };
-    const inserted = await store.db
-      .insertInto('idempotency_keys')
-      .values({ org_id: orgId, key: request.key, ...fresh })
-      .onConflict((oc) => oc.columns(['org_id', 'key']).doNothing())
-      .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return { kind: 'claimed', claim: { orgId, key: request.key, owner } };
+    if (await insertIdempotencyClaim(store, orgId, request.key, fresh)) return { kind: 'claimed', claim: { orgId, key: request.key, owner } };
 
-    const row = await store.db
-      .selectFrom('idempotency_keys')
-      .selectAll()
-      .where('org_id', '=', orgId)
-      .where('key', '=', request.key)
-      .executeTakeFirst();
+    const row = await selectIdempotencyRecord(store, orgId, request.key);
     if (!row) continue; // released in between: claim it on the next round
 
     const abandoned = row.expires_at <= now || (row.state === 'in_flight' && row.locked_until <= now);
     if (abandoned) {
-      const taken = await store.db
-        .updateTable('idempotency_keys')
-        .set(fresh)
-        .where('org_id', '=', orgId)
-        .where('key', '=', request.key)
-        .where('owner', '=', row.owner)
-        .where('state', '=', row.state)
-        .executeTakeFirst();
-      if (Number(taken.numUpdatedRows) === 1) return { kind: 'claimed', claim: { orgId, key: request.key, owner } };
+      if (await takeOverIdempotencyRecord(store, orgId, request.key, row, fresh)) return { kind: 'claimed', claim: { orgId, key: request.key, owner } };
       continue;
     }
     if (row.fingerprint !== request.fingerprint) {
@@ -143,31 +132,16 @@ function inUse(): DialtoneError {
  * taken over meanwhile (this request outlived IDEMPOTENCY_LOCK_MS), it throws, so the run is not
  * created twice under one key.
  */
-export async function completeClaim(trx: Transaction<Database>, claim: Claim, status: number, body: string, runId: number, now: number): Promise<void> {
-  const done = await trx
-    .updateTable('idempotency_keys')
-    .set({ state: 'completed', response_status: status, response_body: body, run_id: runId, locked_until: now })
-    .where('org_id', '=', claim.orgId)
-    .where('key', '=', claim.key)
-    .where('owner', '=', claim.owner)
-    .where('state', '=', 'in_flight')
-    .executeTakeFirst();
-  if (Number(done.numUpdatedRows) !== 1) throw inUse();
+export async function completeClaim(trx: StoreTransaction, claim: Claim, status: number, body: string, runId: number, now: number): Promise<void> {
+  if (!(await setIdempotencyCompleted(trx, claim, { status, body, runId }, now))) throw inUse();
 }
 
 /** Gives the key back after a failure, so the client can retry with it. */
 export async function releaseClaim(store: Store, claim: Claim): Promise<void> {
-  await store.db
-    .deleteFrom('idempotency_keys')
-    .where('org_id', '=', claim.orgId)
-    .where('key', '=', claim.key)
-    .where('owner', '=', claim.owner)
-    .where('state', '=', 'in_flight')
-    .execute();
+  await deleteIdempotencyClaim(store, claim);
 }
 
 /** Deletes records past their retention (run by the dispatcher's maintenance pass). */
 export async function purgeExpiredIdempotencyKeys(store: Store, now: number): Promise<number> {
-  const result = await store.db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
-  return Number(result.numDeletedRows);
+  return deleteExpiredIdempotencyRecords(store, now);
 }

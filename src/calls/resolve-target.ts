@@ -4,7 +4,8 @@
 import { DialtoneError } from '../errors.js';
 import { NO_CACHE, type LookupCache } from './lookup-cache.js';
 import type { DefinitionRow, RunMode, WorkflowRow } from '../store/schema.js';
-import { decodeJson, type Store } from '../store/store.js';
+import type { Store } from '../store/store.js';
+import { selectActiveWorkflow, selectActiveWorkflowByTrigger, selectRunnableDefinition } from '../store/workflow-statements.js';
 import { isUuid, triggersOf, type DefinitionGraph } from '../workflows/definition.js';
 
 export type Target = { kind: 'agent'; uuid: string } | { kind: 'workflow'; uuid: string };
@@ -38,36 +39,14 @@ function notFound(target: Target): DialtoneError {
 
 async function lookUpTarget(store: Store, orgId: number, kind: Target['kind'], uuid: string, mode: RunMode): Promise<TargetLookup> {
   const missing = { found: false, code: kind === 'agent' ? 'agent_not_found' : 'workflow_not_found', detail: '' } as const;
-  const workflow =
-    kind === 'agent'
-      ? await store.db
-          .selectFrom('api_triggers')
-          .innerJoin('workflows', 'workflows.id', 'api_triggers.workflow_id')
-          .select(['workflows.id', 'workflows.workflow_uuid'])
-          .where('api_triggers.trigger_uuid', '=', uuid)
-          .where('workflows.org_id', '=', orgId)
-          .where('workflows.status', '=', 'active')
-          .executeTakeFirst()
-      : await store.db
-          .selectFrom('workflows')
-          .select(['id', 'workflow_uuid'])
-          .where('workflow_uuid', '=', uuid)
-          .where('org_id', '=', orgId)
-          .where('status', '=', 'active')
-          .executeTakeFirst();
+  const workflow = kind === 'agent' ? await selectActiveWorkflowByTrigger(store, orgId, uuid) : await selectActiveWorkflow(store, orgId, uuid);
   if (!workflow) return missing;
 
-  const candidates = await store.db
-    .selectFrom('workflow_definitions')
-    .select(['id', 'version', 'status', 'graph'])
-    .where('workflow_id', '=', workflow.id)
-    .where('status', 'in', mode === 'test' ? ['draft', 'published'] : ['published'])
-    .execute();
-  const definition = candidates.find((d) => d.status === 'draft') ?? candidates.find((d) => d.status === 'published');
+  const definition = await selectRunnableDefinition(store, workflow.id, mode);
   if (!definition) {
     return { found: false, code: 'workflow_not_published', detail: `Workflow ${workflow.workflow_uuid} has no published definition to run.` };
   }
-  const graph = decodeJson<DefinitionGraph>(definition.graph);
+  const { graph } = definition;
 
   if (kind === 'agent') {
     const trigger = triggersOf(graph).find((t) => t.triggerUuid === uuid);

@@ -1,9 +1,8 @@
 // Creating a run is enqueuing it: one transaction inserts the run in state `queued` (the runs table
 // is the dispatcher's queue) and its first event. When it commits, the run exists durably and
 // will be dialed; nothing can be lost between a database and a separate queue.
-import type { Transaction } from 'kysely';
-import type { Database, RunMode } from '../store/schema.js';
-import type { Store } from '../store/store.js';
+import type { RunMode } from '../store/schema.js';
+import type { Store, StoreTransaction } from '../store/store.js';
 import { insertQueuedRun, insertQueuedRunDurably, type NewRunRow } from '../store/insert-run.js';
 import { enforceQueueCap, type QueueCap } from './queue-cap.js';
 
@@ -34,7 +33,7 @@ export interface CreateRunOptions {
   /** Checked exactly inside the creating transaction (runs/queue-cap.ts): given when the organization is near its cap. */
   queueCap?: QueueCap;
   /** Runs inside the creating transaction (the Idempotency-Key record commits with the run). */
-  onCreated?: (trx: Transaction<Database>, run: CreatedRun) => Promise<void>;
+  onCreated?: (trx: StoreTransaction, run: CreatedRun) => Promise<void>;
 }
 
 export async function createRun(store: Store, run: NewRun, now: number, options: CreateRunOptions = {}): Promise<CreateRunResult> {

@@ -8,11 +8,9 @@
 // cap, nothing more is checked. Near the cap, every creation counts exactly inside its transaction,
 // on PostgreSQL after locking the organization's row. The cap can only be overshot if an
 // organization queues more than the margin within COUNT_TTL_MS, which its rate limits forbid.
-import type { Transaction } from 'kysely';
 import { DialtoneError } from '../errors.js';
-import type { Database } from '../store/schema.js';
 import { countQueuedRuns, lockOrganization } from '../store/run-reads.js';
-import type { Store } from '../store/store.js';
+import type { Store, StoreTransaction } from '../store/store.js';
 
 /** How stale a node's count may be; short, so the margin it needs stays small. */
 const COUNT_TTL_MS = 1_000;
@@ -32,7 +30,7 @@ export class QueuedRunCounts {
     let known = this.counts.get(orgId);
     if (known === undefined || (!(known instanceof Promise) && now - known.at > COUNT_TTL_MS)) {
       // Concurrent requests of one organization share one count.
-      const counting = countQueuedRuns(store.db, orgId);
+      const counting = countQueuedRuns(store, orgId);
       this.counts.set(orgId, counting);
       counting.then(
         (count) => this.counts.set(orgId, { count, at: now }),
@@ -46,7 +44,7 @@ export class QueuedRunCounts {
 }
 
 /** The exact check, inside the transaction that creates the run. */
-export async function enforceQueueCap(store: Store, trx: Transaction<Database>, orgId: number, cap: QueueCap): Promise<void> {
+export async function enforceQueueCap(store: Store, trx: StoreTransaction, orgId: number, cap: QueueCap): Promise<void> {
   // SQLite runs one write transaction at a time; PostgreSQL needs the organization's row locked
   // so that concurrent creations cannot all see room for one more.
   await lockOrganization(store, trx, orgId);

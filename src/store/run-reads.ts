@@ -1,10 +1,10 @@
 // The statements that read runs and their events, with the rows they return. Callers turn rows
 // into what they show (runs/read-run.ts renders the API's view) or act on (dispatch/ picks runs
 // to end); JSON columns come back decoded.
-import type { Kysely, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Database, RunState } from './schema.js';
 import { lockingRows } from './row-locks.js';
-import { decodeJson, type Store } from './store.js';
+import { decodeJson, queryable, type Queryable, type Store } from './store.js';
 
 function runDetailsQuery(store: Store) {
   return store.db
@@ -76,8 +76,8 @@ export async function lockOrganization(store: Pick<Store, 'dialect'>, trx: Trans
 }
 
 /** How many runs an organization has queued (inside a transaction when the count must be exact). */
-export async function countQueuedRuns(db: Kysely<Database> | Transaction<Database>, orgId: number): Promise<number> {
-  const { queued } = await db
+export async function countQueuedRuns(on: Queryable, orgId: number): Promise<number> {
+  const { queued } = await queryable(on)
     .selectFrom('workflow_runs')
     .select((eb) => eb.fn.countAll<number | string>().as('queued'))
     .where('org_id', '=', orgId)

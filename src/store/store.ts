@@ -154,6 +154,26 @@ function openPostgres(url: string, poolSize: number): Store {
   };
 }
 
+/** A transaction of this store, as code outside store/ holds it: only to hand to the store's statements. */
+export type StoreTransaction = Transaction<Database>;
+
+/** Where a statement runs: on the store (its own implicit transaction) or inside a transaction. */
+export type Queryable = Pick<Store, 'db'> | StoreTransaction;
+
+/** The Kysely instance a statement is built on. */
+export function queryable(on: Queryable): Kysely<Database> {
+  return on instanceof Kysely ? on : on.db;
+}
+
+/**
+ * A transaction at the connection's default commit setting (SQLite synchronous=NORMAL, PostgreSQL
+ * synchronous_commit on): neither `durable` nor `relaxed`. The administration writes (workflows,
+ * telephony configurations) commit this way, as they always have.
+ */
+export function plainTransaction<T>(store: Pick<Store, 'db'>, work: (trx: StoreTransaction) => Promise<T>): Promise<T> {
+  return store.db.transaction().execute(work);
+}
+
 /** Reads a JSON column: SQLite hands back the stored text, PostgreSQL (JSONB) the parsed value. */
 export function decodeJson<T>(value: unknown): T {
   return (typeof value === 'string' ? JSON.parse(value) : value) as T;

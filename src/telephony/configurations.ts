@@ -2,6 +2,14 @@
 import { DialtoneError, validationFailed, type FieldError } from '../errors.js';
 import type { ProviderName, TelephonyConfigurationRow } from '../store/schema.js';
 import { NO_CACHE, type LookupCache } from '../calls/lookup-cache.js';
+import {
+  insertConfiguration,
+  selectActiveConfiguration,
+  selectConfigurationsOfOrganization,
+  setConfigurationDisabled,
+  setConfigurationStatus,
+  setDefaultConfiguration,
+} from '../store/configuration-statements.js';
 import { decodeJson, type Store } from '../store/store.js';
 import type { CredentialsCipher } from './credentials-cipher.js';
 import { sipCredentialProblems, sipSettingsProblems } from './sip/settings.js';
@@ -94,40 +102,31 @@ export async function createTelephonyConfiguration(
   if (errors.length > 0) throw validationFailed(errors, 'The telephony configuration is not valid.');
 
   const credentials = input.credentials ? cipher.encrypt(input.orgId, input.credentials) : null;
-  return store.db.transaction().execute(async (trx) => {
-    if (input.isDefault) {
-      await trx.updateTable('telephony_configurations').set({ is_default: 0, updated_at: now }).where('org_id', '=', input.orgId).where('is_default', '=', 1).execute();
-    }
-    const row = await trx
-      .insertInto('telephony_configurations')
-      .values({
-        org_id: input.orgId,
-        name: input.name,
-        provider: input.provider as ProviderName,
-        credentials_encrypted: credentials,
-        settings: JSON.stringify(input.settings ?? {}),
-        caller_ids: JSON.stringify(callerIds.values),
-        is_default: input.isDefault ? 1 : 0,
-        calls_per_second: cps,
-        max_concurrent_calls: maxConcurrent,
-        status: 'active',
-        created_at: now,
-        updated_at: now,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return viewConfiguration(row);
-  });
+  const row = await insertConfiguration(
+    store,
+    {
+      org_id: input.orgId,
+      name: input.name,
+      provider: input.provider as ProviderName,
+      credentials_encrypted: credentials,
+      settings: input.settings ?? {},
+      caller_ids: callerIds.values,
+      is_default: input.isDefault === true,
+      calls_per_second: cps,
+      max_concurrent_calls: maxConcurrent,
+    },
+    now,
+  );
+  return viewConfiguration(row);
 }
 
 export async function listTelephonyConfigurations(store: Store, orgId: number): Promise<TelephonyConfigurationView[]> {
-  const rows = await store.db.selectFrom('telephony_configurations').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+  const rows = await selectConfigurationsOfOrganization(store, orgId);
   return rows.map(viewConfiguration);
 }
 
-export async function setTelephonyStatus(store: Store, id: number, status: TelephonyConfigurationRow['status'], now: number): Promise<boolean> {
-  const result = await store.db.updateTable('telephony_configurations').set({ status, updated_at: now }).where('id', '=', id).executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+export function setTelephonyStatus(store: Store, id: number, status: TelephonyConfigurationRow['status'], now: number): Promise<boolean> {
+  return setConfigurationStatus(store, id, status, now);
 }
 
 /**
@@ -135,17 +134,12 @@ export async function setTelephonyStatus(store: Store, id: number, status: Telep
  * an active configuration can be the default: runs without a telephony_configuration_id dial it.
  */
 export async function setDefaultTelephonyConfiguration(store: Store, id: number, now: number): Promise<TelephonyConfigurationView> {
-  return store.db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('telephony_configurations').selectAll().where('id', '=', id).executeTakeFirst();
-    if (!row) throw new DialtoneError('telephony_configuration_not_found', `No telephony configuration ${id}.`);
-    if (row.status !== 'active') {
-      throw new DialtoneError('telephony_configuration_not_found', `Telephony configuration ${id} is disabled: it cannot be the default.`);
-    }
-    // Clear first: the store allows one default per organization at any instant.
-    await trx.updateTable('telephony_configurations').set({ is_default: 0, updated_at: now }).where('org_id', '=', row.org_id).where('is_default', '=', 1).where('id', '!=', id).execute();
-    const updated = await trx.updateTable('telephony_configurations').set({ is_default: 1, updated_at: now }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
-    return viewConfiguration(updated);
-  });
+  const row = await setDefaultConfiguration(store, id, now);
+  if (!row) throw new DialtoneError('telephony_configuration_not_found', `No telephony configuration ${id}.`);
+  if (row.status !== 'active') {
+    throw new DialtoneError('telephony_configuration_not_found', `Telephony configuration ${id} is disabled: it cannot be the default.`);
+  }
+  return viewConfiguration(row);
 }
 
 /**
@@ -154,26 +148,9 @@ export async function setDefaultTelephonyConfiguration(store: Store, id: number,
  * telephony_configuration_id are refused (telephony_not_configured) until another is made default.
  */
 export async function disableTelephonyConfiguration(store: Store, id: number, now: number): Promise<TelephonyConfigurationView> {
-  const row = await store.db
-    .updateTable('telephony_configurations')
-    .set({ status: 'inactive', is_default: 0, updated_at: now })
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirst();
+  const row = await setConfigurationDisabled(store, id, now);
   if (!row) throw new DialtoneError('telephony_configuration_not_found', `No telephony configuration ${id}.`);
   return viewConfiguration(row);
-}
-
-/** The organization's active configuration with this id, or its default active one. */
-function findActiveConfiguration(store: Store, orgId: number, id: number | undefined): Promise<TelephonyConfigurationRow | undefined> {
-  return store.db
-    .selectFrom('telephony_configurations')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('status', '=', 'active')
-    .$if(id !== undefined, (q) => q.where('id', '=', id as number))
-    .$if(id === undefined, (q) => q.where('is_default', '=', 1))
-    .executeTakeFirst();
 }
 
 /**
@@ -187,7 +164,7 @@ export async function selectTelephonyConfiguration(
   cache: LookupCache = NO_CACHE,
 ): Promise<TelephonyConfigurationRow> {
   const id = requestedId ?? undefined;
-  const row = await cache.get(`route:${orgId}:${id ?? 'default'}`, () => findActiveConfiguration(store, orgId, id));
+  const row = await cache.get(`route:${orgId}:${id ?? 'default'}`, () => selectActiveConfiguration(store, orgId, id));
   if (id !== undefined && !row) throw new DialtoneError('telephony_configuration_not_found', `No active telephony configuration ${id}.`);
   if (!row) {
     throw new DialtoneError(
