@@ -1,13 +1,11 @@
 // The claim's writes: queued runs of one configuration become `dialing`, leased to a node, each
-// with its event and webhook deliveries, inside the transaction of the caller (dispatch/claim-runs.ts), which decides
-// how many may be claimed (pacing, concurrency) and commits. Several nodes claim at once without
+// with its event and webhook deliveries, inside the transaction of the caller
+// (dispatch/claim-runs.ts), which decides how many may be claimed (pacing, concurrency) and commits. Several nodes claim at once without
 // taking the same runs (store/run-writes.ts skips rows another claim holds).
-import type { Transaction } from 'kysely';
 import { appendRunEvents } from '../store/run-event-outbox.js';
 import { setQueuedRunsDialing, type ClaimedRow } from '../store/run-writes.js';
 import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
-import type { Database } from '../store/schema.js';
-import type { Store } from '../store/store.js';
+import type { Store, StoreTransaction } from '../store/store.js';
 
 export type { ClaimedRow };
 
@@ -21,7 +19,7 @@ export interface ClaimWrite {
 }
 
 /** Claims up to `limit` queued runs; returns them in id order (empty when none is queued), and the webhook deliveries written. */
-export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, claim: ClaimWrite): Promise<{ rows: ClaimedRow[]; webhookDeliveries: number }> {
+export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreTransaction, claim: ClaimWrite): Promise<{ rows: ClaimedRow[]; webhookDeliveries: number }> {
   const rows = await setQueuedRunsDialing(store, trx, {
     configurationId: claim.configurationId,
     limit: claim.limit,

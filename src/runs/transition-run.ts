@@ -1,11 +1,11 @@
-// Moves one run to a new state and appends the matching event (and its webhook deliveries), atomically. The UPDATE only matches
-// when the current state is an allowed predecessor of the target (compare-and-set), so concurrent
-// or repeated events on any node cannot move a run backwards or out of a terminal state.
-import type { Transaction } from 'kysely';
+// Moves one run to a new state and appends the matching event (and its webhook deliveries),
+// atomically. The UPDATE only matches when the current state is an allowed predecessor of the
+// target (compare-and-set), so concurrent or repeated events on any node cannot move a run
+// backwards or out of a terminal state.
 import { appendRunEvents } from '../store/run-event-outbox.js';
 import { setRunStateIf, type RunColumns } from '../store/run-writes.js';
-import type { Database, RunState } from '../store/schema.js';
-import type { DialectName, Store } from '../store/store.js';
+import type { RunState } from '../store/schema.js';
+import type { DialectName, Store, StoreTransaction } from '../store/store.js';
 import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
 import { isTerminal, PREDECESSORS } from './states.js';
 
@@ -50,7 +50,7 @@ function phaseColumns(to: RunState, at: number): RunUpdate {
 }
 
 async function transitionRunInTransaction(
-  trx: Transaction<Database>,
+  trx: StoreTransaction,
   dialect: DialectName,
   runId: number,
   to: RunState,
@@ -89,6 +89,6 @@ async function transitionRunInTransaction(
 
 /** Applies one transition in its own transaction; undefined when the run was not in a predecessor state. */
 export async function transitionRun(store: Store, runId: number, to: RunState, details: TransitionDetails): Promise<AppliedTransition | undefined> {
-  const work = (trx: Transaction<Database>) => transitionRunInTransaction(trx, store.dialect, runId, to, details);
+  const work = (trx: StoreTransaction) => transitionRunInTransaction(trx, store.dialect, runId, to, details);
   return details.durable ? store.transaction('durable', work) : store.batched(work);
 }
