@@ -426,6 +426,40 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.match(missing.stderr, /^Error \(workflow_run_not_found\): /);
   });
 
+  it('manages webhook endpoints with webhook create, list, disable, enable, rotate-secret, test, deliveries and retry, with --json output', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Hooks');
+    const created = await ws.json<{ id: number; secret: string; events: string[]; enabled: boolean }>(
+      'webhook', 'create', '--org', String(org.id), '--url', 'https://93.184.216.34/hooks', '--events', 'run.ended,webhook.test',
+    );
+    assert.match(created.secret, /^whsec_/);
+    assert.deepEqual(created.events, ['run.ended', 'webhook.test']);
+    assert.equal(created.enabled, true);
+    const listed = await ws.json<{ id: number; secret?: string }[]>('webhook', 'list', '--org', String(org.id));
+    assert.deepEqual(listed.map((e) => e.id), [created.id]);
+    assert.equal(listed[0]?.secret, undefined, 'secrets are never listed');
+    assert.equal((await ws.json<{ enabled: boolean; disabled_reason: string }>('webhook', 'disable', String(created.id))).disabled_reason, 'request');
+    assert.equal((await ws.json<{ enabled: boolean }>('webhook', 'enable', String(created.id))).enabled, true);
+    const rotated = await ws.json<{ secret: string }>('webhook', 'rotate-secret', String(created.id));
+    assert.notEqual(rotated.secret, created.secret);
+    const queued = await ws.json<{ delivery_id: number }>('webhook', 'test', String(created.id));
+    const page = await ws.json<{ data: { id: number; status: string; event_type: string }[] }>('webhook', 'deliveries', String(created.id), '--status', 'pending');
+    assert.deepEqual(page.data.map((d) => [d.id, d.status, d.event_type]), [[queued.delivery_id, 'pending', 'webhook.test']]);
+    const pending = await ws.cli(['--json', 'webhook', 'retry', String(created.id), String(queued.delivery_id)]);
+    assert.notEqual(pending.code, 0);
+    assert.equal(JSON.parse(pending.stderr).error.code, 'webhook_delivery_pending');
+    const db = new Database(ws.dbPath);
+    db.prepare("update webhook_deliveries set status = 'failed', next_attempt_at = null").run();
+    db.close();
+    assert.deepEqual(await ws.json('webhook', 'retry', String(created.id), String(queued.delivery_id)), { delivery_id: queued.delivery_id, status: 'pending' });
+    const refused = await ws.cli(['--json', 'webhook', 'create', '--org', String(org.id), '--url', 'https://127.0.0.1/hooks'], { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' });
+    assert.equal(JSON.parse(refused.stderr).error.code, 'webhook_url_not_allowed');
+    const badType = await ws.cli(['--json', 'webhook', 'create', '--org', String(org.id), '--url', 'https://93.184.216.34/x', '--events', 'run.exploded']);
+    assert.equal(JSON.parse(badType.stderr).error.code, 'usage_error');
+    const missing = await ws.cli(['--json', 'webhook', 'deliveries', '999']);
+    assert.equal(JSON.parse(missing.stderr).error.code, 'webhook_endpoint_not_found');
+  });
+
   it('describes every command, option and argument in its help', () => {
     const undescribed: string[] = [];
     const visit = (command: Command, path: string) => {
@@ -443,7 +477,7 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     const commands = (command: Command, path: string[]): string[] =>
       command.commands.length === 0 ? [path.join(' ')] : command.commands.flatMap((sub) => commands(sub, [...path, sub.name()]));
     const all = commands(buildCli(), []);
-    for (const wanted of ['org list', 'workflow list', 'telephony set-default', 'telephony disable', 'run cancel']) assert.ok(all.includes(wanted), `dialtone ${wanted}`);
+    for (const wanted of ['org list', 'workflow list', 'telephony set-default', 'telephony disable', 'run cancel', 'webhook create', 'webhook list', 'webhook deliveries', 'webhook retry', 'webhook disable', 'webhook enable', 'webhook rotate-secret']) assert.ok(all.includes(wanted), `dialtone ${wanted}`);
     const help = await ws.cli(['telephony', 'disable', '--help']);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /^Usage: dialtone telephony disable \[options\] <configuration_id>\n\ndisable a configuration/);
