@@ -17,8 +17,11 @@ import { delayWithJitter, parseRetrySchedule } from './retry-schedule.js';
 import { sendWebhook } from './send.js';
 import { webhookHeaders } from './signature.js';
 
-/** Time past the attempt's own timeout before its claim lapses and another node may send it. */
-const CLAIM_MARGIN_MS = 30_000;
+/**
+ * A claim lasts twice the attempt's timeout: the attempt, then as long again to record it. A node
+ * that dies mid-send holds its deliveries that long; then another node sends them again.
+ */
+const CLAIM_TIMEOUTS = 2;
 
 export interface DeliveryWorkerDeps {
   store: Store;
@@ -95,7 +98,7 @@ export class DeliveryWorker {
     const claimed = await claimDueDeliveries(this.deps.store, {
       now,
       nodeId: this.deps.nodeId,
-      lockUntil: now + this.deps.config.WEBHOOK_TIMEOUT_MS + CLAIM_MARGIN_MS,
+      lockUntil: now + CLAIM_TIMEOUTS * this.deps.config.WEBHOOK_TIMEOUT_MS,
       limit: room,
       perEndpoint: this.deps.config.WEBHOOK_ENDPOINT_CONCURRENCY,
     });
