@@ -18,10 +18,11 @@ import { sendWebhook } from './send.js';
 import { webhookHeaders } from './signature.js';
 
 /**
- * A claim lasts twice the attempt's timeout: the attempt, then as long again to record it. A node
+ * A claim lasts the attempt's timeout and this margin to record it, generous because a claim that
+ * lapses while its node is merely slow (a busy store, a starved event loop) is sent twice. A node
  * that dies mid-send holds its deliveries that long; then another node sends them again.
  */
-const CLAIM_TIMEOUTS = 2;
+const CLAIM_MARGIN_MS = 30_000;
 
 export interface DeliveryWorkerDeps {
   store: Store;
@@ -98,7 +99,7 @@ export class DeliveryWorker {
     const claimed = await claimDueDeliveries(this.deps.store, {
       now,
       nodeId: this.deps.nodeId,
-      lockUntil: now + CLAIM_TIMEOUTS * this.deps.config.WEBHOOK_TIMEOUT_MS,
+      lockUntil: now + this.deps.config.WEBHOOK_TIMEOUT_MS + CLAIM_MARGIN_MS,
       limit: room,
       perEndpoint: this.deps.config.WEBHOOK_ENDPOINT_CONCURRENCY,
     });
