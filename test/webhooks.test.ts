@@ -223,6 +223,29 @@ for (const store of await storeCases()) {
       assert.equal((await getJson(env.app, `/api/v1/public/webhook-endpoints/${endpoint.id}`, f.apiKey)).statusCode, 404);
     });
 
+    it('exposes attempts by result, finished deliveries, the outbox depth and the oldest pending age at /metrics', async (t) => {
+      const receiver = await startReceiver(t);
+      const env = await buildWithDispatcher(t, store.kind, { env: { ...WEBHOOK_TEST_ENV, WEBHOOK_RETRY_SCHEDULE: '0' }, webhooks: false });
+      const f = await createOrgFixture(env.deps);
+      const endpoint = await subscribe(env, f, receiver.url, { events: ['webhook.test'] });
+      for (let i = 0; i < 3; i++) await postJson(env.app, `/api/v1/public/webhook-endpoints/${endpoint.id}/test`, {}, { key: f.apiKey });
+      const metric = async (name: string) => {
+        const text = (await env.app.inject({ method: 'GET', url: '/metrics' })).body;
+        return text.split('\n').filter((line) => line.startsWith(name)).join('\n');
+      };
+      assert.match(await metric('dialtone_webhook_outbox_depth'), /^dialtone_webhook_outbox_depth 3$/);
+      assert.match(await metric('dialtone_webhook_oldest_pending_age_seconds'), /^dialtone_webhook_oldest_pending_age_seconds [0-9.]+$/);
+      receiver.answer = (_m, i) => ({ status: i === 0 ? 200 : 500 });
+      env.webhooks.start();
+      await waitForDeliveries(env, f, endpoint.id, (d) => d.every((x) => x.status !== 'pending'));
+      assert.match(await metric('dialtone_webhook_attempts_total'), /dialtone_webhook_attempts_total\{result="2xx"\} 1/);
+      assert.match(await metric('dialtone_webhook_attempts_total'), /dialtone_webhook_attempts_total\{result="5xx"\} 2/);
+      assert.match(await metric('dialtone_webhook_deliveries_total'), /dialtone_webhook_deliveries_total\{outcome="succeeded"\} 1/);
+      assert.match(await metric('dialtone_webhook_deliveries_total'), /dialtone_webhook_deliveries_total\{outcome="failed"\} 2/);
+      assert.match(await metric('dialtone_webhook_attempt_duration_seconds_count'), / 3$/);
+      assert.match(await metric('dialtone_webhook_outbox_depth'), /^dialtone_webhook_outbox_depth 0$/);
+    });
+
     it("answers 404 for another organization's endpoint on every operation, and changes nothing", async (t) => {
       const receiver = await startReceiver(t);
       const env = await buildWithDispatcher(t, store.kind, { env: WEBHOOK_TEST_ENV, webhooks: false });
