@@ -57,7 +57,7 @@ export async function startService(deps: Deps): Promise<RunningService> {
         await app.close();
         await dispatcher?.stop();
         stopWaking?.();
-        await webhooks?.stop();
+        await webhooks?.stop(deps.config.DISPATCH_SHUTDOWN_MS);
         await Promise.all(Object.values(deps.providers).map((p) => p.close()));
         await deps.rateLimits.close();
         await deps.store.close();

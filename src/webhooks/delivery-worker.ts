@@ -73,12 +73,20 @@ export class DeliveryWorker {
     this.wakeUp?.();
   }
 
-  /** Stops claiming and waits for the attempts in flight (each bounded by WEBHOOK_TIMEOUT_MS). */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming and waits for the attempts in flight, at most `waitMs`: one still unanswered then
+   * is sent again by a node once its claim lapses (at least once).
+   */
+  async stop(waitMs = Number.POSITIVE_INFINITY): Promise<void> {
     this.running = false;
     this.wake();
     await this.loop;
-    await Promise.all(this.inFlight);
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<void>((resolve) => {
+      if (Number.isFinite(waitMs)) timer = setTimeout(resolve, waitMs);
+    });
+    await Promise.race([Promise.all(this.inFlight), gaveUp]);
+    clearTimeout(timer);
   }
 
   /**
