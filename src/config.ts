@@ -120,7 +120,7 @@ export const ConfigSchema = Type.Object({
   REAPER_INTERVAL_MS: Integer(10, 600_000, 5_000),
   /** A dispatcher silent this long is presumed dead: its in-process calls (SIP, simulator) end failed (node_lost). */
   NODE_HEARTBEAT_TIMEOUT_MS: Integer(100, 3_600_000, 30_000),
-  /** Longest a dispatcher waits on shutdown for dials already started (and then for webhook attempts in flight). */
+  /** Longest a dispatcher waits on shutdown for dials already started (and, alongside, for webhook attempts in flight). */
   DISPATCH_SHUTDOWN_MS: Integer(0, 600_000, 10_000),
 
   // Webhooks (README "Webhooks"): delivered by every node that runs the dispatcher.

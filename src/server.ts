@@ -55,9 +55,9 @@ export async function startService(deps: Deps): Promise<RunningService> {
       stopping ??= (async () => {
         // Stop taking requests, then stop dialing (letting claimed dials finish), then let go.
         await app.close();
-        await dispatcher?.stop();
+        // Webhook attempts in flight get the same time as the dials, alongside them.
         stopWaking?.();
-        await webhooks?.stop(deps.config.DISPATCH_SHUTDOWN_MS);
+        await Promise.all([dispatcher?.stop(), webhooks?.stop(deps.config.DISPATCH_SHUTDOWN_MS)]);
         await Promise.all(Object.values(deps.providers).map((p) => p.close()));
         await deps.rateLimits.close();
         await deps.store.close();
