@@ -134,6 +134,46 @@ for (const store of await storeCases()) {
       assert.equal(failed.find((d) => d.status === 'failed')?.attempts[0]?.http_status, 410);
     });
 
+    it('refuses to register http URLs and hosts that are or resolve to non-public addresses, and registers nothing', async (t) => {
+      const env = await buildWithDispatcher(t, store.kind, { env: { ...WEBHOOK_TEST_ENV, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' }, webhooks: false });
+      const f = await createOrgFixture(env.deps);
+      const refused = [
+        'http://93.184.216.34/hooks',
+        'https://127.0.0.1/hooks',
+        'https://localhost/hooks',
+        'https://169.254.169.254/latest/meta-data',
+        'https://10.1.2.3/hooks',
+        'https://100.64.0.1/hooks',
+        'https://[::1]/hooks',
+        'https://[::ffff:127.0.0.1]/hooks',
+        'https://[fe80::1]/hooks',
+        'https://224.0.0.1/hooks',
+      ];
+      for (const url of refused) {
+        const response = await postJson(env.app, '/api/v1/public/webhook-endpoints', { url }, { key: f.apiKey });
+        assert.equal(response.statusCode, 422, url);
+        assert.equal(response.json().code, 'webhook_url_not_allowed', url);
+        assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+      }
+      for (const url of ['ftp://93.184.216.34/x', 'https://user:secret@93.184.216.34/x', 'not a url']) {
+        const response = await postJson(env.app, '/api/v1/public/webhook-endpoints', { url }, { key: f.apiKey });
+        assert.equal(response.statusCode, 422, url);
+        assert.equal(response.json().code, 'invalid_webhook_url', url);
+        assert.ok(!response.body.includes('secret@'), 'the credentials are not echoed');
+      }
+      assert.deepEqual((await getJson(env.app, '/api/v1/public/webhook-endpoints', f.apiKey)).json(), { data: [] });
+      const patched = await postJson(env.app, '/api/v1/public/webhook-endpoints', { url: 'https://93.184.216.34/hooks' }, { key: f.apiKey });
+      assert.equal(patched.statusCode, 201, patched.body);
+      const moved = await env.app.inject({
+        method: 'PATCH',
+        url: `/api/v1/public/webhook-endpoints/${patched.json().id}`,
+        headers: { 'x-api-key': f.apiKey, 'content-type': 'application/json' },
+        payload: JSON.stringify({ url: 'https://127.0.0.1/hooks' }),
+      });
+      assert.equal(moved.statusCode, 422);
+      assert.equal((await getJson(env.app, `/api/v1/public/webhook-endpoints/${patched.json().id}`, f.apiKey)).json().url, 'https://93.184.216.34/hooks');
+    });
+
     it('refuses at connection time a host that resolves to a loopback address, and the receiver is never reached', async (t) => {
       const receiver = await startReceiver(t);
       // Private networks not allowed. The endpoint is written as if `localhost` had resolved to a
