@@ -199,29 +199,42 @@ export interface DeliveryClaim {
  */
 export async function claimDueDeliveries(store: Store, claim: DeliveryClaim): Promise<ClaimedDelivery[]> {
   return store.transaction('relaxed', async (trx) => {
+    // Up to `perEndpoint` due deliveries of each enabled endpoint, ranked by when they fell due:
+    // one endpoint's backlog (say, of one that is down and slow to time out) cannot fill the batch
+    // and starve the others. The ranking reads every eligible row; locks are taken on the chosen
+    // ones only (PostgreSQL allows no FOR UPDATE beside a window function).
+    const eligible = trx
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+      .select(['d.id', sql<number>`row_number() over (partition by d.endpoint_id order by d.next_attempt_at, d.id)`.as('rank')])
+      .where('e.enabled', '=', 1)
+      .where('d.status', '=', 'pending')
+      .where('d.next_attempt_at', '<=', claim.now)
+      .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', claim.now)]))
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('webhook_deliveries as p')
+              .select(sql.lit(1).as('one'))
+              .whereRef('p.endpoint_id', '=', 'd.endpoint_id')
+              .whereRef('p.run_id', '=', 'd.run_id')
+              .whereRef('p.seq', '<', 'd.seq')
+              .where('p.status', '=', 'pending'),
+          ),
+        ),
+      );
     const candidates = await lockingFreeRows(
       store,
       trx
-        .selectFrom('webhook_deliveries as d')
-        .select(['d.id', 'd.endpoint_id'])
-        .where('d.status', '=', 'pending')
-        .where('d.next_attempt_at', '<=', claim.now)
-        .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', claim.now)]))
-        .where((eb) =>
-          eb.not(
-            eb.exists(
-              eb
-                .selectFrom('webhook_deliveries as p')
-                .select(sql.lit(1).as('one'))
-                .whereRef('p.endpoint_id', '=', 'd.endpoint_id')
-                .whereRef('p.run_id', '=', 'd.run_id')
-                .whereRef('p.seq', '<', 'd.seq')
-                .where('p.status', '=', 'pending'),
-            ),
-          ),
-        )
-        .orderBy('d.next_attempt_at')
-        .orderBy('d.id')
+        .selectFrom('webhook_deliveries')
+        .select(['id', 'endpoint_id'])
+        .where('id', 'in', trx.selectFrom(eligible.as('r')).select('r.id').where('r.rank', '<=', claim.perEndpoint))
+        // Still free: another node may have claimed one since the ranking read it.
+        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', claim.now)]))
+        .where('status', '=', 'pending')
+        .orderBy('next_attempt_at')
+        .orderBy('id')
         .limit(claim.limit),
     ).execute();
     if (candidates.length === 0) return [];
