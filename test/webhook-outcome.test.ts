@@ -112,3 +112,26 @@ describe('The delivery worker, on a fake clock', () => {
     assert.equal(final.status, 'failed');
   });
 });
+
+describe('The delivery worker, sharing a batch between endpoints', () => {
+  it("claims for every endpoint with due deliveries, up to its concurrency, so one endpoint's backlog does not hold up another's", async (t) => {
+    const env = await build(t, 'sqlite', { env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_ENDPOINT_CONCURRENCY: '5', WEBHOOK_BATCH_SIZE: '20' } });
+    const slow = await startReceiver(t);
+    slow.answer = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return { status: 200 };
+    };
+    const quick = await startReceiver(t);
+    const f = await createOrgFixture(env.deps);
+    const endpointFor = (url: string) =>
+      insertEndpoint(env.deps.store, { orgId: f.orgId, url, description: null, eventFilter: '', secretEncrypted: env.deps.cipher.encrypt(f.orgId, { secret: newWebhookSecret() }), at: Date.now() });
+    const [backlogged, other] = [await endpointFor(slow.url), await endpointFor(quick.url)];
+    const ctx = { store: env.deps.store, cipher: env.deps.cipher, clock: env.deps.clock, config: env.deps.config, wake: () => undefined };
+    for (let i = 0; i < 100; i++) await sendTestMessage(ctx, f.orgId, backlogged.id);
+    await sendTestMessage(ctx, f.orgId, other.id);
+    const worker = new DeliveryWorker({ ...env.deps, version: packageInfo().version });
+    assert.equal(await worker.deliverDue(), 6, 'five of the backlog (its concurrency) and the other endpoint\'s one');
+    assert.equal(quick.received.length, 1);
+    assert.equal(slow.received.length, 5);
+  });
+});
