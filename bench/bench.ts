@@ -13,6 +13,9 @@
 //   BENCH_CONCURRENCY   concurrent HTTP clients of the closed-loop phases (default 10)
 //   BENCH_RATE          requests per second of the paced phase (default 100)
 //   BENCH_BACKLOG       queued runs for the dispatcher throughput phase (default 3000)
+//   BENCH_PARTS         which parts to run, comma-separated, of floor,saturation,paced,drain (default all)
+//   BENCH_STORES        which stores, comma-separated, of sqlite,postgres (default both; postgres when reachable)
+//   BENCH_NODE_OPTIONS  NODE_OPTIONS of the service processes (e.g. to compare V8 flags; default none)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -34,9 +37,17 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 3_000);
 const RATE = Number(process.env.BENCH_RATE ?? 100);
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'floor,saturation,paced,drain').split(','));
+const STORES = new Set((process.env.BENCH_STORES ?? 'sqlite,postgres').split(','));
 
 /** Simulated calls end at once, so capacity stays free and the figures measure Dialtone itself. */
-const INSTANT_SIMULATOR = { SIMULATOR_LATENCY_MS: '0', SIMULATOR_RING_MS: '0', SIMULATOR_TALK_MS: '0', LOG_LEVEL: 'info' };
+const INSTANT_SIMULATOR = {
+  SIMULATOR_LATENCY_MS: '0',
+  SIMULATOR_RING_MS: '0',
+  SIMULATOR_TALK_MS: '0',
+  LOG_LEVEL: 'info',
+  ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+};
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -297,7 +308,23 @@ async function dispatcherThroughput(setup: Setup) {
 }
 
 async function benchStore(kind: StoreKind) {
-  const versusFloor = await floorComparison(kind);
+  const versusFloor = PARTS.has('floor') ? await floorComparison(kind) : undefined;
+  const saturation = PARTS.has('saturation') ? await saturationAndKeys(kind) : undefined;
+  const paced = PARTS.has('paced') ? await pacedLoad(kind) : undefined;
+  let dispatcher;
+  if (PARTS.has('drain')) {
+    process.stdout.write(`[${kind}] dispatcher throughput: draining ${BACKLOG} queued runs\n`);
+    const drain = await setUp(kind);
+    try {
+      dispatcher = await dispatcherThroughput(drain);
+    } finally {
+      await drain.drop();
+    }
+  }
+  return { versus_floor: versusFloor, ...saturation, paced, dispatcher };
+}
+
+async function saturationAndKeys(kind: StoreKind) {
   process.stdout.write(`\n[${kind}] saturation (API and dispatcher on one node): ${CONCURRENCY} clients for ${SECONDS} s\n`);
   const load = await setUp(kind);
   const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: load.url });
@@ -325,7 +352,16 @@ async function benchStore(kind: StoreKind) {
     await service.exited;
     await load.drop();
   }
+  return {
+    saturation: { ...saturation, time_to_dial_ms: saturationDial },
+    idempotency_key_cost: {
+      ...withKeys,
+      throughput_ratio: round((withKeys?.with_key.initiations_per_second ?? NaN) / (withKeys?.without_key.initiations_per_second ?? NaN), 2),
+    },
+  };
+}
 
+async function pacedLoad(kind: StoreKind) {
   process.stdout.write(`[${kind}] paced: ${RATE} requests/s for ${SECONDS} s, telephony capacity free\n`);
   const pacedSetup = await setUp(kind);
   const pacedService = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: pacedSetup.url });
@@ -340,25 +376,7 @@ async function benchStore(kind: StoreKind) {
     await pacedService.exited;
     await pacedSetup.drop();
   }
-
-  process.stdout.write(`[${kind}] dispatcher throughput: draining ${BACKLOG} queued runs\n`);
-  const drain = await setUp(kind);
-  let dispatcher;
-  try {
-    dispatcher = await dispatcherThroughput(drain);
-  } finally {
-    await drain.drop();
-  }
-  return {
-    versus_floor: versusFloor,
-    saturation: { ...saturation, time_to_dial_ms: saturationDial },
-    idempotency_key_cost: {
-      ...withKeys,
-      throughput_ratio: round((withKeys?.with_key.initiations_per_second ?? NaN) / (withKeys?.without_key.initiations_per_second ?? NaN), 2),
-    },
-    paced: { ...paced, time_to_dial_ms: pacedDial },
-    dispatcher,
-  };
+  return { ...paced, time_to_dial_ms: pacedDial };
 }
 
 async function postgresReachable(): Promise<boolean> {
@@ -374,10 +392,11 @@ async function postgresReachable(): Promise<boolean> {
 const results: Record<string, unknown> = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
-  settings: { seconds: SECONDS, rounds: ROUNDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG },
-  sqlite: await benchStore('sqlite'),
+  settings: { seconds: SECONDS, rounds: ROUNDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG, parts: [...PARTS], stores: [...STORES] },
 };
-if (await postgresReachable()) results.postgres = await benchStore('postgres');
+if (STORES.has('sqlite')) results.sqlite = await benchStore('sqlite');
+if (!STORES.has('postgres')) results.postgres = 'skipped: not in BENCH_STORES';
+else if (await postgresReachable()) results.postgres = await benchStore('postgres');
 else results.postgres = `skipped: PostgreSQL not reachable at ${TEST_DATABASE_URL}`;
 
 const dir = fileURLToPath(new URL('./results/', import.meta.url));

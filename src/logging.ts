@@ -2,9 +2,10 @@
 // secret-bearing fields are redacted by path (pino's `redact`), errors are serialized without the
 // raw bytes Node attaches to parse errors, and phone numbers inside any logged text are masked,
 // because provider errors quote the number they refused ("The 'To' number +1202… is not valid").
+import { createRequire } from 'node:module';
 import { isatty } from 'node:tty';
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import pretty from 'pino-pretty';
+import type Pretty from 'pino-pretty';
 
 /** Fields that carry a secret wherever they appear (one or two levels deep, and in request headers). */
 const SECRET_FIELDS = ['apiKey', 'api_key', 'key', 'secret', 'password', 'token', 'auth_token', 'authToken', 'api_key_secret', 'credentials'];
@@ -96,7 +97,11 @@ export function loggerOptions(level: string): LoggerOptions {
 export function createLogger(settings: LoggerSettings, destination?: DestinationStream): Logger {
   const options = loggerOptions(settings.level);
   if (destination) return pino(options, destination);
-  if (settings.pretty) return pino(options, pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }));
+  if (settings.pretty) {
+    // Required only here: a node logging JSON lines (every deployed one) never loads the formatter.
+    const pretty = createRequire(import.meta.url)('pino-pretty') as typeof Pretty;
+    return pino(options, pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }));
+  }
   return pino(options);
 }
 

@@ -3,10 +3,11 @@
 // and never asks which one it has, except through the few helpers below: this file is the one
 // place where the two dialects differ.
 import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
-import pg from 'pg';
+import type Pg from 'pg';
 import type { Database } from './schema.js';
 import { GroupCommit } from './group-commit.js';
 import { withStatementCache } from './statement-cache.js';
@@ -104,6 +105,9 @@ const PG_INT8 = 20;
 const PG_NUMERIC = 1700;
 
 function openPostgres(url: string, poolSize: number): Store {
+  // Required here, not imported: a node on SQLite never loads the PostgreSQL driver. It is
+  // CommonJS, so this is the very module `import pg from 'pg'` would give.
+  const pg = createRequire(import.meta.url)('pg') as typeof Pg;
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,

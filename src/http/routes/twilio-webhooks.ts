@@ -3,13 +3,13 @@
 // with the account's auth token; an unverified request is refused with 403 and changes nothing.
 // Any node may receive them: events are applied through the store like every provider event.
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import twilio from 'twilio';
 import type { Deps } from '../../deps.js';
 import { applyProviderEvent, ringTimeoutOf } from '../../dispatch/provider-events.js';
 import { DialtoneError } from '../../errors.js';
 import { loadRunDefinition, type RunDefinition } from '../../runs/run-definition.js';
 import { issueRunToken } from '../../runtime/run-token.js';
 import { parseTwilioCredentials } from '../../telephony/twilio/credentials.js';
+import { twilio } from '../../telephony/twilio/provider.js';
 import { eventKindOf } from '../../telephony/twilio/status.js';
 import { renderTemplate } from '../../workflows/templates.js';
 import { startNode } from '../../workflows/definition.js';
@@ -38,7 +38,7 @@ async function verifiedRun(deps: Deps, request: FastifyRequest): Promise<{ run: 
   const credentials = parseTwilioCredentials(deps.cipher.decrypt(run.configuration.org_id, run.configuration.credentials_encrypted));
   // Twilio signs the URL it called: this service's public URL plus the path and query.
   const url = `${publicBaseUrl.replace(/\/+$/, '')}${request.url}`;
-  if (!twilio.validateRequest(credentials.authToken, signature, url, form)) throw refused();
+  if (!twilio().validateRequest(credentials.authToken, signature, url, form)) throw refused();
   if (form.AccountSid !== undefined && form.AccountSid !== credentials.accountSid) throw refused();
   return { run, form };
 }
@@ -50,7 +50,7 @@ export function twilioWebhookRoutes(deps: Deps): FastifyPluginAsync {
 
     app.post('/runs/:id/answer', { schema: hidden }, async (request, reply) => {
       const { run } = await verifiedRun(deps, request);
-      const response = new twilio.twiml.VoiceResponse();
+      const response = new (twilio().twiml.VoiceResponse)();
       if (deps.config.AGENT_RUNTIME_URL) {
         const stream = response.connect().stream({ url: deps.config.AGENT_RUNTIME_URL });
         stream.parameter({ name: 'run_id', value: String(run.run.id) });

@@ -7,9 +7,10 @@
 // on the first dial, so a node that never dials SIP never binds a SIP port.
 import { randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
+import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
-import * as sip from 'sip';
-import * as digest from 'sip/digest.js';
+import type * as sip from 'sip';
+import type * as digest from 'sip/digest.js';
 import type { Clock } from '../../deps.js';
 import { decodeJson } from '../../store/store.js';
 import type { CredentialsCipher } from '../credentials-cipher.js';
@@ -23,6 +24,15 @@ export interface SipStackSettings {
   /** Address written in Via, Contact and the SDP offer when the configuration names no media address. */
   publicAddress: string | undefined;
 }
+
+/**
+ * The `sip` package (and the WebSocket library it loads) is required when the stack starts, on the
+ * first SIP dial: a node that never dials SIP never loads it. It is CommonJS, so require yields what
+ * `import * as sip from 'sip'` would.
+ */
+const require = createRequire(import.meta.url);
+const sipLibrary = () => require('sip') as typeof sip;
+const sipDigest = () => require('sip/digest.js') as typeof digest;
 
 const token = () => randomBytes(8).toString('hex');
 
@@ -88,7 +98,7 @@ export class SipProvider implements TelephonyProvider {
   private started(): Promise<sip.SipStack> {
     this.starting ??= (async () => {
       await tryUdpPort(this.settings.bindAddress, this.settings.port);
-      this.stack = sip.create(
+      this.stack = sipLibrary().create(
         { address: this.settings.bindAddress, port: this.settings.port, publicAddress: this.localHost, udp: true, tcp: false, logger: { error: () => undefined } },
         (request) => this.onRequest(request),
       );
@@ -210,7 +220,7 @@ export class SipProvider implements TelephonyProvider {
       call.authenticated = true;
       call.cseq += 1;
       const retry: sip.SipMessage = { ...call.invite, headers: { ...call.invite.headers, via: [], cseq: { method: 'INVITE', seq: call.cseq } } };
-      digest.signRequest({}, retry, response, { user: credentials.username, password: credentials.password });
+      sipDigest().signRequest({}, retry, response, { user: credentials.username, password: credentials.password });
       call.invite = retry;
       call.provisional = false;
       stack.send(retry, (next) => this.onInviteResponse(stack, call, next, credentials));
@@ -302,15 +312,15 @@ export class SipProvider implements TelephonyProvider {
       request.headers.to?.params.tag === call.invite.headers.from?.params.tag &&
       request.headers.from?.params.tag === call.dialog.to.params.tag;
     if (!call || !inDialog) {
-      stack.send(sip.makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
+      stack.send(sipLibrary().makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
       return;
     }
     if (request.method === 'BYE') {
-      stack.send(sip.makeResponse(request, 200, 'OK'));
+      stack.send(sipLibrary().makeResponse(request, 200, 'OK'));
       this.end(call, 'completed', 'BYE');
       return;
     }
-    stack.send(sip.makeResponse(request, 405, 'Method Not Allowed'));
+    stack.send(sipLibrary().makeResponse(request, 405, 'Method Not Allowed'));
   }
 
   private end(call: SipCall, kind: ProviderEventKind, rawStatus: string): void {
