@@ -194,73 +194,75 @@ export interface DeliveryClaim {
 /**
  * Claims due deliveries: pending, due, not held by a live claim, of an enabled endpoint, and not
  * behind an earlier message of the same run still pending for the same endpoint (per-run order).
- * Endpoints are locked (in id order) while their in-flight deliveries are counted, so nodes
- * claiming at once never exceed `perEndpoint`; deliveries another node is claiming are skipped.
+ * Each endpoint is served on its own, up to its room (its concurrency less what is in flight on
+ * any node), so one endpoint's backlog cannot fill the batch and hold up the others. Endpoints are
+ * locked while their room is counted and their deliveries claimed, so nodes claiming at once never
+ * exceed it; every query here is an index range of one endpoint, however long the outbox.
  */
 export async function claimDueDeliveries(store: Store, claim: DeliveryClaim): Promise<ClaimedDelivery[]> {
   return store.transaction('relaxed', async (trx) => {
-    // Up to `perEndpoint` due deliveries of each enabled endpoint, ranked by when they fell due:
-    // one endpoint's backlog (say, of one that is down and slow to time out) cannot fill the batch
-    // and starve the others. The ranking reads every eligible row; locks are taken on the chosen
-    // ones only (PostgreSQL allows no FOR UPDATE beside a window function).
-    const eligible = trx
-      .selectFrom('webhook_deliveries as d')
-      .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-      .select(['d.id', sql<number>`row_number() over (partition by d.endpoint_id order by d.next_attempt_at, d.id)`.as('rank')])
-      .where('e.enabled', '=', 1)
-      .where('d.status', '=', 'pending')
-      .where('d.next_attempt_at', '<=', claim.now)
-      .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', claim.now)]))
-      .where((eb) =>
-        eb.not(
-          eb.exists(
-            eb
-              .selectFrom('webhook_deliveries as p')
-              .select(sql.lit(1).as('one'))
-              .whereRef('p.endpoint_id', '=', 'd.endpoint_id')
-              .whereRef('p.run_id', '=', 'd.run_id')
-              .whereRef('p.seq', '<', 'd.seq')
-              .where('p.status', '=', 'pending'),
-          ),
-        ),
-      );
-    const candidates = await lockingFreeRows(
-      store,
-      trx
-        .selectFrom('webhook_deliveries')
-        .select(['id', 'endpoint_id'])
-        .where('id', 'in', trx.selectFrom(eligible.as('r')).select('r.id').where('r.rank', '<=', claim.perEndpoint))
-        // Still free: another node may have claimed one since the ranking read it.
-        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', claim.now)]))
-        .where('status', '=', 'pending')
-        .orderBy('next_attempt_at')
-        .orderBy('id')
-        .limit(claim.limit),
-    ).execute();
-    if (candidates.length === 0) return [];
-    const endpointIds = [...new Set(candidates.map((c) => c.endpoint_id))].sort((a, b) => a - b);
+    // The endpoints with pending deliveries, by a skip scan of the pending index (one probe per
+    // endpoint, not one per delivery).
+    const withWork = await sql<{ id: number }>`
+      with recursive pending_endpoint(id) as (
+        select min(endpoint_id) from webhook_deliveries where status = 'pending'
+        union all
+        select (select min(endpoint_id) from webhook_deliveries where status = 'pending' and endpoint_id > pending_endpoint.id)
+        from pending_endpoint where pending_endpoint.id is not null
+      )
+      select pending_endpoint.id from pending_endpoint where pending_endpoint.id is not null`.execute(trx);
+    if (withWork.rows.length === 0) return [];
+    const endpointIds = withWork.rows.map((r) => Number(r.id));
     const endpoints = await lockingRows(store, trx.selectFrom('webhook_endpoints').select('id').where('id', 'in', endpointIds).where('enabled', '=', 1).orderBy('id')).execute();
-    const enabled = new Set(endpoints.map((e) => e.id));
+    if (endpoints.length === 0) return [];
     const inFlight = await trx
       .selectFrom('webhook_deliveries')
       .select(['endpoint_id', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('endpoint_id', 'in', endpointIds)
-      .where('status', '=', 'pending')
+      .where('endpoint_id', 'in', endpoints.map((e) => e.id))
+      .where('locked_until', 'is not', null)
       .where('locked_until', '>=', claim.now)
+      .where('status', '=', 'pending')
       .groupBy('endpoint_id')
       .execute();
-    const room = new Map(endpointIds.map((id) => [id, enabled.has(id) ? claim.perEndpoint : 0]));
-    for (const row of inFlight) room.set(row.endpoint_id, (room.get(row.endpoint_id) ?? 0) - Number(row.n));
+    const busy = new Map(inFlight.map((r) => [r.endpoint_id, Number(r.n)]));
+    // A random order, so that when the batch is smaller than the work no endpoint always comes last.
+    const order = endpoints.map((e) => e.id).sort(() => Math.random() - 0.5);
     const chosen: number[] = [];
-    for (const c of candidates) {
-      const left = room.get(c.endpoint_id) ?? 0;
-      if (left <= 0) continue;
-      room.set(c.endpoint_id, left - 1);
-      chosen.push(c.id);
+    for (const endpointId of order) {
+      const room = Math.min(claim.perEndpoint - (busy.get(endpointId) ?? 0), claim.limit - chosen.length);
+      if (room <= 0) continue;
+      const rows = await lockingFreeRows(
+        store,
+        trx
+          .selectFrom('webhook_deliveries as d')
+          .select('d.id')
+          .where('d.endpoint_id', '=', endpointId)
+          .where('d.status', '=', 'pending')
+          .where('d.next_attempt_at', '<=', claim.now)
+          .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', claim.now)]))
+          .where((eb) =>
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('webhook_deliveries as p')
+                  .select(sql.lit(1).as('one'))
+                  .where('p.endpoint_id', '=', endpointId)
+                  .whereRef('p.run_id', '=', 'd.run_id')
+                  .whereRef('p.seq', '<', 'd.seq')
+                  .where('p.status', '=', 'pending'),
+              ),
+            ),
+          )
+          .orderBy('d.next_attempt_at')
+          .orderBy('d.id')
+          .limit(room),
+      ).execute();
+      chosen.push(...rows.map((r) => r.id));
+      if (chosen.length >= claim.limit) break;
     }
     if (chosen.length === 0) return [];
     await trx.updateTable('webhook_deliveries').set({ locked_by: claim.nodeId, locked_until: claim.lockUntil }).where('id', 'in', chosen).execute();
-    const rows = await trx
+    return trx
       .selectFrom('webhook_deliveries as d')
       .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
       .leftJoin('workflow_runs as r', 'r.id', 'd.run_id')
@@ -274,7 +276,6 @@ export async function claimDueDeliveries(store: Store, claim: DeliveryClaim): Pr
       .where('d.id', 'in', chosen)
       .orderBy('d.id')
       .execute();
-    return rows;
   });
 }
 
@@ -300,7 +301,9 @@ export interface AttemptRecord {
  * whether it was recorded.
  */
 export async function recordAttempt(store: Store, a: AttemptRecord): Promise<boolean> {
-  return store.transaction('relaxed', async (trx) => {
+  // Group-committed with the other records of the moment: a relaxed write (a record lost to a
+  // machine crash means one more attempt, which at-least-once allows).
+  return store.batched(async (trx) => {
     const updated = await trx
       .updateTable('webhook_deliveries')
       .set((eb) => ({
@@ -326,15 +329,6 @@ export async function recordAttempt(store: Store, a: AttemptRecord): Promise<boo
   });
 }
 
-/** An endpoint's failing streak: started now unless one is already running (kept as it was). */
-export async function markEndpointFailing(store: Store, endpointId: number, at: number): Promise<WebhookEndpointRow | undefined> {
-  return store.db
-    .updateTable('webhook_endpoints')
-    .set((eb) => ({ failing_since: eb.fn.coalesce('failing_since', sql.lit(at)) }))
-    .where('id', '=', endpointId)
-    .returningAll()
-    .executeTakeFirst();
-}
 
 /** Pending deliveries of enabled endpoints: how many, and when the oldest was written. */
 export async function selectOutboxDepth(store: Store): Promise<{ pending: number; oldestCreatedAt: number | null }> {
@@ -348,12 +342,3 @@ export async function selectOutboxDepth(store: Store): Promise<{ pending: number
   return { pending: Number(row.n), oldestCreatedAt: row.oldest === null ? null : Number(row.oldest) };
 }
 
-/** When the next pending delivery of an enabled endpoint is due (the worker's next wake-up), or null. */
-export async function selectNextDueAt(store: Store): Promise<number | null> {
-  const row = await store.db
-    .selectFrom('webhook_deliveries')
-    .select((eb) => eb.fn.min('next_attempt_at').as('next'))
-    .where('status', '=', 'pending')
-    .executeTakeFirstOrThrow();
-  return row.next === null ? null : Number(row.next);
-}

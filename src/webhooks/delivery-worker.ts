@@ -202,7 +202,8 @@ export class DeliveryWorker {
         responseBody: result.responseBody,
         status: outcome.status,
         nextAttemptAt: outcome.nextAttemptAt,
-        endpoint: outcome.endpoint,
+        // The endpoint's row is written only when this changes it (most attempts do not).
+        endpoint: outcome.disabled || outcome.endpoint.failing_since !== d.failing_since ? outcome.endpoint : undefined,
       });
       if (recorded && outcome.status !== 'pending') metrics.webhookDeliveries.inc({ outcome: outcome.status });
       if (recorded && outcome.disabled) {

@@ -50,11 +50,12 @@ export function up005(dialect: DialectName) {
       .addColumn('created_at', 'bigint', (col) => col.notNull())
       .addColumn('updated_at', 'bigint', (col) => col.notNull())
       .execute();
-    // The delivery worker's queue: due pending deliveries.
+    // The delivery worker's queue, per endpoint: its pending deliveries by when they fall due (and
+    // the skip scan that finds the endpoints with pending deliveries).
     await db.schema
-      .createIndex('webhook_deliveries_due_idx')
+      .createIndex('webhook_deliveries_pending_idx')
       .on('webhook_deliveries')
-      .column('next_attempt_at')
+      .columns(['endpoint_id', 'next_attempt_at', 'id'])
       .where(sql.ref('status'), '=', 'pending')
       .execute();
     // Per-run order: is an earlier message of the same run still pending for this endpoint?
@@ -63,6 +64,13 @@ export function up005(dialect: DialectName) {
       .on('webhook_deliveries')
       .columns(['endpoint_id', 'run_id', 'seq'])
       .where(sql.ref('status'), '=', 'pending')
+      .execute();
+    // Deliveries in flight (claimed by a node), counted against each endpoint's concurrency.
+    await db.schema
+      .createIndex('webhook_deliveries_in_flight_idx')
+      .on('webhook_deliveries')
+      .columns(['endpoint_id', 'locked_until'])
+      .where(sql.ref('locked_until'), 'is not', null)
       .execute();
     await db.schema.createIndex('webhook_deliveries_endpoint_idx').on('webhook_deliveries').columns(['endpoint_id', 'id']).execute();
 
