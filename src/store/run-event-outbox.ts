@@ -18,7 +18,8 @@ export interface RunEventWrite {
   messageId: string;
 }
 
-interface OutboxRecord {
+/** An event as the statements read it. */
+interface EventFields {
   org_id: number;
   run_id: number;
   seq: number;
@@ -27,11 +28,9 @@ interface OutboxRecord {
   data: Record<string, unknown>;
   webhook_type: string;
   message_id: string;
-  payload: string;
 }
 
-function record(e: RunEventWrite): OutboxRecord {
-  const event = { seq: e.run.last_event_seq, type: e.type, at: e.at, data: e.data };
+function fields(e: RunEventWrite): EventFields {
   return {
     org_id: e.run.org_id,
     run_id: e.run.id,
@@ -41,26 +40,37 @@ function record(e: RunEventWrite): OutboxRecord {
     data: e.data,
     webhook_type: e.webhookType,
     message_id: e.messageId,
-    payload: JSON.stringify({ run: e.run, event }),
   };
+}
+
+/** With the message's payload: the run's row and the event, fixed now (SQLite builds it here). */
+function withPayload(e: RunEventWrite): EventFields & { payload: string } {
+  const event = { seq: e.run.last_event_seq, type: e.type, at: e.at, data: e.data };
+  return { ...fields(e), payload: JSON.stringify({ run: e.run, event }) };
 }
 
 /** Writes the events and their deliveries; returns how many deliveries were written. */
 export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectName, events: readonly RunEventWrite[]): Promise<number> {
   if (events.length === 0) return 0;
   if (dialect === 'postgres') {
-    // One round trip for the events and their deliveries.
-    const json = JSON.stringify(events.map(record));
+    // One round trip for the events and their deliveries. The payload is built by the statement,
+    // from the run's row as this transaction left it, and only for subscribed endpoints: with none,
+    // nothing but the events' own fields travels.
+    const json = JSON.stringify(events.map(fields));
     const result = await sql`
       with input as (
         select * from jsonb_to_recordset(${json}::jsonb) as x(org_id bigint, run_id bigint, seq integer, type text, at bigint,
-          data jsonb, webhook_type text, message_id text, payload text)
+          data jsonb, webhook_type text, message_id text)
       ),
       ev as (insert into run_events (run_id, seq, type, at, data) select run_id, seq, type, at, data from input)
       insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
-      select e.id, i.message_id, i.webhook_type, i.run_id, i.seq, i.payload, 'pending', 0, i.at, i.at, i.at
-      from input i join webhook_endpoints e on e.org_id = i.org_id and e.enabled = 1
-        and (e.event_filter = '' or strpos(e.event_filter, ',' || i.webhook_type || ',') > 0)`.execute(trx);
+      select e.id, i.message_id, i.webhook_type, i.run_id, i.seq,
+        jsonb_build_object('run', to_jsonb(r), 'event', jsonb_build_object('seq', i.seq, 'type', i.type, 'at', i.at, 'data', i.data))::text,
+        'pending', 0, i.at, i.at, i.at
+      from input i
+        join webhook_endpoints e on e.org_id = i.org_id and e.enabled = 1
+          and (e.event_filter = '' or strpos(e.event_filter, ',' || i.webhook_type || ',') > 0)
+        join workflow_runs r on r.id = i.run_id`.execute(trx);
     return Number(result.numAffectedRows ?? 0);
   }
   await trx
@@ -75,7 +85,7 @@ export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectNam
     insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
     select e.id, i.value ->> '$.message_id', i.value ->> '$.webhook_type', i.value ->> '$.run_id', i.value ->> '$.seq', i.value ->> '$.payload',
       'pending', 0, i.value ->> '$.at', i.value ->> '$.at', i.value ->> '$.at'
-    from json_each(${JSON.stringify(events.map(record))}) i join webhook_endpoints e on e.org_id = i.value ->> '$.org_id' and e.enabled = 1
+    from json_each(${JSON.stringify(events.map(withPayload))}) i join webhook_endpoints e on e.org_id = i.value ->> '$.org_id' and e.enabled = 1
       and (e.event_filter = '' or instr(e.event_filter, ',' || (i.value ->> '$.webhook_type') || ',') > 0)`.execute(trx);
   return Number(result.numAffectedRows ?? 0);
 }
