@@ -27,6 +27,7 @@ import {
   retryDelivery,
   rotateSecret,
   sendTestMessage,
+  type EndpointView,
   type WebhookContext,
 } from '../webhooks/endpoints.js';
 import { CliError, reportFailure } from './errors.js';
@@ -71,6 +72,11 @@ function eventTypes(text: string): WebhookEventType[] {
 function deliveryStatus(text: string): 'pending' | 'succeeded' | 'failed' {
   if (text !== 'pending' && text !== 'succeeded' && text !== 'failed') throw new InvalidArgumentError('expected pending, succeeded or failed');
   return text;
+}
+
+/** An endpoint as one record, its subscribed types on one line. */
+function endpointRecord(view: EndpointView): Printable {
+  return { ...view, events: view.events.join(',') || '(all)' };
 }
 
 /** The CLI's view of webhooks: a running service's delivery worker finds what it queues by polling. */
@@ -447,7 +453,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
       action(async (deps, opts: { org: number; url: string; events?: WebhookEventType[]; description?: string }) => {
         await requireOrg(deps, opts.org);
         const created = await createEndpoint(webhookContext(deps), opts.org, { url: opts.url, events: opts.events, description: opts.description ?? null });
-        return { json: created, text: `${formatRecord({ ...created, events: created.events.join(',') || '(all)' })}\n\nKeep the secret: it is not shown again (rotate-secret makes a new one).` };
+        return { json: created, text: `${formatRecord(endpointRecord(created))}\n\nKeep the secret: it is not shown again (rotate-secret makes a new one).` };
       }),
     );
   webhook
@@ -458,7 +464,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
       action(async (deps, opts: { org: number }) => {
         await requireOrg(deps, opts.org);
         const rows = await listEndpoints(webhookContext(deps), opts.org);
-        return { json: rows, text: formatTable(rows.map((r) => ({ ...r, events: r.events.join(',') || '(all)' })), endpointColumns) };
+        return { json: rows, text: formatTable(rows.map(endpointRecord), endpointColumns) };
       }),
     );
   webhook
@@ -497,7 +503,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
       .action(
         action(async (deps, endpointId: number) => {
           const view = await patchEndpoint(webhookContext(deps), undefined, endpointId, { enabled });
-          return { json: view, text: formatRecord({ ...view, events: view.events.join(',') || '(all)' }) };
+          return { json: view, text: formatRecord(endpointRecord(view)) };
         }),
       );
   }

@@ -59,6 +59,11 @@ export const RATE_LIMIT_HEADERS = {
   'RateLimit-Policy': { type: 'string', description: 'Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2.' },
 } as const;
 
+/** Every authenticated answer carries the rate-limit fields. */
+export function withRateLimitHeaders<T extends object>(schema: T): T & { headers: typeof RATE_LIMIT_HEADERS } {
+  return { ...schema, headers: RATE_LIMIT_HEADERS };
+}
+
 /** The 200 of an Initiate Call operation, with the headers it may carry. */
 export function replayableResponse<T extends object>(schema: T): T & { headers: Record<string, unknown> } {
   return {

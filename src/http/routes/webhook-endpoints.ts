@@ -22,7 +22,7 @@ import type { DeliveryStatus } from '../../store/schema.js';
 import type { WebhookEventType } from '../../webhooks/event-types.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
-import { RATE_LIMIT_HEADERS } from '../schemas.js';
+import { withRateLimitHeaders } from '../schemas.js';
 
 const ID_PATTERN = /^[1-9][0-9]{0,14}$/;
 
@@ -91,10 +91,6 @@ const REFUSALS: ErrorCode[] = ['missing_api_key', 'invalid_api_key', 'rate_limit
 const OWN: ErrorCode[] = [...REFUSALS, 'not_found', 'webhook_endpoint_not_found'];
 /** A body that is sent is parsed even where none is read. */
 const BODY: ErrorCode[] = ['unsupported_media_type', 'payload_too_large', 'malformed_json'];
-
-function withRateLimitHeaders<T extends object>(schema: T): T & { headers: typeof RATE_LIMIT_HEADERS } {
-  return { ...schema, headers: RATE_LIMIT_HEADERS };
-}
 
 export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
   const ctx: WebhookContext = { store: deps.store, cipher: deps.cipher, clock: deps.clock, config: deps.config, wake: () => deps.signals.outbox() };

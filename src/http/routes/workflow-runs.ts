@@ -6,7 +6,7 @@ import { cancelRun } from '../../runs/cancel-run.js';
 import { getRun, listRunEvents } from '../../runs/read-run.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
-import { RATE_LIMIT_HEADERS, RunEventsPage, WorkflowRun } from '../schemas.js';
+import { RunEventsPage, withRateLimitHeaders, WorkflowRun } from '../schemas.js';
 
 /** Path ids that are not positive integers name no run: 404, like any unknown id. */
 export function parseRunId(text: string): number {
@@ -19,11 +19,6 @@ export function parseRunId(text: string): number {
  * limit, a run that is not the key's organization's.
  */
 const READ_REFUSALS: ErrorCode[] = ['not_found', 'missing_api_key', 'invalid_api_key', 'rate_limited', 'workflow_run_not_found'];
-
-/** Every authenticated answer carries the rate-limit fields. */
-function withRateLimitHeaders<T extends object>(schema: T): T & { headers: typeof RATE_LIMIT_HEADERS } {
-  return { ...schema, headers: RATE_LIMIT_HEADERS };
-}
 
 export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
   return async (app) => {
