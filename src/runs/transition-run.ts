@@ -2,11 +2,10 @@
 // atomically. The UPDATE only matches when the current state is an allowed predecessor of the
 // target (compare-and-set), so concurrent or repeated events on any node cannot move a run
 // backwards or out of a terminal state.
-import { appendRunEvents } from '../store/run-event-outbox.js';
-import { setRunStateIf, type RunColumns } from '../store/run-writes.js';
+import { writeTransition, type RunColumns } from '../store/run-writes.js';
 import type { RunState } from '../store/schema.js';
 import type { DialectName, Store, StoreTransaction } from '../store/store.js';
-import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
+import { webhookTypeForState } from '../webhooks/event-types.js';
 import { isTerminal, PREDECESSORS } from './states.js';
 
 export interface TransitionDetails {
@@ -66,16 +65,16 @@ async function transitionRunInTransaction(
     ...(details.requestedAt !== undefined ? { cancel_requested_at: details.requestedAt } : {}),
     ...phaseColumns(to, details.at),
   };
-  const run = await setRunStateIf(trx, runId, set, { from: PREDECESSORS[to], onlyFrom: details.onlyFrom, deadlineBefore: details.onlyIfDeadlineBefore });
-  if (run === undefined) return undefined;
-  const seq = run.last_event_seq;
-  const webhookDeliveries = await appendRunEvents(trx, dialect, [
+  const written = await writeTransition(
+    trx,
+    dialect,
+    runId,
+    set,
+    { from: PREDECESSORS[to], onlyFrom: details.onlyFrom, deadlineBefore: details.onlyIfDeadlineBefore },
     {
-      run,
-      webhookType: webhookTypeForState(to),
-      messageId: runMessageId(runId, seq),
       type: to,
       at: details.at,
+      webhookType: webhookTypeForState(to),
       data: {
         ...(details.reason ? { reason: details.reason } : {}),
         ...(details.rawProviderStatus ? { provider_status: details.rawProviderStatus } : {}),
@@ -83,7 +82,9 @@ async function transitionRunInTransaction(
         ...details.data,
       },
     },
-  ]);
+  );
+  if (written === undefined) return undefined;
+  const { seq, webhookDeliveries } = written;
   return { runId, to, seq, webhookDeliveries };
 }
 

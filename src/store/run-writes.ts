@@ -1,10 +1,12 @@
 // The statements that change a run after its creation (its insert is insert-run.ts). runs/ decides
 // what changes and when (runs/lifecycle.ts); these say how, in SQL, so the lifecycle's code holds
 // no query builder and one file lists every way a run's row is written.
-import type { Transaction, Updateable } from 'kysely';
+import { sql, type Transaction, type Updateable } from 'kysely';
+import { runMessageId } from '../webhooks/event-types.js';
+import { appendRunEvents } from './run-event-outbox.js';
 import { lockingFreeRows } from './row-locks.js';
 import type { Database, RunState, WorkflowRunRow, WorkflowRunsTable } from './schema.js';
-import type { Store } from './store.js';
+import type { DialectName, Store } from './store.js';
 
 export type RunColumns = Updateable<WorkflowRunsTable>;
 
@@ -116,4 +118,64 @@ export async function markCancelRequested(store: Store, runId: number, at: numbe
     .where('cancel_requested_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+export interface TransitionEvent {
+  type: RunState;
+  at: number;
+  data: Record<string, unknown>;
+  /** The webhook message type it is reported as. */
+  webhookType: string;
+}
+
+/**
+ * A transition's writes: the compare-and-set update, its event and the event's webhook deliveries.
+ * On PostgreSQL one statement (one round trip); on SQLite, in-process, the update and then
+ * run-event-outbox.ts. Undefined when the guard did not hold (nothing written).
+ */
+export async function writeTransition(
+  trx: Transaction<Database>,
+  dialect: DialectName,
+  runId: number,
+  columns: RunColumns,
+  guard: StateGuard,
+  event: TransitionEvent,
+): Promise<{ seq: number; webhookDeliveries: number } | undefined> {
+  if (dialect === 'postgres') {
+    const update = trx
+      .updateTable('workflow_runs')
+      .set((eb) => ({ ...columns, last_event_seq: eb('last_event_seq', '+', 1) }))
+      .where('id', '=', runId)
+      .where('state', 'in', guard.from)
+      .$if(guard.onlyFrom !== undefined, (q) => q.where('state', '=', guard.onlyFrom as RunState))
+      .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number))
+      .returningAll();
+    const data = JSON.stringify(event.data);
+    // The message id is webhooks/event-types.ts's runMessageId(id, seq).
+    const result = await sql<{ seq: number; deliveries: number }>`
+      with run as (${update}),
+      event as (
+        insert into run_events (run_id, seq, type, at, data)
+        select id, last_event_seq, ${event.type}, ${event.at}, ${data}::jsonb from run
+      ),
+      delivery as (
+        insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
+        select e.id, 'msg_run' || run.id || '_' || run.last_event_seq, ${event.webhookType}, run.id, run.last_event_seq,
+          jsonb_build_object('run', to_jsonb(run), 'event',
+            jsonb_build_object('seq', run.last_event_seq, 'type', ${event.type}::text, 'at', ${event.at}::bigint, 'data', ${data}::jsonb))::text,
+          'pending', 0, ${event.at}, ${event.at}, ${event.at}
+        from run join webhook_endpoints e on e.org_id = run.org_id and e.enabled = 1
+          and (e.event_filter = '' or strpos(e.event_filter, ',' || ${event.webhookType}::text || ',') > 0)
+        returning 1
+      )
+      select run.last_event_seq as seq, (select count(*) from delivery) as deliveries from run`.execute(trx);
+    const row = result.rows[0];
+    return row ? { seq: Number(row.seq), webhookDeliveries: Number(row.deliveries) } : undefined;
+  }
+  const run = await setRunStateIf(trx, runId, columns, guard);
+  if (run === undefined) return undefined;
+  const webhookDeliveries = await appendRunEvents(trx, dialect, [
+    { run, type: event.type, at: event.at, data: event.data, webhookType: event.webhookType, messageId: runMessageId(runId, run.last_event_seq) },
+  ]);
+  return { seq: run.last_event_seq, webhookDeliveries };
 }
