@@ -101,6 +101,21 @@ for (const store of await storeCases()) {
       await sippPassed(env);
     });
 
+    it('sends the ACK and the BYE through the route set of a record-routing proxy, to the callee\'s Contact as Request-URI', async (t) => {
+      const env = await sipEnv(t, store.kind, 'record-route.xml');
+      const runId = await call(env);
+      await waitForRun(env, runId, (r) => r.state === 'in_progress', 10_000);
+      await cancel(env, runId);
+      const run = await waitForRun(env, runId, ended, 10_000);
+      assert.equal(run.state, 'completed');
+      assert.equal(run.outcome_reason, 'canceled_by_request');
+      // SIPp saw the ACK and the BYE (sent to an address where nothing listens, they reach it only
+      // through the route set) and checked their Request-URI and Route header.
+      await sippPassed(env);
+      assert.match(env.sipp.output(), /^ACK ACK sip:callee@127\.0\.0\.3:9 <sip:127\.0\.0\.2:\d+;lr;ftag=proxied>$/m);
+      assert.match(env.sipp.output(), /^BYE BYE sip:callee@127\.0\.0\.3:9 <sip:127\.0\.0\.2:\d+;lr;ftag=proxied>$/m);
+    });
+
     for (const [status, state] of [
       ['486 Busy Here', 'busy'],
       ['600 Busy Everywhere', 'busy'],

@@ -48,6 +48,32 @@ function tryUdpPort(address: string, port: number): Promise<void> {
   });
 }
 
+/**
+ * A dialog as the caller (UAC) keeps it (RFC 3261 section 12.1.2): the far end's To (with its tag),
+ * its Contact (the remote target), and the route set, the 2xx's Record-Route in reverse order. Every
+ * request within the dialog (the 2xx's ACK, BYE) goes to the remote target through the route set,
+ * so it passes the proxies that asked to stay on the path (section 12.2.1.1).
+ */
+interface Dialog {
+  to: sip.NameAddr;
+  remoteTarget: string;
+  routeSet: sip.NameAddr[];
+}
+
+/** The route set of a 2xx: its Record-Route entries, last first. */
+function routeSetOf(response: sip.SipMessage): sip.NameAddr[] {
+  const recordRoute = response.headers['record-route'];
+  return Array.isArray(recordRoute) ? ([...recordRoute] as sip.NameAddr[]).reverse() : [];
+}
+
+/**
+ * The Route header of a request within the dialog: a fresh copy each time, because the `sip`
+ * package rewrites the array it is given (it pops a strict router into the Request-URI).
+ */
+function routeHeader(dialog: Dialog): sip.NameAddr[] | undefined {
+  return dialog.routeSet.length > 0 ? dialog.routeSet.map((r) => ({ ...r, params: { ...r.params } })) : undefined;
+}
+
 /** One outgoing call and its dialog. */
 class SipCall {
   provisional = false;
@@ -57,8 +83,8 @@ class SipCall {
   cancelPending = false;
   authenticated = false;
   invite: sip.SipMessage;
-  /** The far end's 2xx: its To tag and Contact make the dialog. */
-  dialog: { to: sip.NameAddr; remoteTarget: string } | undefined;
+  /** The far end's 2xx: its To tag and Contact make the dialog, its Record-Route the route set. */
+  dialog: Dialog | undefined;
   cseq: number;
 
   constructor(
@@ -231,29 +257,31 @@ export class SipProvider implements TelephonyProvider {
 
   private onAnswered(stack: sip.SipStack, call: SipCall, response: sip.SipMessage): void {
     const to = response.headers.to;
-    const remoteTarget = response.headers.contact?.[0]?.uri ?? call.invite.uri ?? '';
+    const dialog: Dialog = { to: to ?? call.invite.headers.to ?? { uri: call.invite.uri ?? '', params: {} }, remoteTarget: response.headers.contact?.[0]?.uri ?? call.invite.uri ?? '', routeSet: routeSetOf(response) };
+    const route = routeHeader(dialog);
     // ACK every 2xx (retransmissions included): the far end keeps resending it until it is acknowledged.
     stack.send({
       method: 'ACK',
-      uri: remoteTarget,
+      uri: dialog.remoteTarget,
       headers: {
-        to: to ?? call.invite.headers.to,
+        to: dialog.to,
         from: call.invite.headers.from,
         'call-id': call.callId,
         cseq: { method: 'ACK', seq: response.headers.cseq?.seq ?? call.cseq },
         via: [],
+        ...(route ? { route } : {}),
       },
     });
     if (call.answered || call.ended) {
       // A 2xx after we gave up (crossed with our CANCEL): the call exists, so end it properly.
       if (call.ended && !call.dialog && to) {
-        call.dialog = { to, remoteTarget };
+        call.dialog = dialog;
         this.sendBye(call);
       }
       return;
     }
     call.answered = true;
-    if (to) call.dialog = { to, remoteTarget };
+    if (to) call.dialog = dialog;
     this.event(call, 'answered', `${response.status} ${response.reason ?? ''}`.trim());
     if (call.cancelPending) {
       call.cancelPending = false;
@@ -283,6 +311,7 @@ export class SipProvider implements TelephonyProvider {
   private sendBye(call: SipCall): void {
     if (!this.stack || !call.dialog) return;
     call.cseq += 1;
+    const route = routeHeader(call.dialog);
     this.stack.send(
       {
         method: 'BYE',
@@ -293,6 +322,7 @@ export class SipProvider implements TelephonyProvider {
           'call-id': call.callId,
           cseq: { method: 'BYE', seq: call.cseq },
           'max-forwards': 70,
+          ...(route ? { route } : {}),
         },
       },
       (response) => {
