@@ -35,6 +35,8 @@ export interface FakeTwilio {
   requests: RecordedRequest[];
   /** Makes the next Calls.json create fail with this Twilio error. */
   failNextCreate(error: TwilioError): void;
+  /** Makes the next Calls.json create answer this status and body, as a gateway or proxy in front of Twilio might. */
+  answerNextCreate(status: number, contentType: string, body: string): void;
   creates(): RecordedRequest[];
   updates(): RecordedRequest[];
 }
@@ -50,6 +52,7 @@ function readBody(request: IncomingMessage): Promise<string> {
 export async function startFakeTwilio(t: TestContext, credentials: { user: string; password: string } = { user: ACCOUNT_SID, password: AUTH_TOKEN }): Promise<FakeTwilio> {
   const requests: RecordedRequest[] = [];
   let nextFailure: TwilioError | undefined;
+  let nextRaw: { status: number; contentType: string; body: string } | undefined;
   const server = createServer(async (request, response) => {
     const body = await readBody(request);
     const header = request.headers.authorization ?? '';
@@ -67,6 +70,12 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
     const create = /^\/2010-04-01\/Accounts\/(AC[0-9a-f]{32})\/Calls\.json$/.exec(path);
     const update = /^\/2010-04-01\/Accounts\/(AC[0-9a-f]{32})\/Calls\/(CA[0-9a-f]{32})\.json$/.exec(path);
     if (request.method === 'POST' && create) {
+      if (nextRaw) {
+        const raw = nextRaw;
+        nextRaw = undefined;
+        response.writeHead(raw.status, { 'content-type': raw.contentType });
+        return response.end(raw.body);
+      }
       if (nextFailure) {
         const failure = nextFailure;
         nextFailure = undefined;
@@ -87,6 +96,7 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
     baseUrl: `http://127.0.0.1:${port}`,
     requests,
     failNextCreate: (e) => (nextFailure = e),
+    answerNextCreate: (status, contentType, body) => (nextRaw = { status, contentType, body }),
     creates: () => requests.filter((r) => r.path.endsWith('/Calls.json')),
     updates: () => requests.filter((r) => /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path)),
   };

@@ -65,7 +65,8 @@ export class TwilioProvider implements TelephonyProvider {
       // A REST error is Twilio refusing this call (bad number, bad credentials, …): the run ends
       // failed with Twilio's code and message. Anything else (network) is the dispatcher's to judge.
       if (error instanceof twilio().RestException) {
-        throw new DialRefusedError('failed', `${error.code ?? error.status} ${error.message}`, `Twilio refused the call: ${error.message}`);
+        const { raw, detail } = describeRestError(error);
+        throw new DialRefusedError('failed', raw, detail);
       }
       throw error;
     }
@@ -95,4 +96,17 @@ export class TwilioProvider implements TelephonyProvider {
     }
     return client;
   }
+}
+
+/**
+ * Twilio's words for a refused request, or what came instead: a gateway or proxy in front of the
+ * API answers with a body that is not Twilio's error shape, and the SDK's exception then carries
+ * no code and no message (or a message of its own). Said as such, never as "undefined".
+ */
+export function describeRestError(error: { status: number; code?: unknown; message?: unknown }): { raw: string; detail: string } {
+  const code = typeof error.code === 'number' ? error.code : undefined;
+  const message = typeof error.message === 'string' && error.message.trim() !== '' && !error.message.startsWith('[HTTP ') ? error.message : undefined;
+  if (code !== undefined && message !== undefined) return { raw: `${code} ${message}`, detail: `Twilio refused the call: ${message}` };
+  const raw = `HTTP ${error.status}${code !== undefined ? ` ${code}` : ''}${message !== undefined ? ` ${message}` : ''}`;
+  return { raw, detail: `The Twilio API answered HTTP ${error.status} without a Twilio error${message !== undefined ? `: ${message}` : ' (a gateway or proxy in front of it?)'}; the call was not placed.` };
 }
