@@ -9,7 +9,7 @@ import { DialtoneError } from '../../errors.js';
 import { loadRunDefinition, type RunDefinition } from '../../runs/run-definition.js';
 import { issueRunToken } from '../../runtime/run-token.js';
 import { parseTwilioCredentials } from '../../telephony/twilio/credentials.js';
-import { twilio } from '../../telephony/twilio/provider.js';
+import { twilio } from '../../telephony/twilio/sdk.js';
 import { eventKindOf } from '../../telephony/twilio/status.js';
 import { renderTemplate } from '../../workflows/templates.js';
 import { startNode } from '../../workflows/definition.js';

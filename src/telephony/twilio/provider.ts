@@ -4,27 +4,16 @@
 //
 // Twilio enforces the ring timeout (`Timeout`) and the maximum duration (`TimeLimit`) itself, so a
 // call ends at the carrier even if the node that placed it is gone; the callback reports it.
-import { createRequire } from 'node:module';
 import type TwilioSdk from 'twilio';
 import type { Config } from '../../config.js';
 import type { TelephonyConfigurationRow } from '../../store/schema.js';
 import type { CredentialsCipher } from '../credentials-cipher.js';
 import { DialRefusedError, type DialRequest, type LiveCall, type TelephonyProvider } from '../provider.js';
 import { parseTwilioCredentials } from './credentials.js';
+import { errorExcerptClient } from './error-excerpt-client.js';
+import { twilio } from './sdk.js';
 
 type TwilioClient = ReturnType<typeof TwilioSdk>;
-
-/**
- * The SDK, loaded on first use (a dial, or a callback for a Twilio run): it is among the heaviest
- * imports (some 10 MB of a node's memory), and most processes that build this provider never use
- * Twilio (every CLI command, a node without Twilio routes). It is CommonJS, so a synchronous
- * require yields the very module `import twilio from 'twilio'` would.
- */
-let sdk: typeof TwilioSdk | undefined;
-export function twilio(): typeof TwilioSdk {
-  sdk ??= createRequire(import.meta.url)('twilio') as typeof TwilioSdk;
-  return sdk;
-}
 
 /** Where Twilio calls back for a run: its answer (TwiML) and its status callbacks. */
 export function twilioCallbackUrls(publicBaseUrl: string, runId: number): { answer: string; status: string } {
@@ -88,7 +77,7 @@ export class TwilioProvider implements TelephonyProvider {
     if (!client) {
       const credentials = parseTwilioCredentials(this.cipher.decrypt(configuration.org_id, envelope));
       const [username, password] = credentials.apiKey ? [credentials.apiKey.sid, credentials.apiKey.secret] : [credentials.accountSid, credentials.authToken];
-      client = twilio()(username, password, { accountSid: credentials.accountSid, autoRetry: false, timeout: this.config.DIAL_TIMEOUT_MS });
+      client = twilio()(username, password, { accountSid: credentials.accountSid, autoRetry: false, timeout: this.config.DIAL_TIMEOUT_MS, httpClient: errorExcerptClient() });
       // The SDK builds every REST URL from its domain's base URL; pointing it elsewhere (a regional
       // endpoint, a test server speaking Twilio's wire format) changes nothing else in the path.
       client.api.baseUrl = this.config.TWILIO_API_BASE_URL;
@@ -100,13 +89,13 @@ export class TwilioProvider implements TelephonyProvider {
 
 /**
  * Twilio's words for a refused request, or what came instead: a gateway or proxy in front of the
- * API answers with a body that is not Twilio's error shape, and the SDK's exception then carries
- * no code and no message (or a message of its own). Said as such, never as "undefined".
+ * API answers with a body that is not Twilio's error shape (error-excerpt-client.ts passes on an
+ * excerpt of it as the message, without a code). Said as such, never as "undefined".
  */
 export function describeRestError(error: { status: number; code?: unknown; message?: unknown }): { raw: string; detail: string } {
   const code = typeof error.code === 'number' ? error.code : undefined;
   const message = typeof error.message === 'string' && error.message.trim() !== '' && !error.message.startsWith('[HTTP ') ? error.message : undefined;
   if (code !== undefined && message !== undefined) return { raw: `${code} ${message}`, detail: `Twilio refused the call: ${message}` };
   const raw = `HTTP ${error.status}${code !== undefined ? ` ${code}` : ''}${message !== undefined ? ` ${message}` : ''}`;
-  return { raw, detail: `The Twilio API answered HTTP ${error.status} without a Twilio error${message !== undefined ? `: ${message}` : ' (a gateway or proxy in front of it?)'}; the call was not placed.` };
+  return { raw, detail: `The Twilio API answered HTTP ${error.status} without a Twilio error${message !== undefined ? `: ${message}` : ''}; the call was not placed.` };
 }
