@@ -2,8 +2,8 @@
 // dialects part ways here. On PostgreSQL it is one round trip: the id is drawn from the table's
 // sequence first so the name (which embeds it) is written with the row, the first event is
 // inserted by the same statement, and dispatchers on other nodes are woken (pg_notify, delivered at
-// commit), and the webhook deliveries of its `run.queued` message are written (the outbox, see
-// run-event-outbox.ts). On SQLite, in-process, the same work is a few statements in the caller's
+// commit); the event's insert fires the outbox trigger (migration 005), which writes the webhook
+// deliveries of its `run.queued` message. On SQLite, in-process, the same work is a few statements in the caller's
 // transaction.
 import { sql, type Kysely } from 'kysely';
 import { runMessageId } from '../webhooks/event-types.js';
@@ -44,7 +44,7 @@ export interface InsertedRun {
 
 export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName, run: QueuedRunValues): Promise<InsertedRun> {
   if (dialect === 'postgres') {
-    const result = await sql<{ id: number; name: string; deliveries: number }>`
+    const result = await sql<{ id: number; name: string }>`
       with next as (select nextval(pg_get_serial_sequence('workflow_runs', 'id')) as id),
       run as (
         insert into workflow_runs (id, name, org_id, workflow_id, definition_id, mode, trigger_uuid, phone_number, caller_id,
@@ -52,26 +52,17 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
         select id, ${run.namePrefix} || id, ${run.orgId}, ${run.workflowId}, ${run.definitionId}, ${run.mode}, ${run.triggerUuid}, ${run.phoneNumber},
           ${run.callerId}, ${run.telephonyConfigurationId}, ${run.initialContextJson}, 'queued', ${run.at}, ${run.at}
         from next
-        returning *
+        returning id, name
       ),
       event as (
         insert into run_events (run_id, seq, type, at, data)
         select id, 1, 'queued', ${run.at}, ${run.eventDataJson}::jsonb from run
-      ),
-      delivery as (
-        insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
-        -- The message id is webhooks/event-types.ts's runMessageId(id, 1).
-        select e.id, 'msg_run' || run.id || '_1', 'run.queued', run.id, 1,
-          jsonb_build_object('run', to_jsonb(run), 'event', jsonb_build_object('seq', 1, 'type', 'queued', 'at', ${run.at}::bigint, 'data', ${run.eventDataJson}::jsonb))::text,
-          'pending', 0, ${run.at}, ${run.at}, ${run.at}
-        from run join webhook_endpoints e on e.org_id = run.org_id and e.enabled = 1
-          and (e.event_filter = '' or strpos(e.event_filter, ',run.queued,') > 0)
-        returning 1
       )
-      select run.id, run.name, (select count(*) from delivery) as deliveries, pg_notify(${run.wakeChannel}, '') from run`.execute(db);
+      select run.id, run.name, pg_notify(${run.wakeChannel}, '') from run`.execute(db);
     const row = result.rows[0];
     if (!row) throw new Error('inserting a run returned no row');
-    return { id: Number(row.id), name: row.name, deliveries: Number(row.deliveries) };
+    // The event's insert fired the outbox trigger (migration 005): its deliveries are written and announced.
+    return { id: Number(row.id), name: row.name, deliveries: 0 };
   }
   const inserted = await db
     .insertInto('workflow_runs')

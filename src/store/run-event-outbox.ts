@@ -2,7 +2,8 @@
 // transaction (the outbox): an event is never reported without having happened, nor happened
 // without being reported to every endpoint subscribed at that moment. One delivery row is written
 // per subscribed, enabled endpoint of the run's organization; its payload (the run's row and the
-// event, as JSON text) is fixed now, so every attempt sends the same message.
+// event, as JSON text) is fixed now, so every attempt sends the same message. On SQLite that is
+// done here; on PostgreSQL by a trigger on run_events (migration 005), in the inserting statement.
 import { sql, type Kysely } from 'kysely';
 import type { Database, WorkflowRunRow } from './schema.js';
 import type { DialectName } from './store.js';
@@ -49,34 +50,26 @@ function withPayload(e: RunEventWrite): EventFields & { payload: string } {
   return { ...fields(e), payload: JSON.stringify({ run: e.run, event }) };
 }
 
-/** Writes the events and their deliveries; returns how many deliveries were written. */
-export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectName, events: readonly RunEventWrite[]): Promise<number> {
-  if (events.length === 0) return 0;
-  if (dialect === 'postgres') {
-    // One round trip for the events and their deliveries. The payload is built by the statement,
-    // from the run's row as this transaction left it, and only for subscribed endpoints: with none,
-    // nothing but the events' own fields travels.
-    const json = JSON.stringify(events.map(fields));
-    const result = await sql`
-      with input as (
-        select * from jsonb_to_recordset(${json}::jsonb) as x(org_id bigint, run_id bigint, seq integer, type text, at bigint,
-          data jsonb, webhook_type text, message_id text)
-      ),
-      ev as (insert into run_events (run_id, seq, type, at, data) select run_id, seq, type, at, data from input)
-      insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
-      select e.id, i.message_id, i.webhook_type, i.run_id, i.seq,
-        jsonb_build_object('run', to_jsonb(r), 'event', jsonb_build_object('seq', i.seq, 'type', i.type, 'at', i.at, 'data', i.data))::text,
-        'pending', 0, i.at, i.at, i.at
-      from input i
-        join webhook_endpoints e on e.org_id = i.org_id and e.enabled = 1
-          and (e.event_filter = '' or strpos(e.event_filter, ',' || i.webhook_type || ',') > 0)
-        join workflow_runs r on r.id = i.run_id`.execute(trx);
-    return Number(result.numAffectedRows ?? 0);
-  }
-  await trx
+function insertEvents(trx: Kysely<Database>, events: readonly RunEventWrite[]) {
+  return trx
     .insertInto('run_events')
     .values(events.map((e) => ({ run_id: e.run.id, seq: e.run.last_event_seq, type: e.type, at: e.at, data: JSON.stringify(e.data) })))
     .execute();
+}
+
+/**
+ * Writes the events and their deliveries. Returns how many deliveries this node should announce
+ * in-process (signals.outbox): on PostgreSQL none, the trigger notifies every node itself.
+ */
+export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectName, events: readonly RunEventWrite[]): Promise<number> {
+  if (events.length === 0) return 0;
+  if (dialect === 'postgres') {
+    // The outbox trigger (migration 005) writes the deliveries in this statement and notifies
+    // WEBHOOK_CHANNEL: nothing for this node to announce in-process.
+    await insertEvents(trx, events);
+    return 0;
+  }
+  await insertEvents(trx, events);
   // In-process: asking first is cheaper than building payloads nobody is subscribed to.
   const orgIds = [...new Set(events.map((e) => e.run.org_id))];
   const subscribed = await trx.selectFrom('webhook_endpoints').select('org_id').where('org_id', 'in', orgIds).where('enabled', '=', 1).limit(1).execute();

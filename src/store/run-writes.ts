@@ -130,8 +130,9 @@ export interface TransitionEvent {
 
 /**
  * A transition's writes: the compare-and-set update, its event and the event's webhook deliveries.
- * On PostgreSQL one statement (one round trip); on SQLite, in-process, the update and then
- * run-event-outbox.ts. Undefined when the guard did not hold (nothing written).
+ * On PostgreSQL one statement (one round trip; the outbox trigger writes the deliveries); on
+ * SQLite, in-process, the update and then run-event-outbox.ts. Undefined when the guard did not
+ * hold (nothing written). `webhookDeliveries` counts those to announce in-process (SQLite only).
  */
 export async function writeTransition(
   trx: Transaction<Database>,
@@ -149,28 +150,15 @@ export async function writeTransition(
       .where('state', 'in', guard.from)
       .$if(guard.onlyFrom !== undefined, (q) => q.where('state', '=', guard.onlyFrom as RunState))
       .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number))
-      .returningAll();
-    const data = JSON.stringify(event.data);
-    // The message id is webhooks/event-types.ts's runMessageId(id, seq).
-    const result = await sql<{ seq: number; deliveries: number }>`
-      with run as (${update}),
-      event as (
-        insert into run_events (run_id, seq, type, at, data)
-        select id, last_event_seq, ${event.type}, ${event.at}, ${data}::jsonb from run
-      ),
-      delivery as (
-        insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
-        select e.id, 'msg_run' || run.id || '_' || run.last_event_seq, ${event.webhookType}, run.id, run.last_event_seq,
-          jsonb_build_object('run', to_jsonb(run), 'event',
-            jsonb_build_object('seq', run.last_event_seq, 'type', ${event.type}::text, 'at', ${event.at}::bigint, 'data', ${data}::jsonb))::text,
-          'pending', 0, ${event.at}, ${event.at}, ${event.at}
-        from run join webhook_endpoints e on e.org_id = run.org_id and e.enabled = 1
-          and (e.event_filter = '' or strpos(e.event_filter, ',' || ${event.webhookType}::text || ',') > 0)
-        returning 1
-      )
-      select run.last_event_seq as seq, (select count(*) from delivery) as deliveries from run`.execute(trx);
+      .returning(['id', 'last_event_seq']);
+    // The event's insert fires the outbox trigger (migration 005), which writes its deliveries.
+    const result = await sql<{ seq: number }>`
+      with run as (${update})
+      insert into run_events (run_id, seq, type, at, data)
+      select id, last_event_seq, ${event.type}, ${event.at}, ${JSON.stringify(event.data)}::jsonb from run
+      returning seq`.execute(trx);
     const row = result.rows[0];
-    return row ? { seq: Number(row.seq), webhookDeliveries: Number(row.deliveries) } : undefined;
+    return row ? { seq: Number(row.seq), webhookDeliveries: 0 } : undefined;
   }
   const run = await setRunStateIf(trx, runId, columns, guard);
   if (run === undefined) return undefined;

@@ -10,6 +10,9 @@ import type { Updateable } from 'kysely';
 
 export type EndpointColumns = Updateable<WebhookEndpointsTable>;
 
+/** Notified (PostgreSQL) when the outbox trigger of migration 005 wrote deliveries: workers look at once. */
+export const WEBHOOK_CHANNEL = 'dialtone_webhooks';
+
 export interface NewEndpoint {
   orgId: number;
   url: string;

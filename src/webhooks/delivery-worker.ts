@@ -8,7 +8,7 @@ import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.js';
 import { webhooksMayUsePrivateNetworks } from '../config.js';
 import type { Metrics } from '../metrics.js';
-import { claimDueDeliveries, recordAttempt, type ClaimedDelivery } from '../store/webhook-statements.js';
+import { claimDueDeliveries, recordAttempt, WEBHOOK_CHANNEL, type ClaimedDelivery } from '../store/webhook-statements.js';
 import type { Store } from '../store/store.js';
 import type { CredentialsCipher } from '../telephony/credentials-cipher.js';
 import { attemptOutcome } from './attempt-outcome.js';
@@ -54,6 +54,7 @@ export class DeliveryWorker {
   private loop: Promise<void> | undefined;
   private inFlight = new Set<Promise<void>>();
   private wakeUp: (() => void) | undefined;
+  private listening: Promise<(() => Promise<void>) | undefined> | undefined;
   private woken = false;
 
   constructor(private readonly deps: DeliveryWorkerDeps) {
@@ -64,6 +65,14 @@ export class DeliveryWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
+    // Deliveries written on any node (PostgreSQL's outbox trigger notifies): look at once. The
+    // poll stays as the safety net for a lost notification or connection.
+    this.listening = this.deps.store
+      .listen(WEBHOOK_CHANNEL, () => this.wake(), (error) => this.deps.logger.warn({ err: error }, 'webhook notifications lost; polling continues'))
+      .catch((error: unknown) => {
+        this.deps.logger.warn({ err: error }, 'cannot listen for webhook notifications; polling only');
+        return undefined;
+      });
     this.loop = this.run();
   }
 
@@ -81,6 +90,9 @@ export class DeliveryWorker {
     this.running = false;
     this.wake();
     await this.loop;
+    const unlisten = await this.listening;
+    this.listening = undefined;
+    await unlisten?.();
     let timer: NodeJS.Timeout | undefined;
     const gaveUp = new Promise<void>((resolve) => {
       if (Number.isFinite(waitMs)) timer = setTimeout(resolve, waitMs);
