@@ -2,7 +2,7 @@
 // Every variable is documented in `.env.example`; keep the two in step.
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { parseRetrySchedule } from './webhooks/retry-schedule.js';
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from './webhooks/retry-schedule.js';
 
 const Integer = (min: number, max: number, dflt: number) =>
   Type.Integer({ minimum: min, maximum: max, default: dflt });
@@ -125,7 +125,7 @@ export const ConfigSchema = Type.Object({
 
   // Webhooks (README "Webhooks"): delivered by every node that runs the dispatcher.
   /** Delays before each attempt of a delivery, comma-separated, in ms or with a unit (5s, 5m, 2h); ±10 % jitter is added. */
-  WEBHOOK_RETRY_SCHEDULE: Type.String({ default: '0,5s,5m,30m,2h,5h,10h,10h', minLength: 1 }),
+  WEBHOOK_RETRY_SCHEDULE: Type.String({ default: DEFAULT_RETRY_SCHEDULE, minLength: 1 }),
   /** An attempt succeeds with a 2xx answered within this time. */
   WEBHOOK_TIMEOUT_MS: Integer(100, 300_000, 15_000),
   /** Most deliveries to one endpoint in flight at once (all nodes together). */

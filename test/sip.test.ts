@@ -66,6 +66,16 @@ async function cancel(env: SipEnv, runId: number): Promise<void> {
   assert.equal(response.statusCode, 200, response.body);
 }
 
+/** Places a call, waits for the far end to answer, cancels the run: the call is hung up (BYE). */
+async function answerThenCancel(env: SipEnv): Promise<void> {
+  const runId = await call(env);
+  await waitForRun(env, runId, (r) => r.state === 'in_progress', 10_000);
+  await cancel(env, runId);
+  const run = await waitForRun(env, runId, ended, 10_000);
+  assert.equal(run.state, 'completed');
+  assert.equal(run.outcome_reason, 'canceled_by_request');
+}
+
 async function sippPassed(env: SipEnv): Promise<void> {
   assert.equal(await env.sipp.exited, 0, `SIPp's scenario ran to its end:\n${env.sipp.output()}`);
 }
@@ -92,23 +102,13 @@ for (const store of await storeCases()) {
 
     it('hangs up an answered call with BYE when the run is canceled', async (t) => {
       const env = await sipEnv(t, store.kind, 'answer-local-bye.xml');
-      const runId = await call(env);
-      await waitForRun(env, runId, (r) => r.state === 'in_progress', 10_000);
-      await cancel(env, runId);
-      const run = await waitForRun(env, runId, ended, 10_000);
-      assert.equal(run.state, 'completed');
-      assert.equal(run.outcome_reason, 'canceled_by_request');
+      await answerThenCancel(env);
       await sippPassed(env);
     });
 
     it('sends the ACK and the BYE through the route set of a record-routing proxy, to the callee\'s Contact as Request-URI', async (t) => {
       const env = await sipEnv(t, store.kind, 'record-route.xml');
-      const runId = await call(env);
-      await waitForRun(env, runId, (r) => r.state === 'in_progress', 10_000);
-      await cancel(env, runId);
-      const run = await waitForRun(env, runId, ended, 10_000);
-      assert.equal(run.state, 'completed');
-      assert.equal(run.outcome_reason, 'canceled_by_request');
+      await answerThenCancel(env);
       // SIPp saw the ACK and the BYE (sent to an address where nothing listens, they reach it only
       // through the route set) and checked their Request-URI and Route header.
       await sippPassed(env);

@@ -19,35 +19,18 @@ export interface RunEventWrite {
   messageId: string;
 }
 
-/** An event as the statements read it. */
-interface EventFields {
-  org_id: number;
-  run_id: number;
-  seq: number;
-  type: string;
-  at: number;
-  data: Record<string, unknown>;
-  webhook_type: string;
-  message_id: string;
-}
-
-function fields(e: RunEventWrite): EventFields {
+/** An event as the SQLite statement reads it, with its message's payload: the run's row and the event, fixed now. */
+function outboxRecord(e: RunEventWrite) {
+  const seq = e.run.last_event_seq;
   return {
     org_id: e.run.org_id,
     run_id: e.run.id,
-    seq: e.run.last_event_seq,
-    type: e.type,
-    at: e.at,
-    data: e.data,
+    seq,
     webhook_type: e.webhookType,
     message_id: e.messageId,
+    at: e.at,
+    payload: JSON.stringify({ run: e.run, event: { seq, type: e.type, at: e.at, data: e.data } }),
   };
-}
-
-/** With the message's payload: the run's row and the event, fixed now (SQLite builds it here). */
-function withPayload(e: RunEventWrite): EventFields & { payload: string } {
-  const event = { seq: e.run.last_event_seq, type: e.type, at: e.at, data: e.data };
-  return { ...fields(e), payload: JSON.stringify({ run: e.run, event }) };
 }
 
 function insertEvents(trx: Kysely<Database>, events: readonly RunEventWrite[]) {
@@ -78,7 +61,7 @@ export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectNam
     insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
     select e.id, i.value ->> '$.message_id', i.value ->> '$.webhook_type', i.value ->> '$.run_id', i.value ->> '$.seq', i.value ->> '$.payload',
       'pending', 0, i.value ->> '$.at', i.value ->> '$.at', i.value ->> '$.at'
-    from json_each(${JSON.stringify(events.map(withPayload))}) i join webhook_endpoints e on e.org_id = i.value ->> '$.org_id' and e.enabled = 1
+    from json_each(${JSON.stringify(events.map(outboxRecord))}) i join webhook_endpoints e on e.org_id = i.value ->> '$.org_id' and e.enabled = 1
       and (e.event_filter = '' or instr(e.event_filter, ',' || (i.value ->> '$.webhook_type') || ',') > 0)`.execute(trx);
   return Number(result.numAffectedRows ?? 0);
 }

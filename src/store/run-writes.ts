@@ -19,17 +19,15 @@ export interface StateGuard {
   deadlineBefore?: number | undefined;
 }
 
-/** Compare-and-set: applies `columns` only if the guard holds; returns the run's row as changed (its new event seq included), or undefined. */
-export async function setRunStateIf(trx: Transaction<Database>, runId: number, columns: RunColumns, guard: StateGuard): Promise<WorkflowRunRow | undefined> {
+/** The compare-and-set update of a run: `columns` and the next event seq, only if the guard holds. */
+function guardedRunUpdate(trx: Transaction<Database>, runId: number, columns: RunColumns, guard: StateGuard) {
   return trx
     .updateTable('workflow_runs')
     .set((eb) => ({ ...columns, last_event_seq: eb('last_event_seq', '+', 1) }))
     .where('id', '=', runId)
     .where('state', 'in', guard.from)
     .$if(guard.onlyFrom !== undefined, (q) => q.where('state', '=', guard.onlyFrom as RunState))
-    .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number))
-    .returningAll()
-    .executeTakeFirst();
+    .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number));
 }
 
 export type ClaimedRow = Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode'>;
@@ -143,13 +141,7 @@ export async function writeTransition(
   event: TransitionEvent,
 ): Promise<{ seq: number; webhookDeliveries: number } | undefined> {
   if (dialect === 'postgres') {
-    const update = trx
-      .updateTable('workflow_runs')
-      .set((eb) => ({ ...columns, last_event_seq: eb('last_event_seq', '+', 1) }))
-      .where('id', '=', runId)
-      .where('state', 'in', guard.from)
-      .$if(guard.onlyFrom !== undefined, (q) => q.where('state', '=', guard.onlyFrom as RunState))
-      .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number))
+    const update = guardedRunUpdate(trx, runId, columns, guard)
       .returning(['id', 'last_event_seq']);
     // The event's insert fires the outbox trigger (migration 005), which writes its deliveries.
     const result = await sql<{ seq: number }>`
@@ -160,7 +152,7 @@ export async function writeTransition(
     const row = result.rows[0];
     return row ? { seq: Number(row.seq), webhookDeliveries: 0 } : undefined;
   }
-  const run = await setRunStateIf(trx, runId, columns, guard);
+  const run = await guardedRunUpdate(trx, runId, columns, guard).returningAll().executeTakeFirst();
   if (run === undefined) return undefined;
   const webhookDeliveries = await appendRunEvents(trx, dialect, [
     { run, type: event.type, at: event.at, data: event.data, webhookType: event.webhookType, messageId: runMessageId(runId, run.last_event_seq) },

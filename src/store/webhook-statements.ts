@@ -66,14 +66,10 @@ export function updateEndpoint(store: Store, endpointId: number, columns: Endpoi
   return store.db.updateTable('webhook_endpoints').set(columns).where('id', '=', endpointId).returningAll().executeTakeFirst();
 }
 
-/** Deletes an endpoint with its deliveries and their attempts (the foreign keys cascade). */
+/** Deletes an endpoint; its deliveries and their attempts go with it (the foreign keys cascade). */
 export async function deleteEndpoint(store: Store, endpointId: number): Promise<void> {
-  await store.transaction('durable', async (trx) => {
-    // Explicit rather than trusting the cascade alone: SQLite cascades only with foreign_keys on.
-    await trx.deleteFrom('webhook_attempts').where('delivery_id', 'in', trx.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpointId)).execute();
-    await trx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', endpointId).execute();
-    await trx.deleteFrom('webhook_endpoints').where('id', '=', endpointId).execute();
-  });
+  // Durable: the caller is told nothing more will be sent there.
+  await store.transaction('durable', (trx) => trx.deleteFrom('webhook_endpoints').where('id', '=', endpointId).execute());
 }
 
 export interface NewDelivery {

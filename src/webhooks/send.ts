@@ -16,7 +16,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { ADDRESS_NOT_ALLOWED, addressClass, safeLookup } from './url-policy.js';
+import { ADDRESS_NOT_ALLOWED, addressClass, isAllowedAddress, safeLookup } from './url-policy.js';
 
 /** What one attempt came to. Exactly one of `httpStatus` and `error` is set. */
 export interface WebhookAttempt {
@@ -112,7 +112,7 @@ export function sendWebhook(input: SendWebhookInput): Promise<WebhookAttempt> {
   if (!input.allowPrivateNetworks) {
     if (url.protocol !== 'https:') return refuse('the URL must use https');
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-    if (net.isIP(host) !== 0 && addressClass(host) !== 'unicast') return refuse(`address not allowed: ${host} (${addressClass(host)})`);
+    if (net.isIP(host) !== 0 && !isAllowedAddress(host)) return refuse(`address not allowed: ${host} (${addressClass(host)})`);
   }
 
   const maxBytes = input.maxResponseBytes ?? 1024;

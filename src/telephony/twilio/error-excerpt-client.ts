@@ -40,7 +40,7 @@ export function errorExcerptClient(): RequestClientInstance {
         const text = typeof response.body === 'string' ? response.body : JSON.stringify(response.body ?? '');
         const kept = excerpt(text);
         // The SDK builds its exception from this body: give it Twilio's shape.
-        (response as { body: unknown }).body = JSON.stringify({ message: kept === '' ? '(empty body)' : kept, status: response.statusCode, foreign: true });
+        (response as { body: unknown }).body = JSON.stringify({ message: kept === '' ? '(empty body)' : kept });
       }
       return response;
     }
