@@ -472,7 +472,7 @@ async function webhookBench(kind: StoreKind) {
         await dispatcherNode.exited;
       }
       const seconds = (Date.now() - started) / 1000;
-      throughput = { deliveries: DELIVERIES, received: receiver.received() - before, seconds: round(seconds), deliveries_per_second: round(DELIVERIES / seconds, 1), endpoint_concurrency: 10 };
+      throughput = { deliveries: DELIVERIES, received: receiver.received() - before, seconds: round(seconds), deliveries_per_second: round(DELIVERIES / seconds, 1), endpoint_concurrency: deps.config.WEBHOOK_ENDPOINT_CONCURRENCY };
     } finally {
       await drain.drop();
     }

@@ -224,8 +224,11 @@ export async function claimDueDeliveries(store: Store, claim: DeliveryClaim): Pr
       .groupBy('endpoint_id')
       .execute();
     const busy = new Map(inFlight.map((r) => [r.endpoint_id, Number(r.n)]));
-    // A random order, so that when the batch is smaller than the work no endpoint always comes last.
-    const order = endpoints.map((e) => e.id).sort(() => Math.random() - 0.5);
+    // From a random place in the list, so that when the batch is smaller than the work no endpoint
+    // always comes last.
+    const ids = endpoints.map((e) => e.id);
+    const start = Math.floor(Math.random() * ids.length);
+    const order = [...ids.slice(start), ...ids.slice(0, start)];
     const chosen: number[] = [];
     for (const endpointId of order) {
       const room = Math.min(claim.perEndpoint - (busy.get(endpointId) ?? 0), claim.limit - chosen.length);
