@@ -155,7 +155,7 @@ for (const store of await storeCases()) {
       for (const secret of [sid, token, '"credentials', 'encrypted', 'auth_token', '"settings"', 'account_sid']) assert.ok(!response.body.includes(secret), `${secret} is not in the answer`);
       const { data } = response.json() as { data: Record<string, unknown>[] };
       assert.deepEqual(data.map((c) => [c.name, c.provider, c.has_credentials, c.is_default]), [['Simulator', 'simulator', false, true], ['Twilio', 'twilio', true, false]]);
-      for (const c of data) assert.deepEqual(Object.keys(c).sort(), ['calls_per_second', 'caller_ids', 'has_credentials', 'id', 'is_default', 'max_concurrent_calls', 'name', 'provider', 'status']);
+      for (const c of data) assert.deepEqual(Object.keys(c).sort(), ['caller_ids', 'calls_per_second', 'has_credentials', 'id', 'is_default', 'max_concurrent_calls', 'name', 'provider', 'status']);
     });
   });
 
