@@ -105,9 +105,10 @@ export class RunEventStreams {
     while (lastSent < subscription.horizon && !connection.isClosed) {
       const rows = await selectOrganizationEventsBetween(this.store, orgId, lastSent, subscription.horizon, this.options.batchSize);
       if (rows.length === 0) break;
-      deliver(rows);
-      // The next page is read only once the reader took this one: a backlog never piles up here.
-      await connection.drained();
+      for (const row of rows) {
+        if (!(await connection.sendPaced({ id: row.id, event: 'run', data: toMessage(row) }))) break;
+        lastSent = row.id;
+      }
     }
     live = true;
     const waiting = pending;

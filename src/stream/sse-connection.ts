@@ -33,11 +33,14 @@ export function encodeSse(message: SseMessage): string {
 export class SseConnection {
   private readonly heartbeat: ReturnType<typeof setInterval>;
   private closed = false;
+  private readonly ended: Promise<void>;
+  private markEnded: () => void = () => undefined;
 
   constructor(
     private readonly response: ServerResponse,
     private readonly options: SseConnectionOptions,
   ) {
+    this.ended = new Promise((resolve) => (this.markEnded = resolve));
     this.heartbeat = setInterval(() => this.write(': heartbeat\n\n'), options.heartbeatMs);
     // The heartbeat alone must not keep a process alive that is otherwise done.
     this.heartbeat.unref();
@@ -57,18 +60,18 @@ export class SseConnection {
     return this.write(encodeSse(message));
   }
 
-  /** Resolves once the reader has taken what was written (or the connection ended). */
-  drained(): Promise<void> {
-    if (this.closed || this.response.writableLength === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        this.response.off('drain', done);
-        this.response.off('close', done);
-        resolve();
-      };
-      this.response.on('drain', done);
-      this.response.on('close', done);
+  /**
+   * Sends at the reader's pace (a resuming stream's backlog, read from the store page by page):
+   * past half the bound, resolves only once this message has been handed to the socket, so the
+   * backlog never piles up in memory and never trips the slow-reader bound.
+   */
+  sendPaced(message: SseMessage): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
+    const written = new Promise<boolean>((resolve) => {
+      const flushed = this.response.write(encodeSse(message), () => resolve(!this.closed));
+      if (flushed && this.response.writableLength <= this.options.maxBufferedBytes / 2) resolve(true);
     });
+    return Promise.race([written, this.ended.then(() => false)]);
   }
 
   /**
@@ -88,6 +91,7 @@ export class SseConnection {
   end(reason: SseCloseReason): void {
     if (this.closed) return;
     this.closed = true;
+    this.markEnded();
     clearInterval(this.heartbeat);
     if (reason === 'slow_reader') this.response.destroy();
     else this.response.end();
