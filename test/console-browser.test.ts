@@ -113,6 +113,9 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.ok([...seen].some((s) => s !== 'completed'), `the row was seen before it ended (${[...seen].join(', ')})`);
     assert.equal(await page.$eval(`tr[data-run-id="${run.id}"] .state`, (el) => el.className), 'state state-completed', 'state as colour too');
     assert.equal(await page.evaluate('window.notReloaded'), true, 'no reload');
+    // A few more outcomes for the screenshot.
+    const others = [await call(env, f, '+12025550101'), await call(env, f, '+12025550103'), await call(env, f, '+12025550104')];
+    await page.waitForFunction(`${JSON.stringify(others.map((o) => o.id))}.every((id) => ['busy', 'rejected', 'failed'].includes(document.querySelector('tr[data-run-id="' + id + '"] .state')?.textContent))`, { timeout: 15_000 });
     await screenshot(page, 'calls');
     assert.deepEqual(problems, []);
   });
