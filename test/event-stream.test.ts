@@ -152,6 +152,56 @@ for (const store of await storeCases()) {
   });
 }
 
+describe('GET /api/v1/public/stream on PostgreSQL, where event ids can become visible out of order', { skip: (await storeCases()).find((c) => c.kind === 'postgres')?.skip ?? false }, () => {
+  const insertEvent = (db: TestEnv['deps']['store']['db'], runId: number, seq: number) =>
+    db.insertInto('run_events').values({ run_id: runId, seq, type: 'note', at: Date.now(), data: JSON.stringify({ seq }) }).returning('id').executeTakeFirstOrThrow();
+
+  it('holds back an event whose lower id belongs to a transaction still open, then sends both in id order once it commits', async (t) => {
+    const env = await build(t, 'postgres', { env: { ...FAST_STREAM, STREAM_GAP_WAIT_MS: '10000' } });
+    const url = await listen(env);
+    const f = await createOrgFixture(env.deps);
+    const runId = await call(env, f);
+    const client = await open(t, url, f.apiKey);
+    await client.waitFor(() => client.messages.length >= 1);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let drawn = (_id: number) => {};
+    const lowerId = new Promise<number>((resolve) => (drawn = resolve));
+    const slow = env.deps.store.db.transaction().execute(async (trx) => {
+      drawn(Number((await insertEvent(trx, runId, 100)).id));
+      await held;
+    });
+    const lower = await lowerId;
+    const higher = Number((await insertEvent(env.deps.store.db, runId, 101)).id);
+    assert.ok(higher > lower);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.deepEqual(client.runEvents.filter((e) => e.seq >= 100), [], 'nothing past the open transaction\'s id yet');
+    release();
+    await slow;
+    await client.waitFor(() => client.runEvents.filter((e) => e.seq >= 100).length === 2, 5_000, 'both events');
+    assert.deepEqual(client.runEvents.filter((e) => e.seq >= 100).map((e) => [e.id, e.seq]), [[lower, 100], [higher, 101]]);
+  });
+
+  it('passes an id whose transaction rolled back once STREAM_GAP_WAIT_MS has gone by', async (t) => {
+    const env = await build(t, 'postgres', { env: { ...FAST_STREAM, STREAM_GAP_WAIT_MS: '200' } });
+    const url = await listen(env);
+    const f = await createOrgFixture(env.deps);
+    const runId = await call(env, f);
+    const client = await open(t, url, f.apiKey);
+    await client.waitFor(() => client.messages.length >= 1);
+    await env.deps.store.db
+      .transaction()
+      .execute(async (trx) => {
+        await insertEvent(trx, runId, 100);
+        throw new Error('roll back');
+      })
+      .catch(() => undefined);
+    const after = Number((await insertEvent(env.deps.store.db, runId, 101)).id);
+    await client.waitFor(() => client.runEvents.some((e) => e.id === after), 5_000, 'the event after the hole');
+    assert.deepEqual(client.runEvents.filter((e) => e.seq >= 100).map((e) => e.seq), [101]);
+  });
+});
+
 describe('GET /api/v1/public/stream with several nodes on one PostgreSQL database', { skip: (await storeCases()).find((c) => c.kind === 'postgres')?.skip ?? false }, () => {
   it('sends a stream on one node the events written through another node', async (t) => {
     const database = await createTestDatabase('postgres');

@@ -127,14 +127,13 @@ export class EventFeed {
     const rows = await selectEventsAfter(this.store, this.horizonId, this.options.batchSize);
     const ready: StreamEventRow[] = [];
     let next = this.horizonId;
+    let waiting = false;
     for (const row of rows) {
       if (row.id !== next + 1 && this.store.dialect === 'postgres') {
         const now = this.clock.now();
         if (this.gap?.id !== next + 1) this.gap = { id: next + 1, since: now };
         if (now - this.gap.since < this.options.gapWaitMs) {
-          // Look again soon, not only at the next interval: the missing event is normally
-          // committing right now.
-          this.again = this.listeners.size > 0 && rows.length > 0 && ready.length > 0;
+          waiting = true;
           break;
         }
         this.gap = undefined;
@@ -143,9 +142,9 @@ export class EventFeed {
       next = row.id;
     }
     this.horizonId = next;
-    if (ready.length === 0) return;
-    for (const listener of this.listeners) listener(ready);
-    // A full batch: more may be waiting.
-    if (rows.length === this.options.batchSize) this.again = true;
+    if (ready.length > 0) for (const listener of this.listeners) listener(ready);
+    // A full batch read to its end: more may be waiting. Stopped at a gap: look again at the next
+    // interval (not at once, which would spin while the gap lasts).
+    if (!waiting && rows.length === this.options.batchSize) this.again = true;
   }
 }
