@@ -152,6 +152,8 @@ export const ConfigSchema = Type.Object({
   STREAM_MAX_BUFFER_BYTES: Integer(1024, 64 * 1024 * 1024, 1024 * 1024),
   /** PostgreSQL: how long a stream waits for an event id drawn by a transaction not yet committed before passing it by. */
   STREAM_GAP_WAIT_MS: Integer(0, 60_000, 2_000),
+  /** Most streams one node serves at once; past it a new stream is answered 503 (try another node, or shortly). */
+  STREAM_MAX_CONNECTIONS: Integer(1, 100_000, 1_000),
   /** Most events read from the store at once by a node's feed and by a resuming stream. */
   STREAM_BATCH_SIZE: Integer(1, 10_000, 500),
 

@@ -118,6 +118,29 @@ for (const store of await storeCases()) {
       assert.equal(keyless.statusCode, 401);
     });
 
+    it('answers 503 with Retry-After past STREAM_MAX_CONNECTIONS streams on the node, and serves again once one closes', async (t) => {
+      const env = await build(t, store.kind, { env: { ...FAST_STREAM, STREAM_MAX_CONNECTIONS: '1' } });
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps);
+      const first = await open(t, url, f.apiKey);
+      await first.waitFor(() => first.messages.length >= 1);
+      const refused = await fetch(`${url}/api/v1/public/stream`, { headers: { 'x-api-key': f.apiKey } });
+      assert.equal(refused.status, 503);
+      assert.match(refused.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      assert.equal(refused.headers.get('retry-after'), '5');
+      await refused.text();
+      first.close();
+      await first.ended;
+      const deadline = Date.now() + 5_000;
+      for (;;) {
+        const again = await open(t, url, f.apiKey);
+        if (again.status === 200) break;
+        again.close();
+        assert.ok(Date.now() < deadline, 'a stream is served again');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    });
+
     it('disconnects a reader that leaves more than STREAM_MAX_BUFFER_BYTES unread, and that reader loses nothing by resuming from its last id', async (t) => {
       const lines: string[] = [];
       const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });

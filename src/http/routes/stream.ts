@@ -4,6 +4,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
+import { DialtoneError } from '../../errors.js';
 import { RunEventStreams } from '../../stream/run-event-streams.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
@@ -71,6 +72,9 @@ export function streamRoutes(deps: Deps): FastifyPluginAsync {
         const { last_event_id: fromQuery } = request.query as { last_event_id?: string };
         const given = typeof header === 'string' ? header : fromQuery;
         const orgId = authOf(request).orgId;
+        if (streams.openConnections >= config.STREAM_MAX_CONNECTIONS) {
+          throw new DialtoneError('unavailable', `This node serves its most streams (STREAM_MAX_CONNECTIONS=${config.STREAM_MAX_CONNECTIONS}); retry shortly or on another node.`, { retryAfterSeconds: 5 });
+        }
         reply.hijack();
         const response = reply.raw;
         for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) response.setHeader(name, value);
