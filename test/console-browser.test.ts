@@ -11,6 +11,7 @@ import { buildDeps } from '../src/deps.js';
 import { postJson, testConfig, type TestEnv } from './helpers/app.js';
 import { ARTIFACTS, chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from './helpers/browser.js';
 import { buildWithDispatcher } from './helpers/dispatch.js';
+import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { createTestDatabase, openTestStore } from './helpers/stores.js';
 import { after, before, describe, it } from './helpers/suite.js';
@@ -29,8 +30,8 @@ async function openPage(t: TestContext): Promise<{ page: Page; problems: string[
   return { page, problems: watchProblems(page) };
 }
 
-async function serve(t: TestContext, options: { dispatch?: boolean } = {}): Promise<{ env: TestEnv; url: string; f: OrgFixture }> {
-  const env = await buildWithDispatcher(t, 'sqlite', { env: VISIBLE_CALLS, start: options.dispatch !== false });
+async function serve(t: TestContext, options: { dispatch?: boolean; env?: Record<string, string> } = {}): Promise<{ env: TestEnv; url: string; f: OrgFixture }> {
+  const env = await buildWithDispatcher(t, 'sqlite', { env: { ...VISIBLE_CALLS, ...options.env }, start: options.dispatch !== false });
   const url = await env.app.listen({ host: '127.0.0.1', port: 0 });
   return { env, url, f: await createOrgFixture(env.deps) };
 }
@@ -171,6 +172,58 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.equal(await page.$$eval('img, main script', (els) => els.length), 0, 'no img or script element');
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal(await page.evaluate('window.pwned'), undefined, 'no handler ran');
+    assert.deepEqual(problems, []);
+  });
+
+  it('is usable with the keyboard alone: sign in, move between pages, open a call', async (t) => {
+    const { env, url, f } = await serve(t, { dispatch: false });
+    const run = await call(env, f, '+12025550100');
+    const { page, problems } = await openPage(t);
+    await page.goto(`${url}/console`);
+    const focused = () => page.evaluate('document.activeElement?.id || document.activeElement?.textContent');
+    for (let i = 0; i < 5 && (await focused()) !== 'api-key'; i++) await page.keyboard.press('Tab');
+    assert.equal(await focused(), 'api-key', 'Tab reaches the key field');
+    await page.keyboard.type(f.apiKey);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector(`tr[data-run-id="${run.id}"]`);
+    for (let i = 0; i < 40 && (await focused()) !== run.name; i++) await page.keyboard.press('Tab');
+    assert.equal(await focused(), run.name, 'Tab reaches the run\'s link');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(`document.querySelector('[data-testid="run-state"]')?.textContent === 'queued'`);
+    for (let i = 0; i < 40 && (await focused()) !== 'Cancel call'; i++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(`document.querySelector('[data-testid="run-state"]')?.textContent === 'canceled'`);
+    assert.deepEqual(problems, []);
+  });
+
+  it('shows the overview (calls by state, queue and live calls per route) and manages webhook endpoints: create with the secret shown once, rotate, retry a call\'s delivery', async (t) => {
+    const receiver = await startReceiver(t);
+    const { env, url, f } = await serve(t, { env: { ...WEBHOOK_TEST_ENV, SIMULATOR_RING_MS: '20', SIMULATOR_TALK_MS: '20' } });
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Webhook endpoints"][role="link"])').click();
+    await page.locator('::-p-aria(Endpoint URL)').fill(receiver.url);
+    await page.locator('::-p-aria([name="Create endpoint"][role="button"])').click();
+    const secret = await page.locator('[data-testid="webhook-secret"]').map((el) => el.textContent).wait();
+    assert.match(secret ?? '', /^whsec_/);
+    await page.locator('::-p-aria([name="I have stored it"][role="button"])').click();
+    await page.locator('::-p-aria([name="Rotate secret"][role="button"])').click();
+    await page.waitForFunction(`(document.querySelector('[data-testid="webhook-secret"]')?.textContent ?? '').startsWith('whsec_')`);
+    assert.notEqual(await page.$eval('[data-testid="webhook-secret"]', (el) => el.textContent), secret, 'a new secret');
+
+    const run = await call(env, f, '+12025550100');
+    await receiver.waitFor((r) => r.some((m) => m.json.type === 'run.ended'));
+    await page.locator('::-p-aria([name="Overview"][role="link"])').click();
+    await page.waitForFunction(`[...document.querySelectorAll('.chart li')].some((li) => li.textContent.includes('completed') && li.textContent.trim().endsWith('1'))`, { timeout: 10_000 });
+    assert.equal(await page.$eval('[data-testid="route-queued"]', (el) => el.textContent), '0');
+    assert.equal(await page.$eval('[data-testid="route-live"]', (el) => el.textContent), '0');
+    await screenshot(page, 'overview');
+
+    await page.goto(`${url}/console/runs/${run.id}`);
+    await page.waitForSelector('button[aria-label^="Retry delivery"]');
+    const before = receiver.received.length;
+    await page.locator('button[aria-label^="Retry delivery"]').click();
+    await receiver.waitFor((r) => r.length > before);
     assert.deepEqual(problems, []);
   });
 
