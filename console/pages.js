@@ -14,8 +14,10 @@ export function TestCallPage() {
   useEffect(() => {
     api('/workflows').then(
       (r) => {
-        setWorkflows(r.data);
-        const first = r.data.flatMap((w) => [...w.draft_agent_uuids, ...w.agent_uuids])[0];
+        // An archived workflow cannot be called.
+        const active = r.data.filter((w) => w.status === 'active');
+        setWorkflows(active);
+        const first = active.flatMap((w) => [...w.draft_agent_uuids, ...w.agent_uuids])[0];
         if (first) setForm((f) => ({ ...f, agent: f.agent || first }));
       },
       setError,
