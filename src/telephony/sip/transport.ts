@@ -119,7 +119,7 @@ export class SipEndpoint {
   private bindTcp(): Promise<Server> {
     const { bindAddress, port } = this.settings;
     return new Promise((resolve, reject) => {
-      const server = createServer((socket) => this.adopt(socket, 'TCP'));
+      const server = createServer((socket) => this.adopt(socket, 'TCP', `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`));
       server.once('error', (error) => {
         server.close();
         reject(new Error(`The SIP TCP port ${bindAddress}:${port} cannot be bound: ${error.message}`));
@@ -217,11 +217,11 @@ export class SipEndpoint {
         ? tcpConnect({ host: address, port })
         : // Certificate checks stay on: rejectUnauthorized is Node's default and is not weakened here.
           tlsConnect({ host: address, port, ...(serverName ? { servername: serverName } : {}), ...(ca ? { ca } : {}), rejectUnauthorized: true });
-    return this.adopt(socket, protocolOf(transport) as 'TCP' | 'TLS', key);
+    return this.adopt(socket, protocolOf(transport) as 'TCP' | 'TLS', `${address}:${port}`, key);
   }
 
   /** Tracks a stream (one we opened, or one a peer opened to our listener) and parses what arrives on it. */
-  private adopt(socket: Socket, protocol: 'TCP' | 'TLS', key = `${protocol.toLowerCase()}|${socket.remoteAddress}|${socket.remotePort}|in`): StreamConnection {
+  private adopt(socket: Socket, protocol: 'TCP' | 'TLS', peer: string, key = `${protocol.toLowerCase()}|${peer}|in`): StreamConnection {
     const connection: StreamConnection = { socket, protocol, key, refs: 0, failed: undefined, errorListeners: new Set(), idle: undefined };
     this.connections.set(key, connection);
     socket.setEncoding('binary');
@@ -235,8 +235,8 @@ export class SipEndpoint {
       if (this.connections.get(key) === connection) this.connections.delete(key);
       for (const listener of [...connection.errorListeners]) listener(error);
     };
-    socket.on('error', (error) => fail(new Error(`${protocol} connection to ${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'} failed: ${error.message}`)));
-    socket.on('close', () => fail(new Error(`${protocol} connection closed by the peer`)));
+    socket.on('error', (error: Error & { reason?: string }) => fail(new Error(`${protocol} connection to ${peer} failed: ${error.reason ?? error.message}`)));
+    socket.on('close', () => fail(new Error(`${protocol} connection to ${peer} closed`)));
     socket.on('end', () => socket.end());
     if (key.endsWith('|in')) this.idleClose(connection);
     return connection;
