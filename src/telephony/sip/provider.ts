@@ -24,6 +24,12 @@ export interface SipStackSettings {
   port: number;
   /** Address written in Via, Contact and the SDP offer when the configuration names no media address. */
   publicAddress: string | undefined;
+  /** How long an unused TCP or TLS connection stays open for reuse (default 30 s). */
+  connectionIdleMs?: number;
+  /** Largest message taken over TCP or TLS, headers and body each (default 65,535 bytes). */
+  maxMessageBytes?: number;
+  /** A socket error that concerns no call in particular (a datagram that could not be sent, a listener failing later). */
+  onTransportError?: (error: Error) => void;
 }
 
 /**
@@ -114,8 +120,15 @@ export class SipProvider implements TelephonyProvider {
   private endpointFor(): SipEndpoint {
     this.endpoint ??= new SipEndpoint(
       sipLibrary(),
-      { bindAddress: this.settings.bindAddress, port: this.settings.port, publicHost: this.localHost },
+      {
+        bindAddress: this.settings.bindAddress,
+        port: this.settings.port,
+        publicHost: this.localHost,
+        ...(this.settings.connectionIdleMs ? { idleMs: this.settings.connectionIdleMs } : {}),
+        ...(this.settings.maxMessageBytes ? { maxMessageBytes: this.settings.maxMessageBytes } : {}),
+      },
       (request) => this.onRequest(request),
+      this.settings.onTransportError,
     );
     return this.endpoint;
   }

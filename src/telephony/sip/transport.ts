@@ -41,6 +41,8 @@ export interface SipEndpointSettings {
   publicHost: string;
   /** How long an unused TCP or TLS connection stays open for reuse. */
   idleMs?: number;
+  /** Largest message taken over a stream, headers and body each; a peer sending more is disconnected. */
+  maxMessageBytes?: number;
 }
 
 type Protocol = 'UDP' | 'TCP' | 'TLS';
@@ -227,7 +229,9 @@ export class SipEndpoint {
     socket.setEncoding('binary');
     const parse = this.sip.makeStreamParser(
       (message) => this.onMessage(message, socket.remoteAddress ?? '', () => this.streamConnection(connection, () => undefined)),
-      () => socket.destroy(new Error('SIP message over the size limit')),
+      () => socket.destroy(new Error(`a SIP message over ${this.settings.maxMessageBytes ?? 65_535} bytes`)),
+      this.settings.maxMessageBytes ?? 65_535,
+      this.settings.maxMessageBytes ?? 65_535,
     );
     socket.on('data', (data: string) => parse(data));
     const fail = (error: Error) => {
