@@ -180,6 +180,8 @@ for (const store of await storeCases()) {
       assert.equal(run.state, 'failed');
       assert.equal(run.outcome_reason, 'dial_refused');
       assert.equal(run.raw_provider_status, 'sip_stack_unavailable');
+      const failed = await env.deps.store.db.selectFrom('run_events').select('data').where('run_id', '=', runId).where('type', '=', 'failed').executeTakeFirstOrThrow();
+      assert.match(JSON.stringify(failed.data), new RegExp(`The SIP TCP port 127\\.0\\.0\\.1:${port} cannot be bound: .*EADDRINUSE`));
       assert.deepEqual(env.kamailio.requests(), []);
     });
   });

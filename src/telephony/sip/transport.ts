@@ -83,13 +83,14 @@ export class SipEndpoint {
   }
 
   /**
-   * Binds what `transport` needs: the UDP socket for UDP, the TCP listener for TCP and TLS (the far
-   * end may open a connection to our Contact for its in-dialog requests; over TLS it reuses ours,
-   * as Dialtone has no server certificate). Rejects with a clear message when a port is taken;
-   * a later attempt tries again.
+   * Binds what `transport` needs: the UDP socket for UDP, the TCP listener for TCP (the far end may
+   * open a connection to our Contact for its in-dialog requests). TLS needs none: Dialtone has no
+   * server certificate, so TLS peers send over the connection Dialtone opened (Via `alias`).
+   * Rejects with a clear message when a port is taken; a later attempt tries again.
    */
   listen(transport: SipTransportName): Promise<void> {
     if (this.closed) return Promise.reject(new Error('The SIP endpoint is closed'));
+    if (transport === 'tls') return Promise.resolve();
     if (transport === 'udp') {
       this.udp ??= this.bindUdp();
       this.udp.catch(() => (this.udp = undefined));
