@@ -59,7 +59,7 @@ export const ConfigSchema = Type.Object({
   RUNTIME_TOKEN_TTL_MS: Integer(60_000, 30 * 86_400_000, 86_400_000),
 
   // SIP trunks (README "SIP trunk"): the one SIP stack of this process, started on its first SIP call.
-  /** Address the SIP stack listens on (UDP socket; TCP listener once a TCP or TLS route dials). */
+  /** Address the SIP stack listens on (UDP socket; TCP listener once a TCP route dials). */
   SIP_BIND_ADDRESS: Type.String({ default: '0.0.0.0', minLength: 1 }),
   SIP_PORT: Integer(1, 65535, 5060),
   /** How long an unused SIP TCP or TLS connection stays open for the next request to the same peer. */

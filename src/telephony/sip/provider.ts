@@ -1,6 +1,7 @@
-// The SIP trunk provider. The `sip` package supplies the parser, transports and RFC 3261
-// transactions (retransmissions, timers); the dialog is ours: ACK for the 2xx, CANCEL before the
-// answer, BYE after it, answering the far end's BYE, and one digest-authentication retry.
+// The SIP trunk provider. The `sip` package supplies the parser, digest and RFC 3261 transactions
+// (retransmissions, timers); the sockets are transport.ts's, the routing route-set.ts's, and the
+// dialog is ours: ACK for the 2xx, CANCEL before the answer, BYE after it, answering the far end's
+// BYE, and one digest-authentication retry (to the trunk's 401 or a proxy's 407).
 //
 // Calls live in this process (the dialog state is here), so only the node that placed a call can
 // end it; cancel requests reach it through the store (dispatch/). One stack per provider, started
@@ -113,8 +114,8 @@ export class SipProvider implements TelephonyProvider {
   }
 
   /**
-   * The endpoint, made on first use, binding the socket the dial's transport needs (UDP socket, or
-   * TCP listener for TCP and TLS). A port already taken fails that dial with the reason; the next
+   * The endpoint, made on first use; each dial binds what its transport needs (transport.ts: the UDP
+   * socket, or the TCP listener). A port already taken fails that dial with the reason; the next
    * dial tries again.
    */
   private endpointFor(): SipEndpoint {
