@@ -4,7 +4,7 @@
 // The route names the proxy as its outbound proxy; the proxy challenges the INVITE (407), routes
 // the dialog's requests by the Record-Route it inserted and relays the CANCEL.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import type { TestContext } from 'node:test';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { postJson } from './helpers/app.js';
@@ -167,6 +167,36 @@ for (const store of await storeCases()) {
       assert.equal(run.state, 'failed');
       assert.match(String(run.raw_provider_status), /^503 .*certificate/i);
       assert.deepEqual(env.kamailio.requests(), []);
+    });
+
+    it('answers a request that arrives on a connection a peer opened to its TCP listener, over that connection (481 for no call of its own), and the live call goes on', async (t) => {
+      const env = await proxyEnv(t, store.kind, 'proxy-answer-local-bye.xml', 'tcp');
+      const runId = await call(env);
+      await waitForRun(env, runId, (r) => r.state === 'in_progress', 15_000).catch((error: Error) => assert.fail(`${error.message}\n${diagnosis(env)}`));
+      const peer = connect(env.deps.config.SIP_PORT, DIALTONE_SIP_ADDRESS);
+      t.after(() => peer.destroy());
+      await new Promise<void>((resolve, reject) => peer.once('connect', resolve).once('error', reject));
+      let received = '';
+      const answer = new Promise<string>((resolve) => peer.on('data', (chunk) => (received += chunk.toString()).includes('\r\n\r\n') && resolve(received)));
+      peer.write(
+        [
+          `BYE sip:dialtone@${DIALTONE_SIP_ADDRESS}:${env.deps.config.SIP_PORT};transport=tcp SIP/2.0`,
+          `Via: SIP/2.0/TCP 127.0.0.3:${peer.localPort};branch=z9hG4bKtcpstranger`,
+          'From: <sip:mallory@127.0.0.3>;tag=forged',
+          `To: <sip:dialtone@${DIALTONE_SIP_ADDRESS}>;tag=unknown`,
+          'Call-ID: not-a-call-of-ours@127.0.0.3',
+          'CSeq: 1 BYE',
+          'Max-Forwards: 70',
+          'Content-Length: 0',
+          '',
+          '',
+        ].join('\r\n'),
+      );
+      assert.match(await answer, /^SIP\/2\.0 481 .*\r\nVia: SIP\/2\.0\/TCP 127\.0\.0\.3:\d+;branch=z9hG4bKtcpstranger/s);
+      assert.equal((await waitForRun(env, runId, () => true)).state, 'in_progress');
+      await cancel(env, runId);
+      assert.equal((await waitForRun(env, runId, ended, 15_000)).state, 'completed');
+      await sippPassed(env);
     });
 
     it('fails the dial, not the process, when the SIP TCP port is already taken', async (t) => {
