@@ -13,6 +13,7 @@ import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js'
 import { KAMAILIO_ADDRESS, kamailioSkip, PROXY_SERVER_NAME, startKamailio, testPki, type Kamailio } from './helpers/kamailio.js';
 import { DIALTONE_SIP_ADDRESS, freeUdpPort, SIPP_ADDRESS, sippSkip, startSipp, type Sipp } from './helpers/sipp.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
+import { BARESIP_ADDRESS, baresipSkip, startBaresip } from './helpers/baresip.js';
 import { describe, it } from './helpers/suite.js';
 
 type Transport = 'udp' | 'tcp' | 'tls';
@@ -54,6 +55,18 @@ function proxySettings(kamailio: Kamailio, transport: Transport): Record<string,
 async function proxyEnv(t: TestContext, kind: StoreKind, scenario: string, transport: Transport, options: ProxyOptions = {}): Promise<ProxyEnv> {
   const kamailio = await startKamailio(t);
   const sipp = await startSipp(t, scenario);
+  return { ...(await routeThroughProxy(t, kind, kamailio, { host: SIPP_ADDRESS, port: sipp.port }, transport, options)), sipp };
+}
+
+/** Dialtone with a SIP route to `callee` through `kamailio` as its outbound proxy, alice's credentials. */
+async function routeThroughProxy(
+  t: TestContext,
+  kind: StoreKind,
+  kamailio: Kamailio,
+  callee: { host: string; port: number },
+  transport: Transport,
+  options: ProxyOptions = {},
+): Promise<Omit<ProxyEnv, 'sipp'>> {
   const env = await buildWithDispatcher(t, kind, {
     env: {
       SIP_BIND_ADDRESS: DIALTONE_SIP_ADDRESS,
@@ -73,21 +86,21 @@ async function proxyEnv(t: TestContext, kind: StoreKind, scenario: string, trans
       name: `Trunk over ${transport}`,
       provider: 'sip',
       callerIds: ['+12025550100'],
-      settings: { host: SIPP_ADDRESS, port: sipp.port, media_address: '127.0.0.1', media_port: 40000, ...proxySettings(kamailio, transport), ...options.settings },
+      settings: { host: callee.host, port: callee.port, media_address: '127.0.0.1', media_port: 40000, ...proxySettings(kamailio, transport), ...options.settings },
       credentials: { username: 'alice', password: options.password ?? 's3cret' },
     },
     Date.now(),
   );
-  return { ...env, f, routeId: route.id, sipp, kamailio };
+  return { ...env, f, routeId: route.id, kamailio };
 }
 
-async function call(env: ProxyEnv): Promise<number> {
+async function call(env: Omit<ProxyEnv, 'sipp'>): Promise<number> {
   const response = await postJson(env.app, PATHS.initiateCall(env.f.agentUuid), { phone_number: '+12025550123', telephony_configuration_id: env.routeId }, { key: env.f.apiKey });
   assert.equal(response.statusCode, 200, response.body);
   return response.json().workflow_run_id as number;
 }
 
-async function cancel(env: ProxyEnv, runId: number): Promise<void> {
+async function cancel(env: Omit<ProxyEnv, 'sipp'>, runId: number): Promise<void> {
   const response = await env.app.inject({ method: 'POST', url: `/api/v1/public/workflow-runs/${runId}/cancel`, headers: { 'x-api-key': env.f.apiKey } });
   assert.equal(response.statusCode, 200, response.body);
 }
@@ -213,6 +226,40 @@ for (const store of await storeCases()) {
       const failed = await env.deps.store.db.selectFrom('run_events').select('data').where('run_id', '=', runId).where('type', '=', 'failed').executeTakeFirstOrThrow();
       assert.match(JSON.stringify(failed.data), new RegExp(`The SIP TCP port 127\\.0\\.0\\.1:${port} cannot be bound: .*EADDRINUSE`));
       assert.deepEqual(env.kamailio.requests(), []);
+    });
+  });
+}
+
+const skipBaresip = skip || baresipSkip();
+for (const store of await storeCases()) {
+  describe(`SIP trunk provider through Kamailio to baresip, a real user agent (${store.kind})`, { skip: store.skip || skipBaresip }, () => {
+    it('over tls: baresip answers, Dialtone hangs up when the run is canceled, and baresip sees the BYE', async (t) => {
+      const kamailio = await startKamailio(t);
+      const baresip = await startBaresip(t);
+      const env = await routeThroughProxy(t, store.kind, kamailio, { host: BARESIP_ADDRESS, port: baresip.port }, 'tls');
+      const runId = await call(env);
+      await waitForRun(env, runId, (r) => r.state === 'in_progress', 15_000).catch((error: Error) => assert.fail(`${error.message}\n${baresip.output().slice(-3000)}\n${kamailio.output()}`));
+      await cancel(env, runId);
+      const run = await waitForRun(env, runId, ended, 15_000);
+      assert.equal(run.state, 'completed');
+      assert.equal(run.outcome_reason, 'canceled_by_request');
+      await baresip.waitFor(/session closed|Call terminated|call: terminate/i);
+      assert.deepEqual(kamailio.requests().filter((r) => r.endsWith(' tls')).map((r) => r.split(' ')[0]), ['INVITE', 'INVITE', 'ACK', 'BYE']);
+    });
+
+    if (store.kind === 'postgres') return;
+
+    it('over tcp: baresip answers and hangs up, its BYE reaches Dialtone through the proxy, and the run completes', async (t) => {
+      const kamailio = await startKamailio(t);
+      const baresip = await startBaresip(t);
+      const env = await routeThroughProxy(t, store.kind, kamailio, { host: BARESIP_ADDRESS, port: baresip.port }, 'tcp');
+      const runId = await call(env);
+      await waitForRun(env, runId, (r) => r.state === 'in_progress', 15_000).catch((error: Error) => assert.fail(`${error.message}\n${baresip.output().slice(-3000)}\n${kamailio.output()}`));
+      await baresip.hangUp();
+      const run = await waitForRun(env, runId, ended, 15_000).catch((error: Error) => assert.fail(`${error.message}\n${baresip.output().slice(-3000)}\n${kamailio.output()}`));
+      assert.equal(run.state, 'completed');
+      assert.equal(run.raw_provider_status, 'BYE');
+      assert.ok(kamailio.requests().includes('BYE udp'), kamailio.requests().join(', '));
     });
   });
 }
