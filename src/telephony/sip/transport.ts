@@ -59,6 +59,21 @@ interface StreamConnection {
   idle: NodeJS.Timeout | undefined;
 }
 
+/**
+ * Via parameters with a branch of 96 random bits that the transaction layer cannot overwrite. The
+ * `sip` package assigns every client transaction `z9hG4bK` + a random number below 10^6: proxies
+ * match transactions by branch and sent-by (RFC 3261 section 17.2.3), not Call-ID, so among
+ * thousands of calls through one proxy two would collide and the second INVITE would be taken for
+ * a retransmission. Its assignment is ignored here (a setter that keeps ours); the package reads
+ * the branch back when it keys the transaction, so responses still match.
+ */
+function strongBranch(): sip.Via['params'] {
+  const branch = `z9hG4bK${randomBytes(12).toString('hex')}`;
+  const params: sip.Via['params'] = {};
+  Object.defineProperty(params, 'branch', { enumerable: true, get: () => branch, set: () => undefined });
+  return params;
+}
+
 /** Headers without which a message cannot be matched to a transaction. */
 function wellFormed(message: sip.SipMessage): boolean {
   const h = message.headers;
@@ -138,7 +153,7 @@ export class SipEndpoint {
   /** Sends a request in a new client transaction; a connection or resolution failure answers it 503. */
   request(message: sip.SipMessage, hop: Hop, tls: TlsPolicy, onResponse: (response: sip.SipMessage) => void): void {
     // A CANCEL carries the Via of the request it cancels (RFC 3261 section 9.1); others get a new one.
-    if (message.method !== 'CANCEL') message.headers.via = [{ params: {} }, ...(message.headers.via ?? [])];
+    if (message.method !== 'CANCEL') message.headers.via = [{ params: strongBranch() }, ...(message.headers.via ?? [])];
     const fail = (error: Error) => onResponse(this.sip.makeResponse(message, 503, `Service Unavailable (${error.message})`.slice(0, 200)));
     this.connect(hop, tls)
       .then((open) => {
