@@ -207,7 +207,8 @@ export class SipEndpoint {
   private async connect(hop: Hop, tls: TlsPolicy): Promise<(onError: (error: Error) => void) => sip.TransactionConnection> {
     if (this.closed) throw new Error('The SIP endpoint is closed');
     await this.listen(hop.transport);
-    const address = isIpAddress(hop.host) ? hop.host : (await lookup(hop.host)).address;
+    // The address family of the sockets: an IPv4 UDP socket cannot send to an AAAA answer.
+    const address = isIpAddress(hop.host) ? hop.host : (await lookup(hop.host, { family: this.settings.bindAddress.includes(':') ? 6 : 4 })).address;
     if (hop.transport === 'udp') {
       const socket = await this.udp;
       if (!socket) throw new Error('The SIP UDP socket is not bound');
@@ -223,7 +224,12 @@ export class SipEndpoint {
       protocol: 'UDP',
       send: (message) => {
         this.stampVia(message, 'UDP');
-        socket.send(Buffer.from(this.sip.stringify(message), 'binary'), port, address);
+        try {
+          socket.send(Buffer.from(this.sip.stringify(message), 'binary'), port, address);
+        } catch (error) {
+          // A closed socket throws here, inside a retransmission timer: report it, never crash.
+          this.onError(error as Error);
+        }
       },
       release: () => undefined,
     };
