@@ -147,6 +147,20 @@ export const ConfigSchema = Type.Object({
   /** Most webhook endpoints per organization. */
   WEBHOOK_MAX_ENDPOINTS: Integer(1, 1_000, 20),
 
+  // The event stream (GET /api/v1/public/stream) and the console (README "Console").
+  /** A comment line is sent on every open stream this often, so proxies and clients see it alive. */
+  STREAM_HEARTBEAT_MS: Integer(10, 600_000, 15_000),
+  /** How often a node with open streams reads events written on any node (its own wake it at once). */
+  STREAM_POLL_INTERVAL_MS: Integer(10, 60_000, 500),
+  /** Bytes a stream's reader may leave untaken before it is disconnected (it resumes with Last-Event-ID). */
+  STREAM_MAX_BUFFER_BYTES: Integer(1024, 64 * 1024 * 1024, 1024 * 1024),
+  /** PostgreSQL: how long a stream waits for an event id drawn by a transaction not yet committed before passing it by. */
+  STREAM_GAP_WAIT_MS: Integer(0, 60_000, 2_000),
+  /** Most streams one node serves at once; past it a new stream is answered 503 (try another node, or shortly). */
+  STREAM_MAX_CONNECTIONS: Integer(1, 100_000, 1_000),
+  /** Most events read from the store at once by a node's feed and by a resuming stream. */
+  STREAM_BATCH_SIZE: Integer(1, 10_000, 500),
+
   /** Simulator timings (ms): dial to ringing, ringing to answer, answer to hang-up, one "simulated second". */
   SIMULATOR_LATENCY_MS: Integer(0, 60_000, 100),
   SIMULATOR_RING_MS: Integer(0, 600_000, 2_000),
