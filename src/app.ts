@@ -17,7 +17,7 @@ import { rateLimitHook } from './http/rate-limit.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { runtimeRoutes } from './http/routes/runtime.js';
-import { twilioWebhookRoutes } from './http/routes/twilio-webhooks.js';
+import { providerCallbackRoutes } from './http/routes/provider-callbacks.js';
 import { webhookEndpointRoutes } from './http/routes/webhook-endpoints.js';
 import { workflowRunRoutes } from './http/routes/workflow-runs.js';
 
@@ -120,7 +120,10 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
     { prefix: '/api/v1/public' },
   );
-  await app.register(twilioWebhookRoutes(deps), { prefix: '/api/v1/providers/twilio' });
+  // Each provider that reports progress by HTTP callbacks gets its routes under its own name.
+  for (const provider of Object.values(deps.providers)) {
+    if (provider.callbacks) await app.register(providerCallbackRoutes(deps, provider.name, provider.callbacks), { prefix: `/api/v1/providers/${provider.name}` });
+  }
   await app.register(runtimeRoutes(deps), { prefix: '/api/v1/runtime' });
   return app;
 }

@@ -18,6 +18,7 @@
 import type { Deps } from '../deps.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
 import { DialRefusedError } from '../telephony/provider.js';
+import { RouteInvalidError } from '../telephony/routes.js';
 import { deleteNode, selectConfigurationsWithQueuedRuns } from '../store/dispatch-statements.js';
 import { claimRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
 import { LiveCalls } from './live-calls.js';
@@ -86,7 +87,7 @@ export class Dispatcher {
       });
     this.unsubscribe.push(
       // First: stop() keeps this one until live calls have drained.
-      this.deps.signals.onProviderEvent((event) => this.live.onProviderEvent(event)),
+      this.deps.signals.onProviderEvent((event, applied) => this.live.onProviderEvent(event, applied)),
       this.deps.signals.onWork(() => this.wake()),
       this.deps.signals.onCancel((runId) => this.live.cancel(runId)),
     );
@@ -208,11 +209,20 @@ export class Dispatcher {
 
   private async dial({ run, configuration }: ClaimedRun): Promise<void> {
     const { deps } = this;
+    const decoded = deps.routes.decode(configuration);
+    if (!decoded.ok) {
+      // Stored settings or credentials that do not fit the provider (start-up logged them): the run
+      // ends failed with every problem, and nothing is dialed.
+      const refused = new RouteInvalidError(decoded.problems);
+      await this.dialFailed(run.id, new DialRefusedError('failed', 'route_invalid', refused.message), deps.clock.now());
+      return;
+    }
+    const route = decoded.route;
     const provider = deps.providers[configuration.provider];
-    const ringTimeoutMs = ringTimeoutOf(deps, configuration);
+    const ringTimeoutMs = ringTimeoutOf(deps, route);
     const sentAt = deps.clock.now();
     deps.metrics.dialLatency.observe((sentAt - run.created_at) / 1000);
-    const attempt = provider.dial({ runId: run.id, to: run.phone_number, from: run.caller_id, ringTimeoutMs, configuration });
+    const attempt = provider.dial({ runId: run.id, to: run.phone_number, from: run.caller_id, ringTimeoutMs, route });
     let providerCallId: string;
     try {
       ({ providerCallId } = await withTimeout(attempt, deps.config.DIAL_TIMEOUT_MS));
@@ -220,12 +230,12 @@ export class Dispatcher {
       await this.dialFailed(run.id, error, sentAt);
       if (error instanceof DialTimeoutError) {
         // The provider may still place the call after we gave up on it: hang it up if it does.
-        attempt.then((late) => provider.hangUp({ runId: run.id, providerCallId: late.providerCallId, configuration }), () => undefined);
+        attempt.then((late) => provider.hangUp({ runId: run.id, providerCallId: late.providerCallId, route }), () => undefined);
       }
       return;
     }
 
-    await this.live.placed({ runId: run.id, providerCallId, configuration, sentAt, ringTimeoutMs });
+    await this.live.placed({ runId: run.id, providerCallId, route, sentAt, ringTimeoutMs });
   }
 
   private async dialFailed(runId: number, error: unknown, at: number): Promise<void> {
