@@ -10,7 +10,8 @@
 //    through provider-events.ts; cancel requests for its calls are picked up on every tick.
 // 4. Maintain: every REAPER_INTERVAL_MS (maintenance.ts), beat, end lost nodes' calls, expire stale
 //    queued runs and end live runs past their deadline (end-runs.ts), and run the service's
-//    housekeeping.
+//    housekeeping. Then, in the background, reconcile (reconcile.ts): ask providers whose calls
+//    outlive the node about overdue runs (before they end) and runs with no news.
 //
 // A tick runs when work is signalled on this node (no polling delay) or announced by another node
 // through the store (PostgreSQL NOTIFY), when a pacing slot opens, or every
@@ -24,6 +25,7 @@ import { claimRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
 import { LiveCalls } from './live-calls.js';
 import { maintain, type Housekeeping } from './maintenance.js';
 import { ringTimeoutOf } from './provider-events.js';
+import { askFirstProviders, Reconciler } from './reconcile.js';
 import { RoutePacer, type PacedDial, type PacerSettings } from './route-pacer.js';
 
 class DialTimeoutError extends Error {}
@@ -66,6 +68,7 @@ export class Dispatcher {
   private listening: Promise<(() => Promise<void>) | undefined> | undefined;
 
   private readonly live: LiveCalls;
+  private readonly reconciler: Reconciler;
   private readonly housekeeping: readonly Housekeeping[];
 
   constructor(
@@ -73,6 +76,7 @@ export class Dispatcher {
     options: { housekeeping?: readonly Housekeeping[] } = {},
   ) {
     this.live = new LiveCalls(deps, (work) => this.track(work), () => this.wake());
+    this.reconciler = new Reconciler(deps, { reaped: (runId) => this.live.reaped(runId) });
     this.housekeeping = options.housekeeping ?? [];
   }
 
@@ -124,9 +128,12 @@ export class Dispatcher {
         this.nextMaintenanceAt = now + deps.config.REAPER_INTERVAL_MS;
         await maintain(deps, now, {
           inProcessProviders: this.live.inProcessProviders(),
+          askFirstProviders: askFirstProviders(deps),
           reaped: (runId) => this.live.reaped(runId),
           housekeeping: this.housekeeping,
         });
+        // In the background, so a slow provider never holds up dispatch; one sweep at a time.
+        this.track(this.reconciler.sweep());
       }
       await this.live.cancelRequested();
       for (const configurationId of await selectConfigurationsWithQueuedRuns(deps.store, 100)) {
@@ -272,6 +279,7 @@ export class Dispatcher {
     await unlisten?.();
     if (this.nextTick) clearTimeout(this.nextTick);
     await this.ticking;
+    await this.reconciler.stop();
     // Includes claimed runs waiting for their pacing slot, at most DISPATCH_LOOKAHEAD_MS away.
     const pending = Promise.allSettled([...this.inFlight]);
     await Promise.race([pending, new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);

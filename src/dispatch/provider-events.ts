@@ -30,7 +30,7 @@ export function ringTimeoutOf(deps: Deps, route: Pick<DecodedRoute, 'ringTimeout
   return route.ringTimeoutMs ?? deps.config.RING_TIMEOUT_MS;
 }
 
-export async function applyProviderEvent(deps: Deps, provider: string, event: ProviderEvent, ringTimeoutMs: number): Promise<AppliedTransition | undefined> {
+export async function applyProviderEvent(deps: Deps, provider: string, event: ProviderEvent, ringTimeoutMs: number, data?: Record<string, unknown>): Promise<AppliedTransition | undefined> {
   const to = EVENT_STATE[event.kind];
   const grace = deps.config.REAPER_GRACE_MS;
   const deadlineAt =
@@ -41,6 +41,7 @@ export async function applyProviderEvent(deps: Deps, provider: string, event: Pr
     rawProviderStatus: event.rawStatus,
     providerCallId: event.providerCallId,
     ...(deadlineAt !== undefined ? { deadlineAt } : {}),
+    ...(data ? { data } : {}),
   });
   deps.metrics.providerEvents.inc({ provider, kind: event.kind, applied: applied ? 'yes' : 'no' });
   if (!applied) deps.logger.debug({ runId: event.runId, kind: event.kind }, 'provider event did not move the run (duplicate, late or out of order)');
@@ -52,8 +53,13 @@ export async function applyProviderEvent(deps: Deps, provider: string, event: Pr
  * reconciliation asking the provider), once, then tells this node's dispatcher, which only brings
  * its timers in step if it holds the call: the event is never applied a second time.
  */
-export async function applyReportedEvent(deps: Deps, event: ProviderEvent, route: Pick<DecodedRoute, 'provider' | 'ringTimeoutMs'>): Promise<AppliedTransition | undefined> {
-  const applied = await applyProviderEvent(deps, route.provider, event, ringTimeoutOf(deps, route));
+export async function applyReportedEvent(
+  deps: Deps,
+  event: ProviderEvent,
+  route: Pick<DecodedRoute, 'provider' | 'ringTimeoutMs'>,
+  data?: Record<string, unknown>,
+): Promise<AppliedTransition | undefined> {
+  const applied = await applyProviderEvent(deps, route.provider, event, ringTimeoutOf(deps, route), data);
   deps.signals.providerEvent(event, { moved: applied !== undefined });
   return applied;
 }
