@@ -52,8 +52,8 @@ export interface FakeTwilio {
   calls: Map<string, FakeCall>;
   /** Sets what Twilio says of a call from now on (fetch and list). */
   setStatus(sid: string, status: string): void;
-  /** While set, a create places the call but its answer never comes (the caller's node dies waiting). */
-  stallCreates(stall: boolean): void;
+  /** Once this many calls exist, a create places the call but its answer never comes (the caller's node dies waiting); undefined: answer all. */
+  stallCreatesAfter(count: number | undefined): void;
   fetches(): RecordedRequest[];
   lists(): RecordedRequest[];
   /** Makes the next Calls.json create fail with this Twilio error. */
@@ -75,7 +75,7 @@ function readBody(request: IncomingMessage): Promise<string> {
 export async function startFakeTwilio(t: TestContext, credentials: { user: string; password: string } = { user: ACCOUNT_SID, password: AUTH_TOKEN }): Promise<FakeTwilio> {
   const requests: RecordedRequest[] = [];
   const calls = new Map<string, FakeCall>();
-  let stalling = false;
+  let stallAfter: number | undefined;
   let nextFailure: TwilioError | undefined;
   let nextRaw: { status: number; contentType: string; body: string } | undefined;
   const server = createServer(async (request, response) => {
@@ -109,8 +109,9 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
       }
       const form = recorded.form;
       const call: FakeCall = { sid: `CA${randomBytes(16).toString('hex')}`, accountSid: create[1] ?? '', to: form.get('To') ?? '', from: form.get('From') ?? '', status: 'queued', createdAt: Date.now() };
+      const stall = stallAfter !== undefined && calls.size >= stallAfter;
       calls.set(call.sid, call);
-      if (stalling) return; // The call exists at Twilio; its answer never reaches the caller.
+      if (stall) return; // The call exists at Twilio; its answer never reaches the caller.
       return send(201, resource(call));
     }
     if (request.method === 'POST' && update) {
@@ -183,7 +184,7 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
       if (!call) throw new Error(`no call ${sid}`);
       call.status = status;
     },
-    stallCreates: (stall) => (stalling = stall),
+    stallCreatesAfter: (count) => (stallAfter = count),
     creates: () => requests.filter((r) => r.method === 'POST' && r.path.endsWith('/Calls.json')),
     updates: () => requests.filter((r) => r.method === 'POST' && /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path)),
     fetches: () => requests.filter((r) => r.method === 'GET' && /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path)),
