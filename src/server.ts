@@ -84,7 +84,8 @@ const STARTUP_ROUTE_CHECK_LIMIT = 10_000;
 /**
  * Every active route is judged against its provider's schema and readiness at start-up, and each
  * that cannot dial is logged with all its problems: requests through it are refused (422
- * telephony_not_ready) and its queued runs end failed (route_invalid) instead of dialing.
+ * telephony_not_ready) and its queued runs end failed (dial_refused, provider status route_invalid)
+ * instead of dialing.
  */
 async function checkRoutes(deps: Deps): Promise<void> {
   const rows = await selectActiveConfigurations(deps.store, STARTUP_ROUTE_CHECK_LIMIT);
