@@ -88,9 +88,11 @@ export class Reconciler {
     for (const run of rows) {
       if (this.stopping) return;
       if (asked > 0) await new Promise((resolve) => setTimeout(resolve, spacingMs));
-      // A route that cannot be decoded cannot be asked: its overdue runs end as the reaper would end them.
-      const result: Result = decoded.ok ? await this.reconcileRun(run, decoded.route, provider) : (await this.endUnanswered(run, deps.clock.now()), 'error');
-      if (result !== 'skipped') asked++;
+      // A route that cannot be decoded cannot be asked: its overdue runs end as the reaper would end
+      // them, the others wait (start-up logged the route's problems).
+      const result: Result = decoded.ok ? await this.reconcileRun(run, decoded.route, provider) : (await this.endUnanswered(run, deps.clock.now())) ? 'error' : 'skipped';
+      if (result === 'skipped') continue;
+      asked++;
       deps.metrics.reconciliations.inc({ provider: row.provider, result });
     }
   }
@@ -166,8 +168,8 @@ export class Reconciler {
    * Nothing to learn from the provider (it does not know the call, or could not be asked): an
    * overdue run ends as the reaper ends it; one still within its deadline waits for news.
    */
-  private async endUnanswered(run: ReconcileCandidate, at: number): Promise<void> {
-    if (run.deadline_at === null || run.deadline_at >= at) return;
+  private async endUnanswered(run: ReconcileCandidate, at: number): Promise<boolean> {
+    if (run.deadline_at === null || run.deadline_at >= at) return false;
     const interrupted = run.state === 'dialing' && run.provider_call_id === null;
     const applied = await this.deps.lifecycle.transition(run.id, 'failed', {
       at,
@@ -176,9 +178,10 @@ export class Reconciler {
       onlyFrom: run.state,
       onlyIfDeadlineBefore: at,
     });
-    if (!applied) return;
+    if (!applied) return false;
     this.deps.logger.warn({ runId: run.id, providerCallId: run.provider_call_id }, 'reaped a run its provider had no news of');
     await this.hooks.reaped(run.id);
+    return true;
   }
 }
 
