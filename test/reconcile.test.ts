@@ -146,8 +146,11 @@ for (const store of await storeCases()) {
       const run = await waitForRun(env, runId, ended);
       assert.equal(run.state, 'no_answer');
       assert.equal(run.outcome_reason, 'ring_timeout');
-      const hangUp = env.fake.updates().find((r) => r.path.endsWith(`${callSid}.json`));
-      assert.equal(hangUp?.form.get('Status'), 'completed', 'the call was put down at Twilio');
+      // The run ends first, then the line is put down.
+      const hangUpOf = () => env.fake.updates().find((r) => r.path.endsWith(`${callSid}.json`));
+      const deadline = Date.now() + 5_000;
+      while (!hangUpOf() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(hangUpOf()?.form.get('Status'), 'completed', 'the call was put down at Twilio');
     });
 
     it('asks at most RECONCILE_MAX_READS_PER_ROUTE times per route in one sweep, spaced to RECONCILE_READS_PER_SECOND', async (t) => {
