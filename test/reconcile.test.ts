@@ -8,6 +8,8 @@ import { randomBytes } from 'node:crypto';
 import type { TestContext } from 'node:test';
 import { claimRuns } from '../src/dispatch/claim-runs.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
+import type { DecodedRoute } from '../src/telephony/provider.js';
+import { TwilioProvider, type TwilioRouteConfig } from '../src/telephony/twilio/provider.js';
 import { postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
@@ -175,3 +177,33 @@ for (const store of await storeCases()) {
     });
   });
 }
+
+describe('Twilio provider: finding a call whose id was never recorded', () => {
+  it('follows List Calls across its pages (next_page_uri) and takes the earliest call placed after the claim that no other run holds', async (t) => {
+    const fake = await startFakeTwilio(t);
+    const provider = new TwilioProvider({
+      TWILIO_API_BASE_URL: fake.baseUrl,
+      PUBLIC_BASE_URL,
+      MAX_CALL_DURATION_MS: 600_000,
+      DIAL_TIMEOUT_MS: 5_000,
+      TWILIO_CALLBACK_RETRIES: 5,
+      TWILIO_CALLBACK_RETRY_POLICY: 'all',
+    });
+    const route: DecodedRoute<TwilioRouteConfig> = { id: 1, orgId: 1, provider: 'twilio', callerIds: [CALLER_ID], ringTimeoutMs: undefined, config: { credentials: { accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN } } };
+    const placedAfter = Date.UTC(2026, 10, 23, 12);
+    const sids: string[] = [];
+    // 45 calls to the number after the claim (three pages of 20, newest first): the 44 later ones are other runs'.
+    for (let i = 0; i < 45; i++) {
+      const sid = `CA${randomBytes(16).toString('hex')}`;
+      sids.push(sid);
+      fake.calls.set(sid, { sid, accountSid: ACCOUNT_SID, to: number(1), from: CALLER_ID, status: 'completed', createdAt: placedAfter + 1_000 * (i + 1) });
+    }
+    const [ours, ...others] = sids as [string, ...string[]];
+    const found = await provider.findCall(route, { to: number(1), from: CALLER_ID, placedAfter, excluding: new Set(others) });
+    assert.equal(found?.providerCallId, ours);
+    assert.equal(found?.kind, 'completed');
+    assert.deepEqual(fake.lists().map((r) => r.query.get('Page') ?? '0'), ['0', '1', '2'], 'three pages, each asked once');
+    assert.equal(await provider.findCall(route, { to: number(2), from: CALLER_ID, placedAfter, excluding: new Set() }), undefined, 'no call to that number: none invented');
+    assert.equal(await provider.fetchCall(route, `CA${'0'.repeat(32)}`), undefined, 'a call Twilio does not know (404) is no call');
+  });
+});

@@ -141,7 +141,8 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
   function listPage(accountSid: string, query: URLSearchParams) {
     const after = query.get('StartTime>') ?? query.get('StartTime>=');
     const afterMs = after === null ? undefined : Date.parse(after.length === 10 ? `${after}T00:00:00Z` : after);
-    const matching = [...calls.values()].filter(
+    // Newest first, as Twilio lists calls.
+    const matching = [...calls.values()].reverse().filter(
       (call) => call.accountSid === accountSid && (!query.has('To') || call.to === query.get('To')) && (!query.has('From') || call.from === query.get('From')) && (afterMs === undefined || (call.status !== 'queued' && call.createdAt >= afterMs)),
     );
     const pageSize = Math.min(1000, Number(query.get('PageSize') ?? 50));

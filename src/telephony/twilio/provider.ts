@@ -42,6 +42,8 @@ type TwilioRoute = DecodedRoute<TwilioRouteConfig>;
 
 /** Calls listed when looking for a run's call: a run dials one number once, so a few pages at most. */
 const FIND_LIMIT = 50;
+/** Calls per page of that list (the SDK follows `next_page_uri` up to FIND_LIMIT). */
+const FIND_PAGE_SIZE = 20;
 /** Twilio's clock and ours may differ a little: a call created this much before the claim still counts. */
 const CLOCK_SKEW_MS = 5_000;
 
@@ -158,7 +160,7 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
     if (!query.from) return undefined;
     // Twilio filters on the start time; the creation time is checked here too, so a call placed for
     // an earlier run to the same number is never taken for this one.
-    const calls = await this.client(route).calls.list({ to: query.to, from: query.from, startTimeAfter: new Date(query.placedAfter - CLOCK_SKEW_MS), limit: FIND_LIMIT });
+    const calls = await this.client(route).calls.list({ to: query.to, from: query.from, startTimeAfter: new Date(query.placedAfter - CLOCK_SKEW_MS), limit: FIND_LIMIT, pageSize: FIND_PAGE_SIZE });
     const candidates = calls
       .map(reportOf)
       .filter((report): report is CallReport => report !== undefined && !query.excluding.has(report.providerCallId))
