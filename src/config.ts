@@ -71,9 +71,13 @@ export const ConfigSchema = Type.Object({
   RECONCILE_READS_PER_SECOND: Type.Number({ minimum: 0.1, maximum: 100, default: 5 }),
 
   // SIP trunks (README "SIP trunk"): the one SIP stack of this process, started on its first SIP call.
-  /** Address the SIP stack listens on (UDP). */
+  /** Address the SIP stack listens on (UDP socket; TCP listener once a TCP route dials). */
   SIP_BIND_ADDRESS: Type.String({ default: '0.0.0.0', minLength: 1 }),
   SIP_PORT: Integer(1, 65535, 5060),
+  /** How long an unused SIP TCP or TLS connection stays open for the next request to the same peer. */
+  SIP_CONNECTION_IDLE_MS: Integer(1_000, 3_600_000, 30_000),
+  /** Largest SIP message taken over TCP or TLS (its headers, and its body, each); a peer sending more is disconnected. */
+  SIP_MAX_MESSAGE_BYTES: Integer(1_024, 1_048_576, 65_535),
   /** Address written in Via and Contact (and the SDP offer unless a configuration names a media address); default: the bind address, or the host name when binding all interfaces. */
   SIP_PUBLIC_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
 

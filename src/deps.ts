@@ -71,7 +71,18 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
   const providers: Providers = {
     simulator,
     twilio: new TwilioProvider(config),
-    sip: new SipProvider({ bindAddress: config.SIP_BIND_ADDRESS, port: config.SIP_PORT, publicAddress: config.SIP_PUBLIC_ADDRESS }, clock, (event) => signals.providerEvent(event)),
+    sip: new SipProvider(
+      {
+        bindAddress: config.SIP_BIND_ADDRESS,
+        port: config.SIP_PORT,
+        publicAddress: config.SIP_PUBLIC_ADDRESS,
+        connectionIdleMs: config.SIP_CONNECTION_IDLE_MS,
+        maxMessageBytes: config.SIP_MAX_MESSAGE_BYTES,
+        onTransportError: (error) => logger.warn({ err: error }, 'SIP transport error'),
+      },
+      clock,
+      (event) => signals.providerEvent(event),
+    ),
     ...overrides.providers,
   };
   return {
