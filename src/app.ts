@@ -21,7 +21,7 @@ import { consoleRoutes } from './http/routes/console.js';
 import { runtimeRoutes } from './http/routes/runtime.js';
 import { statsRoutes } from './http/routes/stats.js';
 import { streamRoutes } from './http/routes/stream.js';
-import { twilioWebhookRoutes } from './http/routes/twilio-webhooks.js';
+import { providerCallbackRoutes } from './http/routes/provider-callbacks.js';
 import { webhookEndpointRoutes } from './http/routes/webhook-endpoints.js';
 import { workflowRunRoutes } from './http/routes/workflow-runs.js';
 
@@ -127,7 +127,10 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
     { prefix: '/api/v1/public' },
   );
-  await app.register(twilioWebhookRoutes(deps), { prefix: '/api/v1/providers/twilio' });
+  // Each provider that reports progress by HTTP callbacks gets its routes under its own name.
+  for (const provider of Object.values(deps.providers)) {
+    if (provider.callbacks) await app.register(providerCallbackRoutes(deps, provider.name, provider.callbacks), { prefix: `/api/v1/providers/${provider.name}` });
+  }
   await app.register(runtimeRoutes(deps), { prefix: '/api/v1/runtime' });
   await app.register(consoleRoutes(), { prefix: '/console' });
   return app;

@@ -57,6 +57,18 @@ export const ConfigSchema = Type.Object({
   AGENT_RUNTIME_URL: Type.Optional(Type.String({ pattern: '^wss?://' })),
   /** How long a per-run runtime token stays valid after the run is created. */
   RUNTIME_TOKEN_TTL_MS: Integer(60_000, 30 * 86_400_000, 86_400_000),
+  /** Times Twilio retries a failed callback (its connection override `rc`, 0 to 5); 0 leaves Twilio's default (no retry). */
+  TWILIO_CALLBACK_RETRIES: Integer(0, 5, 5),
+  /** Which failures Twilio retries (connection override `rp`): all, 4xx, 5xx, ct (connect timeout), rt (read timeout), comma-separated. */
+  TWILIO_CALLBACK_RETRY_POLICY: Type.String({ default: 'all', pattern: '^(all|4xx|5xx|ct|rt)(,(all|4xx|5xx|ct|rt))*$' }),
+
+  // Reconciliation (README "Reconciliation"): asking a provider whose calls outlive the node (Twilio) what became of a call.
+  /** A live run with no news from its provider for this long is looked up at the provider. */
+  RECONCILE_AFTER_MS: Integer(1_000, 86_400_000, 120_000),
+  /** Most provider look-ups for one telephony configuration in one sweep (every REAPER_INTERVAL_MS); the rest wait for the next. */
+  RECONCILE_MAX_READS_PER_ROUTE: Integer(1, 10_000, 50),
+  /** Look-ups for one telephony configuration are spaced to at most this many per second. */
+  RECONCILE_READS_PER_SECOND: Type.Number({ minimum: 0.1, maximum: 100, default: 5 }),
 
   // SIP trunks (README "SIP trunk"): the one SIP stack of this process, started on its first SIP call.
   /** Address the SIP stack listens on (UDP socket; TCP listener once a TCP route dials). */

@@ -14,6 +14,7 @@ import { Signals } from './signals.js';
 import { openStore, type Store } from './store/store.js';
 import { CredentialsCipher } from './telephony/credentials-cipher.js';
 import type { Providers } from './telephony/provider.js';
+import { RouteDecoder } from './telephony/routes.js';
 import { SipProvider } from './telephony/sip/provider.js';
 import { SimulatorProvider } from './telephony/simulator.js';
 import { TwilioProvider } from './telephony/twilio/provider.js';
@@ -34,6 +35,8 @@ export interface Deps {
   metrics: Metrics;
   signals: Signals;
   providers: Providers;
+  /** Telephony configuration rows made DecodedRoutes for the providers (telephony/routes.ts). */
+  routes: RouteDecoder;
   rateLimits: RateLimits;
   /** This node's recent count of each organization's queued runs (runs/queue-cap.ts). */
   queuedRuns: QueuedRunCounts;
@@ -65,6 +68,23 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
   const logger = overrides.logger ?? createLogger({ level: config.LOG_LEVEL, pretty: wantsPrettyLogs(config.NODE_ENV) });
   const cipher = new CredentialsCipher(config.DIALTONE_SECRET_KEY);
   const metrics = new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' });
+  const providers: Providers = {
+    simulator,
+    twilio: new TwilioProvider(config),
+    sip: new SipProvider(
+      {
+        bindAddress: config.SIP_BIND_ADDRESS,
+        port: config.SIP_PORT,
+        publicAddress: config.SIP_PUBLIC_ADDRESS,
+        connectionIdleMs: config.SIP_CONNECTION_IDLE_MS,
+        maxMessageBytes: config.SIP_MAX_MESSAGE_BYTES,
+        onTransportError: (error) => logger.warn({ err: error }, 'SIP transport error'),
+      },
+      clock,
+      (event) => signals.providerEvent(event),
+    ),
+    ...overrides.providers,
+  };
   return {
     config,
     store,
@@ -74,21 +94,8 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     metrics,
     lifecycle: new RunLifecycle(store, metrics.transitions, () => signals.outbox()),
     signals,
-    providers: { simulator, twilio: new TwilioProvider(config, cipher), sip: new SipProvider(
-        {
-          bindAddress: config.SIP_BIND_ADDRESS,
-          port: config.SIP_PORT,
-          publicAddress: config.SIP_PUBLIC_ADDRESS,
-          connectionIdleMs: config.SIP_CONNECTION_IDLE_MS,
-          maxMessageBytes: config.SIP_MAX_MESSAGE_BYTES,
-          onTransportError: (error) => logger.warn({ err: error }, 'SIP transport error'),
-        },
-        cipher,
-        clock,
-        (event) => signals.providerEvent(event),
-      ),
-      ...overrides.providers,
-    },
+    providers,
+    routes: new RouteDecoder(cipher, providers),
     queuedRuns: new QueuedRunCounts(),
     lookups: new LookupCache(config.LOOKUP_CACHE_TTL_MS, clock),
     rateLimits: new RateLimits({

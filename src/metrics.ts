@@ -17,6 +17,7 @@ export class Metrics {
   readonly dialLatency: Histogram;
   readonly providerEvents: Counter<'provider' | 'kind' | 'applied'>;
   readonly pacingReslots: Counter;
+  readonly reconciliations: Counter<'provider' | 'result'>;
   readonly rateLimited: Counter<'policy'>;
   readonly idempotency: Counter<'outcome'>;
   readonly queueFull: Counter;
@@ -39,6 +40,12 @@ export class Metrics {
       name: 'dialtone_provider_events_total',
       help: 'Provider events received, and whether they moved a run (duplicates and late events do not)',
       labelNames: ['provider', 'kind', 'applied'],
+      registers,
+    });
+    this.reconciliations = new Counter({
+      name: 'dialtone_reconciliations_total',
+      help: 'Questions to a provider about a live run (reconciliation), by what came of it: moved, unchanged, ended_live (past its deadline, ended by Dialtone), not_found, error',
+      labelNames: ['provider', 'result'],
       registers,
     });
     this.rateLimited = new Counter({ name: 'dialtone_rate_limited_total', help: 'Requests refused with 429 rate_limited, by policy spent', labelNames: ['policy'], registers });

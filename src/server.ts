@@ -8,6 +8,8 @@ import { purgeExpiredIdempotencyKeys } from './calls/idempotency.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { demoBanner, seedDemoIfEmpty } from './first-run.js';
 import { migrateToLatest } from './store/migrate.js';
+import { selectActiveConfigurations } from './store/configuration-statements.js';
+import { refuseUnreadyRoutes } from './telephony/readiness.js';
 import { packageInfo } from './package-info.js';
 import { DeliveryWorker } from './webhooks/delivery-worker.js';
 
@@ -22,6 +24,7 @@ export interface RunningService {
 export async function startService(deps: Deps): Promise<RunningService> {
   const applied = await migrateToLatest(deps.store);
   if (applied.length > 0) deps.logger.info({ applied }, 'migrations applied');
+  await checkRoutes(deps);
   const role = deps.config.DIALTONE_ROLE;
   const app = await buildApp(deps, { publicApi: role !== 'dispatcher' });
   await listen(app, deps);
@@ -73,6 +76,21 @@ export class ListenError extends Error {
     super(message);
     this.name = 'ListenError';
   }
+}
+
+/** Routes checked at start-up; past this many, the rest are checked when used (requests and dials always check). */
+const STARTUP_ROUTE_CHECK_LIMIT = 10_000;
+
+/**
+ * Every active route is judged against its provider's schema and readiness at start-up, and each
+ * that cannot dial is logged with all its problems: requests through it are refused (422
+ * telephony_not_ready) and its queued runs end failed (dial_refused, provider status route_invalid)
+ * instead of dialing.
+ */
+async function checkRoutes(deps: Deps): Promise<void> {
+  const rows = await selectActiveConfigurations(deps.store, STARTUP_ROUTE_CHECK_LIMIT);
+  const refused = refuseUnreadyRoutes(deps.routes, rows, { publicBaseUrl: deps.config.PUBLIC_BASE_URL }, deps.logger);
+  if (refused.length > 0) deps.logger.warn({ refused }, `${refused.length} of ${rows.length} active telephony configurations cannot place calls`);
 }
 
 async function listen(app: FastifyInstance, deps: Deps): Promise<void> {

@@ -4,10 +4,15 @@
 // cancel requests by polling the store.
 import type { ProviderEvent } from './telephony/provider.js';
 
+/** An event some other part of the node already applied: whether it moved the run. */
+export interface AppliedElsewhere {
+  moved: boolean;
+}
+
 export class Signals {
   private readonly workListeners = new Set<() => void>();
   private readonly outboxListeners = new Set<() => void>();
-  private readonly eventListeners = new Set<(event: ProviderEvent) => void>();
+  private readonly eventListeners = new Set<(event: ProviderEvent, appliedElsewhere: AppliedElsewhere | undefined) => void>();
   private readonly cancelListeners = new Set<(runId: number) => Promise<void>>();
 
   onWork(listener: () => void): () => void {
@@ -29,13 +34,18 @@ export class Signals {
     for (const listener of this.outboxListeners) listener();
   }
 
-  onProviderEvent(listener: (event: ProviderEvent) => void): () => void {
+  onProviderEvent(listener: (event: ProviderEvent, appliedElsewhere: AppliedElsewhere | undefined) => void): () => void {
     this.eventListeners.add(listener);
     return () => this.eventListeners.delete(listener);
   }
 
-  providerEvent(event: ProviderEvent): void {
-    for (const listener of this.eventListeners) listener(event);
+  /**
+   * A provider event for the node holding the call. With `appliedElsewhere`, the event was already
+   * applied through the store (a callback, or reconciliation): the holder only brings its timers in
+   * step. Without it (an in-process provider's event) the holder applies it, once.
+   */
+  providerEvent(event: ProviderEvent, appliedElsewhere?: AppliedElsewhere): void {
+    for (const listener of this.eventListeners) listener(event, appliedElsewhere);
   }
 
   onCancel(listener: (runId: number) => Promise<void>): () => void {

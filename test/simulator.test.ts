@@ -2,15 +2,15 @@
 // and records dials only when a test asks it to.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { TelephonyConfigurationRow } from '../src/store/schema.js';
+import type { DecodedRoute } from '../src/telephony/provider.js';
 import { SimulatorProvider } from '../src/telephony/simulator.js';
 
 const TIMINGS = { latencyMs: 0, ringMs: 0, talkMs: 0, secondMs: 0 };
-const configuration = {} as TelephonyConfigurationRow;
+const route: DecodedRoute<null> = { id: 1, orgId: 1, provider: 'simulator', callerIds: [], ringTimeoutMs: undefined, config: null };
 
 async function dialMany(simulator: SimulatorProvider, count: number): Promise<void> {
   for (let runId = 1; runId <= count; runId++) {
-    await simulator.dial({ runId, to: '+12025550123', from: null, ringTimeoutMs: 1_000, configuration });
+    await simulator.dial({ runId, to: '+12025550123', from: null, ringTimeoutMs: 1_000, route });
   }
 }
 

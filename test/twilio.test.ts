@@ -3,6 +3,7 @@
 // TwiML, the agent runtime hand-off, and refusals that change nothing.
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
+import twilio from 'twilio';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { getJson, postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
@@ -63,8 +64,9 @@ for (const store of await storeCases()) {
       assert.match(String(create.contentType), /^application\/x-www-form-urlencoded/);
       assert.equal(create.form.get('To'), '+12025550123');
       assert.equal(create.form.get('From'), '+12025550100');
-      assert.equal(create.form.get('Url'), `${PUBLIC_BASE_URL}${answerPath(runId)}`);
-      assert.equal(create.form.get('StatusCallback'), `${PUBLIC_BASE_URL}${statusPath(runId)}`);
+      // Twilio's connection overrides ride in the fragment: it retries a failed callback 5 times, on any failure.
+      assert.equal(create.form.get('Url'), `${PUBLIC_BASE_URL}${answerPath(runId)}#rc=5&rp=all`);
+      assert.equal(create.form.get('StatusCallback'), `${PUBLIC_BASE_URL}${statusPath(runId)}#rc=5&rp=all`);
       assert.equal(create.form.get('StatusCallbackMethod'), 'POST');
       assert.deepEqual(create.form.getAll('StatusCallbackEvent'), ['initiated', 'ringing', 'answered', 'completed']);
       assert.equal(create.form.get('Timeout'), '30');
@@ -126,6 +128,39 @@ for (const store of await storeCases()) {
       const run = await waitForRun(env, runId, () => true);
       assert.equal(run.state, 'dialing');
       assert.deepEqual(await eventTypes(env, runId), ['queued', 'dialing']);
+    });
+
+    it('applies each status callback once on a node that also dispatches: the node holding the call only follows it', async (t) => {
+      const env = await twilioEnv(t, store.kind);
+      const { runId, callSid } = await placeCall(env);
+      const attempts: string[] = [];
+      const transition = env.deps.lifecycle.transition.bind(env.deps.lifecycle);
+      env.deps.lifecycle.transition = (id, to, details) => {
+        if (id === runId) attempts.push(to);
+        return transition(id, to, details);
+      };
+      assert.equal(env.dispatcher.liveCalls, 1, 'this node holds the call it placed');
+      await status(env, runId, callSid, 'ringing');
+      await status(env, runId, callSid, 'in-progress');
+      await status(env, runId, callSid, 'completed');
+      // The holder handles the events in order after the callbacks: once it let go of the call, it has seen all three.
+      const deadline = Date.now() + 5_000;
+      while (env.dispatcher.liveCalls > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(env.dispatcher.liveCalls, 0, 'the holder followed the callbacks to the end of the call');
+      assert.deepEqual(attempts, ['ringing', 'in_progress', 'completed'], 'one transition attempt per callback');
+      assert.deepEqual(await eventTypes(env, runId), ['queued', 'dialing', 'ringing', 'in_progress', 'completed']);
+    });
+
+    it('verifies a callback signed over the URL with or without its connection-overrides fragment, and refuses any other fragment', async (t) => {
+      const env = await twilioEnv(t, store.kind);
+      const { runId, callSid } = await placeCall(env);
+      const url = `${PUBLIC_BASE_URL}${statusPath(runId)}`;
+      const form = (callStatus: string) => ({ AccountSid: ACCOUNT_SID, ApiVersion: '2010-04-01', Direction: 'outbound-api', CallSid: callSid, CallStatus: callStatus });
+      const signed = (signedUrl: string, callStatus: string) => sendCallback(env.app, statusPath(runId), { CallSid: callSid, CallStatus: callStatus }, { signature: twilio.getExpectedTwilioSignature(AUTH_TOKEN, signedUrl, form(callStatus)) });
+      assertProblem(await signed(`${url}#rc=3&rp=all`, 'ringing'), 403, 'invalid_signature');
+      assert.equal((await signed(`${url}#rc=5&rp=all`, 'ringing')).statusCode, 204);
+      assert.equal((await signed(url, 'in-progress')).statusCode, 204);
+      assert.deepEqual(await eventTypes(env, runId), ['queued', 'dialing', 'ringing', 'in_progress']);
     });
 
     it('takes duplicate and out-of-order callbacks without moving a run backwards', async (t) => {

@@ -78,7 +78,7 @@ export async function initiateCall(
   if (parsed.destination.kind === 'sip_uri' && telephony.provider !== 'sip') {
     throw invalidPhoneNumber(`A SIP URI can only be dialed through a SIP telephony configuration; "${telephony.name}" is ${telephony.provider}.`);
   }
-  const problems = readinessProblems(telephony, { publicBaseUrl: deps.config.PUBLIC_BASE_URL });
+  const problems = readinessProblems(deps.routes, telephony, { publicBaseUrl: deps.config.PUBLIC_BASE_URL });
   if (problems.length > 0) {
     throw new DialtoneError('telephony_not_ready', `Telephony configuration ${telephony.id} cannot place calls: ${problems.join(' ')}`);
   }

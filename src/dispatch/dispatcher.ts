@@ -10,7 +10,8 @@
 //    through provider-events.ts; cancel requests for its calls are picked up on every tick.
 // 4. Maintain: every REAPER_INTERVAL_MS (maintenance.ts), beat, end lost nodes' calls, expire stale
 //    queued runs and end live runs past their deadline (end-runs.ts), and run the service's
-//    housekeeping.
+//    housekeeping. Then, in the background, reconcile (reconcile.ts): ask providers whose calls
+//    outlive the node about overdue runs (before they end) and runs with no news.
 //
 // A tick runs when work is signalled on this node (no polling delay) or announced by another node
 // through the store (PostgreSQL NOTIFY), when a pacing slot opens, or every
@@ -18,11 +19,13 @@
 import type { Deps } from '../deps.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
 import { DialRefusedError } from '../telephony/provider.js';
+import { RouteInvalidError } from '../telephony/routes.js';
 import { deleteNode, selectConfigurationsWithQueuedRuns } from '../store/dispatch-statements.js';
 import { claimRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
 import { LiveCalls } from './live-calls.js';
 import { maintain, type Housekeeping } from './maintenance.js';
 import { ringTimeoutOf } from './provider-events.js';
+import { askFirstProviders, Reconciler } from './reconcile.js';
 import { RoutePacer, type PacedDial, type PacerSettings } from './route-pacer.js';
 
 class DialTimeoutError extends Error {}
@@ -65,6 +68,7 @@ export class Dispatcher {
   private listening: Promise<(() => Promise<void>) | undefined> | undefined;
 
   private readonly live: LiveCalls;
+  private readonly reconciler: Reconciler;
   private readonly housekeeping: readonly Housekeeping[];
 
   constructor(
@@ -72,6 +76,7 @@ export class Dispatcher {
     options: { housekeeping?: readonly Housekeeping[] } = {},
   ) {
     this.live = new LiveCalls(deps, (work) => this.track(work), () => this.wake());
+    this.reconciler = new Reconciler(deps, { reaped: (runId) => this.live.reaped(runId) });
     this.housekeeping = options.housekeeping ?? [];
   }
 
@@ -86,7 +91,7 @@ export class Dispatcher {
       });
     this.unsubscribe.push(
       // First: stop() keeps this one until live calls have drained.
-      this.deps.signals.onProviderEvent((event) => this.live.onProviderEvent(event)),
+      this.deps.signals.onProviderEvent((event, applied) => this.live.onProviderEvent(event, applied)),
       this.deps.signals.onWork(() => this.wake()),
       this.deps.signals.onCancel((runId) => this.live.cancel(runId)),
     );
@@ -123,9 +128,12 @@ export class Dispatcher {
         this.nextMaintenanceAt = now + deps.config.REAPER_INTERVAL_MS;
         await maintain(deps, now, {
           inProcessProviders: this.live.inProcessProviders(),
+          askFirstProviders: askFirstProviders(deps),
           reaped: (runId) => this.live.reaped(runId),
           housekeeping: this.housekeeping,
         });
+        // In the background, so a slow provider never holds up dispatch; one sweep at a time.
+        this.track(this.reconciler.sweep());
       }
       await this.live.cancelRequested();
       for (const configurationId of await selectConfigurationsWithQueuedRuns(deps.store, 100)) {
@@ -208,11 +216,20 @@ export class Dispatcher {
 
   private async dial({ run, configuration }: ClaimedRun): Promise<void> {
     const { deps } = this;
+    const decoded = deps.routes.decode(configuration);
+    if (!decoded.ok) {
+      // Stored settings or credentials that do not fit the provider (start-up logged them): the run
+      // ends failed with every problem, and nothing is dialed.
+      const refused = new RouteInvalidError(decoded.problems);
+      await this.dialFailed(run.id, new DialRefusedError('failed', 'route_invalid', refused.message), deps.clock.now());
+      return;
+    }
+    const route = decoded.route;
     const provider = deps.providers[configuration.provider];
-    const ringTimeoutMs = ringTimeoutOf(deps, configuration);
+    const ringTimeoutMs = ringTimeoutOf(deps, route);
     const sentAt = deps.clock.now();
     deps.metrics.dialLatency.observe((sentAt - run.created_at) / 1000);
-    const attempt = provider.dial({ runId: run.id, to: run.phone_number, from: run.caller_id, ringTimeoutMs, configuration });
+    const attempt = provider.dial({ runId: run.id, to: run.phone_number, from: run.caller_id, ringTimeoutMs, route });
     let providerCallId: string;
     try {
       ({ providerCallId } = await withTimeout(attempt, deps.config.DIAL_TIMEOUT_MS));
@@ -220,12 +237,12 @@ export class Dispatcher {
       await this.dialFailed(run.id, error, sentAt);
       if (error instanceof DialTimeoutError) {
         // The provider may still place the call after we gave up on it: hang it up if it does.
-        attempt.then((late) => provider.hangUp({ runId: run.id, providerCallId: late.providerCallId, configuration }), () => undefined);
+        attempt.then((late) => provider.hangUp({ runId: run.id, providerCallId: late.providerCallId, route }), () => undefined);
       }
       return;
     }
 
-    await this.live.placed({ runId: run.id, providerCallId, configuration, sentAt, ringTimeoutMs });
+    await this.live.placed({ runId: run.id, providerCallId, route, sentAt, ringTimeoutMs });
   }
 
   private async dialFailed(runId: number, error: unknown, at: number): Promise<void> {
@@ -262,6 +279,7 @@ export class Dispatcher {
     await unlisten?.();
     if (this.nextTick) clearTimeout(this.nextTick);
     await this.ticking;
+    await this.reconciler.stop();
     // Includes claimed runs waiting for their pacing slot, at most DISPATCH_LOOKAHEAD_MS away.
     const pending = Promise.allSettled([...this.inFlight]);
     await Promise.race([pending, new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);

@@ -2,6 +2,7 @@
 // provider went quiet. Each statement picks a bounded batch; every run still goes through
 // the run lifecycle, so the state rules, events and counts are the same as for any other transition.
 import { selectOverdueRuns, selectStaleQueuedRuns } from '../store/run-reads.js';
+import type { ProviderName } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 import type { RunLifecycle } from '../runs/lifecycle.js';
 import type { AppliedTransition } from '../runs/transition-run.js';
@@ -24,9 +25,16 @@ export async function expireQueuedRuns(store: Store, lifecycle: RunLifecycle, no
  * node that never finished the dial (it crashed or hung): it may or may not have reached the
  * provider, so it is never dialed again and ends `failed` (dispatch_interrupted). Any other live
  * run past its deadline stopped hearing from its provider and ends `failed` (provider_silent).
+ * Runs of the `askFirst` providers are left to reconciliation (reconcile.ts), which asks the
+ * provider what became of the call before ending them.
  */
-export async function reapSilentRuns(store: Store, lifecycle: RunLifecycle, now: number): Promise<{ run: AppliedTransition; providerCallId: string | null }[]> {
-  const overdue = await selectOverdueRuns(store, now, LIVE_STATES, BATCH);
+export async function reapSilentRuns(
+  store: Store,
+  lifecycle: RunLifecycle,
+  now: number,
+  askFirst: readonly ProviderName[] = [],
+): Promise<{ run: AppliedTransition; providerCallId: string | null }[]> {
+  const overdue = await selectOverdueRuns(store, now, LIVE_STATES, BATCH, askFirst);
   const ended: { run: AppliedTransition; providerCallId: string | null }[] = [];
   for (const row of overdue) {
     const interrupted = row.state === 'dialing' && row.provider_call_id === null;

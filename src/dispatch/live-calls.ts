@@ -7,14 +7,15 @@ import type { Deps } from '../deps.js';
 import { LIVE_STATES, isTerminal } from '../runs/states.js';
 import type { AppliedTransition } from '../runs/transition-run.js';
 import { selectCancelRequested, selectRunState } from '../store/run-reads.js';
-import type { ProviderName, RunState, TelephonyConfigurationRow } from '../store/schema.js';
-import type { ProviderEvent } from '../telephony/provider.js';
+import type { ProviderName, RunState } from '../store/schema.js';
+import type { AppliedElsewhere } from '../signals.js';
+import type { DecodedRoute, ProviderEvent } from '../telephony/provider.js';
 import { applyProviderEvent, ringTimeoutOf } from './provider-events.js';
 
 interface TrackedCall {
   runId: number;
   providerCallId: string;
-  configuration: TelephonyConfigurationRow;
+  route: DecodedRoute;
   timer: NodeJS.Timeout | undefined;
   /** Set once the maximum-duration timer replaced the ring timer. */
   answered: boolean;
@@ -23,7 +24,7 @@ interface TrackedCall {
 export interface PlacedCall {
   runId: number;
   providerCallId: string;
-  configuration: TelephonyConfigurationRow;
+  route: DecodedRoute;
   sentAt: number;
   ringTimeoutMs: number;
 }
@@ -47,7 +48,7 @@ export class LiveCalls {
    */
   async placed(placed: PlacedCall): Promise<void> {
     const { deps } = this;
-    const call: TrackedCall = { runId: placed.runId, providerCallId: placed.providerCallId, configuration: placed.configuration, timer: undefined, answered: false };
+    const call: TrackedCall = { runId: placed.runId, providerCallId: placed.providerCallId, route: placed.route, timer: undefined, answered: false };
     this.calls.set(call.runId, call);
     this.setTimer(call, placed.ringTimeoutMs, async () => {
       await this.endLocally(call, 'no_answer', 'ring_timeout');
@@ -61,9 +62,13 @@ export class LiveCalls {
     else if (now.cancelRequested) await this.cancelLocally(call);
   }
 
-  /** A provider event for one of this node's runs (or another's: the store decides). */
-  onProviderEvent(event: ProviderEvent): void {
-    this.track(this.inOrder(event.runId, () => this.handleProviderEvent(event)));
+  /**
+   * A provider event for one of this node's runs (or another's: the store decides). An event
+   * already applied (a Twilio callback taken by this node's HTTP route, or reconciliation) is not
+   * applied again: only this node's timers follow it.
+   */
+  onProviderEvent(event: ProviderEvent, appliedElsewhere?: AppliedElsewhere): void {
+    this.track(this.inOrder(event.runId, () => this.handleProviderEvent(event, appliedElsewhere)));
   }
 
   /** Ends the call of a run whose cancel was requested, if this node holds it. */
@@ -97,7 +102,7 @@ export class LiveCalls {
   private async hangUp(call: TrackedCall): Promise<void> {
     this.forget(call);
     try {
-      await this.deps.providers[call.configuration.provider].hangUp(call);
+      await this.deps.providers[call.route.provider].hangUp(call);
     } catch (error) {
       this.deps.logger.warn({ err: error, runId: call.runId }, 'hang-up failed');
     }
@@ -136,13 +141,15 @@ export class LiveCalls {
     return next;
   }
 
-  private async handleProviderEvent(event: ProviderEvent): Promise<void> {
+  private async handleProviderEvent(event: ProviderEvent, appliedElsewhere: AppliedElsewhere | undefined): Promise<void> {
     const call = this.calls.get(event.runId);
-    const ringTimeoutMs = call ? ringTimeoutOf(this.deps, call.configuration) : this.deps.config.RING_TIMEOUT_MS;
-    const applied = await applyProviderEvent(this.deps, call?.configuration.provider ?? 'unknown', event, ringTimeoutMs);
+    if (appliedElsewhere && !call) return;
+    const ringTimeoutMs = call ? ringTimeoutOf(this.deps, call.route) : this.deps.config.RING_TIMEOUT_MS;
+    const applied = appliedElsewhere ? undefined : await applyProviderEvent(this.deps, call?.route.provider ?? 'unknown', event, ringTimeoutMs);
     if (!call) return;
-    // An event that moved nothing may have been applied already (a Twilio callback taken by the
-    // webhook on this node): the run's state in the store says what this node's timers should be.
+    const moved = appliedElsewhere ? appliedElsewhere.moved : applied !== undefined;
+    // The run's state in the store says what this node's timers should be (an event applied
+    // elsewhere, or one that moved nothing because it was a duplicate).
     const state = applied?.to ?? (await this.currentState(event.runId));
     if (state === 'in_progress' && !call.answered) {
       call.answered = true;
@@ -152,7 +159,7 @@ export class LiveCalls {
     } else if (state !== undefined && isTerminal(state)) {
       // The run ended elsewhere (reaped, or its node presumed lost) while this call still reports
       // progress: the line is still up, so put it down. A terminal event means the call is over.
-      if (!applied && (event.kind === 'ringing' || event.kind === 'answered')) await this.hangUp(call);
+      if (!moved && (event.kind === 'ringing' || event.kind === 'answered')) await this.hangUp(call);
       else this.forget(call);
     }
   }
@@ -180,7 +187,7 @@ export class LiveCalls {
    * (Twilio) are released to their provider's callbacks instead.
    */
   async drainInProcessCalls(deadline: number): Promise<void> {
-    const inProcess = () => [...this.calls.values()].filter((call) => !this.deps.providers[call.configuration.provider].callsOutliveNode);
+    const inProcess = () => [...this.calls.values()].filter((call) => !this.deps.providers[call.route.provider].callsOutliveNode);
     while (inProcess().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     for (const call of inProcess()) {
       const state = await this.currentState(call.runId);

@@ -14,6 +14,8 @@ export type Housekeeping = (now: number) => Promise<unknown>;
 export interface MaintenanceHooks {
   /** Providers whose calls live in this process and die with it. */
   inProcessProviders: ProviderName[];
+  /** Providers whose overdue runs are asked about before they end (reconcile.ts ends them): the reaper leaves them. */
+  askFirstProviders?: ProviderName[];
   /** The reaper ended this run: put down its line if this node holds it. */
   reaped(runId: number): Promise<void>;
   housekeeping: readonly Housekeeping[];
@@ -24,7 +26,7 @@ export async function maintain(deps: Deps, now: number, hooks: MaintenanceHooks)
   const lost = await endLostNodeCalls(deps.store, deps.lifecycle, now, deps.config.NODE_HEARTBEAT_TIMEOUT_MS, hooks.inProcessProviders);
   for (const t of lost) deps.logger.warn({ runId: t.runId }, 'ended a live call of a node that stopped beating (node_lost)');
   await expireQueuedRuns(deps.store, deps.lifecycle, now, deps.config.QUEUE_TTL_MS);
-  for (const { run, providerCallId } of await reapSilentRuns(deps.store, deps.lifecycle, now)) {
+  for (const { run, providerCallId } of await reapSilentRuns(deps.store, deps.lifecycle, now, hooks.askFirstProviders)) {
     deps.logger.warn({ runId: run.runId, providerCallId }, 'reaped a run that stopped hearing from its provider or node');
     await hooks.reaped(run.runId);
   }

@@ -2,10 +2,9 @@
 // (simulator, SIP) or any node that takes a provider callback (Twilio). Duplicates and late events
 // are harmless: the transition's compare-and-set simply does not match.
 import type { Deps } from '../deps.js';
-import type { RunState, TelephonyConfigurationRow } from '../store/schema.js';
-import { decodeJson } from '../store/store.js';
+import type { RunState } from '../store/schema.js';
 import type { AppliedTransition } from '../runs/transition-run.js';
-import type { ProviderEvent, ProviderEventKind } from '../telephony/provider.js';
+import type { DecodedRoute, ProviderEvent, ProviderEventKind } from '../telephony/provider.js';
 
 const EVENT_STATE: Record<ProviderEventKind, RunState> = {
   ringing: 'ringing',
@@ -27,13 +26,11 @@ const EVENT_REASON: Partial<Record<ProviderEventKind, string>> = {
   canceled: 'provider_canceled',
 };
 
-export function ringTimeoutOf(deps: Deps, configuration: Pick<TelephonyConfigurationRow, 'settings'>): number {
-  const settings = decodeJson<Record<string, unknown>>(configuration.settings);
-  const value = settings.ring_timeout_ms;
-  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : deps.config.RING_TIMEOUT_MS;
+export function ringTimeoutOf(deps: Deps, route: Pick<DecodedRoute, 'ringTimeoutMs'>): number {
+  return route.ringTimeoutMs ?? deps.config.RING_TIMEOUT_MS;
 }
 
-export async function applyProviderEvent(deps: Deps, provider: string, event: ProviderEvent, ringTimeoutMs: number): Promise<AppliedTransition | undefined> {
+export async function applyProviderEvent(deps: Deps, provider: string, event: ProviderEvent, ringTimeoutMs: number, data?: Record<string, unknown>): Promise<AppliedTransition | undefined> {
   const to = EVENT_STATE[event.kind];
   const grace = deps.config.REAPER_GRACE_MS;
   const deadlineAt =
@@ -44,8 +41,25 @@ export async function applyProviderEvent(deps: Deps, provider: string, event: Pr
     rawProviderStatus: event.rawStatus,
     providerCallId: event.providerCallId,
     ...(deadlineAt !== undefined ? { deadlineAt } : {}),
+    ...(data ? { data } : {}),
   });
   deps.metrics.providerEvents.inc({ provider, kind: event.kind, applied: applied ? 'yes' : 'no' });
   if (!applied) deps.logger.debug({ runId: event.runId, kind: event.kind }, 'provider event did not move the run (duplicate, late or out of order)');
+  return applied;
+}
+
+/**
+ * Applies an event learned outside the node holding the call (a provider callback on any node, or
+ * reconciliation asking the provider), once, then tells this node's dispatcher, which only brings
+ * its timers in step if it holds the call: the event is never applied a second time.
+ */
+export async function applyReportedEvent(
+  deps: Deps,
+  event: ProviderEvent,
+  route: Pick<DecodedRoute, 'provider' | 'ringTimeoutMs'>,
+  data?: Record<string, unknown>,
+): Promise<AppliedTransition | undefined> {
+  const applied = await applyProviderEvent(deps, route.provider, event, ringTimeoutOf(deps, route), data);
+  deps.signals.providerEvent(event, { moved: applied !== undefined });
   return applied;
 }

@@ -5,7 +5,7 @@
 // once, in dialtone_run_transitions_total. The webhook outbox is written with each event, in the
 // same transaction (store/run-event-outbox.ts). Callers elsewhere decide *which* runs to move (dispatch/ picks overdue ones,
 // providers report events); only this module writes them.
-import { extendUndialedClaim, markCancelRequested, releaseNodeCalls, setDialRecorded, type DialValues } from '../store/run-writes.js';
+import { extendUndialedClaim, markCancelRequested, markReconciled, releaseNodeCalls, setDialRecorded, setFoundCall, type DialValues } from '../store/run-writes.js';
 import type { Store } from '../store/store.js';
 import { LIVE_STATES, type RunState } from './states.js';
 import { transitionRun, type AppliedTransition, type TransitionDetails } from './transition-run.js';
@@ -61,6 +61,16 @@ export class RunLifecycle {
   /** A stopping node lets go of its live calls: from now on their deadlines (and the reaper) govern them. */
   releaseCalls(nodeId: string): Promise<void> {
     return releaseNodeCalls(this.store, nodeId);
+  }
+
+  /** Takes this node's turn to ask the provider about a live run; false when another node has it, or the run ended. */
+  claimReconciliation(runId: number, previous: number | null, now: number): Promise<boolean> {
+    return markReconciled(this.store, runId, previous, now, LIVE_STATES);
+  }
+
+  /** Records the call the provider says it placed for a run interrupted mid-dial; false when the run moved on meanwhile. */
+  recordFoundCall(runId: number, found: { providerCallId: string; sentAt: number; deadlineAt: number }): Promise<boolean> {
+    return this.store.batched((trx) => setFoundCall(trx, runId, found));
   }
 
   /** Marks a live run's cancel request for the node holding its call; false when it is not live or already marked. */

@@ -49,6 +49,11 @@ export function insertConfiguration(store: Store, configuration: NewConfiguratio
   });
 }
 
+/** Active configurations of every organization, oldest first, at most `limit` (the start-up check). */
+export function selectActiveConfigurations(store: Store, limit: number): Promise<TelephonyConfigurationRow[]> {
+  return store.db.selectFrom('telephony_configurations').selectAll().where('status', '=', 'active').orderBy('id').limit(limit).execute();
+}
+
 /** An organization's configurations, oldest first. */
 export function selectConfigurationsOfOrganization(store: Store, orgId: number): Promise<TelephonyConfigurationRow[]> {
   return store.db.selectFrom('telephony_configurations').selectAll().where('org_id', '=', orgId).orderBy('id').execute();

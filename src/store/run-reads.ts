@@ -2,7 +2,7 @@
 // into what they show (runs/read-run.ts renders the API's view) or act on (dispatch/ picks runs
 // to end); JSON columns come back decoded.
 import type { Transaction } from 'kysely';
-import type { Database, RunState } from './schema.js';
+import type { Database, ProviderName, RunState } from './schema.js';
 import { lockingRows } from './row-locks.js';
 import { decodeJson, queryable, type Queryable, type Store } from './store.js';
 
@@ -98,7 +98,62 @@ export async function selectStaleQueuedRuns(store: Store, createdBefore: number,
   return rows.map((r) => r.id);
 }
 
-/** Live runs whose deadline passed before `now`, most overdue first. */
-export function selectOverdueRuns(store: Store, now: number, live: readonly RunState[], limit: number) {
-  return store.db.selectFrom('workflow_runs').select(['id', 'provider_call_id', 'state']).where('state', 'in', live).where('deadline_at', '<', now).orderBy('deadline_at').limit(limit).execute();
+/**
+ * Live runs whose deadline passed before `now`, most overdue first; those of the providers in
+ * `excludingProviders` are left out (reconciliation asks their provider before they end).
+ */
+export function selectOverdueRuns(store: Store, now: number, live: readonly RunState[], limit: number, excludingProviders: readonly ProviderName[] = []) {
+  let query = store.db
+    .selectFrom('workflow_runs as r')
+    .select(['r.id', 'r.provider_call_id', 'r.state'])
+    .where('r.state', 'in', live)
+    .where('r.deadline_at', '<', now);
+  if (excludingProviders.length > 0) {
+    query = query.innerJoin('telephony_configurations as c', 'c.id', 'r.telephony_configuration_id').where('c.provider', 'not in', excludingProviders);
+  }
+  return query.orderBy('r.deadline_at').limit(limit).execute();
+}
+
+/**
+ * Live runs of the given providers to ask about: every overdue one, and those with a recorded call
+ * that had no news (no write to the run, no question asked) since `quietSince`. Most overdue first.
+ */
+export function selectReconcileCandidates(store: Store, options: { providers: readonly ProviderName[]; live: readonly RunState[]; now: number; quietSince: number; limit: number }) {
+  return store.db
+    .selectFrom('workflow_runs as r')
+    .innerJoin('telephony_configurations as c', 'c.id', 'r.telephony_configuration_id')
+    .select([
+      'r.id', 'r.state', 'r.provider_call_id', 'r.telephony_configuration_id', 'r.phone_number', 'r.caller_id',
+      'r.claimed_at', 'r.deadline_at', 'r.reconciled_at',
+    ])
+    .where('c.provider', 'in', options.providers)
+    .where('r.state', 'in', options.live)
+    .where((eb) =>
+      eb.or([
+        eb('r.deadline_at', '<', options.now),
+        eb.and([
+          eb('r.provider_call_id', 'is not', null),
+          eb('r.updated_at', '<', options.quietSince),
+          eb.or([eb('r.reconciled_at', 'is', null), eb('r.reconciled_at', '<', options.quietSince)]),
+        ]),
+      ]),
+    )
+    .orderBy('r.deadline_at')
+    .limit(options.limit)
+    .execute();
+}
+
+export type ReconcileCandidate = Awaited<ReturnType<typeof selectReconcileCandidates>>[number];
+
+/** Call ids recorded for runs of a route to one number claimed since `since`: calls that are not another run's. */
+export async function selectRecordedCallIds(store: Store, configurationId: number, phoneNumber: string, since: number): Promise<string[]> {
+  const rows = await store.db
+    .selectFrom('workflow_runs')
+    .select('provider_call_id')
+    .where('telephony_configuration_id', '=', configurationId)
+    .where('phone_number', '=', phoneNumber)
+    .where('claimed_at', '>=', since)
+    .where('provider_call_id', 'is not', null)
+    .execute();
+  return rows.flatMap((r) => (r.provider_call_id === null ? [] : [r.provider_call_id]));
 }

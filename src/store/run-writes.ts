@@ -101,6 +101,37 @@ export async function extendUndialedClaim(trx: Transaction<Database>, runId: num
   return row !== undefined;
 }
 
+/**
+ * Takes the turn to ask a run's provider about it (reconciliation): moves `reconciled_at` from what
+ * the caller read to `now`; false when another node took it first or the run is no longer live.
+ */
+export async function markReconciled(store: Store, runId: number, previous: number | null, now: number, live: readonly RunState[]): Promise<boolean> {
+  const result = await store.db
+    .updateTable('workflow_runs')
+    .set({ reconciled_at: now })
+    .where('id', '=', runId)
+    .where('state', 'in', live)
+    .where('reconciled_at', previous === null ? 'is' : '=', previous)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * Records the call the provider placed for a run whose call id was never recorded (its node stopped
+ * mid-dial), found by asking the provider; only while the run is still dialing without one.
+ */
+export async function setFoundCall(trx: Transaction<Database>, runId: number, found: { providerCallId: string; sentAt: number; deadlineAt: number }): Promise<boolean> {
+  const row = await trx
+    .updateTable('workflow_runs')
+    .set({ provider_call_id: found.providerCallId, dial_sent_at: found.sentAt, deadline_at: found.deadlineAt, lease_owner: null, lease_expires_at: null })
+    .where('id', '=', runId)
+    .where('state', '=', 'dialing')
+    .where('provider_call_id', 'is', null)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** A node lets go of the live calls it holds. */
 export async function releaseNodeCalls(store: Store, nodeId: string): Promise<void> {
   await store.db.updateTable('workflow_runs').set({ lease_owner: null }).where('lease_owner', '=', nodeId).where('provider_call_id', 'is not', null).execute();

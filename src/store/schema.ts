@@ -124,6 +124,8 @@ export interface WorkflowRunsTable {
   raw_provider_status: string | null;
   cancel_requested_at: number | null;
   last_event_seq: Generated<number>;
+  /** When a node last asked the provider about this run's call (reconciliation); null: never. */
+  reconciled_at: Generated<number | null>;
 }
 
 export interface RunEventsTable {

@@ -12,8 +12,7 @@ import {
 } from '../store/configuration-statements.js';
 import { decodeJson, type Store } from '../store/store.js';
 import type { CredentialsCipher } from './credentials-cipher.js';
-import { sipCredentialProblems, sipSettingsProblems } from './sip/settings.js';
-import { twilioCredentialProblems } from './twilio/credentials.js';
+import { routeInputProblems } from './routes.js';
 
 export const PROVIDERS: readonly ProviderName[] = ['simulator', 'twilio', 'sip'];
 
@@ -94,10 +93,9 @@ export async function createTelephonyConfiguration(
     errors.push({ pointer: '/max_concurrent_calls', detail: 'Must be a whole number of at least 1.' });
   }
   if (input.name.trim().length === 0) errors.push({ pointer: '/name', detail: 'Must not be empty.' });
-  if (input.provider === 'twilio' && input.credentials) errors.push(...twilioCredentialProblems(input.credentials));
-  if (input.provider === 'sip') {
-    errors.push(...sipSettingsProblems(input.settings ?? {}));
-    if (input.credentials) errors.push(...sipCredentialProblems(input.credentials));
+  // The provider's own schema (provider.ts), the same one readiness applies to the stored route.
+  if (PROVIDERS.includes(input.provider as ProviderName)) {
+    errors.push(...routeInputProblems(input.provider as ProviderName, { settings: input.settings ?? {}, credentials: input.credentials ?? null }));
   }
   if (errors.length > 0) throw validationFailed(errors, 'The telephony configuration is not valid.');
 

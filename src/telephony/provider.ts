@@ -1,7 +1,13 @@
-// The one interface every telephony provider implements. A provider places calls and reports what
-// happens to them as ProviderEvents; it never changes a run itself. Dialtone's lifecycle code
-// (dispatch/) turns events into transitions, so the rules about states live in one place.
-import type { ProviderName, TelephonyConfigurationRow } from '../store/schema.js';
+// The one interface every telephony provider implements: everything that differs between providers
+// lives behind it (dialing, hanging up, asking about a call, the route's settings and credentials
+// schema, readiness, and the provider's callbacks). A provider places calls and reports what happens
+// to them as ProviderEvents; it never changes a run itself. Dialtone's lifecycle code (dispatch/,
+// runs/) turns events into transitions, so the rules about states live in one place.
+//
+// Providers never see a database row: they receive a DecodedRoute (routes.ts), whose settings were
+// parsed and credentials decrypted once and checked against the provider's own schema.
+import type { FieldError } from '../errors.js';
+import type { ProviderName } from '../store/schema.js';
 
 export type ProviderEventKind = 'ringing' | 'answered' | 'completed' | 'busy' | 'no_answer' | 'rejected' | 'failed' | 'canceled';
 
@@ -16,18 +22,45 @@ export interface ProviderEvent {
 
 export type ProviderEventSink = (event: ProviderEvent) => void;
 
-export interface DialRequest {
+/** A telephony configuration as providers see it: checked, parsed, its credentials decrypted. */
+export interface DecodedRoute<C = unknown> {
+  id: number;
+  orgId: number;
+  provider: ProviderName;
+  callerIds: string[];
+  /** The route's own ring timeout (settings.ring_timeout_ms), when it sets one. */
+  ringTimeoutMs: number | undefined;
+  /** The provider's typed settings and credentials (its schema's output). */
+  config: C;
+}
+
+/** What a route's provider is given to check: the stored settings and the decrypted credentials. */
+export interface RouteInput {
+  settings: Record<string, unknown>;
+  /** Null when none are stored. */
+  credentials: Record<string, unknown> | null;
+}
+
+export type RouteDecoding<C> = { ok: true; config: C } | { ok: false; problems: FieldError[] };
+
+/** Service-wide facts readiness depends on. */
+export interface ServiceSettings {
+  /** Where providers call back (PUBLIC_BASE_URL). */
+  publicBaseUrl: string | undefined;
+}
+
+export interface DialRequest<C = unknown> {
   runId: number;
   to: string;
   from: string | null;
   ringTimeoutMs: number;
-  configuration: TelephonyConfigurationRow;
+  route: DecodedRoute<C>;
 }
 
-export interface LiveCall {
+export interface LiveCall<C = unknown> {
   runId: number;
   providerCallId: string;
-  configuration: TelephonyConfigurationRow;
+  route: DecodedRoute<C>;
 }
 
 /** A dial the provider refused outright: the run ends in `outcome` with the provider's words kept. */
@@ -42,19 +75,86 @@ export class DialRefusedError extends Error {
   }
 }
 
-export interface TelephonyProvider {
+/** What the provider says of a call now. */
+export interface CallReport {
+  providerCallId: string;
+  /** The event this status means; null while the call is still being set up (queued, initiated). */
+  kind: ProviderEventKind | null;
+  /** The provider's own words. */
+  rawStatus: string;
+  /** When the provider created the call (ms since the epoch), when it says. */
+  createdAt: number | undefined;
+}
+
+/** The call a run may have placed before its call id was recorded (the node stopped mid-dial). */
+export interface CallQuery {
+  to: string;
+  from: string | null;
+  /** The call was created at or after this time (the run's claim). */
+  placedAfter: number;
+  /** Calls already recorded for other runs: never this run's. */
+  excluding: ReadonlySet<string>;
+}
+
+/** A callback as the HTTP layer received it: the URL the provider called, its headers and form. */
+export interface CallbackRequest {
+  /** The URL as the provider was told it (PUBLIC_BASE_URL plus path and query). */
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  form: Record<string, string>;
+}
+
+/** What to do with an answered call; the provider says it in its own language (TwiML for Twilio). */
+export type AnswerPlan =
+  | { kind: 'stream'; url: string; parameters: Record<string, string> }
+  | { kind: 'say'; text: string };
+
+/** Providers that report progress by calling back over HTTP (Twilio). */
+export interface ProviderCallbacks<C> {
+  /** True when the request was signed by the provider for this route. */
+  verify(route: DecodedRoute<C>, request: CallbackRequest): boolean;
+  /** The status a callback reports for a call; undefined for a status word the provider does not send. */
+  status(request: CallbackRequest): CallReport | undefined;
+  /** The body and content type answering an answered call. */
+  answer(plan: AnswerPlan): { contentType: string; body: string };
+}
+
+interface ProviderBase<C> {
   readonly name: ProviderName;
-  /**
-   * Whether a call outlives the node that placed it. A Twilio call does (Twilio holds it and calls
-   * back any node); a SIP dialog or a simulated call lives in the node's process and dies with it.
-   */
-  readonly callsOutliveNode: boolean;
+  /** Checks a route's settings and credentials, listing every problem; typed config when none. */
+  decodeRoute(input: RouteInput): RouteDecoding<C>;
+  /** Why a well-formed route still cannot place a call now (no caller ID, nowhere to call back). */
+  readiness(route: DecodedRoute<C>, service: ServiceSettings): string[];
   /** Places a call; resolves once the provider has accepted it and named it. */
-  dial(request: DialRequest): Promise<{ providerCallId: string }>;
+  dial(request: DialRequest<C>): Promise<{ providerCallId: string }>;
   /** Ends a call in any live phase: cancels it while ringing, hangs it up once answered. */
-  hangUp(call: LiveCall): Promise<void>;
+  hangUp(call: LiveCall<C>): Promise<void>;
   /** Releases sockets and timers. */
   close(): Promise<void>;
+  /** Present when the provider reports progress through HTTP callbacks. */
+  readonly callbacks?: ProviderCallbacks<C>;
 }
+
+/**
+ * A provider whose calls live in the node's process (a SIP dialog, a simulated call): they die
+ * with it, and only that node knows them, so there is nobody to ask about one afterwards.
+ */
+export interface InProcessProvider<C = unknown> extends ProviderBase<C> {
+  readonly callsOutliveNode: false;
+}
+
+/**
+ * A provider that holds its calls itself (Twilio): a call outlives the node that placed it, and the
+ * provider can be asked what became of it (reconciliation, dispatch/reconcile.ts).
+ */
+export interface RemoteProvider<C = unknown> extends ProviderBase<C> {
+  readonly callsOutliveNode: true;
+  /** The call's current status; undefined when the provider does not know the call. */
+  fetchCall(route: DecodedRoute<C>, providerCallId: string): Promise<CallReport | undefined>;
+  /** The call placed for a run whose call id was never recorded; undefined when there is none. */
+  findCall(route: DecodedRoute<C>, query: CallQuery): Promise<CallReport | undefined>;
+}
+
+export type TelephonyProvider<C = unknown> = InProcessProvider<C> | RemoteProvider<C>;
 
 export type Providers = Record<ProviderName, TelephonyProvider>;

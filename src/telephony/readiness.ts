@@ -1,31 +1,32 @@
 // Whether a telephony configuration can place a call now, judged at request time so a caller
-// hears "not ready" (422 telephony_not_ready) instead of a run that fails at dial time.
+// hears "not ready" (422 telephony_not_ready) instead of a run that fails at dial time, and at
+// start-up, where each active route that could not dial is logged with every problem. What a
+// provider needs is its own to say (provider.ts: its schema, then its readiness); nothing here
+// knows one provider from another.
+import type { Logger } from 'pino';
 import type { TelephonyConfigurationRow } from '../store/schema.js';
-import { decodeJson } from '../store/store.js';
-import { sipSettingsProblems } from './sip/settings.js';
+import type { ServiceSettings } from './provider.js';
+import type { RouteDecoder } from './routes.js';
 
-export interface ServiceSettings {
-  /** Where providers call back (PUBLIC_BASE_URL). */
-  publicBaseUrl: string | undefined;
+export type { ServiceSettings } from './provider.js';
+
+export function readinessProblems(routes: RouteDecoder, config: TelephonyConfigurationRow, service: ServiceSettings): string[] {
+  return routes.readiness(config, service);
 }
 
-export function readinessProblems(config: TelephonyConfigurationRow, service: ServiceSettings): string[] {
-  const callerIds = decodeJson<string[]>(config.caller_ids);
-  const settings = decodeJson<Record<string, unknown>>(config.settings);
-  switch (config.provider) {
-    case 'simulator':
-      return [];
-    case 'twilio': {
-      const problems: string[] = [];
-      if (config.credentials_encrypted === null) problems.push('Twilio credentials are not set.');
-      if (callerIds.length === 0) problems.push('No caller ID is configured.');
-      if (!service.publicBaseUrl) problems.push('PUBLIC_BASE_URL is not set, so Twilio would have nowhere to send the call\'s progress.');
-      return problems;
-    }
-    case 'sip': {
-      const problems: string[] = [];
-      for (const problem of sipSettingsProblems(settings)) problems.push(`settings${problem.pointer.slice('/settings'.length)}: ${problem.detail}`);
-      return problems;
-    }
+/**
+ * The start-up check: every active route is decoded and judged; each one that cannot dial is
+ * logged with all its problems (requests through it are refused with 422 telephony_not_ready, and
+ * runs already queued for it end failed at dial time with the same problems). Returns the refused
+ * routes' ids.
+ */
+export function refuseUnreadyRoutes(routes: RouteDecoder, rows: readonly TelephonyConfigurationRow[], service: ServiceSettings, logger: Logger): number[] {
+  const refused: number[] = [];
+  for (const row of rows) {
+    const problems = routes.readiness(row, service);
+    if (problems.length === 0) continue;
+    refused.push(row.id);
+    logger.warn({ telephonyConfigurationId: row.id, provider: row.provider, problems }, 'telephony configuration refused: it cannot place calls until fixed');
   }
+  return refused;
 }

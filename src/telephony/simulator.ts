@@ -4,7 +4,7 @@
 import { appendFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../deps.js';
-import { DialRefusedError, type DialRequest, type LiveCall, type ProviderEventKind, type ProviderEventSink, type TelephonyProvider } from './provider.js';
+import { DialRefusedError, type DialRequest, type InProcessProvider, type LiveCall, type ProviderEventKind, type ProviderEventSink, type RouteDecoding } from './provider.js';
 
 export interface SimulatorTimings {
   latencyMs: number;
@@ -55,6 +55,11 @@ export function scriptFor(number: string, t: SimulatorTimings): Script {
   return { description: 'answered, then completed', steps: [ring, answer, hangUp(t.talkMs)] };
 }
 
+/** The simulator's schema: nothing beyond the settings every provider understands (routes.ts). */
+export function decodeSimulatorRoute(): RouteDecoding<null> {
+  return { ok: true, config: null };
+}
+
 export interface SimulatedDial {
   runId: number;
   to: string;
@@ -63,7 +68,7 @@ export interface SimulatedDial {
   at: number;
 }
 
-export class SimulatorProvider implements TelephonyProvider {
+export class SimulatorProvider implements InProcessProvider<null> {
   readonly name = 'simulator' as const;
   readonly callsOutliveNode = false;
   /**
@@ -80,7 +85,15 @@ export class SimulatorProvider implements TelephonyProvider {
     private readonly dialLogPath?: string,
   ) {}
 
-  async dial(request: DialRequest): Promise<{ providerCallId: string }> {
+  decodeRoute(): RouteDecoding<null> {
+    return decodeSimulatorRoute();
+  }
+
+  readiness(): string[] {
+    return [];
+  }
+
+  async dial(request: DialRequest<null>): Promise<{ providerCallId: string }> {
     const script = scriptFor(request.to, this.timings);
     const providerCallId = `SIM${randomUUID().replace(/-/g, '')}`;
     const dial: SimulatedDial = { runId: request.runId, to: request.to, from: request.from, providerCallId, at: this.clock.now() };
@@ -116,7 +129,7 @@ export class SimulatorProvider implements TelephonyProvider {
     this.timers.set(providerCallId, timer);
   }
 
-  async hangUp(call: LiveCall): Promise<void> {
+  async hangUp(call: LiveCall<null>): Promise<void> {
     const timer = this.timers.get(call.providerCallId);
     if (timer) clearTimeout(timer);
     this.timers.delete(call.providerCallId);

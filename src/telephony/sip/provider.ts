@@ -12,10 +12,9 @@ import { hostname } from 'node:os';
 import type * as sip from 'sip';
 import type * as digest from 'sip/digest.js';
 import type { Clock } from '../../deps.js';
-import { decodeJson } from '../../store/store.js';
-import type { CredentialsCipher } from '../credentials-cipher.js';
-import { DialRefusedError, type DialRequest, type LiveCall, type ProviderEventKind, type ProviderEventSink, type TelephonyProvider } from '../provider.js';
-import { parseSipCredentials, sipTrunkOf, type SipCredentials, type SipTrunk } from './settings.js';
+import { DialRefusedError, type DialRequest, type InProcessProvider, type LiveCall, type ProviderEventKind, type ProviderEventSink, type RouteDecoding, type RouteInput } from '../provider.js';
+import { decodeSipRoute, type SipRouteConfig } from './route.js';
+import type { SipCredentials, SipTrunk } from './settings.js';
 import { hopOf, preloadedRouteSet, routeRequest, routeSetOfResponse, type Hop } from './route-set.js';
 import { outcomeOfFinalResponse } from './status.js';
 import { SipEndpoint, type TlsPolicy } from './transport.js';
@@ -96,7 +95,7 @@ class SipCall {
   }
 }
 
-export class SipProvider implements TelephonyProvider {
+export class SipProvider implements InProcessProvider<SipRouteConfig> {
   readonly name = 'sip' as const;
   readonly callsOutliveNode = false;
   private endpoint: SipEndpoint | undefined;
@@ -104,7 +103,6 @@ export class SipProvider implements TelephonyProvider {
 
   constructor(
     private readonly settings: SipStackSettings,
-    private readonly cipher: CredentialsCipher,
     private readonly clock: Clock,
     private readonly emit: ProviderEventSink,
   ) {}
@@ -134,11 +132,16 @@ export class SipProvider implements TelephonyProvider {
     return this.endpoint;
   }
 
-  async dial(request: DialRequest): Promise<{ providerCallId: string }> {
-    const trunk = sipTrunkOf(decodeJson<Record<string, unknown>>(request.configuration.settings));
-    const credentials = request.configuration.credentials_encrypted
-      ? parseSipCredentials(this.cipher.decrypt(request.configuration.org_id, request.configuration.credentials_encrypted))
-      : undefined;
+  decodeRoute(input: RouteInput): RouteDecoding<SipRouteConfig> {
+    return decodeSipRoute(input);
+  }
+
+  readiness(): string[] {
+    return [];
+  }
+
+  async dial(request: DialRequest<SipRouteConfig>): Promise<{ providerCallId: string }> {
+    const { trunk, credentials } = request.route.config;
     const callId = `${token()}@${this.localHost}`;
     const invite = this.buildInvite(request, trunk, callId);
     // An outbound proxy is a pre-existing route set: the INVITE is routed like an in-dialog request.
@@ -169,7 +172,7 @@ export class SipProvider implements TelephonyProvider {
     return { providerCallId: callId };
   }
 
-  async hangUp(live: LiveCall): Promise<void> {
+  async hangUp(live: LiveCall<SipRouteConfig>): Promise<void> {
     const call = this.calls.get(live.providerCallId);
     if (call) this.endCall(call);
   }

@@ -1,49 +1,130 @@
-// The Twilio provider: places calls through Twilio's REST API with the official SDK and ends them
-// the same way. What happens to a call comes back as signed status callbacks
-// (http/routes/twilio-webhooks.ts), which any node may receive; this class never sees them.
+// The Twilio provider: places calls through Twilio's REST API with the official SDK, ends them the
+// same way, and asks Twilio about them (fetch a call, or list the calls placed for a run whose call
+// id was never recorded). What happens to a call comes back as signed status callbacks, which any
+// node may receive; their verification, parsing and answer (TwiML) are here (`callbacks`), the HTTP
+// route (http/routes/provider-callbacks.ts) only carries them.
 //
 // Twilio enforces the ring timeout (`Timeout`) and the maximum duration (`TimeLimit`) itself, so a
-// call ends at the carrier even if the node that placed it is gone; the callback reports it.
+// call ends at the carrier even if the node that placed it is gone; the callback reports it, and
+// reconciliation asks when the callback is lost.
 import type TwilioSdk from 'twilio';
+import type { CallInstance } from 'twilio/lib/rest/api/v2010/account/call.js';
 import type { Config } from '../../config.js';
-import type { TelephonyConfigurationRow } from '../../store/schema.js';
-import type { CredentialsCipher } from '../credentials-cipher.js';
-import { DialRefusedError, type DialRequest, type LiveCall, type TelephonyProvider } from '../provider.js';
-import { parseTwilioCredentials } from './credentials.js';
+import type { FieldError } from '../../errors.js';
+import {
+  DialRefusedError,
+  type AnswerPlan,
+  type CallbackRequest,
+  type CallQuery,
+  type CallReport,
+  type DecodedRoute,
+  type DialRequest,
+  type LiveCall,
+  type ProviderCallbacks,
+  type RemoteProvider,
+  type RouteDecoding,
+  type RouteInput,
+  type ServiceSettings,
+} from '../provider.js';
+import { parseTwilioCredentials, twilioCredentialProblems, type TwilioCredentials } from './credentials.js';
 import { errorExcerptClient } from './error-excerpt-client.js';
 import { twilio } from './sdk.js';
+import { eventKindOf } from './status.js';
 
 type TwilioClient = ReturnType<typeof TwilioSdk>;
 
-/** Where Twilio calls back for a run: its answer (TwiML) and its status callbacks. */
+/** A Twilio route: its credentials (absent until set; readiness says so). */
+export interface TwilioRouteConfig {
+  credentials: TwilioCredentials | undefined;
+}
+
+type TwilioRoute = DecodedRoute<TwilioRouteConfig>;
+
+/** Calls listed when looking for a run's call: a run dials one number once, so a few pages at most. */
+const FIND_LIMIT = 50;
+/** Calls per page of that list (the SDK follows `next_page_uri` up to FIND_LIMIT). */
+const FIND_PAGE_SIZE = 20;
+/** Twilio's clock and ours may differ a little: a call created this much before the claim still counts. */
+const CLOCK_SKEW_MS = 5_000;
+
+type TwilioConfig = Pick<
+  Config,
+  'TWILIO_API_BASE_URL' | 'PUBLIC_BASE_URL' | 'MAX_CALL_DURATION_MS' | 'DIAL_TIMEOUT_MS' | 'TWILIO_CALLBACK_RETRIES' | 'TWILIO_CALLBACK_RETRY_POLICY'
+>;
+
+/**
+ * Twilio's connection overrides for a callback URL (its "URL extensions", in the fragment, which is
+ * never sent to us): Twilio retries a failed callback `rc` times on the failures `rp` names, so a
+ * node restarting or a load balancer's hiccup does not lose the call's progress.
+ */
+export function connectionOverrides(config: Pick<Config, 'TWILIO_CALLBACK_RETRIES' | 'TWILIO_CALLBACK_RETRY_POLICY'>): string {
+  return config.TWILIO_CALLBACK_RETRIES === 0 ? '' : `rc=${config.TWILIO_CALLBACK_RETRIES}&rp=${config.TWILIO_CALLBACK_RETRY_POLICY}`;
+}
+
+/** Where Twilio calls back for a run: its answer (TwiML) and its status callbacks, without the fragment. */
 export function twilioCallbackUrls(publicBaseUrl: string, runId: number): { answer: string; status: string } {
   const base = `${publicBaseUrl.replace(/\/+$/, '')}/api/v1/providers/twilio/runs/${runId}`;
   return { answer: `${base}/answer`, status: `${base}/status` };
 }
 
-export class TwilioProvider implements TelephonyProvider {
+/** A Twilio route's schema: no settings of its own; credentials optional until the first dial (readiness says so). */
+export function decodeTwilioRoute(input: RouteInput): RouteDecoding<TwilioRouteConfig> {
+  if (input.credentials === null) return { ok: true, config: { credentials: undefined } };
+  const problems: FieldError[] = twilioCredentialProblems(input.credentials);
+  if (problems.length > 0) return { ok: false, problems };
+  return { ok: true, config: { credentials: parseTwilioCredentials(input.credentials) } };
+}
+
+const withFragment = (url: string, fragment: string) => (fragment === '' ? url : `${url}#${fragment}`);
+
+function reportOf(call: Pick<CallInstance, 'sid' | 'status' | 'dateCreated'>): CallReport | undefined {
+  const kind = eventKindOf(call.status);
+  if (kind === undefined) return undefined;
+  const created = call.dateCreated instanceof Date ? call.dateCreated.getTime() : Number.NaN;
+  return { providerCallId: call.sid, kind, rawStatus: call.status, createdAt: Number.isFinite(created) ? created : undefined };
+}
+
+export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
   readonly name = 'twilio' as const;
   readonly callsOutliveNode = true;
-  /** One SDK client per stored credentials, so connections are reused across calls. */
+  /** One SDK client per credentials, so connections are reused across calls. */
   private readonly clients = new Map<string, TwilioClient>();
+  readonly callbacks: ProviderCallbacks<TwilioRouteConfig>;
 
-  constructor(
-    private readonly config: Pick<Config, 'TWILIO_API_BASE_URL' | 'PUBLIC_BASE_URL' | 'MAX_CALL_DURATION_MS' | 'DIAL_TIMEOUT_MS'>,
-    private readonly cipher: CredentialsCipher,
-  ) {}
+  constructor(private readonly config: TwilioConfig) {
+    const fragment = connectionOverrides(config);
+    this.callbacks = {
+      verify: (route, request) => verifySignature(route, request, fragment),
+      status: (request) => statusOf(request),
+      answer: (plan) => ({ contentType: 'text/xml; charset=utf-8', body: twiml(plan) }),
+    };
+  }
 
-  async dial(request: DialRequest): Promise<{ providerCallId: string }> {
+  decodeRoute(input: RouteInput): RouteDecoding<TwilioRouteConfig> {
+    return decodeTwilioRoute(input);
+  }
+
+  readiness(route: TwilioRoute, service: ServiceSettings): string[] {
+    const problems: string[] = [];
+    if (!route.config.credentials) problems.push('Twilio credentials are not set.');
+    if (route.callerIds.length === 0) problems.push('No caller ID is configured.');
+    if (!service.publicBaseUrl) problems.push('PUBLIC_BASE_URL is not set, so Twilio would have nowhere to send the call\'s progress.');
+    return problems;
+  }
+
+  async dial(request: DialRequest<TwilioRouteConfig>): Promise<{ providerCallId: string }> {
     const publicBaseUrl = this.config.PUBLIC_BASE_URL;
     if (!publicBaseUrl) throw new DialRefusedError('failed', 'public_base_url_unset', 'PUBLIC_BASE_URL is not set: Twilio would have nowhere to call back.');
     if (!request.from) throw new DialRefusedError('failed', 'caller_id_unset', 'The telephony configuration has no caller ID.');
     const urls = twilioCallbackUrls(publicBaseUrl, request.runId);
+    const fragment = connectionOverrides(this.config);
     try {
-      const call = await this.client(request.configuration).calls.create({
+      const call = await this.client(request.route).calls.create({
         to: request.to,
         from: request.from,
-        url: urls.answer,
+        url: withFragment(urls.answer, fragment),
         method: 'POST',
-        statusCallback: urls.status,
+        statusCallback: withFragment(urls.status, fragment),
         statusCallbackMethod: 'POST',
         statusCallbackEvent: ['initiated', 'ringing', 'answered', 'completed'],
         timeout: Math.max(1, Math.ceil(request.ringTimeoutMs / 1000)),
@@ -61,30 +142,86 @@ export class TwilioProvider implements TelephonyProvider {
     }
   }
 
-  async hangUp(call: LiveCall): Promise<void> {
+  async hangUp(call: LiveCall<TwilioRouteConfig>): Promise<void> {
     // `completed` ends a call in any phase (`canceled` would leave an answered call up).
-    await this.client(call.configuration).calls(call.providerCallId).update({ status: 'completed' });
+    await this.client(call.route).calls(call.providerCallId).update({ status: 'completed' });
+  }
+
+  async fetchCall(route: TwilioRoute, providerCallId: string): Promise<CallReport | undefined> {
+    try {
+      return reportOf(await this.client(route).calls(providerCallId).fetch());
+    } catch (error) {
+      if (error instanceof twilio().RestException && error.status === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async findCall(route: TwilioRoute, query: CallQuery): Promise<CallReport | undefined> {
+    if (!query.from) return undefined;
+    // Twilio filters on the start time; the creation time is checked here too, so a call placed for
+    // an earlier run to the same number is never taken for this one.
+    const calls = await this.client(route).calls.list({ to: query.to, from: query.from, startTimeAfter: new Date(query.placedAfter - CLOCK_SKEW_MS), limit: FIND_LIMIT, pageSize: FIND_PAGE_SIZE });
+    const candidates = calls
+      .map(reportOf)
+      .filter((report): report is CallReport => report !== undefined && !query.excluding.has(report.providerCallId))
+      .filter((report) => report.createdAt === undefined || report.createdAt >= query.placedAfter - CLOCK_SKEW_MS)
+      .sort((a, b) => (a.createdAt ?? 0) - (b.createdAt ?? 0));
+    return candidates[0];
   }
 
   async close(): Promise<void> {
     this.clients.clear();
   }
 
-  private client(configuration: TelephonyConfigurationRow): TwilioClient {
-    const envelope = configuration.credentials_encrypted;
-    if (envelope === null) throw new DialRefusedError('failed', 'credentials_unset', 'The Twilio configuration has no credentials.');
-    let client = this.clients.get(envelope);
+  private client(route: TwilioRoute): TwilioClient {
+    const credentials = route.config.credentials;
+    if (!credentials) throw new DialRefusedError('failed', 'credentials_unset', 'The Twilio configuration has no credentials.');
+    const [username, password] = credentials.apiKey ? [credentials.apiKey.sid, credentials.apiKey.secret] : [credentials.accountSid, credentials.authToken];
+    const key = `${credentials.accountSid}:${username}:${password}`;
+    let client = this.clients.get(key);
     if (!client) {
-      const credentials = parseTwilioCredentials(this.cipher.decrypt(configuration.org_id, envelope));
-      const [username, password] = credentials.apiKey ? [credentials.apiKey.sid, credentials.apiKey.secret] : [credentials.accountSid, credentials.authToken];
       client = twilio()(username, password, { accountSid: credentials.accountSid, autoRetry: false, timeout: this.config.DIAL_TIMEOUT_MS, httpClient: errorExcerptClient() });
       // The SDK builds every REST URL from its domain's base URL; pointing it elsewhere (a regional
       // endpoint, a test server speaking Twilio's wire format) changes nothing else in the path.
       client.api.baseUrl = this.config.TWILIO_API_BASE_URL;
-      this.clients.set(envelope, client);
+      this.clients.set(key, client);
     }
     return client;
   }
+}
+
+/**
+ * X-Twilio-Signature over the URL Twilio was given and the form, with the account's auth token.
+ * Twilio's documentation does not say whether the connection-overrides fragment is part of the
+ * signed URL, and the fragment never reaches us: both forms are accepted.
+ */
+function verifySignature(route: TwilioRoute, request: CallbackRequest, fragment: string): boolean {
+  const credentials = route.config.credentials;
+  const signature = request.headers['x-twilio-signature'];
+  if (!credentials || typeof signature !== 'string') return false;
+  const urls = fragment === '' ? [request.url] : [request.url, withFragment(request.url, fragment)];
+  if (!urls.some((url) => twilio().validateRequest(credentials.authToken, signature, url, request.form))) return false;
+  return request.form.AccountSid === undefined || request.form.AccountSid === credentials.accountSid;
+}
+
+function statusOf(request: CallbackRequest): CallReport | undefined {
+  const callStatus = request.form.CallStatus ?? '';
+  const kind = eventKindOf(callStatus);
+  if (kind === undefined) return undefined;
+  const sip = request.form.SipResponseCode ? ` (SIP ${request.form.SipResponseCode})` : '';
+  return { providerCallId: request.form.CallSid ?? '', kind, rawStatus: `${callStatus}${sip}`, createdAt: undefined };
+}
+
+function twiml(plan: AnswerPlan): string {
+  const response = new (twilio().twiml.VoiceResponse)();
+  if (plan.kind === 'stream') {
+    const stream = response.connect().stream({ url: plan.url });
+    for (const [name, value] of Object.entries(plan.parameters)) stream.parameter({ name, value });
+  } else {
+    if (plan.text) response.say(plan.text);
+    response.hangup();
+  }
+  return response.toString();
 }
 
 /**

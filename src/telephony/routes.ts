@@ -1,0 +1,114 @@
+// Telephony configuration rows become DecodedRoutes here, and only here: settings parsed, the
+// credentials decrypted once (a route's decoding is kept until its row changes) and checked against
+// its provider's schema, every problem listed. Dispatch, callbacks, readiness and reconciliation all
+// go through `decode`, so a route whose stored settings or credentials do not fit its provider is
+// refused the same way everywhere.
+import type { FieldError } from '../errors.js';
+import type { ProviderName, TelephonyConfigurationRow } from '../store/schema.js';
+import { decodeJson } from '../store/store.js';
+import type { CredentialsCipher } from './credentials-cipher.js';
+import type { DecodedRoute, Providers, RouteDecoding, RouteInput, ServiceSettings } from './provider.js';
+import { decodeSimulatorRoute } from './simulator.js';
+import { decodeSipRoute } from './sip/route.js';
+import { decodeTwilioRoute } from './twilio/provider.js';
+
+export type RouteResult = { ok: true; route: DecodedRoute } | { ok: false; problems: FieldError[] };
+
+/** Decoded routes kept; past this the cache starts over (routes are few; this only bounds a leak). */
+const CACHE_LIMIT = 1_000;
+
+/** Settings every provider understands. */
+export function commonSettingsProblems(settings: Record<string, unknown>): FieldError[] {
+  const ring = settings.ring_timeout_ms;
+  if (ring !== undefined && !(typeof ring === 'number' && Number.isInteger(ring) && ring > 0 && ring <= 600_000)) {
+    return [{ pointer: '/settings/ring_timeout_ms', detail: 'Must be a whole number of milliseconds, above 0 and at most 600000.' }];
+  }
+  return [];
+}
+
+/** Each provider's schema, as its `decodeRoute` applies it: for checks made without a provider at hand (creation). */
+const SCHEMAS: Record<ProviderName, (input: RouteInput) => RouteDecoding<unknown>> = {
+  simulator: decodeSimulatorRoute,
+  twilio: decodeTwilioRoute,
+  sip: decodeSipRoute,
+};
+
+/** Checks settings and credentials against the provider's schema (as given at creation, before encryption). */
+export function routeInputProblems(provider: ProviderName, input: RouteInput): FieldError[] {
+  const decoded = SCHEMAS[provider](input);
+  return [...commonSettingsProblems(input.settings), ...(decoded.ok ? [] : decoded.problems)];
+}
+
+interface Cached {
+  updatedAt: number;
+  settings: string;
+  envelope: string | null;
+  result: RouteResult;
+}
+
+export class RouteDecoder {
+  private readonly cache = new Map<number, Cached>();
+
+  constructor(
+    private readonly cipher: CredentialsCipher,
+    private readonly providers: Providers,
+  ) {}
+
+  decode(row: TelephonyConfigurationRow): RouteResult {
+    const settingsText = typeof row.settings === 'string' ? row.settings : JSON.stringify(row.settings);
+    const cached = this.cache.get(row.id);
+    if (cached && cached.updatedAt === row.updated_at && cached.settings === settingsText && cached.envelope === row.credentials_encrypted) return cached.result;
+    const result = this.decodeNow(row);
+    if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
+    this.cache.set(row.id, { updatedAt: row.updated_at, settings: settingsText, envelope: row.credentials_encrypted, result });
+    return result;
+  }
+
+  /** Why the route cannot place a call now: its schema's problems, then its provider's readiness. */
+  readiness(row: TelephonyConfigurationRow, service: ServiceSettings): string[] {
+    const decoded = this.decode(row);
+    if (!decoded.ok) return decoded.problems.map(describeProblem);
+    return this.providers[row.provider].readiness(decoded.route, service);
+  }
+
+  private decodeNow(row: TelephonyConfigurationRow): RouteResult {
+    const settings = decodeJson<Record<string, unknown>>(row.settings) ?? {};
+    let credentials: Record<string, unknown> | null = null;
+    if (row.credentials_encrypted !== null) {
+      try {
+        credentials = this.cipher.decrypt(row.org_id, row.credentials_encrypted);
+      } catch (error) {
+        // A changed DIALTONE_SECRET_KEY, or no key at all: said as such, never as a crash.
+        return { ok: false, problems: [{ pointer: '/credentials', detail: `Cannot be decrypted: ${(error as Error).message}` }] };
+      }
+    }
+    const problems = commonSettingsProblems(settings);
+    const decoded = this.providers[row.provider].decodeRoute({ settings, credentials });
+    if (!decoded.ok) problems.push(...decoded.problems);
+    if (problems.length > 0 || !decoded.ok) return { ok: false, problems };
+    const ring = settings.ring_timeout_ms;
+    return {
+      ok: true,
+      route: {
+        id: row.id,
+        orgId: row.org_id,
+        provider: row.provider,
+        callerIds: decodeJson<string[]>(row.caller_ids) ?? [],
+        ringTimeoutMs: typeof ring === 'number' ? ring : undefined,
+        config: decoded.config,
+      },
+    };
+  }
+}
+
+export function describeProblem(problem: FieldError): string {
+  return `${problem.pointer.replace(/^\//, '')}: ${problem.detail}`;
+}
+
+/** A route whose stored settings or credentials do not fit its provider: dials through it are refused. */
+export class RouteInvalidError extends Error {
+  constructor(readonly problems: FieldError[]) {
+    super(`The telephony configuration does not match its provider's schema: ${problems.map(describeProblem).join('; ')}`);
+    this.name = 'RouteInvalidError';
+  }
+}
