@@ -128,7 +128,7 @@ export class Dispatcher {
         });
       }
       await this.live.cancelRequested();
-      for (const configurationId of await selectConfigurationsWithQueuedRuns(deps.store, 100)) {
+      for (const configurationId of await selectConfigurationsWithQueuedRuns(deps.store, 100, deps.clock.now())) {
         if (this.stopping) break;
         // A node still behind on this configuration's slots claims no more of them; its pacer wakes
         // the dispatcher when it has caught up.
@@ -142,7 +142,7 @@ export class Dispatcher {
           batchSize: deps.config.DISPATCH_BATCH_SIZE,
         });
         this.pace(configurationId, result.claimed);
-        deps.lifecycle.claimed(result.claimed.length, result.webhookDeliveries ?? 0);
+        deps.lifecycle.claimed(result.claimed.length, result.webhookDeliveries ?? 0, result.canceled ?? 0);
         if (result.retryAt !== undefined) nextAt = Math.min(nextAt, result.retryAt);
       }
     } catch (error) {

@@ -32,17 +32,31 @@ export async function countLiveRuns(trx: Transaction<Database>, configurationId:
   return Number(row.n);
 }
 
-/** Configurations with queued runs, oldest work first. */
-export async function selectConfigurationsWithQueuedRuns(store: Store, limit: number): Promise<number[]> {
-  const rows = await store.db
+/**
+ * Configurations with queued runs due at `now`, oldest work first: runs due at once, then deferred
+ * runs whose scheduled_for has come (each part on its own partial index; deferred runs not due yet
+ * make no configuration look busy).
+ */
+export async function selectConfigurationsWithQueuedRuns(store: Store, limit: number, now: number): Promise<number[]> {
+  const immediate = await store.db
     .selectFrom('workflow_runs')
     .select(['telephony_configuration_id as id', (eb) => eb.fn.min('id').as('oldest')])
     .where('state', '=', 'queued')
+    .where('scheduled_for', 'is', null)
     .groupBy('telephony_configuration_id')
     .orderBy('oldest')
     .limit(limit)
     .execute();
-  return rows.map((r) => r.id);
+  const deferred = await store.db
+    .selectFrom('workflow_runs')
+    .select('telephony_configuration_id as id')
+    .distinct()
+    .where('state', '=', 'queued')
+    .where('scheduled_for', 'is not', null)
+    .where('scheduled_for', '<=', now)
+    .limit(limit)
+    .execute();
+  return [...new Set([...immediate.map((r) => r.id), ...deferred.map((r) => r.id)])].slice(0, limit);
 }
 
 export async function upsertHeartbeat(store: Store, nodeId: string, now: number): Promise<void> {

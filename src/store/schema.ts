@@ -18,6 +18,8 @@ export interface OrganizationsTable {
   rate_limit_per_second: number | null;
   key_rate_limit_per_second: number | null;
   max_queued_runs: number | null;
+  /** Calling hours (policy/calling-hours.ts's CallingHours, JSON); null when off. */
+  calling_hours: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 export interface ApiKeysTable {
@@ -124,6 +126,8 @@ export interface WorkflowRunsTable {
   raw_provider_status: string | null;
   cancel_requested_at: number | null;
   last_event_seq: Generated<number>;
+  /** When a run queued outside calling hours becomes due; null for a run due at once. */
+  scheduled_for: Generated<number | null>;
 }
 
 export interface RunEventsTable {
