@@ -127,7 +127,7 @@ export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
           const params = request.params as Record<string, string>;
           const target: Target = { kind: op.target, uuid: params[op.param] ?? '' };
           const plain = reply as unknown as FastifyReply;
-          if ((request.query as { dry_run?: boolean }).dry_run === true) {
+          if ((request.query as { dry_run?: string }).dry_run === 'true') {
             const result = await dryRunInitiateCall(deps, authOf(request), target, op.mode, request.body as Body);
             return plain.code(200).type('application/json; charset=utf-8').send(JSON.stringify(result));
           }
