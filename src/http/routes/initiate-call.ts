@@ -118,7 +118,13 @@ export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
             headers: IdempotencyHeaders,
             body: InitiateCallBody,
             response: {
-              200: replayableResponse(Type.Union([InitiateCallResponse, InitiateCallDryRunResponse], { description: 'The run created (or, with an Idempotency-Key, the first answer again), or with ?dry_run=true the checks passed' })),
+              // Exactly one of the two shapes: the run (status queued or scheduled), or the dry run's "valid".
+              200: replayableResponse(
+                Type.Unsafe({
+                  oneOf: [InitiateCallResponse, InitiateCallDryRunResponse],
+                  description: 'The run created (or, with an Idempotency-Key, the first answer again); with ?dry_run=true, the checks passed and nothing was created',
+                }),
+              ),
               ...problemResponses(refusalsOf(op)),
             },
           },
