@@ -7,7 +7,10 @@ import { claimRuns, type ClaimOptions } from '../src/dispatch/claim-runs.js';
 import { expireQueuedRuns } from '../src/dispatch/end-runs.js';
 import { setCallingHours, setOrganizationLimits } from '../src/orgs/organizations.js';
 import type { CallingHours } from '../src/policy/calling-hours.js';
+import { getRun } from '../src/runs/read-run.js';
 import { build, getJson, postJson } from './helpers/app.js';
+import { buildWithDispatcher, eventTypes } from './helpers/dispatch.js';
+import { FakeTime } from './helpers/fake-time.js';
 import { countRuns, createOrgFixture, definition, OPERATION_CASES, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';
 import { storeCases } from './helpers/stores.js';
@@ -36,7 +39,53 @@ const NO_ZONE = '+80012345678'; // international freephone: no known zone
 
 const claimAt = (now: number, lookaheadMs = 0): ClaimOptions => ({ nodeId: 'node-a', now, leaseMs: 30_000, lookaheadMs, batchSize: 10, pacingHeadroom: 0 });
 
+/**
+ * Calling hours whose only window opens at the start of the second whole minute after `now` and
+ * lasts ten minutes, in a fixed-offset zone of the tz database chosen so that the window does not
+ * cross midnight (the dispatcher test runs on fake time that starts at the real time).
+ */
+function windowOpeningSoon(now: number): { hours: CallingHours; opensAt: number } {
+  const opensAt = Math.ceil(now / 60_000) * 60_000 + 60_000;
+  const hourUtc = new Date(opensAt).getUTCHours();
+  const shift = hourUtc >= 1 && hourUtc <= 21 ? 0 : 6; // local = UTC + shift
+  const local = new Date(opensAt + shift * 3_600_000);
+  const hhmm = (d: Date) => `${String(d.getUTCHours()).padStart(2, '0')}:${String(d.getUTCMinutes()).padStart(2, '0')}`;
+  const day = (['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const)[local.getUTCDay()] ?? 'mon';
+  const timezone = shift === 0 ? 'Etc/UTC' : 'Etc/GMT-6'; // POSIX sign: Etc/GMT-6 is UTC+6
+  return { hours: { timezone, outside: 'defer', windows: { [day]: [`${hhmm(local)}-${hhmm(new Date(local.getTime() + 10 * 60_000))}`] } }, opensAt };
+}
+
 for (const store of await storeCases()) {
+  describe(`Calling hours with the dispatcher on fake time (${store.kind})`, { skip: store.skip }, () => {
+    it('dials a deferred run only once its scheduled_for has come, and exactly once', async (t) => {
+      const time = new FakeTime(t);
+      const env = await buildWithDispatcher(t, store.kind, { start: false, wrapStore: time.watch, env: { DISPATCH_POLL_INTERVAL_MS: '1000' } });
+      const f = await createOrgFixture(env.deps);
+      time.start();
+      try {
+        const { hours, opensAt } = windowOpeningSoon(Date.now());
+        await setCallingHours(env.deps.store, f.orgId, hours);
+        const response = await postJson(env.app, PATHS.initiateCall(f.agentUuid), { phone_number: NO_ZONE }, { key: f.apiKey });
+        assert.equal(response.json().status, 'scheduled', response.body);
+        assert.equal(response.json().scheduled_for, new Date(opensAt).toISOString());
+        const runId = response.json().workflow_run_id as number;
+        env.dispatcher.start();
+        await time.runUntil(() => Date.now() >= opensAt - 1, 3 * 60_000);
+        assert.equal(env.simulator.dials.length, 0, 'not dialed before scheduled_for');
+        await time.runUntil(() => env.simulator.dials.length > 0, 5_000);
+        const dial = env.simulator.dials[0];
+        assert.equal(dial?.runId, runId);
+        assert.ok((dial?.at ?? 0) >= opensAt, 'dialed inside the window');
+        await time.runUntil(() => env.dispatcher.liveCalls === 0, 60_000);
+      } finally {
+        time.stop();
+      }
+      assert.equal(env.simulator.dials.length, 1);
+      const run = await getRun(env.deps.store, undefined, env.simulator.dials[0]?.runId ?? 0);
+      assert.ok((await eventTypes(env, run.id)).includes('dialing'));
+    });
+  });
+
   describe(`Calling hours (${store.kind})`, { skip: store.skip }, () => {
     async function setup(t: Parameters<typeof build>[0], hours: CallingHours | null, start = '2026-11-23T15:00:00Z', env: Record<string, string> = {}) {
       const clock = new ManualClock(Date.parse(start));
