@@ -136,7 +136,7 @@ for (const store of await storeCases()) {
       assert.notEqual(deferred.workflow_run_id, sydney.workflow_run_id);
     });
 
-    it('defers a run again when its window closed while it was queued, and never dials it outside', async (t) => {
+    it('defers a run again when its window closed while it was queued, without taking a pacing slot, and never dials it outside', async (t) => {
       const { app, deps, clock, f } = await setup(t, WEEKDAY_HOURS('defer'));
       clock.set('2026-11-23T16:59:00Z'); // 11:59 in New York: inside
       const body = (await call(app, f, NEW_YORK)).json();
@@ -145,6 +145,8 @@ for (const store of await storeCases()) {
       const late = await claimRuns(deps.store, f.telephonyId, claimAt(Date.parse('2026-11-23T17:05:00Z')));
       assert.equal(late.claimed.length, 0);
       assert.equal(late.deferred, 1);
+      const pacing = await deps.store.db.selectFrom('telephony_configurations').select('pacing_next_at').where('id', '=', f.telephonyId).executeTakeFirstOrThrow();
+      assert.equal(pacing.pacing_next_at, null, 'a deferred run takes no pacing slot');
       const run = (await getJson(app, `/api/v1/public/workflow-runs/${body.workflow_run_id}`, f.apiKey)).json();
       assert.equal(run.state, 'queued');
       assert.equal(run.scheduled_for, '2026-11-23T18:00:00.000Z');
@@ -153,6 +155,21 @@ for (const store of await storeCases()) {
       assert.equal(events[1]?.data.scheduled_for, '2026-11-23T18:00:00.000Z');
       assert.equal((await claimRuns(deps.store, f.telephonyId, claimAt(Date.parse('2026-11-23T17:59:00Z')))).claimed.length, 0);
       assert.equal((await claimRuns(deps.store, f.telephonyId, claimAt(Date.parse('2026-11-23T18:00:00Z')))).claimed.length, 1);
+    });
+
+    it('cancels at claim time, with reason outside_calling_hours, a run whose zones\' windows can no longer meet', async (t) => {
+      const { app, deps, clock, f } = await setup(t, WEEKDAY_HOURS('defer'));
+      clock.set('2026-11-23T20:00:00Z'); // 11:00 in Anchorage, 10:00 in Adak: inside
+      const body = (await call(app, f, ALASKA)).json();
+      assert.equal(body.status, 'queued');
+      const halfHour = ['09:00-09:30'];
+      await setCallingHours(deps.store, f.orgId, { timezone: 'America/Anchorage', outside: 'defer', windows: { mon: halfHour, tue: halfHour, wed: halfHour } });
+      const result = await claimRuns(deps.store, f.telephonyId, claimAt(clock.now()));
+      assert.equal(result.claimed.length, 0);
+      assert.equal(result.canceled, 1);
+      const run = (await getJson(app, `/api/v1/public/workflow-runs/${body.workflow_run_id}`, f.apiKey)).json();
+      assert.equal(run.state, 'canceled');
+      assert.equal(run.outcome_reason, 'outside_calling_hours');
     });
 
     it('defers at claim time a run whose pacing slot would fall after the window closes', async (t) => {
