@@ -181,6 +181,21 @@ for (const store of await storeCases()) {
       assert.equal(result.deferred, 1);
     });
 
+    it('defers across daylight-saving changes by the tz database: to the jump on a spring-forward day, to the second 01:30 on a fall-back day', async (t) => {
+      const sunday = (window: string): CallingHours => ({ timezone: 'America/New_York', outside: 'defer', windows: { sun: [window] } });
+      const { app, deps, clock, f } = await setup(t, sunday('02:30-03:30'));
+      clock.set('2026-03-08T06:45:00Z'); // 01:45 EST; 02:00-02:59 does not exist that day
+      const spring = (await call(app, f, NEW_YORK)).json();
+      assert.equal(spring.scheduled_for, '2026-03-08T07:00:00.000Z', '03:00 EDT, the first instant whose wall time is inside');
+      assert.equal((await claimRuns(deps.store, f.telephonyId, claimAt(Date.parse('2026-03-08T06:59:59Z')))).claimed.length, 0);
+      assert.equal((await claimRuns(deps.store, f.telephonyId, claimAt(Date.parse('2026-03-08T07:00:00Z')))).claimed.length, 1);
+
+      await setCallingHours(deps.store, f.orgId, sunday('01:30-03:30'));
+      clock.set('2026-11-01T06:15:00Z'); // 01:15 EST: the clock went back from 02:00 EDT a quarter of an hour ago
+      const fall = (await call(app, f, NEW_YORK)).json();
+      assert.equal(fall.scheduled_for, '2026-11-01T06:30:00.000Z', '01:30 EST, the second reading of 01:30');
+    });
+
     it('calls a number spanning two zones only when both are inside', async (t) => {
       const { app, clock, f } = await setup(t, WEEKDAY_HOURS('refuse'));
       clock.set('2026-11-23T18:30:00Z'); // 09:30 in Anchorage, 08:30 in Adak
