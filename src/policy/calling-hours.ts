@@ -130,32 +130,84 @@ export function insideCallingHours(hours: CallingHours, zones: readonly string[]
 
 /** Days searched ahead: a week repeats, plus room for a daylight-saving shift and the current day. */
 const HORIZON_DAYS = 9;
+const MINUTE = 60_000;
+const DAY = 86_400_000;
 
 /**
- * The instants at which a zone's windows can open: each window start on each local day of the
- * horizon (both readings of a wall time that a fall-back day repeats), and each offset change (on
- * a spring-forward day a window starting in the skipped hour opens at the jump).
+ * A zone's UTC offsets over the search horizon, read from the tz database once: the offset is
+ * sampled every 24 h and each change is located to the millisecond, so every later question
+ * ("what is the local time at this instant?") is arithmetic instead of an Intl call. This is what
+ * makes a search over many zones cheap (a toll-free NANP number maps to 42 zones); zones change
+ * offset at most a few times a year, never twice within a day.
  */
-function openingCandidates(week: WeekWindows, zone: string, from: number): number[] {
-  const tz = IANAZone.create(zone);
-  const candidates: number[] = [];
-  const firstDay = DateTime.fromMillis(from, { zone }).startOf('day').minus({ days: 1 });
-  for (let d = 0; d <= HORIZON_DAYS; d++) {
-    const day = firstDay.plus({ days: d });
-    const dayStart = day.toMillis();
-    const dayEnd = day.endOf('day').toMillis();
-    // The local day's wall clock as if it were UTC; subtracting a real offset of that day gives the instant.
-    const wallMidnight = Date.UTC(day.year, day.month - 1, day.day);
-    const offsets = new Set([tz.offset(dayStart), tz.offset(dayEnd)]);
-    for (const w of week[day.weekday] ?? []) {
-      for (const offset of offsets) {
-        const instant = wallMidnight + w.start * 60_000 - offset * 60_000;
-        if (tz.offset(instant) === offset) candidates.push(instant);
+class ZoneTimeline {
+  /** Segment starts (ascending) and the offset, in minutes, from each start on. */
+  private readonly starts: number[] = [];
+  private readonly offsets: number[] = [];
+
+  constructor(zone: string, from: number, to: number) {
+    const tz = IANAZone.create(zone);
+    let at = from;
+    let offset = tz.offset(at);
+    this.starts.push(Number.NEGATIVE_INFINITY);
+    this.offsets.push(offset);
+    while (at < to) {
+      const next = at + DAY;
+      const nextOffset = tz.offset(next);
+      if (nextOffset !== offset) {
+        this.starts.push(offsetChange(tz, at, next));
+        this.offsets.push(nextOffset);
+        offset = nextOffset;
+      }
+      at = next;
+    }
+  }
+
+  offsetAt(instant: number): number {
+    let i = this.starts.length - 1;
+    while (i > 0 && (this.starts[i] as number) > instant) i--;
+    return this.offsets[i] as number;
+  }
+
+  /** Offset changes inside the timeline. */
+  changes(): number[] {
+    return this.starts.slice(1);
+  }
+
+  /** Local weekday (1 = Monday … 7 = Sunday) and minute of the day at `instant`. */
+  local(instant: number): { weekday: number; minute: number } {
+    const wall = new Date(instant + this.offsetAt(instant) * MINUTE);
+    return { weekday: ((wall.getUTCDay() + 6) % 7) + 1, minute: wall.getUTCHours() * 60 + wall.getUTCMinutes() + wall.getUTCSeconds() / 60 };
+  }
+
+  inside(week: WeekWindows, instant: number): boolean {
+    const { weekday, minute } = this.local(instant);
+    return (week[weekday] ?? []).some((w) => minute >= w.start && minute < w.end);
+  }
+
+  /**
+   * The instants at which windows can open: each window start on each local day of the horizon
+   * (both readings of a wall time that a fall-back day repeats), and each offset change (on a
+   * spring-forward day a window starting in the skipped hour opens at the jump).
+   */
+  openings(week: WeekWindows, from: number): number[] {
+    const candidates = this.changes();
+    // Local midnights, as wall clock read as UTC, from the day before `from` on.
+    const firstWallDay = Math.floor((from + this.offsetAt(from) * MINUTE) / DAY) * DAY - DAY;
+    const offsets = [...new Set(this.offsets)];
+    for (let d = 0; d <= HORIZON_DAYS; d++) {
+      const wallMidnight = firstWallDay + d * DAY;
+      const weekday = ((new Date(wallMidnight).getUTCDay() + 6) % 7) + 1;
+      for (const w of week[weekday] ?? []) {
+        for (const offset of offsets) {
+          // A wall time is the instant wall - offset for whichever offset is in force then.
+          const instant = wallMidnight + w.start * MINUTE - offset * MINUTE;
+          if (this.offsetAt(instant) === offset) candidates.push(instant);
+        }
       }
     }
-    if (offsets.size > 1) candidates.push(offsetChange(tz, dayStart, dayEnd));
+    return candidates;
   }
-  return candidates;
 }
 
 /** The first millisecond of a new offset between `before` and `after` (which have different offsets). */
@@ -178,13 +230,11 @@ function offsetChange(tz: IANAZone, before: number, after: number): number {
 export function nextCallingInstant(hours: CallingHours, zones: readonly string[], from: number): number | null {
   const week = weekWindows(hours);
   if (zones.every((zone) => insideZone(week, zone, from))) return from;
+  const timelines = zones.map((zone) => new ZoneTimeline(zone, from - 2 * DAY, from + (HORIZON_DAYS + 2) * DAY));
   // Where every zone is inside, the earliest instant is one at which some zone's window opened.
-  const candidates = zones
-    .flatMap((zone) => openingCandidates(week, zone, from))
-    .filter((instant) => instant > from)
-    .sort((a, b) => a - b);
+  const candidates = [...new Set(timelines.flatMap((timeline) => timeline.openings(week, from)))].filter((instant) => instant > from).sort((a, b) => a - b);
   for (const instant of candidates) {
-    if (zones.every((zone) => insideZone(week, zone, instant))) return instant;
+    if (timelines.every((timeline) => timeline.inside(week, instant))) return instant;
   }
   return null;
 }
