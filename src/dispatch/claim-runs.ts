@@ -33,6 +33,8 @@ export interface ClaimOptions {
   batchSize: number;
   /** Fraction added to the spacing between dials (see DISPATCH_PACING_HEADROOM). */
   pacingHeadroom: number;
+  /** False when the caller knows no deferred run of the configuration is due (one query less); default true. */
+  deferredDue?: boolean;
 }
 
 export interface ClaimedRun {
@@ -90,6 +92,7 @@ export async function claimRuns(store: Store, configurationId: number, options: 
       now: options.now,
       leaseMs: options.leaseMs,
       hold: callingHoursHold(options.now, options.lookaheadMs),
+      deferredDue: options.deferredDue ?? true,
     });
     // Every candidate taken one way or another: more may be queued behind them.
     const more = rows.length + deferred + canceled === wanted;

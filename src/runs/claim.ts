@@ -26,6 +26,8 @@ export interface ClaimWrite {
   leaseMs: number;
   /** Decides, per candidate, whether it is dialed now (absent: every candidate is). */
   hold?: (candidate: ClaimCandidate) => HoldDecision;
+  /** Whether to look for deferred runs now due (false: only runs due at once). */
+  deferredDue: boolean;
 }
 
 export interface ClaimWritten {
@@ -38,7 +40,7 @@ export interface ClaimWritten {
 
 /** Claims up to `limit` queued runs; returns them in id order (empty when none is queued), and the webhook deliveries written. */
 export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreTransaction, claim: ClaimWrite): Promise<ClaimWritten> {
-  const candidates = await selectClaimCandidates(store, trx, { configurationId: claim.configurationId, limit: claim.limit, now: claim.now });
+  const candidates = await selectClaimCandidates(store, trx, { configurationId: claim.configurationId, limit: claim.limit, now: claim.now, deferredDue: claim.deferredDue });
   const dialable: number[] = [];
   let webhookDeliveries = 0;
   let deferred = 0;

@@ -35,9 +35,10 @@ export async function countLiveRuns(trx: Transaction<Database>, configurationId:
 /**
  * Configurations with queued runs due at `now`, oldest work first: runs due at once, then deferred
  * runs whose scheduled_for has come (each part on its own partial index; deferred runs not due yet
- * make no configuration look busy).
+ * make no configuration look busy). `deferredDue` says whether the claim needs to look for
+ * deferred runs at all, which saves it a query in the common case of none.
  */
-export async function selectConfigurationsWithQueuedRuns(store: Store, limit: number, now: number): Promise<number[]> {
+export async function selectConfigurationsWithQueuedRuns(store: Store, limit: number, now: number): Promise<{ id: number; deferredDue: boolean }[]> {
   const immediate = await store.db
     .selectFrom('workflow_runs')
     .select(['telephony_configuration_id as id', (eb) => eb.fn.min('id').as('oldest')])
@@ -56,7 +57,8 @@ export async function selectConfigurationsWithQueuedRuns(store: Store, limit: nu
     .where('scheduled_for', '<=', now)
     .limit(limit)
     .execute();
-  return [...new Set([...immediate.map((r) => r.id), ...deferred.map((r) => r.id)])].slice(0, limit);
+  const withDeferred = new Set(deferred.map((r) => r.id));
+  return [...new Set([...immediate.map((r) => r.id), ...withDeferred])].slice(0, limit).map((id) => ({ id, deferredDue: withDeferred.has(id) }));
 }
 
 export async function upsertHeartbeat(store: Store, nodeId: string, now: number): Promise<void> {

@@ -53,16 +53,20 @@ export interface ClaimCandidate {
  * Up to `limit` queued runs of a configuration that are due at `now`, locked for the claim: first
  * deferred runs whose scheduled_for has come (they have waited longest), then runs due at once,
  * oldest first. Each part reads its own partial index (migration 007), so deferred runs that are
- * not due yet are never scanned.
+ * not due yet are never scanned; the first is skipped when the caller knows none is due.
  */
-export async function selectClaimCandidates(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, claim: { configurationId: number; limit: number; now: number }): Promise<ClaimCandidate[]> {
+export async function selectClaimCandidates(
+  store: Pick<Store, 'dialect'>,
+  trx: Transaction<Database>,
+  claim: { configurationId: number; limit: number; now: number; deferredDue: boolean },
+): Promise<ClaimCandidate[]> {
   const base = () =>
     trx
       .selectFrom('workflow_runs')
       .select(['id', 'org_id', 'phone_number', (eb) => eb.selectFrom('organizations').select('calling_hours').whereRef('organizations.id', '=', 'workflow_runs.org_id').as('calling_hours')])
       .where('telephony_configuration_id', '=', claim.configurationId)
       .where('state', '=', 'queued');
-  const due = await lockingFreeRows(store, base().where('scheduled_for', 'is not', null).where('scheduled_for', '<=', claim.now).orderBy('scheduled_for').orderBy('id').limit(claim.limit)).execute();
+  const due = !claim.deferredDue ? [] : await lockingFreeRows(store, base().where('scheduled_for', 'is not', null).where('scheduled_for', '<=', claim.now).orderBy('scheduled_for').orderBy('id').limit(claim.limit)).execute();
   if (due.length >= claim.limit) return due;
   const immediate = await lockingFreeRows(store, base().where('scheduled_for', 'is', null).orderBy('id').limit(claim.limit - due.length)).execute();
   return [...due, ...immediate];
