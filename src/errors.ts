@@ -40,6 +40,7 @@ export const ERROR_CODES = [
   'telephony_not_configured',
   'telephony_not_ready',
   'idempotency_key_reused',
+  'outside_calling_hours',
   'rate_limited',
   'queue_full',
   'unavailable',

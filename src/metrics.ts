@@ -98,23 +98,23 @@ export class Metrics {
     });
     new Gauge({
       name: 'dialtone_queue_depth',
-      help: 'Queued runs per telephony configuration',
+      help: 'Queued runs due per telephony configuration (runs deferred to their calling hours count once due)',
       labelNames: ['telephony_configuration_id'],
       registers,
       async collect() {
         this.reset();
-        for (const row of await selectQueueStats(store)) this.set({ telephony_configuration_id: String(row.config) }, row.depth);
+        for (const row of await selectQueueStats(store, Date.now())) this.set({ telephony_configuration_id: String(row.config) }, row.depth);
       },
     });
     new Gauge({
       name: 'dialtone_queue_oldest_age_seconds',
-      help: 'Age of the oldest queued run per telephony configuration',
+      help: 'How long the oldest due queued run has waited per telephony configuration (a deferred run: since its scheduled_for)',
       labelNames: ['telephony_configuration_id'],
       registers,
       async collect() {
         this.reset();
         const now = Date.now();
-        for (const row of await selectQueueStats(store)) this.set({ telephony_configuration_id: String(row.config) }, Math.max(0, (now - row.oldest) / 1000));
+        for (const row of await selectQueueStats(store, now)) this.set({ telephony_configuration_id: String(row.config) }, Math.max(0, (now - row.oldest) / 1000));
       },
     });
     new Gauge({

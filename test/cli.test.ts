@@ -306,6 +306,32 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.match(missing.stderr, /No organization 999/);
   });
 
+  it('sets calling hours from a file with org set-calling-hours, shows them with org show, refuses an invalid file listing every problem, and turns them off with --off', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Hours');
+    const id = String(org.id);
+    const hours = { timezone: 'America/New_York', outside: 'defer', windows: { mon: ['09:00-12:00', '13:00-20:00'], sat: ['10:00-14:00'] } };
+    assert.deepEqual(await ws.json('org', 'set-calling-hours', id, '--file', ws.file('hours.json', JSON.stringify(hours))), { id: org.id, calling_hours: hours });
+    const shown = await ws.json<{ calling_hours: unknown; max_queued_runs: unknown }>('org', 'show', id);
+    assert.deepEqual(shown.calling_hours, hours);
+    assert.equal(shown.max_queued_runs, null);
+
+    const bad = await ws.cli(['--json', 'org', 'set-calling-hours', id, '--file', ws.file('bad.json', JSON.stringify({ timezone: 'Nowhere/Land', outside: 'defer', windows: { mon: ['20:00-09:00'], xyz: [] } }))]);
+    assert.notEqual(bad.code, 0);
+    const failure = JSON.parse(bad.stderr) as { error: { code: string; errors: { pointer: string }[] } };
+    assert.equal(failure.error.code, 'validation_failed');
+    assert.deepEqual(failure.error.errors.map((e) => e.pointer).sort(), ['/timezone', '/windows/mon/0', '/windows/xyz']);
+    assert.deepEqual((await ws.json<{ calling_hours: unknown }>('org', 'show', id)).calling_hours, hours, 'a refused file changes nothing');
+
+    const both = await ws.cli(['org', 'set-calling-hours', id]);
+    assert.notEqual(both.code, 0);
+    assert.match(both.stderr, /exactly one of --file <path> and --off/);
+    assert.deepEqual(await ws.json('org', 'set-calling-hours', id, '--off'), { id: org.id, calling_hours: null });
+    assert.equal((await ws.json<{ calling_hours: unknown }>('org', 'show', id)).calling_hours, null);
+    const missing = await ws.cli(['org', 'show', '999']);
+    assert.match(missing.stderr, /No organization 999/);
+  });
+
   it('reports every failure in --json mode as one JSON object on stderr with a stable code and a non-zero exit, and in text mode as a readable line without a stack', async (t) => {
     const ws = workspace(t);
     const cases: { args: string[]; env?: Record<string, string>; code: string; message: RegExp; text?: RegExp }[] = [

@@ -14,6 +14,7 @@ import { requestFingerprint } from '../src/calls/idempotency.js';
 import type { Deps } from '../src/deps.js';
 import { ERROR_CODES, type ErrorCode } from '../src/errors.js';
 import { PROBLEMS } from '../src/http/problems.js';
+import { setCallingHours } from '../src/orgs/organizations.js';
 import { issueRunToken } from '../src/runtime/run-token.js';
 import { build, postJson, type TestEnv } from './helpers/app.js';
 import { createOrgFixture, OPERATION_CASES, PATHS, type OperationCase, type OrgFixture } from './helpers/fixtures.js';
@@ -95,6 +96,7 @@ describe('GET /openapi.json', () => {
       assert.deepEqual(
         item.post?.parameters?.map((p) => [p.in, p.name, p.required]),
         [
+          ['query', 'dry_run', false],
           ['path', op.param, true],
           ['header', 'idempotency-key', false],
         ],
@@ -129,9 +131,14 @@ describe('GET /openapi.json', () => {
     const doc = await openApi(app);
     for (const op of OPERATIONS) {
       const responses = doc.paths[op.path]?.post?.responses ?? {};
-      const ok = responses['200']?.content?.['application/json']?.schema;
-      assert.deepEqual(Object.keys(ok?.properties ?? {}).sort(), ['status', 'workflow_run_id', 'workflow_run_name'], op.operationId);
-      assert.equal(ok?.properties?.workflow_run_id?.type, 'integer');
+      const shapes = (responses['200']?.content?.['application/json']?.schema as { oneOf?: { properties?: Record<string, { type?: unknown }>; required?: string[] }[] } | undefined)?.oneOf ?? [];
+      assert.equal(shapes.length, 2, `${op.operationId}: the run, or the dry run's answer`);
+      const [run, dryRun] = shapes;
+      assert.deepEqual(Object.keys(run?.properties ?? {}).sort(), ['scheduled_for', 'status', 'workflow_run_id', 'workflow_run_name'], op.operationId);
+      assert.deepEqual(run?.required?.sort(), ['status', 'workflow_run_id', 'workflow_run_name'], op.operationId);
+      assert.equal(run?.properties?.workflow_run_id?.type, 'integer');
+      assert.deepEqual(Object.keys(dryRun?.properties ?? {}).sort(), ['definition_version', 'scheduled_for', 'status', 'telephony_configuration_id', 'workflow_run_id', 'workflow_run_name'], op.operationId);
+      assert.equal(dryRun?.properties?.workflow_run_id?.type, 'null');
       assert.deepEqual(Object.keys(responses).sort(), ['200', ...PROBLEM_STATUSES].sort());
       for (const status of PROBLEM_STATUSES) {
         const content = responses[status]?.content ?? {};
@@ -535,6 +542,10 @@ describe('Every answer is declared in the OpenAPI document', () => {
     const f = await createOrgFixture(deps, 'Acme');
     const draftOnly = await createOrgFixture(deps, 'Drafts');
     await unpublish(deps, draftOnly.workflowUuid);
+    // Windows half an hour long in Anchorage and Adak, an hour apart: a 907 number is never inside both.
+    const closed = await createOrgFixture(deps, 'Closed');
+    const everyDay = ['09:00-09:30'];
+    await setCallingHours(deps.store, closed.orgId, { timezone: 'America/Anchorage', outside: 'refuse', windows: { mon: everyDay, tue: everyDay, wed: everyDay, thu: everyDay, fri: everyDay, sat: everyDay, sun: everyDay } });
     const key = f.apiKey;
 
     await t.test('the four Initiate Call operations', async () => {
@@ -543,6 +554,8 @@ describe('Every answer is declared in the OpenAPI document', () => {
         const path = op.path(f);
         const send = async (what: string, response: Promise<LightMyRequestResponse>) => answers.check('post', template, fromInject(await response), what);
         await send('a call', postJson(app, path, OK_BODY, { key }));
+        await send('a dry run', postJson(app, `${path}?dry_run=true`, OK_BODY, { key }));
+        await send('a call outside the calling hours', postJson(app, op.path(closed), { phone_number: '+19075550123' }, { key: closed.apiKey }));
         await send('a body that is not JSON', postJson(app, path, null, { key, raw: '{' }));
         await send('no API key', postJson(app, path, OK_BODY));
         await send('an unknown API key', postJson(app, path, OK_BODY, { key: 'dt_live_unknown' }));

@@ -3,6 +3,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { NO_CACHE, type LookupCache } from '../calls/lookup-cache.js';
 import { insertApiKey, selectKeyByPrefix, selectKeyExists, selectKeysOfOrganization, setKeyLastUsed, setKeyRevoked } from '../store/api-key-statements.js';
+import { decodeCallingHours } from '../orgs/organizations.js';
+import type { CallingHours } from '../policy/calling-hours.js';
 import { isUniqueViolation, type Store } from '../store/store.js';
 
 const KEY_PREFIX = 'dt_live_';
@@ -59,7 +61,12 @@ export interface AuthenticatedKey {
   keyId: number;
   orgId: number;
   limits: OrganizationLimits;
+  /** The organization's calling hours (null: off), read with the key like its limits. */
+  callingHours: CallingHours | null;
 }
+
+/** Calling hours decoded once per cached key row, not once per request. */
+const decodedCallingHours = new WeakMap<object, CallingHours | null>();
 
 /**
  * Finds the active key for a presented secret, or undefined. Unknown, malformed and revoked keys
@@ -83,10 +90,16 @@ export async function authenticateApiKey(
     row.last_used_at = now;
     await setKeyLastUsed(store, row.id, now, lastUsedWriteIntervalMs);
   }
+  let callingHours = decodedCallingHours.get(row);
+  if (callingHours === undefined) {
+    callingHours = decodeCallingHours(row.calling_hours);
+    decodedCallingHours.set(row, callingHours);
+  }
   return {
     keyId: row.id,
     orgId: row.org_id,
     limits: { ratePerSecond: row.rate_limit_per_second, keyRatePerSecond: row.key_rate_limit_per_second, maxQueuedRuns: row.max_queued_runs },
+    callingHours,
   };
 }
 

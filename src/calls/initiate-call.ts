@@ -9,6 +9,7 @@ import { decodeJson } from '../store/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { readinessProblems } from '../telephony/readiness.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
+import { enforceCallingHours } from '../policy/calling-hours-check.js';
 import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, type Claim } from './idempotency.js';
 import { parseDestination } from './phone-number.js';
 import { resolveTarget, type Target } from './resolve-target.js';
@@ -23,6 +24,8 @@ export interface InitiateCallResult {
   status: string;
   workflow_run_id: number;
   workflow_run_name: string;
+  /** With status "scheduled": when the deferred run becomes due. */
+  scheduled_for?: string;
 }
 
 /** What the operation answers: a new run, or (same Idempotency-Key and payload) the first answer again. */
@@ -58,14 +61,21 @@ function checkInitialContext(deps: Deps, context: Record<string, unknown>): stri
   return serialized;
 }
 
-export async function initiateCall(
-  deps: Deps,
-  caller: Pick<AuthenticatedKey, 'orgId' | 'limits'>,
-  target: Target,
-  mode: RunMode,
-  body: InitiateCallBody,
-  options: InitiateCallOptions = {},
-): Promise<InitiateCallOutcome> {
+/** What a request names and passed every check with, before idempotency and persistence. */
+interface CheckedRequest {
+  resolved: Awaited<ReturnType<typeof resolveTarget>>;
+  telephony: Awaited<ReturnType<typeof selectTelephonyConfiguration>>;
+  destination: string;
+  initialContextJson: string | null;
+  /** When the run would be due: null at once, else deferred to the next calling-hours window. */
+  scheduledFor: number | null;
+}
+
+/** The organization settings a request is checked against (they travel with its API key). */
+export type InitiateCaller = Pick<AuthenticatedKey, 'orgId' | 'limits'> & Partial<Pick<AuthenticatedKey, 'callingHours'>>;
+
+/** Every check of the contract's order up to idempotency; throws the refusal the request gets. */
+async function checkRequest(deps: Deps, caller: InitiateCaller, target: Target, mode: RunMode, body: InitiateCallBody): Promise<CheckedRequest> {
   const { orgId } = caller;
   const initialContext = body.initial_context ?? null;
   const initialContextJson = initialContext === null ? null : checkInitialContext(deps, initialContext);
@@ -91,6 +101,45 @@ export async function initiateCall(
     });
   }
 
+  const scheduledFor = enforceCallingHours(caller.callingHours, parsed.destination, deps.clock.now());
+
+  return { resolved, telephony, destination: parsed.destination.value, initialContextJson, scheduledFor };
+}
+
+/** `?dry_run=true`: the answer when every check passes; nothing is created, dialed or claimed. */
+export interface DryRunResult {
+  status: 'valid';
+  workflow_run_id: null;
+  workflow_run_name: null;
+  definition_version: number;
+  telephony_configuration_id: number;
+  scheduled_for: string | null;
+}
+
+/** Runs every check a real request runs up to idempotency (which it skips: no key is consumed) and persists nothing. */
+export async function dryRunInitiateCall(deps: Deps, caller: InitiateCaller, target: Target, mode: RunMode, body: InitiateCallBody): Promise<DryRunResult> {
+  const checked = await checkRequest(deps, caller, target, mode, body);
+  return {
+    status: 'valid',
+    workflow_run_id: null,
+    workflow_run_name: null,
+    definition_version: checked.resolved.definition.version,
+    telephony_configuration_id: checked.telephony.id,
+    scheduled_for: checked.scheduledFor === null ? null : new Date(checked.scheduledFor).toISOString(),
+  };
+}
+
+export async function initiateCall(
+  deps: Deps,
+  caller: InitiateCaller,
+  target: Target,
+  mode: RunMode,
+  body: InitiateCallBody,
+  options: InitiateCallOptions = {},
+): Promise<InitiateCallOutcome> {
+  const { orgId } = caller;
+  const { resolved, telephony, destination, initialContextJson, scheduledFor } = await checkRequest(deps, caller, target, mode, body);
+
   // Idempotency comes last among the checks: a request refused above stored nothing, so the
   // client may fix it and retry with the same key.
   let claim: Claim | undefined;
@@ -111,7 +160,9 @@ export async function initiateCall(
 
   const callerIds = decodeJson<string[]>(telephony.caller_ids);
   const maxQueued = caller.limits.maxQueuedRuns ?? deps.config.MAX_QUEUED_RUNS_PER_ORG;
-  const nearCap = !(await deps.queuedRuns.farBelowCap(deps.store, orgId, maxQueued, deps.config.QUEUE_CAP_LOCK_MARGIN, deps.clock.now()));
+  // A deferred run is counted, exactly, with the organization's other deferred runs (runs/queue-cap.ts).
+  const deferred = scheduledFor !== null;
+  const nearCap = deferred || !(await deps.queuedRuns.farBelowCap(deps.store, orgId, maxQueued, deps.config.QUEUE_CAP_LOCK_MARGIN, deps.clock.now()));
   let json = '';
   try {
     const run = await createRun(
@@ -123,25 +174,27 @@ export async function initiateCall(
         definitionVersion: resolved.definition.version,
         mode,
         triggerUuid: resolved.triggerUuid,
-        phoneNumber: parsed.destination.value,
+        phoneNumber: destination,
         callerId: callerIds[0] ?? null,
         telephonyConfigurationId: telephony.id,
         initialContextJson,
+        scheduledFor,
       },
       deps.clock.now(),
       {
-        ...(nearCap ? { queueCap: { maxQueued, callsPerSecond: telephony.calls_per_second } } : {}),
+        ...(nearCap ? { queueCap: { maxQueued, callsPerSecond: telephony.calls_per_second, scheduled: deferred } } : {}),
         onCreated: async (trx, created) => {
-          json = JSON.stringify(responseOf(created));
+          json = JSON.stringify(responseOf(created, scheduledFor));
           if (claim) await completeClaim(trx, claim, 200, json, created.id, deps.clock.now());
         },
       },
     );
     deps.metrics.runsCreated.inc({ mode });
     if (claim) deps.metrics.idempotency.inc({ outcome: 'created' });
-    deps.signals.work();
+    // A deferred run is not due: the dispatcher's poll finds it when it is.
+    if (!deferred) deps.signals.work();
     if (run.webhookDeliveries > 0) deps.signals.outbox();
-    return { replayed: false, status: 200, result: responseOf(run), json };
+    return { replayed: false, status: 200, result: responseOf(run, scheduledFor), json };
   } catch (error) {
     if (error instanceof DialtoneError && error.code === 'queue_full') deps.metrics.queueFull.inc();
     // Nothing was created: give the key back so the client's retry is not told "in use".
@@ -150,7 +203,9 @@ export async function initiateCall(
   }
 }
 
-function responseOf(run: { id: number; name: string; state: string }): InitiateCallResult {
+function responseOf(run: { id: number; name: string; state: string }, scheduledFor: number | null): InitiateCallResult {
+  // A deferred run's state is `queued`; the answer says it is waiting for its calling hours.
+  if (scheduledFor !== null) return { status: 'scheduled', workflow_run_id: run.id, workflow_run_name: run.name, scheduled_for: new Date(scheduledFor).toISOString() };
   return { status: run.state, workflow_run_id: run.id, workflow_run_name: run.name };
 }
 

@@ -5,7 +5,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.js';
 import { loadConfig } from '../config.js';
 import { buildDeps, type Deps } from '../deps.js';
-import { createOrganization, listOrganizations, organizationExists, setOrganizationLimits } from '../orgs/organizations.js';
+import { createOrganization, listOrganizations, organizationExists, setCallingHours, setOrganizationLimits, showOrganization } from '../orgs/organizations.js';
 import { cancelRun } from '../runs/cancel-run.js';
 import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
 import { isTerminal } from '../runs/states.js';
@@ -203,6 +203,36 @@ export function buildCli(options: { json?: boolean } = {}): Command {
         });
         if (!row) throw new CliError('not_found', `No organization ${id}.`);
         return { json: row, text: formatRecord({ ...row }) };
+      }),
+    );
+
+  org
+    .command('show')
+    .description('show an organization: its own limits (null: the configured default) and calling hours (null: off)')
+    .argument('<org_id>', 'organization id', positiveInt)
+    .action(
+      action(async (deps, id: number) => {
+        const row = await showOrganization(deps.store, id);
+        if (!row) throw new CliError('not_found', `No organization ${id}.`);
+        const shown = withTimes(row, ['created_at']);
+        return { json: shown, text: formatRecord({ ...shown, calling_hours: row.calling_hours === null ? 'off' : JSON.stringify(row.calling_hours) }) };
+      }),
+    );
+
+  org
+    .command('set-calling-hours')
+    .description("set an organization's calling hours in the callee's local time from a JSON file (README: Calling hours), or turn them off")
+    .argument('<org_id>', 'organization id', positiveInt)
+    .option('--file <path>', 'JSON file: { "timezone", "outside": "defer" | "refuse", "windows": { "mon": ["09:00-17:00"], … } }')
+    .option('--off', 'turn calling hours off')
+    .action(
+      action(async (deps, id: number, opts: { file?: string; off?: boolean }) => {
+        if ((opts.file === undefined) === (opts.off === undefined)) throw new CliError('invalid_input', 'Give exactly one of --file <path> and --off.');
+        const setting = opts.file !== undefined ? readJsonFile(opts.file) : null;
+        if (!(await setCallingHours(deps.store, id, setting))) throw new CliError('not_found', `No organization ${id}.`);
+        const row = await showOrganization(deps.store, id);
+        const json = { id, calling_hours: row?.calling_hours ?? null };
+        return { json, text: row?.calling_hours ? `Calling hours of organization ${id} set: ${JSON.stringify(row.calling_hours)}` : `Calling hours of organization ${id} are off.` };
       }),
     );
 

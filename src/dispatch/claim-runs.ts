@@ -11,10 +11,18 @@
 // On PostgreSQL the configuration row is locked (`FOR UPDATE`) for the claim, so concurrent claims
 // for one configuration from several nodes take turns, and the queued rows are taken with
 // `FOR UPDATE SKIP LOCKED`. SQLite has one writer at a time, which gives the same guarantee.
+//
+// Calling hours are checked again here, with the organization's current setting: a run whose
+// callee is outside a window now or by the end of the lookahead (when its pacing slot may come) is
+// deferred to the next window rather than claimed, and takes no pacing slot; one whose zones'
+// windows never meet any more is canceled (`outside_calling_hours`). Deferred runs that are not
+// due yet are never candidates (store/run-writes.ts's selectClaimCandidates).
 import { countLiveRuns, selectConfigurationForClaim, selectPacingForUpdate, setPacingNextAt } from '../store/dispatch-statements.js';
 import type { Store } from '../store/store.js';
 import type { TelephonyConfigurationRow } from '../store/schema.js';
-import { claimQueuedRuns, type ClaimedRow } from '../runs/claim.js';
+import { claimQueuedRuns, type ClaimCandidate, type ClaimedRow, type HoldDecision } from '../runs/claim.js';
+import { decodeCallingHours } from '../orgs/organizations.js';
+import { callingHoursVerdict } from '../policy/calling-hours-check.js';
 import { LIVE_STATES } from '../runs/states.js';
 
 export interface ClaimOptions {
@@ -25,6 +33,8 @@ export interface ClaimOptions {
   batchSize: number;
   /** Fraction added to the spacing between dials (see DISPATCH_PACING_HEADROOM). */
   pacingHeadroom: number;
+  /** False when the caller knows no deferred run of the configuration is due (one query less); default true. */
+  deferredDue?: boolean;
 }
 
 export interface ClaimedRun {
@@ -42,6 +52,22 @@ export interface ClaimResult {
   webhookDeliveries?: number;
   /** When another claim could succeed for this configuration (next pacing slot), if work remains. */
   retryAt: number | undefined;
+  /** Runs put off to their calling hours, and runs canceled as never inside them. */
+  deferred?: number;
+  canceled?: number;
+}
+
+/** The claim-time calling-hours decision for one candidate, at `now` and at the end of the lookahead. */
+export function callingHoursHold(now: number, lookaheadMs: number) {
+  return (candidate: ClaimCandidate): HoldDecision => {
+    const hours = decodeCallingHours(candidate.calling_hours);
+    if (!hours) return { kind: 'dial' };
+    const destination = { kind: candidate.phone_number.startsWith('+') ? ('e164' as const) : ('sip_uri' as const), value: candidate.phone_number };
+    const atNow = callingHoursVerdict(hours, destination, now);
+    const atSlot = atNow.kind === 'now' ? callingHoursVerdict(hours, destination, now + lookaheadMs) : atNow;
+    if (atSlot.kind === 'now') return { kind: 'dial' };
+    return atSlot.at === null ? { kind: 'cancel', reason: 'outside_calling_hours' } : { kind: 'defer', until: atSlot.at, reason: 'outside_calling_hours' };
+  };
 }
 
 export async function claimRuns(store: Store, configurationId: number, options: ClaimOptions): Promise<ClaimResult> {
@@ -59,8 +85,18 @@ export async function claimRuns(store: Store, configurationId: number, options: 
 
     const slotsInWindow = Math.floor((options.now + options.lookaheadMs - firstSlot) / spacingMs) + 1;
     const wanted = Math.min(free, options.batchSize, slotsInWindow);
-    const { rows, webhookDeliveries } = await claimQueuedRuns(store, trx, { configurationId, limit: wanted, nodeId: options.nodeId, now: options.now, leaseMs: options.leaseMs });
-    if (rows.length === 0) return { claimed: [], retryAt: undefined };
+    const { rows, webhookDeliveries, deferred, canceled } = await claimQueuedRuns(store, trx, {
+      configurationId,
+      limit: wanted,
+      nodeId: options.nodeId,
+      now: options.now,
+      leaseMs: options.leaseMs,
+      hold: callingHoursHold(options.now, options.lookaheadMs),
+      deferredDue: options.deferredDue ?? true,
+    });
+    // Every candidate taken one way or another: more may be queued behind them.
+    const more = rows.length + deferred + canceled === wanted;
+    if (rows.length === 0) return { claimed: [], retryAt: more ? options.now : undefined, webhookDeliveries, deferred, canceled };
     const deadline = options.now + options.leaseMs;
 
     const nextSlot = firstSlot + rows.length * spacingMs;
@@ -68,8 +104,10 @@ export async function claimRuns(store: Store, configurationId: number, options: 
 
     return {
       claimed: rows.map((run, i) => ({ run, configuration, dialAt: firstSlot + i * spacingMs, leaseExpiresAt: deadline })),
-      retryAt: rows.length === wanted ? nextSlot - options.lookaheadMs : undefined,
+      retryAt: more ? nextSlot - options.lookaheadMs : undefined,
       webhookDeliveries,
+      deferred,
+      canceled,
     };
   });
 }

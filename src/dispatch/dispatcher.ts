@@ -136,7 +136,7 @@ export class Dispatcher {
         this.track(this.reconciler.sweep());
       }
       await this.live.cancelRequested();
-      for (const configurationId of await selectConfigurationsWithQueuedRuns(deps.store, 100)) {
+      for (const { id: configurationId, deferredDue } of await selectConfigurationsWithQueuedRuns(deps.store, 100, deps.clock.now())) {
         if (this.stopping) break;
         // A node still behind on this configuration's slots claims no more of them; its pacer wakes
         // the dispatcher when it has caught up.
@@ -148,9 +148,10 @@ export class Dispatcher {
           lookaheadMs: deps.config.DISPATCH_LOOKAHEAD_MS,
           pacingHeadroom: deps.config.DISPATCH_PACING_HEADROOM,
           batchSize: deps.config.DISPATCH_BATCH_SIZE,
+          deferredDue,
         });
         this.pace(configurationId, result.claimed);
-        deps.lifecycle.claimed(result.claimed.length, result.webhookDeliveries ?? 0);
+        deps.lifecycle.claimed(result.claimed.length, result.webhookDeliveries ?? 0, result.canceled ?? 0);
         if (result.retryAt !== undefined) nextAt = Math.min(nextAt, result.retryAt);
       }
     } catch (error) {

@@ -10,7 +10,7 @@ import { LIVE_STATES } from '../runs/states.js';
 
 const BATCH = 500;
 
-/** Queued runs created more than `ttlMs` ago end `expired`; they are never dialed. */
+/** Queued runs queued more than `ttlMs` ago (a deferred run: due that long ago) end `expired`; they are never dialed. */
 export async function expireQueuedRuns(store: Store, lifecycle: RunLifecycle, now: number, ttlMs: number): Promise<AppliedTransition[]> {
   const applied: AppliedTransition[] = [];
   for (const id of await selectStaleQueuedRuns(store, now - ttlMs, BATCH)) {

@@ -35,6 +35,12 @@ const EXTENSION_MEMBERS: Partial<Record<number, TProperties>> = {
       Type.Array(Type.String(), { description: 'Required template variables neither initial_context nor a default provides (missing_template_variables)' }),
     ),
     header: Type.Optional(Type.String({ description: 'The request header the problem is about (Idempotency-Key)' })),
+    next_allowed_at: Type.Optional(
+      Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+        description: 'The next time every time zone of the number is inside the organization\'s calling hours; null when its zones\' windows never meet (outside_calling_hours)',
+      }),
+    ),
+    time_zones: Type.Optional(Type.Array(Type.String(), { description: 'The IANA time zones the calling hours were checked in (outside_calling_hours)' })),
   },
   429: {
     queued_runs: Type.Optional(Type.Integer({ description: 'Runs the organization has queued (queue_full)' })),
@@ -92,6 +98,7 @@ const EXAMPLE_DETAILS: Partial<Record<ErrorCode, string>> = {
   telephony_not_configured: 'The organization has no default active telephony configuration; pass telephony_configuration_id or set a default.',
   telephony_not_ready: 'Telephony configuration 7 cannot place calls: PUBLIC_BASE_URL is not set, so Twilio would have nowhere to send the call\'s progress.',
   idempotency_key_reused: 'This Idempotency-Key was used with a different request (another operation, target or body). Use a new key for a new request.',
+  outside_calling_hours: 'It is outside the organization\'s calling hours in America/New_York; the next allowed time is 2026-11-24T14:00:00.000Z.',
   rate_limited: 'Rate limit reached: key (40 per 2 s). Retry after 1 s.',
   queue_full: 'The organization has 10000 runs queued; the limit is 10000. Retry after 1 s.',
   unavailable: 'The service is temporarily unavailable; retry shortly.',
@@ -111,6 +118,7 @@ const EXAMPLE_EXTENSIONS: Partial<Record<ErrorCode, Record<string, unknown>>> = 
   idempotency_key_in_use: { header: 'Idempotency-Key' },
   idempotency_key_reused: { header: 'Idempotency-Key' },
   queue_full: { queued_runs: 10000, max_queued_runs: 10000 },
+  outside_calling_hours: { next_allowed_at: '2026-11-24T14:00:00.000Z', time_zones: ['America/New_York'] },
 };
 
 const EXAMPLE_REQUEST_ID = '3f6c1e9a-2b7d-4d58-9a0e-5c1b8f2d7e64';

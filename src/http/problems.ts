@@ -49,6 +49,7 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   telephony_not_configured: { status: 422, title: 'Telephony not configured' },
   telephony_not_ready: { status: 422, title: 'Telephony not ready' },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
+  outside_calling_hours: { status: 422, title: 'Outside calling hours' },
   rate_limited: { status: 429, title: 'Rate limited' },
   queue_full: { status: 429, title: 'Queue full' },
   unavailable: { status: 503, title: 'Service unavailable' },

@@ -40,9 +40,30 @@ export const InitiateCallBody = Type.Object(
 );
 
 export const InitiateCallResponse = Type.Object({
-  status: Type.String({ description: 'The run\'s state when the response was sent (normally "queued").' }),
+  status: Type.String({
+    description: 'The run\'s state when the response was sent (normally "queued"), or "scheduled" for a run queued outside the organization\'s calling hours and deferred to scheduled_for.',
+  }),
   workflow_run_id: Type.Integer(),
   workflow_run_name: Type.String({ examples: ['WR-API-123'] }),
+  scheduled_for: Type.Optional(Type.String({ format: 'date-time', description: 'Present with status "scheduled": when the run becomes due (every time zone of the number inside a window).' })),
+});
+
+export const InitiateCallDryRunResponse = Type.Object(
+  {
+    status: Type.Literal('valid', { description: 'Every check passed (?dry_run=true); nothing was created or dialed and no Idempotency-Key was used.' }),
+    workflow_run_id: Type.Null(),
+    workflow_run_name: Type.Null(),
+    definition_version: Type.Integer({ description: 'The definition version the call would run' }),
+    telephony_configuration_id: Type.Integer({ description: 'The telephony configuration that would dial' }),
+    scheduled_for: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When the call would be due: null at once, else the next time inside the calling hours (outside: "defer")' }),
+  },
+  { title: 'InitiateCallDryRun' },
+);
+
+export const DryRunQuery = Type.Object({
+  dry_run: Type.Optional(
+    Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true: run every check (authentication, rate limit, body, target, telephony, template variables, calling policy) and answer 200 "valid" or the problem the real request would get; nothing is created or dialed and no Idempotency-Key is used.' }),
+  ),
 });
 
 export const IdempotencyHeaders = Type.Object({
@@ -97,6 +118,9 @@ export const WorkflowRun = Type.Object({
   provider_call_id: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
   updated_at: Timestamp,
+  scheduled_for: Type.Union([Timestamp, Type.Null()], {
+    description: 'When a run queued outside the organization\'s calling hours becomes due (the dispatcher does not dial it before); null when it was due at once',
+  }),
   claimed_at: NullableTimestamp,
   dial_sent_at: NullableTimestamp,
   ringing_at: NullableTimestamp,

@@ -1,12 +1,16 @@
+import { DialtoneError } from '../errors.js';
+import { parseCallingHours, type CallingHours } from '../policy/calling-hours.js';
 import {
   insertOrganization,
+  selectOrganization,
+  setOrganizationCallingHoursColumn,
   selectOrganizationExists,
   selectOrganizationLimits,
   selectOrganizations,
   setOrganizationLimitColumns,
   type OrganizationLimitColumns,
 } from '../store/organization-statements.js';
-import type { Store } from '../store/store.js';
+import { decodeJson, type Store } from '../store/store.js';
 
 export function createOrganization(store: Store, name: string, now: number) {
   return insertOrganization(store, name, now);
@@ -28,4 +32,28 @@ export async function setOrganizationLimits(store: Store, id: number, changes: L
 /** Every organization with its own limits (null: the configured default), oldest first. */
 export function listOrganizations(store: Store) {
   return selectOrganizations(store);
+}
+
+/** One organization with its limits and calling hours (decoded; null when off), or undefined. */
+export async function showOrganization(store: Store, id: number) {
+  const row = await selectOrganization(store, id);
+  if (!row) return undefined;
+  return { ...row, calling_hours: decodeCallingHours(row.calling_hours) };
+}
+
+/** A stored calling_hours column as the setting, or null when off. */
+export function decodeCallingHours(column: unknown): CallingHours | null {
+  return column === null || column === undefined ? null : decodeJson<CallingHours>(column);
+}
+
+/**
+ * Sets an organization's calling hours (validated: a bad setting is refused with every problem
+ * listed, and nothing changes) or turns them off with null. False when there is no such organization.
+ * Requests see the change within LOOKUP_CACHE_TTL_MS (the setting travels with the API key's lookup).
+ */
+export async function setCallingHours(store: Store, id: number, setting: unknown | null): Promise<boolean> {
+  if (setting === null) return setOrganizationCallingHoursColumn(store, id, null);
+  const parsed = parseCallingHours(setting);
+  if (!parsed.ok) throw new DialtoneError('validation_failed', 'The calling hours are not valid.', { errors: parsed.problems });
+  return setOrganizationCallingHoursColumn(store, id, JSON.stringify(parsed.hours));
 }

@@ -40,7 +40,12 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
   const values = {
     ...run,
     at: now,
-    eventDataJson: JSON.stringify({ mode: run.mode, definition_version: run.definitionVersion, telephony_configuration_id: run.telephonyConfigurationId }),
+    eventDataJson: JSON.stringify({
+      mode: run.mode,
+      definition_version: run.definitionVersion,
+      telephony_configuration_id: run.telephonyConfigurationId,
+      ...(run.scheduledFor !== null ? { scheduled_for: new Date(run.scheduledFor).toISOString() } : {}),
+    }),
     namePrefix: runNamePrefix(run.mode),
     // Wakes dispatchers on other nodes as this commits (PostgreSQL); same-node ones are signalled in-process.
     wakeChannel: WORK_CHANNEL,

@@ -17,6 +17,12 @@ const COUNT_TTL_MS = 1_000;
 
 export interface QueueCap {
   maxQueued: number;
+  /**
+   * The run is deferred to its calling hours: it is counted with the organization's other deferred
+   * runs, against the same number but apart from the runs due at once, so that a night's deferred
+   * calls never make an immediate call queue_full (and stay bounded all the same).
+   */
+  scheduled?: boolean;
   /** The route's pacing, to estimate when a place opens. */
   callsPerSecond: number;
 }
@@ -24,7 +30,7 @@ export interface QueueCap {
 export class QueuedRunCounts {
   private readonly counts = new Map<number, { count: number; at: number } | Promise<number>>();
 
-  /** True when this organization is, by a count at most COUNT_TTL_MS old, more than `margin` below `maxQueued`. */
+  /** True when this organization is, by a count at most COUNT_TTL_MS old, more than `margin` below `maxQueued` (runs due at once only). */
   async farBelowCap(store: Store, orgId: number, maxQueued: number, margin: number, now: number): Promise<boolean> {
     if (maxQueued - margin <= 0) return false;
     let known = this.counts.get(orgId);
@@ -48,8 +54,14 @@ export async function enforceQueueCap(store: Store, trx: StoreTransaction, orgId
   // SQLite runs one write transaction at a time; PostgreSQL needs the organization's row locked
   // so that concurrent creations cannot all see room for one more.
   await lockOrganization(store, trx, orgId);
-  const count = await countQueuedRuns(trx, orgId);
+  const count = await countQueuedRuns(trx, orgId, cap.scheduled === true);
   if (count >= cap.maxQueued) {
+    if (cap.scheduled) {
+      throw new DialtoneError('queue_full', `The organization has ${count} runs deferred to its calling hours; the limit is ${cap.maxQueued}.`, {
+        retryAfterSeconds: 3_600,
+        extra: { queued_runs: count, max_queued_runs: cap.maxQueued },
+      });
+    }
     // Queued runs leave the queue at the route's pacing rate: this is when the first place opens.
     const retryAfterSeconds = Math.min(3_600, Math.max(1, Math.ceil((count - cap.maxQueued + 1) / Math.max(1, cap.callsPerSecond))));
     throw new DialtoneError('queue_full', `The organization has ${count} runs queued; the limit is ${cap.maxQueued}. Retry after ${retryAfterSeconds} s.`, {

@@ -23,6 +23,8 @@ export interface RunView {
   provider_call_id: string | null;
   created_at: string;
   updated_at: string;
+  /** When a run queued outside calling hours becomes due (null: due when queued). */
+  scheduled_for: string | null;
   /** When a dispatcher took the run from the queue. */
   claimed_at: string | null;
   /** When the dial request went to the provider. */
@@ -56,6 +58,7 @@ export function toRunView(row: RunDetailsRow): RunView {
     provider_call_id: row.provider_call_id,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
+    scheduled_for: isoOrNull(row.scheduled_for),
     claimed_at: isoOrNull(row.claimed_at),
     dial_sent_at: isoOrNull(row.dial_sent_at),
     ringing_at: isoOrNull(row.ringing_at),

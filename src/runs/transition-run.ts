@@ -48,7 +48,8 @@ function phaseColumns(to: RunState, at: number): RunUpdate {
   }
 }
 
-async function transitionRunInTransaction(
+/** Applies one transition inside the caller's transaction (the claim cancels runs it may never dial this way). */
+export async function transitionRunInTransaction(
   trx: StoreTransaction,
   dialect: DialectName,
   runId: number,

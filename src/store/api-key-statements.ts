@@ -16,7 +16,7 @@ export async function insertApiKey(store: Store, key: NewApiKeyRow): Promise<num
   return row.id;
 }
 
-/** The key with this prefix, revoked or not, with its organization's own limits (null: the default). */
+/** The key with this prefix, revoked or not, with its organization's own limits (null: the default) and calling hours (null: off). */
 export function selectKeyByPrefix(store: Store, prefix: string) {
   return store.db
     .selectFrom('api_keys')
@@ -30,6 +30,7 @@ export function selectKeyByPrefix(store: Store, prefix: string) {
       'organizations.rate_limit_per_second',
       'organizations.key_rate_limit_per_second',
       'organizations.max_queued_runs',
+      'organizations.calling_hours',
     ])
     .where('api_keys.prefix', '=', prefix)
     .executeTakeFirst();

@@ -32,17 +32,33 @@ export async function countLiveRuns(trx: Transaction<Database>, configurationId:
   return Number(row.n);
 }
 
-/** Configurations with queued runs, oldest work first. */
-export async function selectConfigurationsWithQueuedRuns(store: Store, limit: number): Promise<number[]> {
-  const rows = await store.db
+/**
+ * Configurations with queued runs due at `now`, oldest work first: runs due at once, then deferred
+ * runs whose scheduled_for has come (each part on its own partial index; deferred runs not due yet
+ * make no configuration look busy). `deferredDue` says whether the claim needs to look for
+ * deferred runs at all, which saves it a query in the common case of none.
+ */
+export async function selectConfigurationsWithQueuedRuns(store: Store, limit: number, now: number): Promise<{ id: number; deferredDue: boolean }[]> {
+  const immediate = await store.db
     .selectFrom('workflow_runs')
     .select(['telephony_configuration_id as id', (eb) => eb.fn.min('id').as('oldest')])
     .where('state', '=', 'queued')
+    .where('scheduled_for', 'is', null)
     .groupBy('telephony_configuration_id')
     .orderBy('oldest')
     .limit(limit)
     .execute();
-  return rows.map((r) => r.id);
+  const deferred = await store.db
+    .selectFrom('workflow_runs')
+    .select('telephony_configuration_id as id')
+    .distinct()
+    .where('state', '=', 'queued')
+    .where('scheduled_for', 'is not', null)
+    .where('scheduled_for', '<=', now)
+    .limit(limit)
+    .execute();
+  const withDeferred = new Set(deferred.map((r) => r.id));
+  return [...new Set([...immediate.map((r) => r.id), ...withDeferred])].slice(0, limit).map((id) => ({ id, deferredDue: withDeferred.has(id) }));
 }
 
 export async function upsertHeartbeat(store: Store, nodeId: string, now: number): Promise<void> {

@@ -23,6 +23,8 @@ export interface NewRunRow {
   telephonyConfigurationId: number;
   /** The caller's initial_context exactly as received (serialized JSON), or null. */
   initialContextJson: string | null;
+  /** When the run becomes due (queued outside calling hours); null when due at once. */
+  scheduledFor: number | null;
 }
 
 export interface QueuedRunValues extends NewRunRow {
@@ -48,9 +50,9 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
       with next as (select nextval(pg_get_serial_sequence('workflow_runs', 'id')) as id),
       run as (
         insert into workflow_runs (id, name, org_id, workflow_id, definition_id, mode, trigger_uuid, phone_number, caller_id,
-          telephony_configuration_id, initial_context, state, created_at, updated_at)
+          telephony_configuration_id, initial_context, scheduled_for, state, created_at, updated_at)
         select id, ${run.namePrefix} || id, ${run.orgId}, ${run.workflowId}, ${run.definitionId}, ${run.mode}, ${run.triggerUuid}, ${run.phoneNumber},
-          ${run.callerId}, ${run.telephonyConfigurationId}, ${run.initialContextJson}, 'queued', ${run.at}, ${run.at}
+          ${run.callerId}, ${run.telephonyConfigurationId}, ${run.initialContextJson}, ${run.scheduledFor}::bigint, 'queued', ${run.at}, ${run.at}
         from next
         returning id, name
       ),
@@ -77,6 +79,7 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
       caller_id: run.callerId,
       telephony_configuration_id: run.telephonyConfigurationId,
       initial_context: run.initialContextJson,
+      scheduled_for: run.scheduledFor,
       state: 'queued',
       outcome_reason: null,
       provider_call_id: null,

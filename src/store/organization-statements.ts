@@ -42,3 +42,18 @@ export function selectOrganizations(store: Store) {
     .orderBy('id')
     .execute();
 }
+
+/** Sets an organization's calling hours (serialized JSON), or turns them off (null); false when there is no such organization. */
+export async function setOrganizationCallingHoursColumn(store: Store, id: number, callingHoursJson: string | null): Promise<boolean> {
+  const result = await store.db.updateTable('organizations').set({ calling_hours: callingHoursJson }).where('id', '=', id).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** One organization with all its settings (`dialtone org show`). */
+export function selectOrganization(store: Store, id: number) {
+  return store.db
+    .selectFrom('organizations')
+    .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'calling_hours'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+}

@@ -15,7 +15,7 @@ export function runDetailsQuery(store: Store) {
       'r.id', 'r.name', 'r.state', 'r.mode', 'r.trigger_uuid', 'r.definition_id', 'r.phone_number', 'r.caller_id',
       'r.telephony_configuration_id', 'r.initial_context', 'r.outcome_reason', 'r.provider_call_id',
       'r.created_at', 'r.updated_at', 'r.ended_at', 'r.org_id', 'r.raw_provider_status',
-      'r.claimed_at', 'r.dial_sent_at', 'r.ringing_at', 'r.answered_at', 'r.cancel_requested_at',
+      'r.claimed_at', 'r.dial_sent_at', 'r.ringing_at', 'r.answered_at', 'r.cancel_requested_at', 'r.scheduled_for',
       'w.workflow_uuid', 'd.version as definition_version',
     ]);
 }
@@ -75,13 +75,18 @@ export async function lockOrganization(store: Pick<Store, 'dialect'>, trx: Trans
   await lockingRows(store, trx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
 }
 
-/** How many runs an organization has queued (inside a transaction when the count must be exact). */
-export async function countQueuedRuns(on: Queryable, orgId: number): Promise<number> {
+/**
+ * How many runs an organization has queued (inside a transaction when the count must be exact):
+ * those due at once, or (`scheduled`) those deferred to their calling hours, each counted on its
+ * own partial index (migration 007).
+ */
+export async function countQueuedRuns(on: Queryable, orgId: number, scheduled = false): Promise<number> {
   const { queued } = await queryable(on)
     .selectFrom('workflow_runs')
     .select((eb) => eb.fn.countAll<number | string>().as('queued'))
     .where('org_id', '=', orgId)
     .where('state', '=', 'queued')
+    .where('scheduled_for', scheduled ? 'is not' : 'is', null)
     .executeTakeFirstOrThrow();
   return Number(queued);
 }
@@ -92,10 +97,17 @@ export async function selectCancelRequested(store: Store, nodeId: string, live: 
   return rows.map((r) => r.id);
 }
 
-/** Ids of runs queued since before `createdBefore`, oldest first. */
-export async function selectStaleQueuedRuns(store: Store, createdBefore: number, limit: number): Promise<number[]> {
-  const rows = await store.db.selectFrom('workflow_runs').select('id').where('state', '=', 'queued').where('created_at', '<', createdBefore).orderBy('created_at').limit(limit).execute();
-  return rows.map((r) => r.id);
+/**
+ * Ids of runs queued since before `queuedBefore`, oldest first: a run due at once counts from its
+ * creation, a deferred one from its scheduled_for (each read on its own partial index).
+ */
+export async function selectStaleQueuedRuns(store: Store, queuedBefore: number, limit: number): Promise<number[]> {
+  const due = await store.db.selectFrom('workflow_runs').select('id').where('state', '=', 'queued').where('scheduled_for', 'is', null).where('created_at', '<', queuedBefore).orderBy('created_at').limit(limit).execute();
+  const deferred =
+    due.length < limit
+      ? await store.db.selectFrom('workflow_runs').select('id').where('state', '=', 'queued').where('scheduled_for', 'is not', null).where('scheduled_for', '<', queuedBefore).orderBy('scheduled_for').limit(limit - due.length).execute()
+      : [];
+  return [...due, ...deferred].map((r) => r.id);
 }
 
 /**

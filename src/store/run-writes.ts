@@ -40,13 +40,41 @@ export interface ClaimValues {
   leaseExpiresAt: number;
 }
 
-/** Moves up to `limit` queued runs of a configuration, oldest first, to `dialing` under a lease; returns their rows as changed. */
-export async function setQueuedRunsDialing(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, claim: ClaimValues): Promise<WorkflowRunRow[]> {
-  const candidates = await lockingFreeRows(
-    store,
-    trx.selectFrom('workflow_runs').select('id').where('telephony_configuration_id', '=', claim.configurationId).where('state', '=', 'queued').orderBy('id').limit(claim.limit),
-  ).execute();
-  if (candidates.length === 0) return [];
+/** A queued run a claim may take, with what the calling-hours check needs. */
+export interface ClaimCandidate {
+  id: number;
+  org_id: number;
+  phone_number: string;
+  /** The organization's calling hours as stored (null: off), read with the run, without locking the organization. */
+  calling_hours: unknown;
+}
+
+/**
+ * Up to `limit` queued runs of a configuration that are due at `now`, locked for the claim: first
+ * deferred runs whose scheduled_for has come (they have waited longest), then runs due at once,
+ * oldest first. Each part reads its own partial index (migration 007), so deferred runs that are
+ * not due yet are never scanned; the first is skipped when the caller knows none is due.
+ */
+export async function selectClaimCandidates(
+  store: Pick<Store, 'dialect'>,
+  trx: Transaction<Database>,
+  claim: { configurationId: number; limit: number; now: number; deferredDue: boolean },
+): Promise<ClaimCandidate[]> {
+  const base = () =>
+    trx
+      .selectFrom('workflow_runs')
+      .select(['id', 'org_id', 'phone_number', (eb) => eb.selectFrom('organizations').select('calling_hours').whereRef('organizations.id', '=', 'workflow_runs.org_id').as('calling_hours')])
+      .where('telephony_configuration_id', '=', claim.configurationId)
+      .where('state', '=', 'queued');
+  const due = !claim.deferredDue ? [] : await lockingFreeRows(store, base().where('scheduled_for', 'is not', null).where('scheduled_for', '<=', claim.now).orderBy('scheduled_for').orderBy('id').limit(claim.limit)).execute();
+  if (due.length >= claim.limit) return due;
+  const immediate = await lockingFreeRows(store, base().where('scheduled_for', 'is', null).orderBy('id').limit(claim.limit - due.length)).execute();
+  return [...due, ...immediate];
+}
+
+/** Moves the given queued runs of a claim to `dialing` under a lease; returns their rows as changed, in id order. */
+export async function setQueuedRunsDialing(trx: Transaction<Database>, ids: readonly number[], claim: ClaimValues): Promise<WorkflowRunRow[]> {
+  if (ids.length === 0) return [];
   const rows = await trx
     .updateTable('workflow_runs')
     .set((eb) => ({
@@ -58,7 +86,8 @@ export async function setQueuedRunsDialing(store: Pick<Store, 'dialect'>, trx: T
       updated_at: claim.now,
       last_event_seq: eb('last_event_seq', '+', 1),
     }))
-    .where('id', 'in', candidates.map((c) => c.id))
+    .where('id', 'in', ids)
+    .where('telephony_configuration_id', '=', claim.configurationId)
     .where('state', '=', 'queued')
     .returningAll()
     .execute();
@@ -150,7 +179,8 @@ export async function markCancelRequested(store: Store, runId: number, at: numbe
 }
 
 export interface TransitionEvent {
-  type: RunState;
+  /** The state entered, or `deferred` (a queued run put off to its calling hours; it stays queued). */
+  type: RunState | 'deferred';
   at: number;
   data: Record<string, unknown>;
   /** The webhook message type it is reported as. */

@@ -18,6 +18,8 @@ export interface OrganizationsTable {
   rate_limit_per_second: number | null;
   key_rate_limit_per_second: number | null;
   max_queued_runs: number | null;
+  /** Calling hours (policy/calling-hours.ts's CallingHours, JSON); null when off. */
+  calling_hours: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 export interface ApiKeysTable {
@@ -126,6 +128,8 @@ export interface WorkflowRunsTable {
   last_event_seq: Generated<number>;
   /** When a node last asked the provider about this run's call (reconciliation); null: never. */
   reconciled_at: Generated<number | null>;
+  /** When a run queued outside calling hours becomes due; null for a run due at once. */
+  scheduled_for: Generated<number | null>;
 }
 
 export interface RunEventsTable {

@@ -1,7 +1,8 @@
 // The messages a webhook endpoint can subscribe to, and which run state each run event becomes.
 import { isTerminal, type RunState } from '../runs/states.js';
 
-export const WEBHOOK_EVENT_TYPES = ['run.queued', 'run.dialing', 'run.ringing', 'run.in_progress', 'run.ended', 'webhook.test'] as const;
+// run.deferred: a queued run put off to its next calling-hours window at claim time (it stays queued).
+export const WEBHOOK_EVENT_TYPES = ['run.queued', 'run.deferred', 'run.dialing', 'run.ringing', 'run.in_progress', 'run.ended', 'webhook.test'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** Every terminal state is reported as `run.ended` (the run in the message says which). */

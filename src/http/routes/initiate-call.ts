@@ -3,14 +3,15 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { requestFingerprint } from '../../calls/idempotency.js';
-import { initiateCall, type InitiateCallBody as Body } from '../../calls/initiate-call.js';
+import { dryRunInitiateCall, initiateCall, type InitiateCallBody as Body } from '../../calls/initiate-call.js';
 import type { Target } from '../../calls/resolve-target.js';
 import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
 import type { RunMode } from '../../store/schema.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
-import { IdempotencyHeaders, InitiateCallBody, InitiateCallResponse, replayableResponse, uuidParam } from '../schemas.js';
+import { Type } from '@sinclair/typebox';
+import { DryRunQuery, IdempotencyHeaders, InitiateCallBody, InitiateCallDryRunResponse, InitiateCallResponse, replayableResponse, uuidParam } from '../schemas.js';
 
 interface Operation {
   operationId: string;
@@ -91,6 +92,7 @@ function refusalsOf(op: Operation): ErrorCode[] {
     'telephony_not_configured',
     'telephony_not_ready',
     'missing_template_variables',
+    'outside_calling_hours',
     'idempotency_key_reused',
     'idempotency_key_in_use',
     'queue_full',
@@ -112,10 +114,17 @@ export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
             tags: ['Calls'],
             security: [{ ApiKey: [] }],
             params: uuidParam(op.param, op.target === 'agent' ? 'Agent UUID (the trigger UUID of an API trigger)' : 'Workflow UUID'),
+            querystring: DryRunQuery,
             headers: IdempotencyHeaders,
             body: InitiateCallBody,
             response: {
-              200: replayableResponse(InitiateCallResponse),
+              // Exactly one of the two shapes: the run (status queued or scheduled), or the dry run's "valid".
+              200: replayableResponse(
+                Type.Unsafe({
+                  oneOf: [InitiateCallResponse, InitiateCallDryRunResponse],
+                  description: 'The run created (or, with an Idempotency-Key, the first answer again); with ?dry_run=true, the checks passed and nothing was created',
+                }),
+              ),
               ...problemResponses(refusalsOf(op)),
             },
           },
@@ -123,6 +132,11 @@ export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
         async (request, reply) => {
           const params = request.params as Record<string, string>;
           const target: Target = { kind: op.target, uuid: params[op.param] ?? '' };
+          const plain = reply as unknown as FastifyReply;
+          if ((request.query as { dry_run?: string }).dry_run === 'true') {
+            const result = await dryRunInitiateCall(deps, authOf(request), target, op.mode, request.body as Body);
+            return plain.code(200).type('application/json; charset=utf-8').send(JSON.stringify(result));
+          }
           const outcome = await initiateCall(deps, authOf(request), target, op.mode, request.body as Body, {
             idempotency: {
               header: request.headers['idempotency-key'],
@@ -132,7 +146,6 @@ export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
           if (outcome.replayed) reply.header('idempotent-replayed', 'true');
           // The exact text stored with an Idempotency-Key, so a replay is byte-for-byte the first answer.
           // It is already serialized, hence the untyped reply: the typed one only accepts the object.
-          const plain = reply as unknown as FastifyReply;
           return plain.code(outcome.status).type('application/json; charset=utf-8').send(outcome.json);
         },
       );

@@ -1,0 +1,53 @@
+// The calling-hours rule as the request path and the dispatcher apply it: which zones a
+// destination is checked in, and what happens outside the windows (refuse with the next allowed
+// time, or defer the run to it).
+import { DialtoneError } from '../errors.js';
+import { calleeTimeZones } from './callee-time-zones.js';
+import { nextCallingInstant, type CallingHours } from './calling-hours.js';
+
+/** A destination as calls/phone-number.ts parses it. */
+export interface CallingHoursDestination {
+  kind: 'e164' | 'sip_uri';
+  value: string;
+}
+
+/** The zones a destination is checked in: the number's own, else the organization's fallback zone. */
+export function zonesOf(hours: CallingHours, destination: CallingHoursDestination): string[] {
+  const zones = destination.kind === 'e164' ? calleeTimeZones(destination.value) : [];
+  return zones.length > 0 ? zones : [hours.timezone];
+}
+
+export type CallingHoursVerdict =
+  /** Inside (or calling hours off): dial when due. */
+  | { kind: 'now' }
+  /** Outside: the next instant every zone is inside a window, or null when their windows never meet. */
+  | { kind: 'later'; at: number | null; zones: string[] };
+
+export function callingHoursVerdict(hours: CallingHours | null | undefined, destination: CallingHoursDestination, now: number): CallingHoursVerdict {
+  if (!hours) return { kind: 'now' };
+  const zones = zonesOf(hours, destination);
+  const next = nextCallingInstant(hours, zones, now);
+  return next === now ? { kind: 'now' } : { kind: 'later', at: next, zones };
+}
+
+/**
+ * The request-time check. Returns null when the call may be queued for now, or the time it is
+ * deferred to (`outside: "defer"`); throws 422 `outside_calling_hours` when the organization
+ * refuses calls outside its hours, or when the number's zones are never all inside a window.
+ */
+export function enforceCallingHours(hours: CallingHours | null | undefined, destination: CallingHoursDestination, now: number): number | null {
+  const verdict = callingHoursVerdict(hours, destination, now);
+  if (verdict.kind === 'now' || !hours) return null;
+  if (hours.outside === 'defer' && verdict.at !== null) return verdict.at;
+  const nextAllowedAt = verdict.at === null ? null : new Date(verdict.at).toISOString();
+  const zones = verdict.zones.join(', ');
+  const detail =
+    nextAllowedAt === null
+      ? `The organization's calling hours are never open in every time zone of this number at once (${zones}).`
+      : `It is outside the organization's calling hours in ${zones}; the next allowed time is ${nextAllowedAt}.`;
+  return refuse(detail, nextAllowedAt, verdict.zones);
+}
+
+function refuse(detail: string, nextAllowedAt: string | null, zones: string[]): never {
+  throw new DialtoneError('outside_calling_hours', detail, { extra: { next_allowed_at: nextAllowedAt, time_zones: zones } });
+}
