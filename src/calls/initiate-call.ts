@@ -3,6 +3,7 @@
 import type { Deps } from '../deps.js';
 import type { AuthenticatedKey } from '../auth/api-keys.js';
 import { DialtoneError, validationFailed } from '../errors.js';
+import { checkCallingPolicy, type PolicyDecision } from '../policy/calling-policy.js';
 import { createRun } from '../runs/create-run.js';
 import type { RunMode } from '../store/schema.js';
 import { decodeJson } from '../store/store.js';
@@ -91,6 +92,16 @@ export async function initiateCall(
     });
   }
 
+  // Calling policy (suppression, per-number cap; DESIGN.md section 7). It governs phone numbers; a
+  // SIP URI is an address inside the caller's own network.
+  let policy: PolicyDecision | undefined;
+  if (parsed.destination.kind === 'e164') {
+    policy = await checkCallingPolicy(deps, orgId, { numberCap: caller.limits.numberCap }, parsed.destination.value, deps.clock.now()).catch((error: unknown) => {
+      countPolicyRefusal(deps, error);
+      throw error;
+    });
+  }
+
   // Idempotency comes last among the checks: a request refused above stored nothing, so the
   // client may fix it and retry with the same key.
   let claim: Claim | undefined;
@@ -131,6 +142,7 @@ export async function initiateCall(
       deps.clock.now(),
       {
         ...(nearCap ? { queueCap: { maxQueued, callsPerSecond: telephony.calls_per_second } } : {}),
+        ...(policy?.enforceInTransaction ? { beforeInsert: policy.enforceInTransaction } : {}),
         onCreated: async (trx, created) => {
           json = JSON.stringify(responseOf(created));
           if (claim) await completeClaim(trx, claim, 200, json, created.id, deps.clock.now());
@@ -144,6 +156,7 @@ export async function initiateCall(
     return { replayed: false, status: 200, result: responseOf(run), json };
   } catch (error) {
     if (error instanceof DialtoneError && error.code === 'queue_full') deps.metrics.queueFull.inc();
+    countPolicyRefusal(deps, error);
     // Nothing was created: give the key back so the client's retry is not told "in use".
     if (claim) await releaseClaim(deps.store, claim).catch((releaseError: unknown) => deps.logger.warn({ err: releaseError }, 'could not release an Idempotency-Key claim; it frees itself after IDEMPOTENCY_LOCK_MS'));
     throw error;
@@ -152,6 +165,10 @@ export async function initiateCall(
 
 function responseOf(run: { id: number; name: string; state: string }): InitiateCallResult {
   return { status: run.state, workflow_run_id: run.id, workflow_run_name: run.name };
+}
+
+function countPolicyRefusal(deps: Deps, error: unknown): void {
+  if (error instanceof DialtoneError && (error.code === 'number_suppressed' || error.code === 'number_frequency_capped')) deps.metrics.policyRefusals.inc({ code: error.code });
 }
 
 function invalidPhoneNumber(detail: string): DialtoneError {

@@ -14,7 +14,7 @@
 import { countLiveRuns, selectConfigurationForClaim, selectPacingForUpdate, setPacingNextAt } from '../store/dispatch-statements.js';
 import type { Store } from '../store/store.js';
 import type { TelephonyConfigurationRow } from '../store/schema.js';
-import { claimQueuedRuns, type ClaimedRow } from '../runs/claim.js';
+import { claimQueuedRuns, type ClaimedRow, type ClaimScreen } from '../runs/claim.js';
 import { LIVE_STATES } from '../runs/states.js';
 
 export interface ClaimOptions {
@@ -25,6 +25,8 @@ export interface ClaimOptions {
   batchSize: number;
   /** Fraction added to the spacing between dials (see DISPATCH_PACING_HEADROOM). */
   pacingHeadroom: number;
+  /** The calling policy's check of the batch (policy/claim-screen.ts): runs it names end canceled, never dialed. */
+  screen?: ClaimScreen;
 }
 
 export interface ClaimedRun {
@@ -38,8 +40,10 @@ export interface ClaimedRun {
 
 export interface ClaimResult {
   claimed: ClaimedRun[];
-  /** Webhook deliveries the claim wrote (their `run.dialing` messages). */
+  /** Webhook deliveries the claim wrote (their `run.dialing` messages, and `run.ended` of runs the screen canceled). */
   webhookDeliveries?: number;
+  /** Runs the screen ended `canceled` instead of claiming them. */
+  canceled?: number;
   /** When another claim could succeed for this configuration (next pacing slot), if work remains. */
   retryAt: number | undefined;
 }
@@ -59,8 +63,17 @@ export async function claimRuns(store: Store, configurationId: number, options: 
 
     const slotsInWindow = Math.floor((options.now + options.lookaheadMs - firstSlot) / spacingMs) + 1;
     const wanted = Math.min(free, options.batchSize, slotsInWindow);
-    const { rows, webhookDeliveries } = await claimQueuedRuns(store, trx, { configurationId, limit: wanted, nodeId: options.nodeId, now: options.now, leaseMs: options.leaseMs });
-    if (rows.length === 0) return { claimed: [], retryAt: undefined };
+    const { rows, canceled, webhookDeliveries } = await claimQueuedRuns(store, trx, {
+      configurationId,
+      limit: wanted,
+      nodeId: options.nodeId,
+      now: options.now,
+      leaseMs: options.leaseMs,
+      ...(options.screen ? { screen: options.screen } : {}),
+    });
+    // A full batch (claimed or canceled) means more may be queued: look again at once.
+    const more = rows.length + canceled === wanted;
+    if (rows.length === 0) return { claimed: [], canceled, webhookDeliveries, retryAt: more ? options.now : undefined };
     const deadline = options.now + options.leaseMs;
 
     const nextSlot = firstSlot + rows.length * spacingMs;
@@ -68,8 +81,9 @@ export async function claimRuns(store: Store, configurationId: number, options: 
 
     return {
       claimed: rows.map((run, i) => ({ run, configuration, dialAt: firstSlot + i * spacingMs, leaseExpiresAt: deadline })),
-      retryAt: rows.length === wanted ? nextSlot - options.lookaheadMs : undefined,
+      retryAt: more ? nextSlot - options.lookaheadMs : undefined,
       webhookDeliveries,
+      canceled,
     };
   });
 }

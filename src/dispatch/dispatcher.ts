@@ -16,6 +16,7 @@
 // through the store (PostgreSQL NOTIFY), when a pacing slot opens, or every
 // DISPATCH_POLL_INTERVAL_MS as a safety net. Ticks never overlap.
 import type { Deps } from '../deps.js';
+import { claimScreen } from '../policy/claim-screen.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
 import { DialRefusedError } from '../telephony/provider.js';
 import { deleteNode, selectConfigurationsWithQueuedRuns } from '../store/dispatch-statements.js';
@@ -140,9 +141,10 @@ export class Dispatcher {
           lookaheadMs: deps.config.DISPATCH_LOOKAHEAD_MS,
           pacingHeadroom: deps.config.DISPATCH_PACING_HEADROOM,
           batchSize: deps.config.DISPATCH_BATCH_SIZE,
+          screen: claimScreen(deps.clock.now()),
         });
         this.pace(configurationId, result.claimed);
-        deps.lifecycle.claimed(result.claimed.length, result.webhookDeliveries ?? 0);
+        deps.lifecycle.claimed(result.claimed.length, result.webhookDeliveries ?? 0, result.canceled ?? 0);
         if (result.retryAt !== undefined) nextAt = Math.min(nextAt, result.retryAt);
       }
     } catch (error) {

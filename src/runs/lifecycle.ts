@@ -34,9 +34,13 @@ export class RunLifecycle {
     return applied;
   }
 
-  /** Counts runs a claim (claim.ts, committed by its caller) moved to `dialing`, and wakes the delivery of its messages. */
-  claimed(count: number, webhookDeliveries = 0): void {
+  /**
+   * Counts runs a claim (claim.ts, committed by its caller) moved to `dialing`, and those its screen
+   * ended `canceled` instead, and wakes the delivery of their messages.
+   */
+  claimed(count: number, webhookDeliveries = 0, canceled = 0): void {
     if (count > 0) this.transitions.inc({ state: 'dialing' }, count);
+    if (canceled > 0) this.transitions.inc({ state: 'canceled' }, canceled);
     if (webhookDeliveries > 0) this.deliveriesWritten();
   }
 

@@ -30,6 +30,8 @@ export function selectKeyByPrefix(store: Store, prefix: string) {
       'organizations.rate_limit_per_second',
       'organizations.key_rate_limit_per_second',
       'organizations.max_queued_runs',
+      'organizations.number_max_calls',
+      'organizations.number_window_seconds',
     ])
     .where('api_keys.prefix', '=', prefix)
     .executeTakeFirst();

@@ -7,6 +7,7 @@ import { up002 } from './migrations/002_dispatch.js';
 import { up003 } from './migrations/003_caller_safety.js';
 import { up004 } from './migrations/004_dispatcher_nodes.js';
 import { up005 } from './migrations/005_webhooks.js';
+import { up006 } from './migrations/006_suppressions.js';
 import type { DialectName, Store } from './store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
@@ -16,6 +17,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '003_caller_safety': { up: up003(dialect) },
     '004_dispatcher_nodes': { up: up004(dialect) },
     '005_webhooks': { up: up005(dialect) },
+    '006_suppressions': { up: up006(dialect) },
   };
 }
 

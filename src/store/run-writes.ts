@@ -33,20 +33,25 @@ function guardedRunUpdate(trx: Transaction<Database>, runId: number, columns: Ru
 export type ClaimedRow = Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode'>;
 
 export interface ClaimValues {
-  configurationId: number;
-  limit: number;
   nodeId: string;
   now: number;
   leaseExpiresAt: number;
 }
 
-/** Moves up to `limit` queued runs of a configuration, oldest first, to `dialing` under a lease; returns their rows as changed. */
-export async function setQueuedRunsDialing(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, claim: ClaimValues): Promise<WorkflowRunRow[]> {
-  const candidates = await lockingFreeRows(
+/** A queued run a claim may take: enough to screen it (calling policy) before it is moved. */
+export type ClaimCandidate = Pick<WorkflowRunRow, 'id' | 'org_id' | 'phone_number'>;
+
+/** Up to `limit` queued runs of a configuration, oldest first, locked for this claim (another claim's are skipped). */
+export function selectClaimCandidates(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, configurationId: number, limit: number): Promise<ClaimCandidate[]> {
+  return lockingFreeRows(
     store,
-    trx.selectFrom('workflow_runs').select('id').where('telephony_configuration_id', '=', claim.configurationId).where('state', '=', 'queued').orderBy('id').limit(claim.limit),
+    trx.selectFrom('workflow_runs').select(['id', 'org_id', 'phone_number']).where('telephony_configuration_id', '=', configurationId).where('state', '=', 'queued').orderBy('id').limit(limit),
   ).execute();
-  if (candidates.length === 0) return [];
+}
+
+/** Moves these queued runs (selected by selectClaimCandidates) to `dialing` under a lease; returns their rows as changed, in id order. */
+export async function setQueuedRunsDialing(trx: Transaction<Database>, ids: readonly number[], claim: ClaimValues): Promise<WorkflowRunRow[]> {
+  if (ids.length === 0) return [];
   const rows = await trx
     .updateTable('workflow_runs')
     .set((eb) => ({
@@ -58,7 +63,26 @@ export async function setQueuedRunsDialing(store: Pick<Store, 'dialect'>, trx: T
       updated_at: claim.now,
       last_event_seq: eb('last_event_seq', '+', 1),
     }))
-    .where('id', 'in', candidates.map((c) => c.id))
+    .where('id', 'in', ids)
+    .where('state', '=', 'queued')
+    .returningAll()
+    .execute();
+  return rows.sort((a, b) => a.id - b.id);
+}
+
+/** Ends these queued runs (selected by selectClaimCandidates) `canceled` with `reason`, never dialed; returns their rows as changed, in id order. */
+export async function setQueuedRunsCanceled(trx: Transaction<Database>, ids: readonly number[], now: number, reason: string): Promise<WorkflowRunRow[]> {
+  if (ids.length === 0) return [];
+  const rows = await trx
+    .updateTable('workflow_runs')
+    .set((eb) => ({
+      state: 'canceled',
+      outcome_reason: reason,
+      ended_at: now,
+      updated_at: now,
+      last_event_seq: eb('last_event_seq', '+', 1),
+    }))
+    .where('id', 'in', ids)
     .where('state', '=', 'queued')
     .returningAll()
     .execute();

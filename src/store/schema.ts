@@ -18,6 +18,9 @@ export interface OrganizationsTable {
   rate_limit_per_second: number | null;
   key_rate_limit_per_second: number | null;
   max_queued_runs: number | null;
+  /** The per-number frequency cap (calling policy): both set, or both null (off). */
+  number_max_calls: number | null;
+  number_window_seconds: number | null;
 }
 
 export interface ApiKeysTable {
@@ -221,8 +224,20 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  suppressions: SuppressionsTable;
 }
 
+/** One number an organization must not call (until `expires_at`, when set). */
+export interface SuppressionsTable {
+  org_id: number;
+  phone_number: string;
+  reason: string | null;
+  expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type SuppressionRow = Selectable<SuppressionsTable>;
 export type OrganizationRow = Selectable<OrganizationsTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type WorkflowRow = Selectable<WorkflowsTable>;

@@ -91,6 +91,8 @@ function refusalsOf(op: Operation): ErrorCode[] {
     'telephony_not_configured',
     'telephony_not_ready',
     'missing_template_variables',
+    'number_suppressed',
+    'number_frequency_capped',
     'idempotency_key_reused',
     'idempotency_key_in_use',
     'queue_full',
