@@ -18,6 +18,7 @@ import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { runtimeRoutes } from './http/routes/runtime.js';
 import { twilioWebhookRoutes } from './http/routes/twilio-webhooks.js';
+import { suppressionRoutes } from './http/routes/suppressions.js';
 import { webhookEndpointRoutes } from './http/routes/webhook-endpoints.js';
 import { workflowRunRoutes } from './http/routes/workflow-runs.js';
 
@@ -117,6 +118,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       await publicApi.register(initiateCallRoutes(deps));
       await publicApi.register(workflowRunRoutes(deps));
       await publicApi.register(webhookEndpointRoutes(deps));
+      await publicApi.register(suppressionRoutes(deps));
     },
     { prefix: '/api/v1/public' },
   );

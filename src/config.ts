@@ -143,6 +143,11 @@ export const ConfigSchema = Type.Object({
   /** Most webhook endpoints per organization. */
   WEBHOOK_MAX_ENDPOINTS: Integer(1, 1_000, 20),
 
+  /** Largest suppression CSV import, in bytes (413 above it); the default holds about a million numbers. */
+  SUPPRESSION_IMPORT_MAX_BYTES: Integer(1024, 1024 * 1024 * 1024, 32 * 1024 * 1024),
+  /** Most invalid lines an import answer lists (every one is counted in invalid_count). */
+  SUPPRESSION_IMPORT_MAX_INVALID_LISTED: Integer(0, 100_000, 1_000),
+
   /** Simulator timings (ms): dial to ringing, ringing to answer, answer to hang-up, one "simulated second". */
   SIMULATOR_LATENCY_MS: Integer(0, 60_000, 100),
   SIMULATOR_RING_MS: Integer(0, 600_000, 2_000),

@@ -9,6 +9,7 @@ export const TAGS = [
   { name: 'Calls', description: 'Start a call: each creates a durable workflow run that pins the agent definition it runs and dials through a telephony configuration.' },
   { name: 'Workflow runs', description: 'Follow and cancel the runs your organization created.' },
   { name: 'Webhooks', description: 'Endpoints that receive a signed message (Standard Webhooks) for every change of your runs: registered, rotated, tested, and their deliveries followed and retried.' },
+  { name: 'Calling policy', description: 'The organization\'s suppression (do-not-call) list: numbers Initiate Call refuses (422 number_suppressed) and queued runs to them end without a dial.' },
   { name: 'Agent runtime', description: 'What the agent runtime an answered call is handed to reads, with the per-run token it was given.' },
   { name: 'Operations', description: 'Liveness, readiness, metrics and this document, for load balancers, orchestrators and monitoring. No credentials.' },
 ];
