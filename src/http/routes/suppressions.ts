@@ -58,6 +58,10 @@ export function suppressionRoutes(deps: Deps): FastifyPluginAsync {
     app.put(
       '/suppressions/:phone_number',
       {
+        // No body is the same as an empty object: no reason, no expiry.
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
         schema: {
           ...common,
           operationId: 'putSuppression',
@@ -65,14 +69,12 @@ export function suppressionRoutes(deps: Deps): FastifyPluginAsync {
           description:
             'Adds the number to the organization\'s suppression (do-not-call) list, or replaces its reason and expiry (idempotent). Initiating a call to it is refused with 422 number_suppressed, and runs to it still queued end `canceled` with reason `suppressed` when the dispatcher reaches them.',
           params: NumberParams,
-          body: Type.Optional(
-            Type.Object(
-              {
-                reason: Type.Optional(Type.Union([Type.String({ maxLength: REASON_MAX_LENGTH }), Type.Null()], { description: 'Free text for your own reference' })),
-                expires_at: Type.Optional(Type.Union([Type.String({ description: 'RFC 3339 date-time, in the future' }), Type.Null()], { description: 'When the number may be called again; omitted or null: never' })),
-              },
-              { additionalProperties: false },
-            ),
+          body: Type.Object(
+            {
+              reason: Type.Optional(Type.Union([Type.String({ maxLength: REASON_MAX_LENGTH }), Type.Null()], { description: 'Free text for your own reference' })),
+              expires_at: Type.Optional(Type.Union([Type.String({ description: 'RFC 3339 date-time, in the future' }), Type.Null()], { description: 'When the number may be called again; omitted or null: never' })),
+            },
+            { additionalProperties: false, description: 'Optional: no body means no reason and no expiry' },
           ),
           response: {
             200: withRateLimitHeaders(Type.Ref('Suppression')),
@@ -82,7 +84,7 @@ export function suppressionRoutes(deps: Deps): FastifyPluginAsync {
       },
       async (request) => {
         const { phone_number: phoneNumber } = request.params as { phone_number: string };
-        return putSuppression(ctx, authOf(request).orgId, phoneNumber, (request.body ?? {}) as SuppressionInput);
+        return putSuppression(ctx, authOf(request).orgId, phoneNumber, request.body as SuppressionInput);
       },
     );
 
