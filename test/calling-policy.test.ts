@@ -297,6 +297,25 @@ for (const store of await storeCases()) {
       assert.equal((await call(app, other)).statusCode, 200, "another organization's runs do not count");
     });
 
+    it('replays the stored answer to a retry with the same Idempotency-Key instead of counting its own run against the cap', async (t) => {
+      const { app, deps } = await build(t, store.kind);
+      const f = await createOrgFixture(deps);
+      await setOrganizationLimits(deps.store, f.orgId, { number_max_calls: 1, number_window_seconds: 3600 });
+      const send = (key: string) => postJson(app, PATHS.initiateCall(f.agentUuid), { phone_number: NUMBER }, { key: f.apiKey, headers: { 'idempotency-key': key } });
+      const first = await send('order-1');
+      assert.equal(first.statusCode, 200, first.body);
+      const retry = await send('order-1');
+      assert.equal(retry.statusCode, 200, retry.body);
+      assert.equal(retry.headers['idempotent-replayed'], 'true');
+      assert.equal(retry.body, first.body);
+      assert.equal((await put(app, f.apiKey, NUMBER)).statusCode, 200);
+      assert.equal((await send('order-1')).body, first.body, 'a suppression added since does not refuse the replay either');
+      assertProblem(await send('order-2'), 422, 'number_suppressed');
+      assert.equal((await remove(app, f.apiKey, NUMBER)).statusCode, 204);
+      assertProblem(await send('order-2'), 429, 'number_frequency_capped');
+      assert.equal(await countRuns(deps), 1);
+    });
+
     it('never creates more than the cap from 20 parallel requests for one number', async (t) => {
       const { app, deps } = await build(t, store.kind);
       const f = await createOrgFixture(deps);

@@ -10,7 +10,7 @@ import { decodeJson } from '../store/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { readinessProblems } from '../telephony/readiness.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
-import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, type Claim } from './idempotency.js';
+import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, storedResponse, type Claim } from './idempotency.js';
 import { parseDestination } from './phone-number.js';
 import { resolveTarget, type Target } from './resolve-target.js';
 
@@ -92,20 +92,32 @@ export async function initiateCall(
     });
   }
 
+  const idempotencyKey = parseIdempotencyKey(options.idempotency?.header);
+
   // Calling policy (suppression, per-number cap; DESIGN.md section 7). It governs phone numbers; a
   // SIP URI is an address inside the caller's own network.
   let policy: PolicyDecision | undefined;
   if (parsed.destination.kind === 'e164') {
-    policy = await checkCallingPolicy(deps, orgId, { numberCap: caller.limits.numberCap }, parsed.destination.value, deps.clock.now()).catch((error: unknown) => {
+    try {
+      policy = await checkCallingPolicy(deps, orgId, { numberCap: caller.limits.numberCap }, parsed.destination.value, deps.clock.now());
+    } catch (error) {
+      // The retry of a request that created its run must get that answer again, not a refusal
+      // caused by the run itself (the cap counts it) or by a suppression added since.
+      if (idempotencyKey !== undefined && options.idempotency) {
+        const stored = await storedResponse(deps, orgId, { key: idempotencyKey, fingerprint: options.idempotency.fingerprint() });
+        if (stored) {
+          deps.metrics.idempotency.inc({ outcome: 'replayed' });
+          return { replayed: true, status: stored.status, json: stored.body };
+        }
+      }
       countPolicyRefusal(deps, error);
       throw error;
-    });
+    }
   }
 
   // Idempotency comes last among the checks: a request refused above stored nothing, so the
   // client may fix it and retry with the same key.
   let claim: Claim | undefined;
-  const idempotencyKey = parseIdempotencyKey(options.idempotency?.header);
   if (idempotencyKey !== undefined && options.idempotency) {
     const claimed = await claimIdempotencyKey(deps, orgId, { key: idempotencyKey, fingerprint: options.idempotency.fingerprint() }).catch((error: unknown) => {
       if (error instanceof DialtoneError && (error.code === 'idempotency_key_in_use' || error.code === 'idempotency_key_reused')) {
