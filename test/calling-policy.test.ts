@@ -295,6 +295,14 @@ for (const store of await storeCases()) {
       assert.equal(cancel.statusCode, 200, cancel.body);
       assertProblem(await call(app, f), 429, 'number_frequency_capped');
       assert.equal((await call(app, other)).statusCode, 200, "another organization's runs do not count");
+      // A check that creates nothing (persisting: false) counts at once; one that persists leaves
+      // the count to its creating transaction.
+      const { checkCallingPolicy } = await import('../src/policy/calling-policy.js');
+      const cap = { numberCap: { maxCalls: 1, windowSeconds: 60 } };
+      await assert.rejects(checkCallingPolicy(deps, f.orgId, cap, NUMBER, Date.now()), { code: 'number_frequency_capped' });
+      const decision = await checkCallingPolicy(deps, f.orgId, cap, NUMBER, Date.now(), { persisting: true });
+      assert.ok(decision.enforceInTransaction);
+      assert.equal((await checkCallingPolicy(deps, f.orgId, {}, NUMBER, Date.now(), { persisting: true })).enforceInTransaction, undefined, 'nothing to check with the cap off');
     });
 
     it('replays the stored answer to a retry with the same Idempotency-Key instead of counting its own run against the cap', async (t) => {

@@ -99,10 +99,12 @@ export async function initiateCall(
   let policy: PolicyDecision | undefined;
   if (parsed.destination.kind === 'e164') {
     try {
-      policy = await checkCallingPolicy(deps, orgId, { numberCap: caller.limits.numberCap }, parsed.destination.value, deps.clock.now());
+      // The cap is counted once, exactly, in the creating transaction (after the Idempotency-Key
+      // claim, which a refusal there releases): counting it here too would cost a query per request.
+      policy = await checkCallingPolicy(deps, orgId, { numberCap: caller.limits.numberCap }, parsed.destination.value, deps.clock.now(), { persisting: true });
     } catch (error) {
       // The retry of a request that created its run must get that answer again, not a refusal
-      // caused by the run itself (the cap counts it) or by a suppression added since.
+      // caused by a suppression added since.
       if (idempotencyKey !== undefined && options.idempotency) {
         const stored = await storedResponse(deps, orgId, { key: idempotencyKey, fingerprint: options.idempotency.fingerprint() });
         if (stored) {

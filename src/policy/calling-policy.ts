@@ -25,16 +25,32 @@ export interface PolicyDeps {
 export interface PolicyDecision {
   /**
    * Runs inside the transaction that persists the run, where alone a count is exact (the cap);
-   * undefined when nothing needs repeating there, so creation keeps its one-statement path.
+   * undefined when nothing needs checking there.
    */
   enforceInTransaction: ((trx: StoreTransaction) => Promise<void>) | undefined;
 }
 
+export interface PolicyCheckOptions {
+  /**
+   * True when the caller persists a run next and runs `enforceInTransaction` there: the cap is then
+   * counted only there, where the count is exact, instead of twice. False (a check that creates
+   * nothing, like a dry run) counts it now.
+   */
+  persisting?: boolean;
+}
+
 /**
  * Throws the refusal (422 number_suppressed, 429 number_frequency_capped) or returns what the
- * persisting transaction must repeat. `phoneNumber` is E.164 as stored on the run.
+ * persisting transaction must check. `phoneNumber` is E.164 as stored on the run.
  */
-export async function checkCallingPolicy(deps: PolicyDeps, orgId: number, settings: PolicySettings, phoneNumber: string, now: number): Promise<PolicyDecision> {
+export async function checkCallingPolicy(
+  deps: PolicyDeps,
+  orgId: number,
+  settings: PolicySettings,
+  phoneNumber: string,
+  now: number,
+  options: PolicyCheckOptions = {},
+): Promise<PolicyDecision> {
   const suppression = await selectActiveSuppression(deps.store, orgId, phoneNumber, now);
   if (suppression) {
     throw new DialtoneError('number_suppressed', "The number is on the organization's suppression (do-not-call) list.", {
@@ -43,7 +59,7 @@ export async function checkCallingPolicy(deps: PolicyDeps, orgId: number, settin
   }
 
   const cap = settings.numberCap ?? undefined;
-  if (cap) await checkNumberCap(deps.store, orgId, phoneNumber, cap, now);
+  if (cap && !options.persisting) await checkNumberCap(deps.store, orgId, phoneNumber, cap, now);
 
   // Calling hours in the callee's local time zones come here (issue 14, built separately): they may
   // refuse, or defer the run to a later moment the decision would then carry.

@@ -1,7 +1,8 @@
 // The per-number frequency cap: at most `maxCalls` runs to one number within a sliding window,
-// counted from the store's runs (so it holds across nodes). The request-time check is a plain read;
-// the exact one runs again inside the transaction that persists the run, after the number's lock
-// (store/suppression-statements.ts), so concurrent requests for one number cannot all see room.
+// counted from the store's runs (so it holds across nodes). A request that creates a run counts
+// inside the transaction that persists it, after taking the number's lock
+// (store/suppression-statements.ts), so concurrent requests for one number cannot all see room; a
+// check that creates nothing reads the count as it is.
 import { DialtoneError } from '../errors.js';
 import { lockNumberForCreation, selectRecentRunTimes } from '../store/suppression-statements.js';
 import type { Queryable, Store, StoreTransaction } from '../store/store.js';
