@@ -16,7 +16,11 @@ import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
+import { catalogRoutes } from './http/routes/catalog.js';
+import { consoleRoutes } from './http/routes/console.js';
 import { runtimeRoutes } from './http/routes/runtime.js';
+import { statsRoutes } from './http/routes/stats.js';
+import { streamRoutes } from './http/routes/stream.js';
 import { twilioWebhookRoutes } from './http/routes/twilio-webhooks.js';
 import { suppressionRoutes } from './http/routes/suppressions.js';
 import { webhookEndpointRoutes } from './http/routes/webhook-endpoints.js';
@@ -119,10 +123,14 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       await publicApi.register(workflowRunRoutes(deps));
       await publicApi.register(webhookEndpointRoutes(deps));
       await publicApi.register(suppressionRoutes(deps));
+      await publicApi.register(catalogRoutes(deps));
+      await publicApi.register(statsRoutes(deps));
+      await publicApi.register(streamRoutes(deps));
     },
     { prefix: '/api/v1/public' },
   );
   await app.register(twilioWebhookRoutes(deps), { prefix: '/api/v1/providers/twilio' });
   await app.register(runtimeRoutes(deps), { prefix: '/api/v1/runtime' });
+  await app.register(consoleRoutes(), { prefix: '/console' });
   return app;
 }

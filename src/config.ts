@@ -59,9 +59,13 @@ export const ConfigSchema = Type.Object({
   RUNTIME_TOKEN_TTL_MS: Integer(60_000, 30 * 86_400_000, 86_400_000),
 
   // SIP trunks (README "SIP trunk"): the one SIP stack of this process, started on its first SIP call.
-  /** Address the SIP stack listens on (UDP). */
+  /** Address the SIP stack listens on (UDP socket; TCP listener once a TCP route dials). */
   SIP_BIND_ADDRESS: Type.String({ default: '0.0.0.0', minLength: 1 }),
   SIP_PORT: Integer(1, 65535, 5060),
+  /** How long an unused SIP TCP or TLS connection stays open for the next request to the same peer. */
+  SIP_CONNECTION_IDLE_MS: Integer(1_000, 3_600_000, 30_000),
+  /** Largest SIP message taken over TCP or TLS (its headers, and its body, each); a peer sending more is disconnected. */
+  SIP_MAX_MESSAGE_BYTES: Integer(1_024, 1_048_576, 65_535),
   /** Address written in Via and Contact (and the SDP offer unless a configuration names a media address); default: the bind address, or the host name when binding all interfaces. */
   SIP_PUBLIC_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
 
@@ -147,6 +151,20 @@ export const ConfigSchema = Type.Object({
   SUPPRESSION_IMPORT_MAX_BYTES: Integer(1024, 1024 * 1024 * 1024, 32 * 1024 * 1024),
   /** Most invalid lines an import answer lists (every one is counted in invalid_count). */
   SUPPRESSION_IMPORT_MAX_INVALID_LISTED: Integer(0, 100_000, 1_000),
+
+  // The event stream (GET /api/v1/public/stream) and the console (README "Console").
+  /** A comment line is sent on every open stream this often, so proxies and clients see it alive. */
+  STREAM_HEARTBEAT_MS: Integer(10, 600_000, 15_000),
+  /** How often a node with open streams reads events written on any node (its own wake it at once). */
+  STREAM_POLL_INTERVAL_MS: Integer(10, 60_000, 500),
+  /** Bytes a stream's reader may leave untaken before it is disconnected (it resumes with Last-Event-ID). */
+  STREAM_MAX_BUFFER_BYTES: Integer(1024, 64 * 1024 * 1024, 1024 * 1024),
+  /** PostgreSQL: how long a stream waits for an event id drawn by a transaction not yet committed before passing it by. */
+  STREAM_GAP_WAIT_MS: Integer(0, 60_000, 2_000),
+  /** Most streams one node serves at once; past it a new stream is answered 503 (try another node, or shortly). */
+  STREAM_MAX_CONNECTIONS: Integer(1, 100_000, 1_000),
+  /** Most events read from the store at once by a node's feed and by a resuming stream. */
+  STREAM_BATCH_SIZE: Integer(1, 10_000, 500),
 
   /** Simulator timings (ms): dial to ringing, ringing to answer, answer to hang-up, one "simulated second". */
   SIMULATOR_LATENCY_MS: Integer(0, 60_000, 100),

@@ -75,7 +75,14 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     lifecycle: new RunLifecycle(store, metrics.transitions, () => signals.outbox()),
     signals,
     providers: { simulator, twilio: new TwilioProvider(config, cipher), sip: new SipProvider(
-        { bindAddress: config.SIP_BIND_ADDRESS, port: config.SIP_PORT, publicAddress: config.SIP_PUBLIC_ADDRESS },
+        {
+          bindAddress: config.SIP_BIND_ADDRESS,
+          port: config.SIP_PORT,
+          publicAddress: config.SIP_PUBLIC_ADDRESS,
+          connectionIdleMs: config.SIP_CONNECTION_IDLE_MS,
+          maxMessageBytes: config.SIP_MAX_MESSAGE_BYTES,
+          onTransportError: (error) => logger.warn({ err: error }, 'SIP transport error'),
+        },
         cipher,
         clock,
         (event) => signals.providerEvent(event),

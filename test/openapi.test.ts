@@ -504,6 +504,27 @@ const SUPPRESSION_OPERATIONS = [
   ['post', '/api/v1/public/suppressions/import'],
 ] as const;
 const suppressionUrl = (template: string, number = '+12025550199') => template.replace('{phone_number}', encodeURIComponent(number));
+/** The console's reads: no path parameters, GET only. The stream answers over a real socket (below). */
+const CONSOLE_READS = ['/api/v1/public/workflow-runs', '/api/v1/public/workflows', '/api/v1/public/telephony-configurations', '/api/v1/public/stats'] as const;
+const STREAM_PATH = '/api/v1/public/stream';
+
+/**
+ * GET /stream over a real socket: an event stream stays open, so its answer is what came first
+ * (the ready message); a refusal is read whole.
+ */
+async function streamAnswer(app: FastifyInstance, headers: Record<string, string>): Promise<Answer> {
+  const address = app.server.address();
+  const base = address && typeof address === 'object' ? `http://127.0.0.1:${address.port}` : await app.listen({ host: '127.0.0.1', port: 0 });
+  const aborter = new AbortController();
+  const response = await fetch(`${base}${STREAM_PATH}`, { headers, signal: aborter.signal });
+  const contentType = response.headers.get('content-type') ?? '';
+  if (!contentType.startsWith('text/event-stream')) return { status: response.status, contentType, body: await response.text() };
+  const reader = response.body?.getReader();
+  const first = await reader?.read();
+  aborter.abort();
+  return { status: response.status, contentType, body: new TextDecoder().decode(first?.value) };
+}
+
 const runUrl = (template: string, id: number | string) => template.replace('{id}', String(id));
 const templateOf = (op: OperationCase) => OPERATIONS.find((o) => o.operationId === op.name)?.path ?? '';
 
@@ -702,6 +723,19 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await send('DELETE', DELETE, suppressionUrl(DELETE), 'a removal');
     });
 
+    await t.test('the console\'s reads and the event stream', async () => {
+      const get = (url: string, headers: Record<string, string> = { 'x-api-key': key }) => app.inject({ method: 'GET', url, headers }).then(fromInject);
+      for (const path of CONSOLE_READS) {
+        answers.check('get', path, await get(path), 'a read');
+        answers.check('get', path, await get(path, {}), 'no API key');
+      }
+      answers.check('get', '/api/v1/public/workflow-runs', await get('/api/v1/public/workflow-runs?state=lost'), 'an unknown state');
+      answers.check('get', '/api/v1/public/stats', await get('/api/v1/public/stats?since=soon'), 'a since that is no time');
+      answers.check('get', STREAM_PATH, await streamAnswer(app, { 'x-api-key': key }), 'a stream');
+      answers.check('get', STREAM_PATH, await streamAnswer(app, {}), 'no API key');
+      answers.check('get', STREAM_PATH, await streamAnswer(app, { 'x-api-key': key, 'last-event-id': 'last' }), 'a malformed Last-Event-ID');
+    });
+
     await t.test('the operational endpoints', async () => {
       for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json']) {
         answers.check('get', path, fromInject(await app.inject({ method: 'GET', url: path })), 'a probe');
@@ -732,6 +766,12 @@ describe('Every answer is declared in the OpenAPI document', () => {
       for (const [method, template] of SUPPRESSION_OPERATIONS) {
         await until(429, method, template, () => limited.app.inject({ method: method.toUpperCase() as 'GET', url: suppressionUrl(template), headers: { 'x-api-key': lf.apiKey } }));
       }
+      for (const path of CONSOLE_READS) await until(429, 'get', path, () => limited.app.inject({ method: 'GET', url: path, headers: { 'x-api-key': lf.apiKey } }));
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const answer = await streamAnswer(limited.app, { 'x-api-key': lf.apiKey });
+        answers.check('get', STREAM_PATH, answer, 'sent until 429');
+        if (answer.status === 429) break;
+      }
       for (const [method, template] of WEBHOOK_OPERATIONS) {
         await until(429, method, template, () =>
           limited.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1').replace('{delivery_id}', '1'), headers: { 'x-api-key': lf.apiKey } }),
@@ -756,6 +796,8 @@ describe('Every answer is declared in the OpenAPI document', () => {
       for (const [method, template] of SUPPRESSION_OPERATIONS) {
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: suppressionUrl(template), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
       }
+      for (const path of CONSOLE_READS) answers.check('get', path, fromInject(await down.app.inject({ method: 'GET', url: path, headers: { 'x-api-key': df.apiKey } })), 'the store is down');
+      answers.check('get', STREAM_PATH, await streamAnswer(down.app, { 'x-api-key': df.apiKey }), 'the store is down');
       for (const [method, template] of WEBHOOK_OPERATIONS) {
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1').replace('{delivery_id}', '1'), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
       }

@@ -116,6 +116,15 @@ for (const store of await storeCases()) {
       assert.match(env.sipp.output(), /^BYE BYE sip:callee@127\.0\.0\.3:9 <sip:127\.0\.0\.2:\d+;lr;ftag=proxied>$/m);
     });
 
+    it('routes the ACK and the BYE through a strict router: its URI as Request-URI, the callee\'s Contact as the last Route', async (t) => {
+      const env = await sipEnv(t, store.kind, 'strict-route.xml');
+      await answerThenCancel(env);
+      // Sent to the Contact (where nothing listens) they would never reach SIPp: they went to the strict router.
+      await sippPassed(env);
+      assert.match(env.sipp.output(), /^ACK ACK sip:127\.0\.0\.2:\d+;ftag=strict SIP\/2\.0 <sip:callee@127\.0\.0\.3:9;transport=UDP>$/m);
+      assert.match(env.sipp.output(), /^BYE BYE sip:127\.0\.0\.2:\d+;ftag=strict SIP\/2\.0 <sip:callee@127\.0\.0\.3:9;transport=UDP>$/m);
+    });
+
     for (const [status, state] of [
       ['486 Busy Here', 'busy'],
       ['600 Busy Everywhere', 'busy'],

@@ -105,6 +105,11 @@ export const WorkflowRun = Type.Object({
   cancel_requested_at: NullableTimestamp,
 });
 
+export const RunPage = Type.Object({
+  data: Type.Array(WorkflowRun),
+  next_after: Type.Union([Type.Integer(), Type.Null()], { description: 'Pass as `after` for the next (older) page; null when this is the last page' }),
+});
+
 export const RunEventsPage = Type.Object({
   data: Type.Array(
     Type.Object({

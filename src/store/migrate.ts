@@ -8,6 +8,7 @@ import { up003 } from './migrations/003_caller_safety.js';
 import { up004 } from './migrations/004_dispatcher_nodes.js';
 import { up005 } from './migrations/005_webhooks.js';
 import { up006 } from './migrations/006_suppressions.js';
+import { up009 } from './migrations/009_run_listing.js';
 import type { DialectName, Store } from './store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
@@ -18,6 +19,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '004_dispatcher_nodes': { up: up004(dialect) },
     '005_webhooks': { up: up005(dialect) },
     '006_suppressions': { up: up006(dialect) },
+    '009_run_listing': { up: up009(dialect) },
   };
 }
 

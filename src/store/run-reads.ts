@@ -6,7 +6,7 @@ import type { Database, RunState } from './schema.js';
 import { lockingRows } from './row-locks.js';
 import { decodeJson, queryable, type Queryable, type Store } from './store.js';
 
-function runDetailsQuery(store: Store) {
+export function runDetailsQuery(store: Store) {
   return store.db
     .selectFrom('workflow_runs as r')
     .innerJoin('workflows as w', 'w.id', 'r.workflow_id')

@@ -97,8 +97,10 @@ export async function lockNumberForCreation(store: Pick<Store, 'dialect'>, trx: 
 }
 
 /**
- * Creation times of the organization's runs to this number created after `since`, newest first,
- * at most `limit` of them (the cap needs no more: the last one says when a place opens).
+ * Creation times of the organization's newest runs to this number created after `since`, newest
+ * first, at most `limit` of them (the cap needs no more: the last one says when a place opens).
+ * Walks migration 009's (org_id, phone_number, id) index from the newest run and stops after
+ * `limit` matches: ids follow creation order, so the newest by id are the newest by time.
  */
 export async function selectRecentRunTimes(on: Queryable, orgId: number, phoneNumber: string, since: number, limit: number): Promise<number[]> {
   const rows = await queryable(on)
@@ -107,8 +109,8 @@ export async function selectRecentRunTimes(on: Queryable, orgId: number, phoneNu
     .where('org_id', '=', orgId)
     .where('phone_number', '=', phoneNumber)
     .where('created_at', '>', since)
-    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
     .limit(limit)
     .execute();
-  return rows.map((r) => Number(r.created_at));
+  return rows.map((r) => Number(r.created_at)).sort((a, b) => b - a);
 }

@@ -190,6 +190,8 @@ export interface WorkflowListItem {
   draft_version: number | null;
   /** The published version's agent UUIDs: what the non-test operations answer to. */
   agent_uuids: string[];
+  /** The draft's agent UUIDs: what the test operations run the draft through. */
+  draft_agent_uuids: string[];
   created_at: number;
   updated_at: number;
 }
@@ -209,6 +211,7 @@ export async function listWorkflows(store: Store, orgId: number): Promise<Workfl
       published_version: published?.version ?? null,
       draft_version: draft?.version ?? null,
       agent_uuids: published ? triggersOf(published.graph).map((t) => t.triggerUuid) : [],
+      draft_agent_uuids: draft ? triggersOf(draft.graph).map((t) => t.triggerUuid) : [],
       created_at: w.created_at,
       updated_at: w.updated_at,
     };

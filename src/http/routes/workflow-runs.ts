@@ -3,10 +3,13 @@ import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
 import { cancelRun } from '../../runs/cancel-run.js';
+import { listRunPage } from '../../runs/list-runs.js';
 import { getRun, listRunEvents } from '../../runs/read-run.js';
+import { RUN_STATES } from '../../runs/states.js';
+import type { RunState } from '../../store/schema.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
-import { RunEventsPage, withRateLimitHeaders, WorkflowRun } from '../schemas.js';
+import { RunEventsPage, RunPage, withRateLimitHeaders, WorkflowRun } from '../schemas.js';
 
 /** Path ids that are not positive integers name no run: 404, like any unknown id. */
 export function parseRunId(text: string): number {
@@ -22,6 +25,45 @@ const READ_REFUSALS: ErrorCode[] = ['not_found', 'missing_api_key', 'invalid_api
 
 export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
   return async (app) => {
+    app.get(
+      '/workflow-runs',
+      {
+        schema: {
+          operationId: 'listWorkflowRuns',
+          summary: 'List Workflow Runs',
+          description:
+            'The organization\'s runs, newest first, filtered by any of state, workflow, phone number and creation time. Page with `after` (the `next_after` of the previous page). The phone number is matched in E.164, however it is written here.',
+          tags: ['Workflow runs'],
+          security: [{ ApiKey: [] }],
+          querystring: Type.Object(
+            {
+              state: Type.Optional(Type.Union(RUN_STATES.map((s) => Type.Literal(s)), { description: 'Only runs in this state' })),
+              workflow_uuid: Type.Optional(Type.String({ format: 'uuid', description: 'Only runs of this workflow' })),
+              phone_number: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Only runs to this number (E.164, or a SIP URI as given)' })),
+              created_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs created at or after this time (RFC 3339)' })),
+              created_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs created before this time (RFC 3339)' })),
+              after: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return runs older than this run id (the previous page\'s `next_after`)' })),
+              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 50)' })),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: withRateLimitHeaders(RunPage), ...problemResponses(['missing_api_key', 'invalid_api_key', 'rate_limited', 'validation_failed']) },
+        },
+      },
+      async (request) => {
+        const query = request.query as { state?: RunState; workflow_uuid?: string; phone_number?: string; created_after?: string; created_before?: string; after?: string; limit?: string };
+        return listRunPage(deps.store, authOf(request).orgId, {
+          ...(query.state !== undefined ? { state: query.state } : {}),
+          ...(query.workflow_uuid !== undefined ? { workflowUuid: query.workflow_uuid.toLowerCase() } : {}),
+          ...(query.phone_number !== undefined ? { phoneNumber: query.phone_number } : {}),
+          ...(query.created_after !== undefined ? { createdAfter: Date.parse(query.created_after) } : {}),
+          ...(query.created_before !== undefined ? { createdBefore: Date.parse(query.created_before) } : {}),
+          ...(query.after !== undefined ? { after: Number(query.after) } : {}),
+          limit: Number(query.limit ?? 50),
+        });
+      },
+    );
+
     app.get(
       '/workflow-runs/:id',
       {

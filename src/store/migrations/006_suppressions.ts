@@ -1,5 +1,6 @@
-// Calling policy, part one: each organization's suppression (do-not-call) list, its per-number
-// frequency cap, and the index that counts recent runs to one number.
+// Calling policy, part one: each organization's suppression (do-not-call) list and its per-number
+// frequency cap. The cap counts an organization's recent runs to one number through migration
+// 009's (org_id, phone_number, id) index: no index of its own, so creating a run costs no more.
 import type { Kysely } from 'kysely';
 import type { DialectName } from '../store.js';
 import { column } from './columns.js';
@@ -25,8 +26,5 @@ export function up006(dialect: DialectName) {
     // (both null: off, the default).
     await db.schema.alterTable('organizations').addColumn('number_max_calls', 'integer').execute();
     await db.schema.alterTable('organizations').addColumn('number_window_seconds', 'integer').execute();
-
-    // Counting an organization's recent runs to one number (newest first) for the cap.
-    await db.schema.createIndex('workflow_runs_org_number_idx').on('workflow_runs').columns(['org_id', 'phone_number', 'created_at']).execute();
   };
 }

@@ -1,12 +1,12 @@
-// The SIP trunk provider. The `sip` package supplies the parser, transports and RFC 3261
-// transactions (retransmissions, timers); the dialog is ours: ACK for the 2xx, CANCEL before the
-// answer, BYE after it, answering the far end's BYE, and one digest-authentication retry.
+// The SIP trunk provider. The `sip` package supplies the parser, digest and RFC 3261 transactions
+// (retransmissions, timers); the sockets are transport.ts's, the routing route-set.ts's, and the
+// dialog is ours: ACK for the 2xx, CANCEL before the answer, BYE after it, answering the far end's
+// BYE, and one digest-authentication retry (to the trunk's 401 or a proxy's 407).
 //
 // Calls live in this process (the dialog state is here), so only the node that placed a call can
 // end it; cancel requests reach it through the store (dispatch/). One stack per provider, started
 // on the first dial, so a node that never dials SIP never binds a SIP port.
 import { randomBytes } from 'node:crypto';
-import { createSocket } from 'node:dgram';
 import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import type * as sip from 'sip';
@@ -16,13 +16,21 @@ import { decodeJson } from '../../store/store.js';
 import type { CredentialsCipher } from '../credentials-cipher.js';
 import { DialRefusedError, type DialRequest, type LiveCall, type ProviderEventKind, type ProviderEventSink, type TelephonyProvider } from '../provider.js';
 import { parseSipCredentials, sipTrunkOf, type SipCredentials, type SipTrunk } from './settings.js';
+import { hopOf, preloadedRouteSet, routeRequest, routeSetOfResponse, type Hop } from './route-set.js';
 import { outcomeOfFinalResponse } from './status.js';
+import { SipEndpoint, type TlsPolicy } from './transport.js';
 
 export interface SipStackSettings {
   bindAddress: string;
   port: number;
   /** Address written in Via, Contact and the SDP offer when the configuration names no media address. */
   publicAddress: string | undefined;
+  /** How long an unused TCP or TLS connection stays open for reuse (default 30 s). */
+  connectionIdleMs?: number;
+  /** Largest message taken over TCP or TLS, headers and body each (default 65,535 bytes). */
+  maxMessageBytes?: number;
+  /** A socket error that concerns no call in particular (a datagram that could not be sent, a listener failing later). */
+  onTransportError?: (error: Error) => void;
 }
 
 /**
@@ -36,23 +44,11 @@ const sipDigest = () => require('sip/digest.js') as typeof digest;
 
 const token = () => randomBytes(8).toString('hex');
 
-/** Binds and releases the UDP port: rejects (instead of throwing later) when it is taken. */
-function tryUdpPort(address: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const socket = createSocket(address.includes(':') ? 'udp6' : 'udp4');
-    socket.once('error', (error) => {
-      socket.close();
-      reject(error);
-    });
-    socket.bind(port, address, () => socket.close(() => resolve()));
-  });
-}
-
 /**
  * A dialog as the caller (UAC) keeps it (RFC 3261 section 12.1.2): the far end's To (with its tag),
  * its Contact (the remote target), and the route set, the 2xx's Record-Route in reverse order. Every
- * request within the dialog (the 2xx's ACK, BYE) goes to the remote target through the route set,
- * so it passes the proxies that asked to stay on the path (section 12.2.1.1).
+ * request within the dialog (the 2xx's ACK, BYE) goes to the remote target through the route set
+ * (route-set.ts), so it passes the proxies that asked to stay on the path.
  */
 interface Dialog {
   to: sip.NameAddr;
@@ -60,19 +56,15 @@ interface Dialog {
   routeSet: sip.NameAddr[];
 }
 
-/** The route set of a 2xx: its Record-Route entries, last first. */
-function routeSetOf(response: sip.SipMessage): sip.NameAddr[] {
-  const recordRoute = response.headers['record-route'];
-  return Array.isArray(recordRoute) ? ([...recordRoute] as sip.NameAddr[]).reverse() : [];
+/** A fresh copy of a Route header for each request: the transaction layer keeps the message it sends. */
+function copyRoute(route: unknown): sip.NameAddr[] | undefined {
+  return Array.isArray(route) && route.length > 0 ? (route as sip.NameAddr[]).map((entry) => ({ ...entry, params: { ...entry.params } })) : undefined;
 }
 
-/**
- * The Route header of a request within the dialog: a fresh copy each time, because the `sip`
- * package rewrites the array it is given (it pops a strict router into the Request-URI).
- */
-function routeHeader(dialog: Dialog): sip.NameAddr[] | undefined {
-  return dialog.routeSet.length > 0 ? dialog.routeSet.map((r) => ({ ...r, params: { ...r.params } })) : undefined;
-}
+const tlsPolicy = (trunk: SipTrunk): TlsPolicy => ({
+  ...(trunk.tlsServerName ? { serverName: trunk.tlsServerName } : {}),
+  ...(trunk.tlsCaPem ? { ca: trunk.tlsCaPem } : {}),
+});
 
 /** One outgoing call and its dialog. */
 class SipCall {
@@ -86,12 +78,19 @@ class SipCall {
   /** The far end's 2xx: its To tag and Contact make the dialog, its Record-Route the route set. */
   dialog: Dialog | undefined;
   cseq: number;
+  /** Where the INVITE went: its CANCEL goes the same way (RFC 3261 section 9.1). */
+  readonly inviteHop: Hop;
+  /** Ends the hold on the TCP or TLS connection the far end may send its BYE over. */
+  releaseConnection: (() => void) | undefined;
 
   constructor(
     readonly runId: number,
     readonly callId: string,
     invite: sip.SipMessage,
+    readonly trunk: SipTrunk,
+    inviteHop: Hop,
   ) {
+    this.inviteHop = inviteHop;
     this.invite = invite;
     this.cseq = invite.headers.cseq?.seq ?? 1;
   }
@@ -100,7 +99,7 @@ class SipCall {
 export class SipProvider implements TelephonyProvider {
   readonly name = 'sip' as const;
   readonly callsOutliveNode = false;
-  private stack: sip.SipStack | undefined;
+  private endpoint: SipEndpoint | undefined;
   private readonly calls = new Map<string, SipCall>();
 
   constructor(
@@ -114,26 +113,25 @@ export class SipProvider implements TelephonyProvider {
     return this.settings.publicAddress ?? (this.settings.bindAddress === '0.0.0.0' ? hostname() : this.settings.bindAddress);
   }
 
-  private starting: Promise<sip.SipStack> | undefined;
-
   /**
-   * The stack, started on first use. The `sip` package binds its UDP socket without an error
-   * handler, so a port already taken would crash the process: the port is tried here first, and a
-   * failure ends the dial instead. (UDP only: its TCP transport has the same flaw, with no way to try it first.)
+   * The endpoint, made on first use; each dial binds what its transport needs (transport.ts: the UDP
+   * socket, or the TCP listener). A port already taken fails that dial with the reason; the next
+   * dial tries again.
    */
-  private started(): Promise<sip.SipStack> {
-    this.starting ??= (async () => {
-      await tryUdpPort(this.settings.bindAddress, this.settings.port);
-      this.stack = sipLibrary().create(
-        { address: this.settings.bindAddress, port: this.settings.port, publicAddress: this.localHost, udp: true, tcp: false, logger: { error: () => undefined } },
-        (request) => this.onRequest(request),
-      );
-      return this.stack;
-    })();
-    this.starting.catch(() => {
-      this.starting = undefined;
-    });
-    return this.starting;
+  private endpointFor(): SipEndpoint {
+    this.endpoint ??= new SipEndpoint(
+      sipLibrary(),
+      {
+        bindAddress: this.settings.bindAddress,
+        port: this.settings.port,
+        publicHost: this.localHost,
+        ...(this.settings.connectionIdleMs ? { idleMs: this.settings.connectionIdleMs } : {}),
+        ...(this.settings.maxMessageBytes ? { maxMessageBytes: this.settings.maxMessageBytes } : {}),
+      },
+      (request) => this.onRequest(request),
+      this.settings.onTransportError,
+    );
+    return this.endpoint;
   }
 
   async dial(request: DialRequest): Promise<{ providerCallId: string }> {
@@ -141,17 +139,33 @@ export class SipProvider implements TelephonyProvider {
     const credentials = request.configuration.credentials_encrypted
       ? parseSipCredentials(this.cipher.decrypt(request.configuration.org_id, request.configuration.credentials_encrypted))
       : undefined;
-    let stack: sip.SipStack;
+    const callId = `${token()}@${this.localHost}`;
+    const invite = this.buildInvite(request, trunk, callId);
+    // An outbound proxy is a pre-existing route set: the INVITE is routed like an in-dialog request.
+    const routed = routeRequest(invite.uri ?? '', preloadedRouteSet(trunk.outboundProxy));
+    let hop: Hop;
     try {
-      stack = await this.started();
+      hop = hopOf(routed.nextHop, trunk.transport, sipLibrary().parseUri);
+    } catch (error) {
+      throw new DialRefusedError('failed', 'sip_route_unusable', (error as Error).message);
+    }
+    invite.uri = routed.requestUri;
+    if (routed.route.length > 0) invite.headers.route = routed.route;
+    const endpoint = this.endpointFor();
+    try {
+      await endpoint.listen(hop.transport);
     } catch (error) {
       throw new DialRefusedError('failed', 'sip_stack_unavailable', `The SIP stack cannot start: ${(error as Error).message}`);
     }
-    const callId = `${token()}@${this.localHost}`;
-    const invite = this.buildInvite(request, trunk, callId);
-    const call = new SipCall(request.runId, callId, invite);
+    const call = new SipCall(request.runId, callId, invite, trunk, hop);
     this.calls.set(callId, call);
-    this.sendInvite(stack, call, credentials);
+    if (hop.transport !== 'udp') {
+      endpoint.hold(hop, tlsPolicy(trunk)).then(
+        (release) => (call.ended ? release() : (call.releaseConnection = release)),
+        () => undefined, // the INVITE's own transaction reports the failure (a 503)
+      );
+    }
+    this.sendInvite(endpoint, call, credentials);
     return { providerCallId: callId };
   }
 
@@ -166,10 +180,10 @@ export class SipProvider implements TelephonyProvider {
     for (const call of live) this.endCall(call);
     // A moment for the BYEs and CANCELs to leave before the transports close.
     if (live.length > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const call of this.calls.values()) call.releaseConnection?.();
     this.calls.clear();
-    this.stack?.destroy();
-    this.stack = undefined;
-    this.starting = undefined;
+    this.endpoint?.close();
+    this.endpoint = undefined;
   }
 
   private endCall(call: SipCall): void {
@@ -182,6 +196,8 @@ export class SipProvider implements TelephonyProvider {
   private buildInvite(request: DialRequest, trunk: SipTrunk, callId: string): sip.SipMessage {
     const target = request.to.startsWith('sip:') || request.to.startsWith('sips:') ? request.to : `sip:${request.to}@${trunk.host}:${trunk.port}`;
     const local = `${this.localHost}:${this.settings.port}`;
+    // The far end sends its requests (BYE) to the Contact: over the transport the route uses.
+    const contactTransport = trunk.transport === 'udp' ? '' : `;transport=${trunk.transport}`;
     const mediaAddress = trunk.mediaAddress ?? this.localHost;
     const session = Date.now();
     const sdp = [
@@ -206,7 +222,7 @@ export class SipProvider implements TelephonyProvider {
         from: { uri: `sip:${request.from ?? 'anonymous'}@${local}`, params: { tag: token() } },
         'call-id': callId,
         cseq: { method: 'INVITE', seq: 1 },
-        contact: [{ uri: `sip:dialtone@${local}`, params: {} }],
+        contact: [{ uri: `sip:dialtone@${local}${contactTransport}`, params: {} }],
         'max-forwards': 70,
         'content-type': 'application/sdp',
         'x-dialtone-run-id': String(request.runId),
@@ -215,14 +231,14 @@ export class SipProvider implements TelephonyProvider {
     };
   }
 
-  private sendInvite(stack: sip.SipStack, call: SipCall, credentials: SipCredentials | undefined): void {
-    // The stack adds its Via to the message it sends; keep our own copy to build ACK and CANCEL.
-    const invite: sip.SipMessage = { ...call.invite, headers: { ...call.invite.headers, via: [] } };
+  private sendInvite(endpoint: SipEndpoint, call: SipCall, credentials: SipCredentials | undefined): void {
+    // The endpoint adds its Via to the message it sends; keep our own copy to build ACK and CANCEL.
+    const invite: sip.SipMessage = { ...call.invite, headers: { ...call.invite.headers, via: [], route: copyRoute(call.invite.headers.route) } };
     call.invite = invite;
-    stack.send(invite, (response) => this.onInviteResponse(stack, call, response, credentials));
+    endpoint.request(invite, call.inviteHop, tlsPolicy(call.trunk), (response) => this.onInviteResponse(endpoint, call, response, credentials));
   }
 
-  private onInviteResponse(stack: sip.SipStack, call: SipCall, response: sip.SipMessage, credentials: SipCredentials | undefined): void {
+  private onInviteResponse(endpoint: SipEndpoint, call: SipCall, response: sip.SipMessage, credentials: SipCredentials | undefined): void {
     const status = response.status ?? 0;
     if (status < 200) {
       if (status > 100 && !call.provisional) {
@@ -238,40 +254,59 @@ export class SipProvider implements TelephonyProvider {
       return;
     }
     if (status < 300) {
-      this.onAnswered(stack, call, response);
+      this.onAnswered(endpoint, call, response);
       return;
     }
     if ((status === 401 || status === 407) && credentials && !call.authenticated && !call.ended) {
-      // One retry with digest credentials: a new transaction with the next CSeq.
+      // One retry with digest credentials (a proxy's 407 or the trunk's 401): a new transaction with
+      // the next CSeq, on the same route as the first.
       call.authenticated = true;
       call.cseq += 1;
-      const retry: sip.SipMessage = { ...call.invite, headers: { ...call.invite.headers, via: [], cseq: { method: 'INVITE', seq: call.cseq } } };
+      const retry: sip.SipMessage = { ...call.invite, headers: { ...call.invite.headers, via: [], route: copyRoute(call.invite.headers.route), cseq: { method: 'INVITE', seq: call.cseq } } };
       sipDigest().signRequest({}, retry, response, { user: credentials.username, password: credentials.password });
       call.invite = retry;
       call.provisional = false;
-      stack.send(retry, (next) => this.onInviteResponse(stack, call, next, credentials));
+      endpoint.request(retry, call.inviteHop, tlsPolicy(call.trunk), (next) => this.onInviteResponse(endpoint, call, next, credentials));
       return;
     }
     this.end(call, outcomeOfFinalResponse(status), `${status} ${response.reason ?? ''}`.trim());
   }
 
-  private onAnswered(stack: sip.SipStack, call: SipCall, response: sip.SipMessage): void {
+  /** Routes a request within the dialog (route-set.ts) and sends it; undefined when its next hop is unusable. */
+  private inDialog(call: SipCall, dialog: Dialog, message: sip.SipMessage): Hop | undefined {
+    const routed = routeRequest(dialog.remoteTarget, dialog.routeSet);
+    message.uri = routed.requestUri;
+    if (routed.route.length > 0) message.headers.route = routed.route;
+    try {
+      return hopOf(routed.nextHop, call.trunk.transport, sipLibrary().parseUri);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private onAnswered(endpoint: SipEndpoint, call: SipCall, response: sip.SipMessage): void {
     const to = response.headers.to;
-    const dialog: Dialog = { to: to ?? call.invite.headers.to ?? { uri: call.invite.uri ?? '', params: {} }, remoteTarget: response.headers.contact?.[0]?.uri ?? call.invite.uri ?? '', routeSet: routeSetOf(response) };
-    const route = routeHeader(dialog);
+    const dialog: Dialog = {
+      to: to ?? call.invite.headers.to ?? { uri: call.invite.uri ?? '', params: {} },
+      remoteTarget: response.headers.contact?.[0]?.uri ?? call.invite.uri ?? '',
+      routeSet: routeSetOfResponse(response, sipLibrary().stringifyUri),
+    };
     // ACK every 2xx (retransmissions included): the far end keeps resending it until it is acknowledged.
-    stack.send({
+    const ack: sip.SipMessage = {
       method: 'ACK',
-      uri: dialog.remoteTarget,
       headers: {
         to: dialog.to,
         from: call.invite.headers.from,
         'call-id': call.callId,
         cseq: { method: 'ACK', seq: response.headers.cseq?.seq ?? call.cseq },
-        via: [],
-        ...(route ? { route } : {}),
+        'max-forwards': 70,
+        // The credentials the INVITE carried go on its ACK (RFC 3261 section 22.1).
+        ...(call.invite.headers['proxy-authorization'] ? { 'proxy-authorization': call.invite.headers['proxy-authorization'] } : {}),
+        ...(call.invite.headers.authorization ? { authorization: call.invite.headers.authorization } : {}),
       },
-    });
+    };
+    const ackHop = this.inDialog(call, dialog, ack);
+    if (ackHop) endpoint.sendStateless(ack, ackHop, tlsPolicy(call.trunk));
     if (call.answered || call.ended) {
       // A 2xx after we gave up (crossed with our CANCEL): the call exists, so end it properly.
       if (call.ended && !call.dialog && to) {
@@ -289,10 +324,12 @@ export class SipProvider implements TelephonyProvider {
     }
   }
 
+  /** CANCEL: the INVITE's Request-URI, Call-ID, From, To, CSeq number, Via and Route, to the same hop (RFC 3261 section 9.1). */
   private sendCancel(call: SipCall): void {
     const via = call.invite.headers.via;
-    if (!this.stack || !via?.length) return;
-    this.stack.send(
+    if (!this.endpoint || !via?.length) return;
+    const route = copyRoute(call.invite.headers.route);
+    this.endpoint.request(
       {
         method: 'CANCEL',
         uri: call.invite.uri,
@@ -301,39 +338,43 @@ export class SipProvider implements TelephonyProvider {
           from: call.invite.headers.from,
           'call-id': call.callId,
           cseq: { method: 'CANCEL', seq: call.cseq },
-          via,
+          via: [via[0] ?? { params: {} }],
+          'max-forwards': 70,
+          ...(route ? { route } : {}),
         },
       },
+      call.inviteHop,
+      tlsPolicy(call.trunk),
       () => undefined,
     );
   }
 
   private sendBye(call: SipCall): void {
-    if (!this.stack || !call.dialog) return;
+    if (!this.endpoint || !call.dialog) return;
     call.cseq += 1;
-    const route = routeHeader(call.dialog);
-    this.stack.send(
-      {
-        method: 'BYE',
-        uri: call.dialog.remoteTarget,
-        headers: {
-          to: call.dialog.to,
-          from: call.invite.headers.from,
-          'call-id': call.callId,
-          cseq: { method: 'BYE', seq: call.cseq },
-          'max-forwards': 70,
-          ...(route ? { route } : {}),
-        },
+    const bye: sip.SipMessage = {
+      method: 'BYE',
+      headers: {
+        to: call.dialog.to,
+        from: call.invite.headers.from,
+        'call-id': call.callId,
+        cseq: { method: 'BYE', seq: call.cseq },
+        'max-forwards': 70,
       },
-      (response) => {
-        if ((response.status ?? 0) >= 200) this.end(call, 'completed', `BYE ${response.status} ${response.reason ?? ''}`.trim());
-      },
-    );
+    };
+    const hop = this.inDialog(call, call.dialog, bye);
+    if (!hop) {
+      this.end(call, 'completed', 'BYE not sent: the remote target is not a SIP URI Dialtone can send to');
+      return;
+    }
+    this.endpoint.request(bye, hop, tlsPolicy(call.trunk), (response) => {
+      if ((response.status ?? 0) >= 200) this.end(call, 'completed', `BYE ${response.status} ${response.reason ?? ''}`.trim());
+    });
   }
 
   private onRequest(request: sip.SipMessage): void {
-    const stack = this.stack;
-    if (!stack || request.method === 'ACK') return;
+    const endpoint = this.endpoint;
+    if (!endpoint || request.method === 'ACK') return;
     const call = this.calls.get(request.headers['call-id'] ?? '');
     // A dialog is its Call-ID and both tags (RFC 3261 section 12): a request that knows the Call-ID
     // but not the tags is not from the far end of this call.
@@ -342,15 +383,15 @@ export class SipProvider implements TelephonyProvider {
       request.headers.to?.params.tag === call.invite.headers.from?.params.tag &&
       request.headers.from?.params.tag === call.dialog.to.params.tag;
     if (!call || !inDialog) {
-      stack.send(sipLibrary().makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
+      endpoint.respond(sipLibrary().makeResponse(request, 481, 'Call/Transaction Does Not Exist'));
       return;
     }
     if (request.method === 'BYE') {
-      stack.send(sipLibrary().makeResponse(request, 200, 'OK'));
+      endpoint.respond(sipLibrary().makeResponse(request, 200, 'OK'));
       this.end(call, 'completed', 'BYE');
       return;
     }
-    stack.send(sipLibrary().makeResponse(request, 405, 'Method Not Allowed'));
+    endpoint.respond(sipLibrary().makeResponse(request, 405, 'Method Not Allowed'));
   }
 
   private end(call: SipCall, kind: ProviderEventKind, rawStatus: string): void {
@@ -358,7 +399,11 @@ export class SipProvider implements TelephonyProvider {
     call.ended = true;
     this.event(call, kind, rawStatus);
     // Kept a little longer: a 2xx crossing our CANCEL still needs its ACK and BYE.
-    setTimeout(() => this.calls.delete(call.callId), 32_000).unref();
+    setTimeout(() => {
+      call.releaseConnection?.();
+      call.releaseConnection = undefined;
+      this.calls.delete(call.callId);
+    }, 32_000).unref();
   }
 
   private event(call: SipCall, kind: ProviderEventKind, rawStatus: string): void {

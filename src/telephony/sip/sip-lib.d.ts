@@ -58,8 +58,39 @@ declare module 'sip' {
   }
   export function create(options: SipStackOptions, onRequest: (request: SipMessage, remote: { protocol: string; address: string; port: number }) => void): SipStack;
   export function makeResponse(request: SipMessage, status: number, reason?: string): SipMessage;
-  export function parseUri(uri: string): SipUri;
-  export function stringifyUri(uri: SipUri): string;
+  /** undefined when the text is not a URI it can read (IPv6 references among them). */
+  export function parseUri(uri: string): SipUri | undefined;
+  export function stringifyUri(uri: SipUri | string): string;
+  export function stringify(message: SipMessage): string;
+  /** A message from one datagram; undefined when it is not one. */
+  export function parse(data: string | Buffer): SipMessage | undefined;
+  /** Splits a byte stream into messages (by Content-Length); onFlood when headers or body exceed the limits. */
+  export function makeStreamParser(onMessage: (message: SipMessage) => void, onFlood?: () => void, maxBytesHeaders?: number, maxContentLength?: number): (data: string) => void;
+  /** What a transaction sends through: one connection (or the UDP socket towards one peer). */
+  export interface TransactionConnection {
+    send(message: SipMessage): void;
+    protocol: string;
+    release(): void;
+  }
+  export interface ClientTransaction {
+    message(message: SipMessage, remote?: unknown): void;
+    shutdown(): void;
+  }
+  export interface ServerTransaction {
+    send(message: SipMessage): void;
+    message(message: SipMessage, remote?: unknown): void;
+    shutdown(): void;
+  }
+  /** RFC 3261 section 17 transactions (timers, retransmissions over UDP), over connections the caller supplies. */
+  export interface TransactionLayer {
+    createServerTransaction(request: SipMessage, connection: TransactionConnection): ServerTransaction;
+    createClientTransaction(connection: TransactionConnection, request: SipMessage, onResponse: (response: SipMessage) => void): ClientTransaction;
+    getServer(message: SipMessage): ServerTransaction | undefined;
+    getClient(message: SipMessage): ClientTransaction | undefined;
+    destroy(): void;
+  }
+  export function makeTransactionLayer(options: { 'max-forwards'?: number }, transport?: unknown): TransactionLayer;
+  export function generateBranch(): string;
 }
 
 declare module 'sip/digest.js' {

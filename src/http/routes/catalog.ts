@@ -1,0 +1,95 @@
+// What an organization can call with and through: its workflows (agents) and its telephony
+// configurations, read-only. Credentials never leave the store: the configuration view here is an
+// explicit list of fields, so a field added to the row is not shown until someone decides it may be.
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { Deps } from '../../deps.js';
+import { iso } from '../../runs/read-run.js';
+import { listTelephonyConfigurations } from '../../telephony/configurations.js';
+import { listWorkflows } from '../../workflows/workflows.js';
+import { authOf } from '../authenticate.js';
+import { problemResponses } from '../problem-schemas.js';
+import { withRateLimitHeaders } from '../schemas.js';
+
+const Uuid = Type.String({ format: 'uuid' });
+
+const Workflow = Type.Object({
+  workflow_uuid: Uuid,
+  name: Type.String(),
+  status: Type.Union([Type.Literal('active'), Type.Literal('archived')]),
+  published_version: Type.Union([Type.Integer(), Type.Null()], { description: 'The version the non-test operations run; null when nothing is published' }),
+  draft_version: Type.Union([Type.Integer(), Type.Null()], { description: 'The version the test operations run when there is one' }),
+  agent_uuids: Type.Array(Uuid, { description: 'The published version\'s agent UUIDs (API triggers)' }),
+  draft_agent_uuids: Type.Array(Uuid, { description: 'The draft\'s agent UUIDs' }),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+});
+
+const TelephonyConfiguration = Type.Object(
+  {
+    id: Type.Integer({ minimum: 1 }),
+    name: Type.String(),
+    provider: Type.Union([Type.Literal('simulator'), Type.Literal('twilio'), Type.Literal('sip')]),
+    caller_ids: Type.Array(Type.String()),
+    is_default: Type.Boolean(),
+    calls_per_second: Type.Number(),
+    max_concurrent_calls: Type.Integer(),
+    status: Type.Union([Type.Literal('active'), Type.Literal('inactive')]),
+    has_credentials: Type.Boolean({ description: 'Whether credentials are stored (they are never shown)' }),
+  },
+  { additionalProperties: false },
+);
+
+const REFUSALS = ['missing_api_key', 'invalid_api_key', 'rate_limited'] as const;
+
+export function catalogRoutes(deps: Deps): FastifyPluginAsync {
+  return async (app) => {
+    app.get(
+      '/workflows',
+      {
+        schema: {
+          operationId: 'listWorkflows',
+          summary: 'List Workflows',
+          description: 'The organization\'s workflows (agents), oldest first, with their published and draft versions and the agent UUIDs of each.',
+          tags: ['Workflows'],
+          security: [{ ApiKey: [] }],
+          response: { 200: withRateLimitHeaders(Type.Object({ data: Type.Array(Workflow) })), ...problemResponses([...REFUSALS]) },
+        },
+      },
+      async (request) => {
+        const workflows = await listWorkflows(deps.store, authOf(request).orgId);
+        return { data: workflows.map((w) => ({ ...w, created_at: iso(w.created_at), updated_at: iso(w.updated_at) })) };
+      },
+    );
+
+    app.get(
+      '/telephony-configurations',
+      {
+        schema: {
+          operationId: 'listTelephonyConfigurations',
+          summary: 'List Telephony Configurations',
+          description: 'The organization\'s routes to the phone network, oldest first. Credentials and provider settings are never shown.',
+          tags: ['Telephony'],
+          security: [{ ApiKey: [] }],
+          response: { 200: withRateLimitHeaders(Type.Object({ data: Type.Array(TelephonyConfiguration) })), ...problemResponses([...REFUSALS]) },
+        },
+      },
+      async (request) => {
+        const configurations = await listTelephonyConfigurations(deps.store, authOf(request).orgId);
+        return {
+          data: configurations.map((c) => ({
+            id: c.id,
+            name: c.name,
+            provider: c.provider,
+            caller_ids: c.caller_ids,
+            is_default: c.is_default,
+            calls_per_second: c.calls_per_second,
+            max_concurrent_calls: c.max_concurrent_calls,
+            status: c.status,
+            has_credentials: c.has_credentials,
+          })),
+        };
+      },
+    );
+  };
+}

@@ -1,0 +1,60 @@
+// The organization's numbers at a glance (the console's overview): runs created since a time by
+// state and outcome, and what is queued and live on each route now.
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { Deps } from '../../deps.js';
+import { runStats } from '../../runs/list-runs.js';
+import { RUN_STATES } from '../../runs/states.js';
+import { authOf } from '../authenticate.js';
+import { problemResponses } from '../problem-schemas.js';
+import { withRateLimitHeaders } from '../schemas.js';
+
+const HOUR_MS = 3_600_000;
+const RunState = Type.Union(RUN_STATES.map((s) => Type.Literal(s)));
+
+const Stats = Type.Object({
+  since: Type.String({ format: 'date-time' }),
+  total: Type.Integer({ minimum: 0, description: 'Runs created since `since`' }),
+  by_state: Type.Record(Type.String(), Type.Integer({ minimum: 0 }), { description: 'Those runs by their state now (every state listed)' }),
+  by_outcome: Type.Array(
+    Type.Object({ state: RunState, outcome_reason: Type.Union([Type.String(), Type.Null()]), count: Type.Integer({ minimum: 1 }) }),
+    { description: 'Those runs by state and normalized outcome reason, most frequent first' },
+  ),
+  routes: Type.Array(
+    Type.Object({
+      telephony_configuration_id: Type.Integer(),
+      name: Type.String(),
+      provider: Type.String(),
+      status: Type.String(),
+      queued: Type.Integer({ minimum: 0, description: 'Runs waiting to be dialed through this route now' }),
+      live: Type.Integer({ minimum: 0, description: 'Calls dialing, ringing or in progress on this route now' }),
+    }),
+  ),
+});
+
+export function statsRoutes(deps: Deps): FastifyPluginAsync {
+  return async (app) => {
+    app.get(
+      '/stats',
+      {
+        schema: {
+          operationId: 'getStats',
+          summary: 'Get Stats',
+          description: 'Runs created since `since` (default: the last hour) counted by state and by outcome, and the queue depth and live calls of every route now.',
+          tags: ['Workflow runs'],
+          security: [{ ApiKey: [] }],
+          querystring: Type.Object(
+            { since: Type.Optional(Type.String({ format: 'date-time', description: 'Count runs created at or after this time (RFC 3339); default one hour ago' })) },
+            { additionalProperties: false },
+          ),
+          response: { 200: withRateLimitHeaders(Stats), ...problemResponses(['missing_api_key', 'invalid_api_key', 'rate_limited', 'validation_failed']) },
+        },
+      },
+      async (request) => {
+        const { since } = request.query as { since?: string };
+        const from = since === undefined ? deps.clock.now() - HOUR_MS : Date.parse(since);
+        return runStats(deps.store, authOf(request).orgId, from, RUN_STATES);
+      },
+    );
+  };
+}

@@ -1,0 +1,97 @@
+// GET /api/v1/public/stream: the organization's run events as Server-Sent Events (stream/ does the
+// work). The key travels in X-API-Key like on every other route, so a browser reads the stream with
+// fetch() and a stream reader (EventSource cannot send headers, and a key in a URL ends up in logs).
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { Deps } from '../../deps.js';
+import { DialtoneError } from '../../errors.js';
+import { RunEventStreams } from '../../stream/run-event-streams.js';
+import { authOf } from '../authenticate.js';
+import { problemResponses } from '../problem-schemas.js';
+import { RATE_LIMIT_HEADERS } from '../schemas.js';
+
+const EVENT_ID = '^(0|[1-9][0-9]{0,15})$';
+
+export function streamRoutes(deps: Deps): FastifyPluginAsync {
+  const { config } = deps;
+  const streams = new RunEventStreams(
+    deps.store,
+    deps.clock,
+    {
+      pollIntervalMs: config.STREAM_POLL_INTERVAL_MS,
+      gapWaitMs: config.STREAM_GAP_WAIT_MS,
+      heartbeatMs: config.STREAM_HEARTBEAT_MS,
+      maxBufferedBytes: config.STREAM_MAX_BUFFER_BYTES,
+      batchSize: config.STREAM_BATCH_SIZE,
+    },
+    deps.logger,
+  );
+  return async (app) => {
+    // Runs created or moved on this node are read at once, not at the next poll.
+    const stopWork = deps.signals.onWork(() => streams.feed.wake());
+    const stopOutbox = deps.signals.onOutbox(() => streams.feed.wake());
+    app.addHook('preClose', async () => {
+      stopWork();
+      stopOutbox();
+      streams.closeAll();
+    });
+
+    app.get(
+      '/stream',
+      {
+        schema: {
+          operationId: 'streamEvents',
+          summary: 'Stream Events',
+          description: [
+            'The organization\'s run events as Server-Sent Events (`text/event-stream`), as they happen on any node.',
+            'The first message is `event: ready` whose `id` is the stream\'s starting point. Each `event: run` message\'s `data` is a JSON object',
+            '(`id`, `run_id`, `run_name`, `seq`, `type`: the state entered, `at`, `data`) and its `id` a cursor: reconnect with `Last-Event-ID` set to the last one',
+            'received (or `last_event_id` in the query) to get every event after it, none missing or repeated.',
+            `A \`: heartbeat\` comment comes every STREAM_HEARTBEAT_MS (default 15 s). A reader that leaves more than STREAM_MAX_BUFFER_BYTES unread is disconnected; it resumes with its last id.`,
+            'Send the key in `X-API-Key` (from a browser, read the stream with `fetch()`: EventSource cannot send headers).',
+          ].join(' '),
+          tags: ['Workflow runs'],
+          security: [{ ApiKey: [] }],
+          headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ pattern: EVENT_ID, description: 'Resume after this event id' })) }),
+          querystring: Type.Object(
+            { last_event_id: Type.Optional(Type.String({ pattern: EVENT_ID, description: 'Resume after this event id (for clients that cannot set Last-Event-ID; the header wins)' })) },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: {
+              description: 'The event stream; it stays open until the client or the node closes it.',
+              headers: RATE_LIMIT_HEADERS,
+              content: { 'text/event-stream': { schema: Type.String({ examples: ['id: 42\nevent: run\ndata: {"id":42,"run_id":7,"run_name":"WR-API-7","seq":3,"type":"ringing","at":"2026-01-01T00:00:00.000Z","data":{}}\n\n'] }) } },
+            },
+            ...problemResponses(['missing_api_key', 'invalid_api_key', 'rate_limited', 'validation_failed']),
+          },
+        },
+      },
+      async (request, reply) => {
+        const header = request.headers['last-event-id'];
+        const { last_event_id: fromQuery } = request.query as { last_event_id?: string };
+        const given = typeof header === 'string' ? header : fromQuery;
+        const orgId = authOf(request).orgId;
+        if (streams.openConnections >= config.STREAM_MAX_CONNECTIONS) {
+          throw new DialtoneError('unavailable', `This node serves its most streams (STREAM_MAX_CONNECTIONS=${config.STREAM_MAX_CONNECTIONS}); retry shortly or on another node.`, { retryAfterSeconds: 5 });
+        }
+        reply.hijack();
+        const response = reply.raw;
+        for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) response.setHeader(name, value);
+        response.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-store',
+          // Proxies that buffer responses (nginx) pass this one through as it comes.
+          'x-accel-buffering': 'no',
+        });
+        response.flushHeaders();
+        try {
+          await streams.serve(response, orgId, given === undefined ? undefined : Number(given));
+        } catch (error) {
+          request.log.warn({ err: error }, 'event stream: could not start; closing it (the client reconnects)');
+          response.destroy();
+        }
+      },
+    );
+  };
+}

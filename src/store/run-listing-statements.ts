@@ -1,0 +1,103 @@
+// The statements behind the console's reads: a page of an organization's runs (newest first,
+// filtered), the counts of its runs since a time, and what is queued and live on each of its routes.
+import { CompiledQuery, sql } from 'kysely';
+import type { RunState } from './schema.js';
+import { runDetailsQuery, type RunDetailsRow } from './run-reads.js';
+import type { Store } from './store.js';
+
+export interface RunPageFilter {
+  state?: RunState;
+  workflowId?: number;
+  phoneNumber?: string;
+  /** Epoch ms, inclusive. */
+  createdAfter?: number;
+  /** Epoch ms, exclusive. */
+  createdBefore?: number;
+  /** Only runs with a smaller id (the previous page's cursor). */
+  beforeId?: number;
+}
+
+function runPageQuery(store: Store, orgId: number, filter: RunPageFilter, limit: number) {
+  return runDetailsQuery(store)
+    .where('r.org_id', '=', orgId)
+    .$if(filter.state !== undefined, (q) => q.where('r.state', '=', filter.state as RunState))
+    .$if(filter.workflowId !== undefined, (q) => q.where('r.workflow_id', '=', filter.workflowId as number))
+    .$if(filter.phoneNumber !== undefined, (q) => q.where('r.phone_number', '=', filter.phoneNumber as string))
+    .$if(filter.createdAfter !== undefined, (q) => q.where('r.created_at', '>=', filter.createdAfter as number))
+    .$if(filter.createdBefore !== undefined, (q) => q.where('r.created_at', '<', filter.createdBefore as number))
+    .$if(filter.beforeId !== undefined, (q) => q.where('r.id', '<', filter.beforeId as number))
+    .orderBy('r.id', 'desc')
+    .limit(limit);
+}
+
+/** Up to `limit` of an organization's runs matching the filter, newest (highest id) first. */
+export function selectRunPage(store: Store, orgId: number, filter: RunPageFilter, limit: number): Promise<RunDetailsRow[]> {
+  return runPageQuery(store, orgId, filter, limit).execute();
+}
+
+/**
+ * The plan the store would use for selectRunPage, as text (tests check that an index serves it).
+ * `preferIndexes` tells PostgreSQL's planner to leave sequential scans aside, so a test on a small
+ * table sees which index the query can use rather than the scan a tiny table makes cheaper.
+ */
+export async function explainRunPage(store: Store, orgId: number, filter: RunPageFilter, limit: number): Promise<string> {
+  const compiled = runPageQuery(store, orgId, filter, limit).compile();
+  if (store.dialect === 'sqlite') {
+    const plan = await store.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${compiled.sql}`, [...compiled.parameters]));
+    return plan.rows.map((r) => r.detail).join('\n');
+  }
+  return store.db.transaction().execute(async (trx) => {
+    await sql`set local enable_seqscan = off`.execute(trx);
+    const plan = await trx.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${compiled.sql}`, [...compiled.parameters]));
+    return plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+  });
+}
+
+export interface RunCountRow {
+  state: RunState;
+  outcome_reason: string | null;
+  count: number;
+}
+
+/** An organization's runs created at or after `since`, counted by state and outcome. */
+export async function countRunsSince(store: Store, orgId: number, since: number): Promise<RunCountRow[]> {
+  const rows = await store.db
+    .selectFrom('workflow_runs')
+    .select(['state', 'outcome_reason', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('org_id', '=', orgId)
+    .where('created_at', '>=', since)
+    .groupBy(['state', 'outcome_reason'])
+    .execute();
+  return rows.map((r) => ({ state: r.state, outcome_reason: r.outcome_reason, count: Number(r.count) }));
+}
+
+export interface RouteLoadRow {
+  telephony_configuration_id: number;
+  count: number;
+}
+
+/** Queued runs per route, for the given routes (served by the dispatcher's partial index on queued runs). */
+export async function countQueuedPerRoute(store: Store, configurationIds: readonly number[]): Promise<RouteLoadRow[]> {
+  if (configurationIds.length === 0) return [];
+  const rows = await store.db
+    .selectFrom('workflow_runs')
+    .select(['telephony_configuration_id', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('state', '=', 'queued')
+    .where('telephony_configuration_id', 'in', configurationIds)
+    .groupBy('telephony_configuration_id')
+    .execute();
+  return rows.map((r) => ({ telephony_configuration_id: r.telephony_configuration_id, count: Number(r.count) }));
+}
+
+/** Live runs (dialing, ringing, in progress: exactly those with a deadline) per route. */
+export async function countLivePerRoute(store: Store, configurationIds: readonly number[]): Promise<RouteLoadRow[]> {
+  if (configurationIds.length === 0) return [];
+  const rows = await store.db
+    .selectFrom('workflow_runs')
+    .select(['telephony_configuration_id', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('deadline_at', 'is not', null)
+    .where('telephony_configuration_id', 'in', configurationIds)
+    .groupBy('telephony_configuration_id')
+    .execute();
+  return rows.map((r) => ({ telephony_configuration_id: r.telephony_configuration_id, count: Number(r.count) }));
+}

@@ -1,0 +1,125 @@
+// The organization's run events as Server-Sent Events (GET /api/v1/public/stream). Each message's
+// `id:` is the event's run_events id, the one order of events across all runs and nodes; a client
+// that reconnects with `Last-Event-ID: N` first gets its organization's events after N from the
+// store (at the reader's pace), then the live ones, with none missing or repeated in between.
+import type { ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { Clock } from '../deps.js';
+import { iso } from '../runs/read-run.js';
+import { selectOrganizationEventsBetween, type StreamEventRow } from '../store/event-stream-statements.js';
+import type { Store } from '../store/store.js';
+import { EventFeed } from './event-feed.js';
+import { encodeSse, SseConnection, type SseCloseReason } from './sse-connection.js';
+
+export interface StreamOptions {
+  pollIntervalMs: number;
+  gapWaitMs: number;
+  heartbeatMs: number;
+  maxBufferedBytes: number;
+  /** Most events read from the store at once (the feed's batch and a backlog's page). */
+  batchSize: number;
+}
+
+/** What a `run` message carries: the event and the run it belongs to. */
+export interface RunEventMessage {
+  id: number;
+  run_id: number;
+  run_name: string;
+  seq: number;
+  /** The state the run entered. */
+  type: string;
+  at: string;
+  data: Record<string, unknown>;
+}
+
+export const toMessage = (row: StreamEventRow): RunEventMessage => ({
+  id: row.id,
+  run_id: row.run_id,
+  run_name: row.run_name ?? '',
+  seq: row.seq,
+  type: row.type,
+  at: iso(row.at),
+  data: row.data,
+});
+
+export class RunEventStreams {
+  readonly feed: EventFeed;
+  private readonly connections = new Set<SseConnection>();
+
+  constructor(
+    private readonly store: Store,
+    clock: Clock,
+    private readonly options: StreamOptions,
+    private readonly logger: Logger,
+  ) {
+    this.feed = new EventFeed(store, clock, { pollIntervalMs: options.pollIntervalMs, gapWaitMs: options.gapWaitMs, batchSize: options.batchSize }, logger);
+  }
+
+  get openConnections(): number {
+    return this.connections.size;
+  }
+
+  /**
+   * Serves one stream on a response whose headers were written. `lastEventId` (from Last-Event-ID)
+   * resumes after that event; without it the stream starts with the next event written.
+   */
+  async serve(response: ServerResponse, orgId: number, lastEventId: number | undefined): Promise<void> {
+    let live = false;
+    let lastSent = 0;
+    let pending: StreamEventRow[] = [];
+    let pendingBytes = 0;
+    let unsubscribe: (() => void) | undefined;
+    const connection = new SseConnection(response, {
+      maxBufferedBytes: this.options.maxBufferedBytes,
+      heartbeatMs: this.options.heartbeatMs,
+      onClose: (reason: SseCloseReason) => {
+        unsubscribe?.();
+        this.connections.delete(connection);
+        if (reason === 'slow_reader') this.logger.info({ orgId, lastSent }, 'event stream: disconnected a reader that fell behind');
+      },
+    });
+    this.connections.add(connection);
+    const deliver = (rows: readonly StreamEventRow[]) => {
+      for (const row of rows) {
+        if (row.org_id !== orgId || row.id <= lastSent) continue;
+        if (!connection.send({ id: row.id, event: 'run', data: toMessage(row) })) return;
+        lastSent = row.id;
+      }
+    };
+    const subscription = await this.feed.subscribe((rows) => {
+      if (live) return deliver(rows);
+      // While the backlog is read, live events wait here, bounded like the socket's buffer.
+      for (const row of rows) {
+        if (row.org_id !== orgId) continue;
+        pending.push(row);
+        pendingBytes += encodeSse({ id: row.id, event: 'run', data: toMessage(row) }).length;
+      }
+      if (pendingBytes > this.options.maxBufferedBytes) connection.end('slow_reader');
+    });
+    unsubscribe = subscription.unsubscribe;
+    if (connection.isClosed) return unsubscribe();
+    lastSent = lastEventId ?? subscription.horizon;
+    // Gives a client that connected without an id its starting point, so its first reconnection
+    // resumes without a gap even when no event came in between.
+    connection.send({ id: lastSent, event: 'ready', data: { last_event_id: lastSent } });
+    while (lastSent < subscription.horizon && !connection.isClosed) {
+      const rows = await selectOrganizationEventsBetween(this.store, orgId, lastSent, subscription.horizon, this.options.batchSize);
+      if (rows.length === 0) break;
+      for (const row of rows) {
+        if (!(await connection.sendPaced({ id: row.id, event: 'run', data: toMessage(row) }))) break;
+        lastSent = row.id;
+      }
+    }
+    live = true;
+    const waiting = pending;
+    pending = [];
+    pendingBytes = 0;
+    deliver(waiting);
+  }
+
+  /** Ends every stream (the node is shutting down); clients reconnect elsewhere with their last id. */
+  closeAll(): void {
+    for (const connection of [...this.connections]) connection.end('server');
+    this.feed.stop();
+  }
+}

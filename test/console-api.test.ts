@@ -1,0 +1,193 @@
+// The console's reads through the public API: the run list (filters, paging, the index that serves
+// each filter), the workflows and telephony configurations, and the stats.
+import assert from 'node:assert/strict';
+import { explainRunPage } from '../src/store/run-listing-statements.js';
+import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
+import { createWorkflow } from '../src/workflows/workflows.js';
+import { build, getJson, postJson, type TestEnv } from './helpers/app.js';
+import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/fixtures.js';
+import { storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
+
+interface Run {
+  id: number;
+  name: string;
+  state: string;
+  phone_number: string;
+  workflow_uuid: string;
+  created_at: string;
+}
+interface Page {
+  data: Run[];
+  next_after: number | null;
+}
+
+const LIST = '/api/v1/public/workflow-runs';
+
+/** A clock the test moves by hand, so runs get the creation times it chooses. */
+function manualClock(start: number) {
+  const clock = { at: start, now: () => clock.at };
+  return clock;
+}
+
+async function call(env: TestEnv, f: OrgFixture, phone: string, path = PATHS.initiateCall(f.agentUuid)): Promise<number> {
+  const response = await postJson(env.app, path, { phone_number: phone }, { key: f.apiKey });
+  assert.equal(response.statusCode, 200, response.body);
+  return (response.json() as { workflow_run_id: number }).workflow_run_id;
+}
+
+async function list(env: TestEnv, key: string, query = ''): Promise<Page> {
+  const response = await getJson(env.app, `${LIST}${query}`, key);
+  assert.equal(response.statusCode, 200, response.body);
+  return response.json() as Page;
+}
+
+for (const store of await storeCases()) {
+  describe(`GET /api/v1/public/workflow-runs (${store.kind})`, { skip: store.skip }, () => {
+    it('lists the organization\'s runs newest first and pages through them with next_after, another organization\'s runs never appearing', async (t) => {
+      const env = await build(t, store.kind, { env: { MAX_QUEUED_RUNS_PER_ORG: '1000' } });
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const other = await createOrgFixture(env.deps, 'Other');
+      const ids: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        ids.push(await call(env, f, `+1202555012${i}`));
+        await call(env, other, '+12025550123');
+      }
+      const first = await list(env, f.apiKey, '?limit=2');
+      assert.deepEqual(first.data.map((r) => r.id), [ids[4], ids[3]]);
+      assert.equal(first.next_after, ids[3]);
+      const second = await list(env, f.apiKey, `?limit=2&after=${first.next_after}`);
+      assert.deepEqual(second.data.map((r) => r.id), [ids[2], ids[1]]);
+      const last = await list(env, f.apiKey, `?limit=2&after=${second.next_after}`);
+      assert.deepEqual(last.data.map((r) => r.id), [ids[0]]);
+      assert.equal(last.next_after, null, 'the last page says so');
+      const all = await list(env, f.apiKey);
+      assert.equal(all.data.length, 5);
+      assert.match(all.data[0]?.name ?? '', /^WR-API-\d+$/);
+    });
+
+    it('filters by state, workflow, phone number (however it is written) and creation time', async (t) => {
+      const clock = manualClock(Date.parse('2026-03-01T10:00:00Z'));
+      const env = await build(t, store.kind, { clock });
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const second = await createWorkflow(env.deps.store, { orgId: f.orgId, name: 'Second agent', definition: definition() }, clock.now());
+      const early = await call(env, f, '+12025550123');
+      clock.at += 60_000;
+      const toOther = await call(env, f, '+12025550199');
+      clock.at += 60_000;
+      const bySecond = await call(env, f, '+12025550123', PATHS.initiateCallByWorkflowUuid(second.workflow_uuid));
+      const canceled = await env.app.inject({ method: 'POST', url: `${LIST}/${toOther}/cancel`, headers: { 'x-api-key': f.apiKey } });
+      assert.equal(canceled.statusCode, 200, canceled.body);
+
+      const ids = async (query: string) => (await list(env, f.apiKey, query)).data.map((r) => r.id);
+      assert.deepEqual(await ids('?state=canceled'), [toOther]);
+      assert.deepEqual(await ids('?state=queued'), [bySecond, early]);
+      assert.deepEqual(await ids(`?workflow_uuid=${second.workflow_uuid}`), [bySecond]);
+      assert.deepEqual(await ids(`?workflow_uuid=${f.workflowUuid}`), [toOther, early]);
+      assert.deepEqual(await ids(`?phone_number=${encodeURIComponent('+1 (202) 555-0123')}`), [bySecond, early]);
+      assert.deepEqual(await ids('?created_after=2026-03-01T10:01:00Z'), [bySecond, toOther]);
+      assert.deepEqual(await ids('?created_before=2026-03-01T10:01:00Z'), [early]);
+      assert.deepEqual(await ids('?created_after=2026-03-01T10:00:30Z&created_before=2026-03-01T10:01:30Z'), [toOther]);
+      assert.deepEqual(await ids('?state=queued&phone_number=%2B12025550123&created_after=2026-03-01T10:01:00Z'), [bySecond]);
+      const otherOrg = await createOrgFixture(env.deps, 'Other');
+      assert.deepEqual((await list(env, otherOrg.apiKey, `?workflow_uuid=${second.workflow_uuid}`)).data, [], 'another organization\'s workflow matches none of its runs');
+    });
+
+    it('refuses a malformed filter with a 422 problem naming the parameter', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps);
+      for (const [query, pointer] of [
+        ['?state=ringing_twice', 'state'],
+        ['?limit=0', 'limit'],
+        ['?limit=101', 'limit'],
+        ['?after=-1', 'after'],
+        ['?created_after=yesterday', 'created_after'],
+        ['?workflow_uuid=not-a-uuid', 'workflow_uuid'],
+        ['?campaign_id=1', 'campaign_id'],
+      ] as const) {
+        const response = await getJson(env.app, `${LIST}${query}`, f.apiKey);
+        assert.equal(response.statusCode, 422, `${query}: ${response.body}`);
+        assert.match(String(response.headers['content-type']), /^application\/problem\+json/);
+        const problem = response.json() as { code: string; errors: { pointer: string }[] };
+        assert.equal(problem.code, 'validation_failed');
+        assert.ok(JSON.stringify(problem.errors).includes(pointer), `${query}: ${JSON.stringify(problem.errors)}`);
+      }
+    });
+
+    it('is served by an index for each filter on this store (the plan names it)', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps);
+      const plan = (filter: Parameters<typeof explainRunPage>[2]) => explainRunPage(env.deps.store, f.orgId, filter, 51);
+      assert.match(await plan({}), /workflow_runs_org_idx/);
+      assert.match(await plan({ beforeId: 100 }), /workflow_runs_org_idx/);
+      assert.match(await plan({ state: 'completed' }), /workflow_runs_org_idx/);
+      assert.match(await plan({ phoneNumber: '+12025550123' }), /workflow_runs_org_phone_idx/);
+      assert.match(await plan({ workflowId: 1 }), /workflow_runs_org_workflow_idx/);
+      assert.match(await plan({ createdAfter: Date.now() - 3_600_000 }), /workflow_runs_org_(created_)?idx/);
+      for (const filter of [{}, { phoneNumber: '+12025550123' }, { workflowId: 1 }]) {
+        assert.doesNotMatch(await plan(filter), /SCAN (r|workflow_runs)\b(?! USING)|Seq Scan on workflow_runs/, `no full scan of the runs for ${JSON.stringify(filter)}`);
+      }
+    });
+  });
+
+  describe(`GET /api/v1/public/workflows and /telephony-configurations (${store.kind})`, { skip: store.skip }, () => {
+    it('lists the organization\'s workflows with their published and draft versions and agent UUIDs, and only its own', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps, 'Acme');
+      await createOrgFixture(env.deps, 'Other');
+      const response = await getJson(env.app, '/api/v1/public/workflows', f.apiKey);
+      assert.equal(response.statusCode, 200, response.body);
+      const { data } = response.json() as { data: { workflow_uuid: string; name: string; published_version: number | null; draft_version: number | null; agent_uuids: string[]; draft_agent_uuids: string[] }[] };
+      assert.deepEqual(
+        data.map((w) => [w.workflow_uuid, w.name, w.published_version, w.draft_version, w.agent_uuids, w.draft_agent_uuids]),
+        [[f.workflowUuid, 'Acme agent', 1, null, [f.agentUuid], []]],
+      );
+    });
+
+    it('lists the telephony configurations without any credential, secret or provider setting', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const sid = 'AC0123456789abcdef0123456789abcdef';
+      const token = 'secret-auth-token-0123456789abcdef';
+      await createTelephonyConfiguration(env.deps.store, env.deps.cipher, { orgId: f.orgId, name: 'Twilio', provider: 'twilio', callerIds: ['+12025550100'], credentials: { account_sid: sid, auth_token: token } }, Date.now());
+      const response = await getJson(env.app, '/api/v1/public/telephony-configurations', f.apiKey);
+      assert.equal(response.statusCode, 200, response.body);
+      for (const secret of [sid, token, '"credentials', 'encrypted', 'auth_token', '"settings"', 'account_sid']) assert.ok(!response.body.includes(secret), `${secret} is not in the answer`);
+      const { data } = response.json() as { data: Record<string, unknown>[] };
+      assert.deepEqual(data.map((c) => [c.name, c.provider, c.has_credentials, c.is_default]), [['Simulator', 'simulator', false, true], ['Twilio', 'twilio', true, false]]);
+      for (const c of data) assert.deepEqual(Object.keys(c).sort(), ['caller_ids', 'calls_per_second', 'has_credentials', 'id', 'is_default', 'max_concurrent_calls', 'name', 'provider', 'status']);
+    });
+  });
+
+  describe(`GET /api/v1/public/stats (${store.kind})`, { skip: store.skip }, () => {
+    it('counts the runs created since a time by state and outcome, and what is queued and live on each route now', async (t) => {
+      const clock = manualClock(Date.parse('2026-03-01T10:00:00Z'));
+      const env = await build(t, store.kind, { clock });
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const old = await call(env, f, '+12025550123');
+      clock.at += 2 * 3_600_000;
+      const a = await call(env, f, '+12025550123');
+      await call(env, f, '+12025550124');
+      await call(env, f, '+12025550125');
+      assert.equal((await env.app.inject({ method: 'POST', url: `${LIST}/${a}/cancel`, headers: { 'x-api-key': f.apiKey } })).statusCode, 200);
+      // One run live on the route: claimed and dialing, as a dispatcher leaves it.
+      await env.deps.store.db.updateTable('workflow_runs').set({ state: 'dialing', deadline_at: clock.now() + 60_000 }).where('id', '=', old).execute();
+
+      const response = await getJson(env.app, '/api/v1/public/stats', f.apiKey);
+      assert.equal(response.statusCode, 200, response.body);
+      const stats = response.json() as { since: string; total: number; by_state: Record<string, number>; by_outcome: { state: string; outcome_reason: string | null; count: number }[]; routes: { telephony_configuration_id: number; queued: number; live: number }[] };
+      assert.equal(stats.since, new Date(clock.now() - 3_600_000).toISOString(), 'the last hour by default');
+      assert.equal(stats.total, 3, 'the run created two hours ago is not counted');
+      assert.equal(stats.by_state.queued, 2);
+      assert.equal(stats.by_state.canceled, 1);
+      assert.equal(stats.by_state.completed, 0);
+      assert.deepEqual(stats.by_outcome.map((o) => [o.state, o.count]), [['queued', 2], ['canceled', 1]]);
+      assert.deepEqual(stats.routes.map((r) => [r.telephony_configuration_id, r.queued, r.live]), [[f.telephonyId, 2, 1]]);
+
+      const wider = (await getJson(env.app, `/api/v1/public/stats?since=${encodeURIComponent('2026-03-01T09:00:00Z')}`, f.apiKey)).json() as { total: number };
+      assert.equal(wider.total, 4);
+      const bad = await getJson(env.app, '/api/v1/public/stats?since=an-hour-ago', f.apiKey);
+      assert.equal(bad.statusCode, 422);
+    });
+  });
+}

@@ -1,0 +1,263 @@
+// The console in a real browser (Debian's chromium, headless): signing in, following calls live,
+// a call's page, cancelling, text that looks like HTML, a wrong key, two widths, and the stream
+// resuming across a node restart.
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import type { TestContext } from 'node:test';
+import pino from 'pino';
+import type { BrowserContext, Page } from 'puppeteer-core';
+import { buildApp } from '../src/app.js';
+import { buildDeps } from '../src/deps.js';
+import { postJson, testConfig, type TestEnv } from './helpers/app.js';
+import { ARTIFACTS, chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from './helpers/browser.js';
+import { buildWithDispatcher } from './helpers/dispatch.js';
+import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
+import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
+import { createTestDatabase, openTestStore } from './helpers/stores.js';
+import { after, before, describe, it } from './helpers/suite.js';
+
+/** Calls long enough that a row is seen live before it ends. */
+const VISIBLE_CALLS = { SIMULATOR_RING_MS: '800', SIMULATOR_TALK_MS: '800', MAX_CALL_DURATION_MS: '20000', RING_TIMEOUT_MS: '20000', STREAM_POLL_INTERVAL_MS: '50' };
+
+let chrome: BrowserHandle | undefined;
+
+async function openPage(t: TestContext): Promise<{ page: Page; problems: string[] }> {
+  assert.ok(chrome);
+  const context: BrowserContext = await chrome.browser.createBrowserContext();
+  t.after(() => context.close());
+  const page = await context.newPage();
+  await page.setViewport({ width: 1280, height: 800 });
+  return { page, problems: watchProblems(page) };
+}
+
+async function serve(t: TestContext, options: { dispatch?: boolean; env?: Record<string, string> } = {}): Promise<{ env: TestEnv; url: string; f: OrgFixture }> {
+  const env = await buildWithDispatcher(t, 'sqlite', { env: { ...VISIBLE_CALLS, ...options.env }, start: options.dispatch !== false });
+  const url = await env.app.listen({ host: '127.0.0.1', port: 0 });
+  return { env, url, f: await createOrgFixture(env.deps) };
+}
+
+async function signIn(page: Page, url: string, key: string): Promise<void> {
+  await page.goto(`${url}/console`);
+  await page.locator('::-p-aria(API key)').fill(key);
+  await page.locator('::-p-aria([name="Sign in"][role="button"])').click();
+}
+
+async function call(env: TestEnv, f: OrgFixture, phone: string, context?: Record<string, unknown>): Promise<{ id: number; name: string }> {
+  const response = await postJson(env.app, PATHS.initiateCall(f.agentUuid), { phone_number: phone, ...(context ? { initial_context: context } : {}) }, { key: f.apiKey });
+  assert.equal(response.statusCode, 200, response.body);
+  const body = response.json() as { workflow_run_id: number; workflow_run_name: string };
+  return { id: body.workflow_run_id, name: body.workflow_run_name };
+}
+
+const rowState = (page: Page, id: number) => page.$eval(`tr[data-run-id="${id}"] .state`, (el) => el.textContent).catch(() => null);
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  for (const [width, height] of [[1280, 800], [390, 844]] as const) {
+    await page.setViewport({ width, height });
+    await page.screenshot({ path: new URL(`console-${name}-${width}.png`, ARTIFACTS).pathname as `${string}.png`, fullPage: true });
+  }
+  await page.setViewport({ width: 1280, height: 800 });
+}
+
+describe('The console in a browser', { skip: chromiumSkip() }, () => {
+  before(async () => {
+    chrome = await launchBrowser();
+  });
+  after(async () => {
+    await chrome?.close();
+  });
+
+  it('signs in with an API key kept in session storage only: never in the URL, a cookie or the page', async (t) => {
+    const { url, f } = await serve(t);
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Console"][role="navigation"])').wait();
+    assert.equal(await page.evaluate("sessionStorage.getItem('dialtone.apiKey')"), f.apiKey);
+    assert.equal(await page.evaluate('document.cookie'), '');
+    assert.ok(!page.url().includes(f.apiKey));
+    assert.ok(!(await page.content()).includes(f.apiKey), 'the key is not shown');
+    await page.locator('::-p-text(Live)').wait();
+    assert.deepEqual(problems, []);
+  });
+
+  it('shows an error and nothing else for a wrong key', async (t) => {
+    const { url } = await serve(t);
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, 'dt_live_wrong');
+    const alert = await page.locator('[role="alert"]').waitHandle();
+    assert.match((await alert.evaluate((el) => el.textContent)) ?? '', /not accepted/);
+    assert.equal(await page.$('nav'), null, 'no navigation');
+    assert.equal(await page.$('table'), null, 'no data');
+    assert.equal(await page.evaluate("sessionStorage.getItem('dialtone.apiKey')"), null, 'nothing kept');
+    // The 401 the browser logs for the refused key is the only console message.
+    assert.ok(problems.every((p) => p.includes('401')), problems.join('\n'));
+  });
+
+  it('follows a call started elsewhere in the Calls table, its row going to completed without a reload', async (t) => {
+    const { env, url, f } = await serve(t);
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Calls"][role="heading"])').wait();
+    await page.locator('::-p-text(Live)').wait();
+    await page.evaluate('window.notReloaded = true');
+    const run = await call(env, f, '+12025550100');
+    await page.waitForSelector(`tr[data-run-id="${run.id}"]`);
+    assert.equal(await page.$eval(`tr[data-run-id="${run.id}"] a`, (el) => el.textContent), run.name);
+    const seen = new Set<string>();
+    const deadline = Date.now() + 15_000;
+    for (let state = await rowState(page, run.id); state !== 'completed'; state = await rowState(page, run.id)) {
+      if (state) seen.add(state);
+      assert.ok(Date.now() < deadline, `the row reaches completed (seen: ${[...seen].join(', ')})`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    assert.ok([...seen].some((s) => s !== 'completed'), `the row was seen before it ended (${[...seen].join(', ')})`);
+    assert.equal(await page.$eval(`tr[data-run-id="${run.id}"] .state`, (el) => el.className), 'state state-completed', 'state as colour too');
+    assert.equal(await page.evaluate('window.notReloaded'), true, 'no reload');
+    // A few more outcomes for the screenshot.
+    const others = [await call(env, f, '+12025550101'), await call(env, f, '+12025550103'), await call(env, f, '+12025550104')];
+    await page.waitForFunction(`${JSON.stringify(others.map((o) => o.id))}.every((id) => ['busy', 'rejected', 'failed'].includes(document.querySelector('tr[data-run-id="' + id + '"] .state')?.textContent))`, { timeout: 15_000 });
+    await screenshot(page, 'calls');
+    assert.deepEqual(problems, []);
+  });
+
+  it('starts a test call from the Test call page, lands on its page and sees its timeline reach completed', async (t) => {
+    const { url, f } = await serve(t);
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Test call"][role="link"])').click();
+    await page.locator('::-p-aria(Agent)').wait();
+    await page.waitForFunction("document.querySelector('#agent')?.value !== ''");
+    await page.locator('::-p-aria(Phone number)').fill('+12025550100');
+    await page.locator('::-p-aria(Initial context (JSON object, optional))').fill('{"name": "Ada"}');
+    await page.locator('::-p-aria([name="Start test call"][role="button"])').click();
+    await page.waitForFunction(String.raw`/^\/console\/runs\/\d+$/.test(location.pathname)`);
+    await page.waitForFunction(`document.querySelector('[data-testid="run-state"]')?.textContent === 'completed'`, { timeout: 15_000 });
+    const timeline = await page.$$eval('[data-testid="timeline"] li .state', (els) => els.map((el) => el.textContent));
+    assert.deepEqual(timeline, ['queued', 'dialing', 'ringing', 'in progress', 'completed']);
+    assert.match((await page.$eval('h1', (el) => el.textContent)) ?? '', /^WR-TEST-\d+$/);
+    assert.equal(await page.$eval('[data-testid="run-outcome"]', (el) => el.textContent), 'hangup');
+    assert.equal(await page.$eval('[data-testid="definition-version"]', (el) => el.textContent), '1');
+    assert.match((await page.$eval('[data-testid="initial-context"]', (el) => el.textContent)) ?? '', /"name": "Ada"/);
+    assert.equal(await page.$('::-p-aria([name="Cancel call"][role="button"])'), null, 'no Cancel once it ended');
+    await screenshot(page, 'call');
+    assert.deepEqual(problems, []);
+  });
+
+  it('cancels a queued call with its Cancel call button', async (t) => {
+    const { env, url, f } = await serve(t, { dispatch: false });
+    const run = await call(env, f, '+12025550100');
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator(`::-p-aria([name="${run.name}"][role="link"])`).click();
+    await page.waitForFunction(`document.querySelector('[data-testid="run-state"]')?.textContent === 'queued'`);
+    await page.locator('::-p-aria([name="Cancel call"][role="button"])').click();
+    await page.waitForFunction(`document.querySelector('[data-testid="run-state"]')?.textContent === 'canceled'`);
+    await page.waitForFunction(`!document.querySelector('button.danger')`);
+    const stored = await env.app.inject({ method: 'GET', url: `/api/v1/public/workflow-runs/${run.id}`, headers: { 'x-api-key': f.apiKey } });
+    assert.equal((stored.json() as { state: string }).state, 'canceled');
+    assert.deepEqual(problems, []);
+  });
+
+  it('shows an initial_context holding HTML as text: no element is made of it and no handler runs', async (t) => {
+    const { env, url, f } = await serve(t, { dispatch: false });
+    const payload = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>';
+    const run = await call(env, f, '+12025550100', { name: payload });
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Console"][role="navigation"])').wait();
+    await page.goto(`${url}/console/runs/${run.id}`);
+    await page.waitForSelector('[data-testid="initial-context"]');
+    assert.ok(((await page.$eval('[data-testid="initial-context"]', (el) => el.textContent)) ?? '').includes(JSON.stringify(payload).slice(1, -1)));
+    assert.equal(await page.$$eval('img, main script', (els) => els.length), 0, 'no img or script element');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(await page.evaluate('window.pwned'), undefined, 'no handler ran');
+    assert.deepEqual(problems, []);
+  });
+
+  it('is usable with the keyboard alone: sign in, move between pages, open a call', async (t) => {
+    const { env, url, f } = await serve(t, { dispatch: false });
+    const run = await call(env, f, '+12025550100');
+    const { page, problems } = await openPage(t);
+    await page.goto(`${url}/console`);
+    const focused = () => page.evaluate('document.activeElement?.id || document.activeElement?.textContent');
+    for (let i = 0; i < 5 && (await focused()) !== 'api-key'; i++) await page.keyboard.press('Tab');
+    assert.equal(await focused(), 'api-key', 'Tab reaches the key field');
+    await page.keyboard.type(f.apiKey);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector(`tr[data-run-id="${run.id}"]`);
+    for (let i = 0; i < 40 && (await focused()) !== run.name; i++) await page.keyboard.press('Tab');
+    assert.equal(await focused(), run.name, 'Tab reaches the run\'s link');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(`document.querySelector('[data-testid="run-state"]')?.textContent === 'queued'`);
+    for (let i = 0; i < 40 && (await focused()) !== 'Cancel call'; i++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(`document.querySelector('[data-testid="run-state"]')?.textContent === 'canceled'`);
+    assert.deepEqual(problems, []);
+  });
+
+  it('shows the overview (calls by state, queue and live calls per route) and manages webhook endpoints: create with the secret shown once, rotate, retry a call\'s delivery', async (t) => {
+    const receiver = await startReceiver(t);
+    const { env, url, f } = await serve(t, { env: { ...WEBHOOK_TEST_ENV, SIMULATOR_RING_MS: '20', SIMULATOR_TALK_MS: '20' } });
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Webhook endpoints"][role="link"])').click();
+    await page.locator('::-p-aria(Endpoint URL)').fill(receiver.url);
+    await page.locator('::-p-aria([name="Create endpoint"][role="button"])').click();
+    const secret = await page.locator('[data-testid="webhook-secret"]').map((el) => el.textContent).wait();
+    assert.match(secret ?? '', /^whsec_/);
+    await page.locator('::-p-aria([name="I have stored it"][role="button"])').click();
+    await page.locator('::-p-aria([name="Rotate secret"][role="button"])').click();
+    await page.waitForFunction(`(document.querySelector('[data-testid="webhook-secret"]')?.textContent ?? '').startsWith('whsec_')`);
+    assert.notEqual(await page.$eval('[data-testid="webhook-secret"]', (el) => el.textContent), secret, 'a new secret');
+
+    const run = await call(env, f, '+12025550100');
+    await receiver.waitFor((r) => r.some((m) => m.json.type === 'run.ended'));
+    await page.locator('::-p-aria([name="Overview"][role="link"])').click();
+    await page.waitForFunction(`[...document.querySelectorAll('.chart li')].some((li) => li.textContent.includes('completed') && li.textContent.trim().endsWith('1'))`, { timeout: 10_000 });
+    assert.equal(await page.$eval('[data-testid="route-queued"]', (el) => el.textContent), '0');
+    assert.equal(await page.$eval('[data-testid="route-live"]', (el) => el.textContent), '0');
+    await screenshot(page, 'overview');
+
+    await page.goto(`${url}/console/runs/${run.id}`);
+    await page.waitForSelector('button[aria-label^="Retry delivery"]');
+    const before = receiver.received.length;
+    await page.locator('button[aria-label^="Retry delivery"]').click();
+    await receiver.waitFor((r) => r.length > before);
+    assert.deepEqual(problems, []);
+  });
+
+  it('reconnects its stream when the node restarts and resumes from the last event id: a change made while the node was down reaches the page', async (t) => {
+    const database = await createTestDatabase('sqlite');
+    const node = async () => {
+      const store = openTestStore(database);
+      const deps = buildDeps(testConfig(database.url, { STREAM_POLL_INTERVAL_MS: '50' }), { store, logger: pino({ level: 'silent' }) });
+      const app = await buildApp(deps);
+      return { app, deps, close: async () => { await app.close(); await deps.rateLimits.close(); await store.close(); } };
+    };
+    const first = await node();
+    t.after(() => database.drop());
+    const { migrateToLatest } = await import('../src/store/migrate.js');
+    await migrateToLatest(first.deps.store);
+    const f = await createOrgFixture(first.deps);
+    const url = await first.app.listen({ host: '127.0.0.1', port: 0 });
+    const port = Number(new URL(url).port);
+    const run = await call(first, f, '+12025550100');
+    const { page } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.waitForSelector(`tr[data-run-id="${run.id}"]`);
+    await page.locator('::-p-text(Live)').wait();
+    assert.equal(await rowState(page, run.id), 'queued');
+
+    await first.close();
+    await page.locator('::-p-text(Reconnecting…)').wait();
+    // While no node serves the page, the run is canceled through another node's API.
+    const second = await node();
+    t.after(() => second.close());
+    assert.equal((await second.app.inject({ method: 'POST', url: `/api/v1/public/workflow-runs/${run.id}/cancel`, headers: { 'x-api-key': f.apiKey } })).statusCode, 200);
+    await second.app.listen({ host: '127.0.0.1', port });
+    // The row is one the page already shows: it changes only through the resent event.
+    await page.waitForFunction(`document.querySelector('tr[data-run-id="${run.id}"] .state')?.textContent === 'canceled'`, { timeout: 15_000 });
+    await page.locator('::-p-text(Live)').wait();
+  });
+});

@@ -1,0 +1,60 @@
+// /console as HTTP serves it: the app's page for every console path, its static files from the
+// package, strict security headers on all of them, and a JavaScript budget.
+import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
+import { CONSOLE_CSP } from '../src/http/routes/console.js';
+import { build } from './helpers/app.js';
+import { describe, it } from './helpers/suite.js';
+
+describe('GET /console', () => {
+  it('answers the app\'s page for every console path, with a strict Content-Security-Policy, X-Frame-Options DENY and nosniff', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    for (const url of ['/console', '/console/', '/console/runs/42', '/console/test-call', '/console/overview', '/console/webhooks']) {
+      const response = await app.inject({ method: 'GET', url });
+      assert.equal(response.statusCode, 200, url);
+      assert.match(String(response.headers['content-type']), /^text\/html/);
+      assert.equal(response.headers['content-security-policy'], CONSOLE_CSP);
+      assert.equal(response.headers['x-frame-options'], 'DENY');
+      assert.equal(response.headers['x-content-type-options'], 'nosniff');
+      assert.equal(response.headers['referrer-policy'], 'no-referrer');
+      assert.match(response.body, /<script type="module" src="\/console\/assets\/app\.js"><\/script>/);
+    }
+    for (const directive of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"]) {
+      assert.ok(CONSOLE_CSP.split('; ').includes(directive), directive);
+    }
+    assert.doesNotMatch(CONSOLE_CSP, /unsafe-inline|unsafe-eval|https?:|\*/, 'no inline code, no eval, no other origin');
+  });
+
+  it('has no inline script, inline style or handler attribute in its page, and refers to nothing outside /console/assets', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const html = (await app.inject({ method: 'GET', url: '/console' })).body;
+    assert.doesNotMatch(html, /<script(?![^>]*\ssrc=)[^>]*>/, 'every script has a src');
+    assert.doesNotMatch(html, /<style|\sstyle=|\son[a-z]+=/i);
+    for (const [, url] of html.matchAll(/(?:src|href)="([^"]+)"/g)) assert.match(url ?? '', /^\/console\/assets\//);
+  });
+
+  it('serves its files from the package with their types and the same headers, a 404 problem for anything else, and imports nothing from the network', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const scripts = ['app.js', 'api.js', 'calls.js', 'pages.js', 'ui.js', 'vendor-htm-preact.js'];
+    let gzipped = 0;
+    for (const name of [...scripts, 'console.css', 'favicon.svg']) {
+      const response = await app.inject({ method: 'GET', url: `/console/assets/${name}` });
+      assert.equal(response.statusCode, 200, name);
+      assert.equal(response.headers['content-security-policy'], CONSOLE_CSP);
+      assert.equal(response.headers['x-frame-options'], 'DENY');
+      assert.match(String(response.headers['content-type']), name.endsWith('.js') ? /^text\/javascript/ : name.endsWith('.css') ? /^text\/css/ : /^image\/svg\+xml/);
+      if (name.endsWith('.js')) {
+        gzipped += gzipSync(response.rawPayload).length;
+        for (const [, specifier] of response.body.matchAll(/(?:^|[;\s])import\s[^'"]*['"]([^'"]+)['"]/g)) assert.match(specifier ?? '', /^\.\/[a-z-]+\.js$/, `${name} imports ${specifier} from beside itself`);
+        // The app's own code renders every value as text: it never hands a string to the HTML parser.
+        if (name !== 'vendor-htm-preact.js') assert.doesNotMatch(response.body, /innerHTML|dangerouslySetInnerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/, `${name} never writes HTML`);
+      }
+    }
+    assert.ok(gzipped < 150 * 1024, `the console's JavaScript is ${gzipped} bytes gzipped, under 150 KB`);
+    const missing = await app.inject({ method: 'GET', url: '/console/assets/../../package.json' });
+    assert.notEqual(missing.statusCode, 200);
+    const unknown = await app.inject({ method: 'GET', url: '/console/assets/nope.js' });
+    assert.equal(unknown.statusCode, 404);
+    assert.match(String(unknown.headers['content-type']), /^application\/problem\+json/);
+  });
+});

@@ -1,0 +1,256 @@
+// GET /api/v1/public/stream: the organization's run events as Server-Sent Events, resumable by
+// event id, with a heartbeat, a bounded buffer per connection, and events from other nodes.
+import assert from 'node:assert/strict';
+import type { TestContext } from 'node:test';
+import pino from 'pino';
+import { buildApp } from '../src/app.js';
+import { buildDeps } from '../src/deps.js';
+import { build, postJson, testConfig, type TestEnv } from './helpers/app.js';
+import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
+import { SseClient } from './helpers/sse-client.js';
+import { createTestDatabase, openTestStore, storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
+
+const FAST_STREAM = { STREAM_POLL_INTERVAL_MS: '20', MAX_QUEUED_RUNS_PER_ORG: '100000' };
+
+async function listen(env: Pick<TestEnv, 'app'>): Promise<string> {
+  return env.app.listen({ host: '127.0.0.1', port: 0 });
+}
+
+async function call(env: Pick<TestEnv, 'app'>, f: OrgFixture): Promise<number> {
+  const response = await postJson(env.app, PATHS.initiateCall(f.agentUuid), { phone_number: '+12025550123' }, { key: f.apiKey });
+  assert.equal(response.statusCode, 200, response.body);
+  return (response.json() as { workflow_run_id: number }).workflow_run_id;
+}
+
+async function cancel(env: Pick<TestEnv, 'app'>, f: OrgFixture, runId: number): Promise<void> {
+  const response = await env.app.inject({ method: 'POST', url: `/api/v1/public/workflow-runs/${runId}/cancel`, headers: { 'x-api-key': f.apiKey } });
+  assert.equal(response.statusCode, 200, response.body);
+}
+
+/** The organization's event ids in the store, in order. */
+async function storedEventIds(env: Pick<TestEnv, 'deps'>, orgId: number, afterId = 0): Promise<number[]> {
+  const rows = await env.deps.store.db
+    .selectFrom('run_events as e')
+    .innerJoin('workflow_runs as r', 'r.id', 'e.run_id')
+    .select('e.id')
+    .where('r.org_id', '=', orgId)
+    .where('e.id', '>', afterId)
+    .orderBy('e.id')
+    .execute();
+  return rows.map((r) => Number(r.id));
+}
+
+function open(t: TestContext, url: string, key: string, options: Parameters<typeof SseClient.open>[2] = {}): Promise<SseClient> {
+  return SseClient.open(url, key, options).then((client) => {
+    t.after(() => client.close());
+    return client;
+  });
+}
+
+for (const store of await storeCases()) {
+  describe(`GET /api/v1/public/stream (${store.kind})`, { skip: store.skip }, () => {
+    it('starts with a ready message carrying its starting id, then sends each of the organization\'s run events as it is written, never another organization\'s', async (t) => {
+      const env = await build(t, store.kind, { env: FAST_STREAM });
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const other = await createOrgFixture(env.deps, 'Other');
+      await call(env, f); // before the stream: not sent
+      const client = await open(t, url, f.apiKey);
+      assert.equal(client.status, 200);
+      assert.match(String(client.response.headers['content-type']), /^text\/event-stream/);
+      assert.equal(client.response.headers['cache-control'], 'no-store');
+      await client.waitFor(() => client.messages.length >= 1);
+      const ready = client.messages[0];
+      assert.equal(ready?.event, 'ready');
+      const [startId] = await storedEventIds(env, f.orgId);
+      assert.equal(ready?.id, startId, 'it starts after the last event written before it');
+
+      await call(env, other);
+      const runId = await call(env, f);
+      await cancel(env, f, runId);
+      await client.waitFor(() => client.runEvents.length >= 2);
+      assert.deepEqual(client.runEvents.map((e) => [e.run_id, e.seq, e.type]), [[runId, 1, 'queued'], [runId, 2, 'canceled']]);
+      assert.match(client.runEvents[0]?.run_name ?? '', /^WR-API-\d+$/);
+      const ids = client.messages.filter((m) => m.event === 'run').map((m) => m.id);
+      assert.deepEqual(ids, await storedEventIds(env, f.orgId, startId), 'each message\'s id is its event\'s id');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(client.runEvents.length, 2, 'nothing of the other organization\'s');
+    });
+
+    it('resumes after Last-Event-ID (header or last_event_id query) with every event after it, none missing or repeated, then the live ones', async (t) => {
+      const env = await build(t, store.kind, { env: FAST_STREAM });
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps, 'Acme');
+      for (let i = 0; i < 6; i++) await cancel(env, f, await call(env, f));
+      const all = await storedEventIds(env, f.orgId);
+      assert.equal(all.length, 12);
+      const from = all[4] as number;
+      for (const options of [{ lastEventId: from }, { query: `?last_event_id=${from}` }]) {
+        const client = await open(t, url, f.apiKey, options);
+        await client.waitFor(() => client.runEvents.length >= 7, 5_000, 'the backlog');
+        assert.equal(client.messages[0]?.event, 'ready');
+        assert.equal(client.messages[0]?.id, from);
+        const live = await call(env, f);
+        await client.waitFor(() => client.runEvents.some((e) => e.run_id === live), 5_000, 'the live event');
+        const now = await storedEventIds(env, f.orgId, from);
+        assert.deepEqual(client.messages.filter((m) => m.event === 'run').map((m) => m.id), now, 'every event after the cursor, in order, once');
+        client.close();
+      }
+    });
+
+    it('sends a heartbeat comment every STREAM_HEARTBEAT_MS while nothing happens', async (t) => {
+      const env = await build(t, store.kind, { env: { ...FAST_STREAM, STREAM_HEARTBEAT_MS: '40' } });
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps);
+      const client = await open(t, url, f.apiKey);
+      await client.waitFor(() => client.comments.filter((c) => c === 'heartbeat').length >= 3, 2_000, 'three heartbeats');
+      assert.equal(client.runEvents.length, 0);
+    });
+
+    it('refuses a malformed Last-Event-ID and a missing key with problem+json, before streaming anything', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps);
+      const bad = await env.app.inject({ method: 'GET', url: '/api/v1/public/stream', headers: { 'x-api-key': f.apiKey, 'last-event-id': 'yesterday' } });
+      assert.equal(bad.statusCode, 422);
+      assert.match(String(bad.headers['content-type']), /^application\/problem\+json/);
+      const keyless = await env.app.inject({ method: 'GET', url: '/api/v1/public/stream' });
+      assert.equal(keyless.statusCode, 401);
+    });
+
+    it('answers 503 with Retry-After past STREAM_MAX_CONNECTIONS streams on the node, and serves again once one closes', async (t) => {
+      const env = await build(t, store.kind, { env: { ...FAST_STREAM, STREAM_MAX_CONNECTIONS: '1' } });
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps);
+      const first = await open(t, url, f.apiKey);
+      await first.waitFor(() => first.messages.length >= 1);
+      const refused = await fetch(`${url}/api/v1/public/stream`, { headers: { 'x-api-key': f.apiKey } });
+      assert.equal(refused.status, 503);
+      assert.match(refused.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      assert.equal(refused.headers.get('retry-after'), '5');
+      await refused.text();
+      first.close();
+      await first.ended;
+      const deadline = Date.now() + 5_000;
+      for (;;) {
+        const again = await open(t, url, f.apiKey);
+        if (again.status === 200) break;
+        again.close();
+        assert.ok(Date.now() < deadline, 'a stream is served again');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    });
+
+    it('disconnects a reader that leaves more than STREAM_MAX_BUFFER_BYTES unread, and that reader loses nothing by resuming from its last id', async (t) => {
+      const lines: string[] = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+      const env = await build(t, store.kind, { env: { ...FAST_STREAM, STREAM_MAX_BUFFER_BYTES: '4096' }, logger });
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps);
+      const runId = await call(env, f);
+      const client = await open(t, url, f.apiKey);
+      await client.waitFor(() => client.messages.length >= 1);
+      client.pause();
+      // Far more than the kernel's socket buffers hold: events of 2 KiB each, 16 MiB in all.
+      const note = 'x'.repeat(2048);
+      for (let batch = 0; batch < 16; batch++) {
+        const rows = Array.from({ length: 512 }, (_, i) => ({ run_id: runId, seq: 100 + batch * 512 + i, type: 'note', at: Date.now(), data: JSON.stringify({ note }) }));
+        await env.deps.store.db.insertInto('run_events').values(rows).execute();
+      }
+      const deadline = Date.now() + 20_000;
+      while (!lines.some((l) => l.includes('disconnected a reader that fell behind'))) {
+        assert.ok(Date.now() < deadline, 'the slow reader is disconnected');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      client.resume();
+      await client.ended;
+      const got = client.messages.filter((m) => m.event === 'run').map((m) => m.id as number);
+      const all = await storedEventIds(env, f.orgId, client.messages[0]?.id);
+      assert.ok(got.length < all.length, `the stream was cut short (${got.length} of ${all.length})`);
+      assert.deepEqual(got, all.slice(0, got.length), 'what it got came in order without a gap');
+      const resumed = await open(t, url, f.apiKey, { lastEventId: client.lastId as number });
+      await resumed.waitFor(() => resumed.runEvents.length >= all.length - got.length, 20_000, 'the rest');
+      assert.deepEqual([...got, ...resumed.messages.filter((m) => m.event === 'run').map((m) => m.id)], all, 'with the resumed stream, every event exactly once');
+    });
+  });
+}
+
+describe('GET /api/v1/public/stream on PostgreSQL, where event ids can become visible out of order', { skip: (await storeCases()).find((c) => c.kind === 'postgres')?.skip ?? false }, () => {
+  const insertEvent = (db: TestEnv['deps']['store']['db'], runId: number, seq: number) =>
+    db.insertInto('run_events').values({ run_id: runId, seq, type: 'note', at: Date.now(), data: JSON.stringify({ seq }) }).returning('id').executeTakeFirstOrThrow();
+
+  it('holds back an event whose lower id belongs to a transaction still open, then sends both in id order once it commits', async (t) => {
+    const env = await build(t, 'postgres', { env: { ...FAST_STREAM, STREAM_GAP_WAIT_MS: '10000' } });
+    const url = await listen(env);
+    const f = await createOrgFixture(env.deps);
+    const runId = await call(env, f);
+    const client = await open(t, url, f.apiKey);
+    await client.waitFor(() => client.messages.length >= 1);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let drawn = (_id: number) => {};
+    const lowerId = new Promise<number>((resolve) => (drawn = resolve));
+    const slow = env.deps.store.db.transaction().execute(async (trx) => {
+      drawn(Number((await insertEvent(trx, runId, 100)).id));
+      await held;
+    });
+    const lower = await lowerId;
+    const higher = Number((await insertEvent(env.deps.store.db, runId, 101)).id);
+    assert.ok(higher > lower);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.deepEqual(client.runEvents.filter((e) => e.seq >= 100), [], 'nothing past the open transaction\'s id yet');
+    release();
+    await slow;
+    await client.waitFor(() => client.runEvents.filter((e) => e.seq >= 100).length === 2, 5_000, 'both events');
+    assert.deepEqual(client.runEvents.filter((e) => e.seq >= 100).map((e) => [e.id, e.seq]), [[lower, 100], [higher, 101]]);
+  });
+
+  it('passes an id whose transaction rolled back once STREAM_GAP_WAIT_MS has gone by', async (t) => {
+    const env = await build(t, 'postgres', { env: { ...FAST_STREAM, STREAM_GAP_WAIT_MS: '200' } });
+    const url = await listen(env);
+    const f = await createOrgFixture(env.deps);
+    const runId = await call(env, f);
+    const client = await open(t, url, f.apiKey);
+    await client.waitFor(() => client.messages.length >= 1);
+    await env.deps.store.db
+      .transaction()
+      .execute(async (trx) => {
+        await insertEvent(trx, runId, 100);
+        throw new Error('roll back');
+      })
+      .catch(() => undefined);
+    const after = Number((await insertEvent(env.deps.store.db, runId, 101)).id);
+    await client.waitFor(() => client.runEvents.some((e) => e.id === after), 5_000, 'the event after the hole');
+    assert.deepEqual(client.runEvents.filter((e) => e.seq >= 100).map((e) => e.seq), [101]);
+  });
+});
+
+describe('GET /api/v1/public/stream with several nodes on one PostgreSQL database', { skip: (await storeCases()).find((c) => c.kind === 'postgres')?.skip ?? false }, () => {
+  it('sends a stream on one node the events written through another node', async (t) => {
+    const database = await createTestDatabase('postgres');
+    const nodes: TestEnv[] = [];
+    for (let i = 0; i < 2; i++) {
+      const store = openTestStore(database);
+      const deps = buildDeps(testConfig(database.url, FAST_STREAM), { store, logger: pino({ level: 'silent' }) });
+      const app = await buildApp(deps);
+      nodes.push({ app, deps, close: async () => undefined });
+    }
+    t.after(async () => {
+      for (const node of nodes) {
+        await node.app.close();
+        await node.deps.rateLimits.close();
+        await node.deps.store.close();
+      }
+      await database.drop();
+    });
+    const [writer, reader] = nodes as [TestEnv, TestEnv];
+    const f = await createOrgFixture(writer.deps);
+    const url = await listen(reader);
+    const client = await open(t, url, f.apiKey);
+    await client.waitFor(() => client.messages.length >= 1);
+    const runId = await call(writer, f);
+    await cancel(writer, f, runId);
+    await client.waitFor(() => client.runEvents.length >= 2, 5_000, 'the other node\'s events');
+    assert.deepEqual(client.runEvents.map((e) => [e.run_id, e.type]), [[runId, 'queued'], [runId, 'canceled']]);
+  });
+});

@@ -1,0 +1,128 @@
+// baresip (Debian package baresip-core) as the callee: a real SIP user agent nobody here wrote,
+// answering automatically on 127.0.0.5 with ephemeral ports, its configuration written into a
+// temporary directory, and hung up on command through its ctrl_tcp module. Optional: without it
+// the tests that use it are skipped with the reason, unless DIALTONE_TEST_REQUIRE_BARESIP=1.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { createSocket } from 'node:dgram';
+
+export const BARESIP_ADDRESS = '127.0.0.5';
+/** The user part baresip answers for: the number the tests dial. */
+export const BARESIP_USER = '+12025550123';
+
+export function baresipSkip(): string | false {
+  const probe = spawnSync('baresip', ['-h'], { encoding: 'utf8' });
+  const reason = probe.error ? `baresip is not installed (${probe.error.message}); install the Debian package baresip-core` : false;
+  if (reason && process.env.DIALTONE_TEST_REQUIRE_BARESIP === '1') throw new Error(`${reason}; DIALTONE_TEST_REQUIRE_BARESIP=1 forbids skipping the baresip tests`);
+  if (reason) process.stderr.write(`# skipping baresip tests: ${reason}\n`);
+  return reason;
+}
+
+async function freePort(kind: 'tcp' | 'udp'): Promise<number> {
+  if (kind === 'tcp') {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, BARESIP_ADDRESS, resolve));
+    const { port } = server.address() as { port: number };
+    await new Promise((resolve) => server.close(resolve));
+    return port;
+  }
+  const socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, BARESIP_ADDRESS, resolve));
+  const { port } = socket.address();
+  await new Promise<void>((resolve) => socket.close(() => resolve()));
+  return port;
+}
+
+/** A mono 16-bit PCM WAV file of `seconds` of silence. */
+function silenceWav(rate: number, seconds: number): Buffer {
+  const data = rate * seconds * 2;
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0);
+  header.writeUInt32LE(36 + data, 4);
+  header.write('WAVEfmt ', 8);
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20); // PCM
+  header.writeUInt16LE(1, 22); // mono
+  header.writeUInt32LE(rate, 24);
+  header.writeUInt32LE(rate * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36);
+  header.writeUInt32LE(data, 40);
+  return Buffer.concat([header, Buffer.alloc(data)]);
+}
+
+export interface Baresip {
+  port: number;
+  output(): string;
+  /** Hangs up its call (ctrl_tcp "hangup"). */
+  hangUp(): Promise<void>;
+  /** Resolves when its output matches `pattern`. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+}
+
+export async function startBaresip(t: TestContext): Promise<Baresip> {
+  const dir = mkdtempSync(join(tmpdir(), 'dialtone-baresip-'));
+  const port = await freePort('udp');
+  const ctrlPort = await freePort('tcp');
+  const rtp = await freePort('udp');
+  writeFileSync(
+    join(dir, 'config'),
+    [
+      `sip_listen ${BARESIP_ADDRESS}:${port}`,
+      `net_interface ${BARESIP_ADDRESS}`,
+      'sip_trans_def udp',
+      'audio_player aufile,/dev/null',
+      // Its sine source needs 48 kHz; a file of silence at 8 kHz (PCMU's rate) needs no resampling.
+      `audio_source aufile,${join(dir, 'silence.wav')}`,
+      'audio_alert aufile,/dev/null',
+      'module_path /usr/lib/baresip/modules',
+      'module g711.so',
+      'module aufile.so',
+      'module ctrl_tcp.so',
+      'module account.so',
+      `ctrl_tcp_listen ${BARESIP_ADDRESS}:${ctrlPort}`,
+      `rtp_ports ${rtp}-${rtp + 1}`,
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(join(dir, 'silence.wav'), silenceWav(8000, 10));
+  writeFileSync(join(dir, 'accounts'), `<sip:${BARESIP_USER}@${BARESIP_ADDRESS}>;regint=0;answermode=auto\n`);
+  const child = spawn('baresip', ['-f', dir, '-v'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let log = '';
+  child.stdout.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));
+  child.stderr.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const killer = setTimeout(() => child.kill('SIGKILL'), 3000);
+    await exited;
+    clearTimeout(killer);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const waitFor = async (pattern: RegExp, timeoutMs = 10_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!pattern.test(log)) {
+      if (child.exitCode !== null) throw new Error(`baresip exited with ${child.exitCode}:\n${log.slice(-3000)}`);
+      if (Date.now() > deadline) throw new Error(`baresip never printed ${pattern}:\n${log.slice(-3000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  await waitFor(/baresip is ready/);
+  return {
+    port,
+    output: () => log,
+    waitFor,
+    hangUp: async () => {
+      // ctrl_tcp takes JSON commands framed as netstrings ("<length>:<bytes>,").
+      const command = JSON.stringify({ command: 'hangup', token: 'dialtone' });
+      const socket = connect(ctrlPort, BARESIP_ADDRESS);
+      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+      socket.end(`${Buffer.byteLength(command)}:${command},`);
+    },
+  };
+}
