@@ -13,7 +13,8 @@
 //   BENCH_CONCURRENCY   concurrent HTTP clients of the closed-loop phases (default 10)
 //   BENCH_RATE          requests per second of the paced phase (default 100)
 //   BENCH_BACKLOG       queued runs for the dispatcher throughput phase (default 3000)
-//   BENCH_PARTS         which parts to run, comma-separated, of floor,saturation,paced,drain,webhooks (default all)
+//   BENCH_PARTS         which parts to run, comma-separated, of floor,saturation,paced,drain,webhooks,policy (default all)
+//   BENCH_SUPPRESSIONS  suppressed numbers loaded for the policy part (default 1000000)
 //   BENCH_DELIVERIES    pending webhook deliveries for the delivery throughput phase (default 5000)
 //   BENCH_WEBHOOK_RATE  calls per second of the event-to-first-attempt phase, each reported by about
 //                       five messages to one endpoint (default 20: well within delivery capacity)
@@ -28,7 +29,9 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { buildDeps } from '../src/deps.js';
+import { setOrganizationLimits } from '../src/orgs/organizations.js';
 import { migrateToLatest } from '../src/store/migrate.js';
+import { upsertSuppressions, type SuppressionValues } from '../src/store/suppression-statements.js';
 import type { Store } from '../src/store/store.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { testConfig } from '../test/helpers/app.js';
@@ -42,7 +45,8 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 3_000);
 const RATE = Number(process.env.BENCH_RATE ?? 100);
-const PARTS = new Set((process.env.BENCH_PARTS ?? 'floor,saturation,paced,drain,webhooks').split(','));
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'floor,saturation,paced,drain,webhooks,policy').split(','));
+const SUPPRESSIONS = Number(process.env.BENCH_SUPPRESSIONS ?? 1_000_000);
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 5_000);
 const WEBHOOK_RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 20);
 const STORES = new Set((process.env.BENCH_STORES ?? 'sqlite,postgres').split(','));
@@ -101,12 +105,14 @@ interface LoadSample {
   seconds: number;
 }
 
-/** One kind of request, sent again and again: where, with which headers, with which body. */
+/** One kind of request, sent again and again: where, with which headers, with which body (or a new body each time). */
 interface Target {
   url: string;
   headers: () => Record<string, string>;
-  body: string;
+  body: string | (() => string);
 }
+
+const bodyOf = (target: Target): string => (typeof target.body === 'string' ? target.body : target.body());
 
 function initiationTarget(service: ServiceProcess, setup: Setup, idempotencyKeys = false): Target {
   return {
@@ -128,7 +134,7 @@ async function closedLoop(target: Target, seconds: number): Promise<LoadSample> 
   const worker = async () => {
     while (performance.now() < endAt) {
       const start = performance.now();
-      const response = await fetch(target.url, { method: 'POST', headers: target.headers(), body: target.body });
+      const response = await fetch(target.url, { method: 'POST', headers: target.headers(), body: bodyOf(target) });
       await response.arrayBuffer();
       if (response.status === 200) latencies.push(performance.now() - start);
       else errors++;
@@ -152,7 +158,7 @@ async function openLoop(target: Target, rate: number, seconds: number) {
     requests.push(
       (async () => {
         const start = performance.now();
-        const response = await fetch(target.url, { method: 'POST', headers: target.headers(), body: target.body });
+        const response = await fetch(target.url, { method: 'POST', headers: target.headers(), body: bodyOf(target) });
         await response.arrayBuffer();
         if (response.status === 200) latencies.push(performance.now() - start);
         else errors++;
@@ -199,7 +205,7 @@ async function floorComparison(kind: StoreKind) {
   const idle = memoryOf(service.child.pid);
   const { floor, url } = await startFloor(floorSetup);
   try {
-    const floorTarget: Target = { url: `${url}/floor`, headers: () => ({ 'content-type': 'application/json' }), body: initiationTarget(service, serviceSetup).body };
+    const floorTarget: Target = { url: `${url}/floor`, headers: () => ({ 'content-type': 'application/json' }), body: bodyOf(initiationTarget(service, serviceSetup)) };
     const serviceTarget = initiationTarget(service, serviceSetup);
     // Warm both (JIT, pools, caches) before anything counts.
     await closedLoop(floorTarget, 1);
@@ -329,7 +335,8 @@ async function benchStore(kind: StoreKind) {
     }
   }
   const webhooks = PARTS.has('webhooks') ? await webhookBench(kind) : undefined;
-  return { versus_floor: versusFloor, ...saturation, paced, dispatcher, webhooks };
+  const policy = PARTS.has('policy') ? await policyCost(kind) : undefined;
+  return { versus_floor: versusFloor, ...saturation, paced, dispatcher, webhooks, policy };
 }
 
 /** A webhook receiver in this process that answers 204 at once and counts what it got. */
@@ -537,6 +544,74 @@ async function pacedLoad(kind: StoreKind) {
   return { ...paced, time_to_dial_ms: pacedDial };
 }
 
+/**
+ * The calling policy's cost: initiation throughput with SUPPRESSIONS suppressed numbers and a
+ * per-number cap on, against both off, in alternating rounds on two fresh databases of the same
+ * store (API-only nodes). Every request calls a number of its own that is not suppressed, so every
+ * one is accepted, and each pays for the suppression lookup among SUPPRESSIONS entries and for the
+ * cap's count (inside the creating transaction, under the number's lock on PostgreSQL). Also
+ * timed: loading the suppressions in bulk (the store's batched upsert, as the CSV import writes),
+ * and a 100,000-line CSV import over HTTP.
+ */
+async function policyCost(kind: StoreKind) {
+  process.stdout.write(`\n[${kind}] calling policy: ${SUPPRESSIONS} suppressions and a per-number cap, against both off\n`);
+  const offSetup = await setUp(kind);
+  const onSetup = await setUp(kind);
+  const loadStarted = performance.now();
+  const batch = 50_000;
+  for (let start = 0; start < SUPPRESSIONS; start += batch) {
+    const rows: SuppressionValues[] = [];
+    for (let i = start; i < Math.min(SUPPRESSIONS, start + batch); i++) rows.push({ orgId: onSetup.fixture.orgId, phoneNumber: `+1646${2_000_000 + i}`, reason: 'bench', expiresAt: null });
+    await onSetup.store.transaction('durable', (trx) => upsertSuppressions(trx, rows, Date.now()));
+  }
+  const loadSeconds = (performance.now() - loadStarted) / 1000;
+  await setOrganizationLimits(onSetup.store, onSetup.fixture.orgId, { number_max_calls: 3, number_window_seconds: 86_400 });
+  const off = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: offSetup.url, DIALTONE_ROLE: 'api' });
+  const on = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: onSetup.url, DIALTONE_ROLE: 'api' });
+  try {
+    let next = 0;
+    const distinct = (service: ServiceProcess, setup: Setup): Target => ({
+      ...initiationTarget(service, setup),
+      body: () => JSON.stringify({ phone_number: `+1212${2_000_000 + next++}`, telephony_configuration_id: setup.routeId, initial_context: { name: 'Ada' } }),
+    });
+    const offTarget = distinct(off, offSetup);
+    const onTarget = distinct(on, onSetup);
+    await closedLoop(offTarget, 1);
+    await closedLoop(onTarget, 1);
+    const offSamples: LoadSample[] = [];
+    const onSamples: LoadSample[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      offSamples.push(await closedLoop(offTarget, SECONDS / ROUNDS));
+      onSamples.push(await closedLoop(onTarget, SECONDS / ROUNDS));
+    }
+    const offSummary = summarize(offSamples);
+    const onSummary = summarize(onSamples);
+
+    const lines = 100_000;
+    const csv = `phone_number,reason\n${Array.from({ length: lines }, (_, i) => `+1312${2_000_000 + i},bench`).join('\n')}\n`;
+    const importStarted = performance.now();
+    const imported = await fetch(`${on.url}/api/v1/public/suppressions/import`, { method: 'POST', headers: { 'content-type': 'text/csv', 'x-api-key': onSetup.fixture.apiKey }, body: csv });
+    const importBody = (await imported.json()) as { imported?: number };
+    const importSeconds = (performance.now() - importStarted) / 1000;
+    return {
+      suppressions: SUPPRESSIONS,
+      number_cap: { max_calls: 3, window_seconds: 86_400 },
+      load_suppressions_seconds: round(loadSeconds, 1),
+      off: offSummary,
+      on: onSummary,
+      throughput_ratio: round(onSummary.initiations_per_second / offSummary.initiations_per_second, 2),
+      csv_import: { lines, status: imported.status, imported: importBody.imported ?? null, seconds: round(importSeconds, 2), bytes: csv.length },
+    };
+  } finally {
+    off.child.kill('SIGTERM');
+    on.child.kill('SIGTERM');
+    await off.exited;
+    await on.exited;
+    await offSetup.drop();
+    await onSetup.drop();
+  }
+}
+
 async function postgresReachable(): Promise<boolean> {
   try {
     const db = await createTestDatabase('postgres');
@@ -550,7 +625,7 @@ async function postgresReachable(): Promise<boolean> {
 const results: Record<string, unknown> = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
-  settings: { seconds: SECONDS, rounds: ROUNDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG, deliveries: DELIVERIES, webhook_rate: WEBHOOK_RATE, parts: [...PARTS], stores: [...STORES] },
+  settings: { seconds: SECONDS, rounds: ROUNDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG, deliveries: DELIVERIES, webhook_rate: WEBHOOK_RATE, suppressions: SUPPRESSIONS, parts: [...PARTS], stores: [...STORES] },
 };
 if (STORES.has('sqlite')) results.sqlite = await benchStore('sqlite');
 if (!STORES.has('postgres')) results.postgres = 'skipped: not in BENCH_STORES';

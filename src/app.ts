@@ -22,6 +22,7 @@ import { runtimeRoutes } from './http/routes/runtime.js';
 import { statsRoutes } from './http/routes/stats.js';
 import { streamRoutes } from './http/routes/stream.js';
 import { providerCallbackRoutes } from './http/routes/provider-callbacks.js';
+import { suppressionRoutes } from './http/routes/suppressions.js';
 import { webhookEndpointRoutes } from './http/routes/webhook-endpoints.js';
 import { workflowRunRoutes } from './http/routes/workflow-runs.js';
 
@@ -121,6 +122,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       await publicApi.register(initiateCallRoutes(deps));
       await publicApi.register(workflowRunRoutes(deps));
       await publicApi.register(webhookEndpointRoutes(deps));
+      await publicApi.register(suppressionRoutes(deps));
       await publicApi.register(catalogRoutes(deps));
       await publicApi.register(statsRoutes(deps));
       await publicApi.register(streamRoutes(deps));

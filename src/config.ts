@@ -159,6 +159,11 @@ export const ConfigSchema = Type.Object({
   /** Most webhook endpoints per organization. */
   WEBHOOK_MAX_ENDPOINTS: Integer(1, 1_000, 20),
 
+  /** Largest suppression CSV import, in bytes (413 above it); the default holds about a million numbers. */
+  SUPPRESSION_IMPORT_MAX_BYTES: Integer(1024, 1024 * 1024 * 1024, 32 * 1024 * 1024),
+  /** Most invalid lines an import answer lists (every one is counted in invalid_count). */
+  SUPPRESSION_IMPORT_MAX_INVALID_LISTED: Integer(0, 100_000, 1_000),
+
   // The event stream (GET /api/v1/public/stream) and the console (README "Console").
   /** A comment line is sent on every open stream this often, so proxies and clients see it alive. */
   STREAM_HEARTBEAT_MS: Integer(10, 600_000, 15_000),

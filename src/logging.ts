@@ -19,8 +19,8 @@ const REDACT_PATHS = [
   'headers.authorization',
 ];
 
-/** E.164 numbers (and longer digit runs after a +) in free text. */
-const PHONE_NUMBER = /\+[1-9][0-9]{6,14}/g;
+/** E.164 numbers (and longer digit runs after a +) in free text, and percent-encoded in URLs (`%2B1202…`). */
+const PHONE_NUMBER = /(?:\+|%2[bB])[1-9][0-9]{6,14}/g;
 
 /** `+12025550123` → `+1202555****`: enough to tell calls apart in a log, not enough to dial. */
 export function maskPhoneNumber(number: string): string {
@@ -64,6 +64,17 @@ function serializeError(error: unknown, depth = 0): SerializedError {
   return serialized;
 }
 
+/** A request as Fastify logs it, with a number in its URL masked (the suppression routes name one in the path). */
+function serializeRequest(request: { method?: string; url?: string; host?: string; ip?: string; socket?: { remotePort?: number } }): Record<string, unknown> {
+  return {
+    method: request.method,
+    url: typeof request.url === 'string' ? maskPhoneNumbersIn(request.url) : request.url,
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
+}
+
 export interface LoggerSettings {
   level: string;
   /** Pretty, human-readable lines: for a developer watching a terminal, never for log collectors. */
@@ -74,7 +85,7 @@ export function loggerOptions(level: string): LoggerOptions {
   return {
     level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    serializers: { err: (error: unknown) => serializeError(error) },
+    serializers: { err: (error: unknown) => serializeError(error), req: serializeRequest },
     formatters: {
       // Text fields beside the message are masked like the message: one built from a provider's
       // words may quote a number.

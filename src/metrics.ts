@@ -21,6 +21,7 @@ export class Metrics {
   readonly rateLimited: Counter<'policy'>;
   readonly idempotency: Counter<'outcome'>;
   readonly queueFull: Counter;
+  readonly policyRefusals: Counter<'code'>;
   readonly webhookAttempts: Counter<'result'>;
   readonly webhookDeliveries: Counter<'outcome'>;
   readonly webhookAttemptDuration: Histogram;
@@ -56,6 +57,12 @@ export class Metrics {
       registers,
     });
     this.queueFull = new Counter({ name: 'dialtone_queue_full_total', help: 'Initiate Call requests refused with 429 queue_full', registers });
+    this.policyRefusals = new Counter({
+      name: 'dialtone_calling_policy_refusals_total',
+      help: 'Initiate Call requests the calling policy refused, by code (number_suppressed, number_frequency_capped, outside_calling_hours)',
+      labelNames: ['code'],
+      registers,
+    });
     this.pacingReslots = new Counter({
       name: 'dialtone_pacing_reslots_total',
       help: 'Times a node behind its pacing slots took fresh slots for every dial it still held, in one store transaction',

@@ -12,6 +12,7 @@ import { initiateCall } from '../src/calls/initiate-call.js';
 import { buildCli } from '../src/cli/main.js';
 import { buildDeps, type Deps } from '../src/deps.js';
 import { createOrganization } from '../src/orgs/organizations.js';
+import { checkCallingPolicy } from '../src/policy/calling-policy.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 import { openStore } from '../src/store/store.js';
 import { CredentialsCipher } from '../src/telephony/credentials-cipher.js';
@@ -293,9 +294,10 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     const ws = workspace(t);
     const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Limited');
     const set = await ws.json('org', 'set-limits', String(org.id), '--rate-per-second', '5', '--key-rate-per-second', '0', '--max-queued', '100');
-    assert.deepEqual(set, { id: org.id, name: 'Limited', rate_limit_per_second: 5, key_rate_limit_per_second: 0, max_queued_runs: 100 });
+    const off = { number_max_calls: null, number_window_seconds: null };
+    assert.deepEqual(set, { id: org.id, name: 'Limited', rate_limit_per_second: 5, key_rate_limit_per_second: 0, max_queued_runs: 100, ...off });
     const reset = await ws.json('org', 'set-limits', String(org.id), '--rate-per-second', 'default');
-    assert.deepEqual(reset, { id: org.id, name: 'Limited', rate_limit_per_second: null, key_rate_limit_per_second: 0, max_queued_runs: 100 });
+    assert.deepEqual(reset, { id: org.id, name: 'Limited', rate_limit_per_second: null, key_rate_limit_per_second: 0, max_queued_runs: 100, ...off });
     for (const bad of [['--max-queued', '0'], ['--rate-per-second', '-1'], ['--key-rate-per-second', 'lots']]) {
       const result = await ws.cli(['org', 'set-limits', String(org.id), ...bad]);
       assert.notEqual(result.code, 0, bad.join(' '));
@@ -330,6 +332,69 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.equal((await ws.json<{ calling_hours: unknown }>('org', 'show', id)).calling_hours, null);
     const missing = await ws.cli(['org', 'show', '999']);
     assert.match(missing.stderr, /No organization 999/);
+  });
+
+  it('sets the per-number frequency cap with org set-limits, shows it with org show, turns it off with "off", and refuses a cap half set or a bad window', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Capped');
+    const set = await ws.json('org', 'set-limits', String(org.id), '--number-max-calls', '3', '--number-window', '24h');
+    assert.equal(set.number_max_calls, 3);
+    assert.equal(set.number_window_seconds, 86_400);
+    const shown = await ws.json('org', 'show', String(org.id));
+    assert.deepEqual([shown.number_max_calls, shown.number_window_seconds], [3, 86_400]);
+    const shorter = await ws.json('org', 'set-limits', String(org.id), '--number-window', '90m');
+    assert.deepEqual([shorter.number_max_calls, shorter.number_window_seconds], [3, 5_400], 'one setting changes, the other is kept');
+    const text = await ws.cli(['org', 'show', String(org.id)]);
+    assert.match(text.stdout, /number_max_calls\s+3/);
+    const off = await ws.json('org', 'set-limits', String(org.id), '--number-max-calls', 'off');
+    assert.deepEqual([off.number_max_calls, off.number_window_seconds], [null, null]);
+
+    const half = await ws.cli(['--json', 'org', 'set-limits', String(org.id), '--number-max-calls', '2']);
+    assert.notEqual(half.code, 0);
+    assert.equal(JSON.parse(half.stderr).error.code, 'invalid_input');
+    for (const bad of [['--number-window', '1.5s'], ['--number-window', '2y'], ['--number-window', 'soon'], ['--number-max-calls', '0']]) {
+      const result = await ws.cli(['org', 'set-limits', String(org.id), '--number-max-calls', '2', ...bad]);
+      assert.notEqual(result.code, 0, bad.join(' '));
+      assert.match(result.stderr, /expected/, bad.join(' '));
+    }
+    assert.deepEqual((await ws.json('org', 'show', String(org.id))).number_max_calls, null, 'refused changes changed nothing');
+    const missing = await ws.cli(['--json', 'org', 'show', '999']);
+    assert.equal(JSON.parse(missing.stderr).error.code, 'not_found');
+  });
+
+  it('adds, lists, imports and removes suppressions with dialtone suppression, and a suppressed number is refused', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
+    const other = await ws.json<{ id: number }>('org', 'create', '--name', 'Other');
+    const added = await ws.json('suppression', 'add', '+1 202 555 0123', '--org', String(org.id), '--reason', 'asked', '--expires-at', '2099-01-01T00:00:00Z');
+    assert.deepEqual([added.phone_number, added.reason, added.expires_at, added.active], ['+12025550123', 'asked', '2099-01-01T00:00:00.000Z', true]);
+    const csv = ws.file('numbers.csv', 'phone_number,reason\n+12025550121,imported\nnot a number,bad\n+12025550122,\n');
+    const imported = await ws.json<{ imported: number; invalid: { line: number; value: string }[]; invalid_count: number }>('suppression', 'import', csv, '--org', String(org.id));
+    assert.equal(imported.imported, 2);
+    assert.deepEqual(imported.invalid.map((i) => [i.line, i.value]), [[3, 'not a number']]);
+    const importText = await ws.cli(['suppression', 'import', csv, '--org', String(org.id)]);
+    assert.match(importText.stdout, /Imported 2 numbers; 1 invalid lines skipped:\n  line 3: /);
+
+    const page = await ws.json<{ data: { phone_number: string }[]; next_after: string | null }>('suppression', 'list', '--org', String(org.id), '--limit', '2');
+    assert.deepEqual(page.data.map((s) => s.phone_number), ['+12025550121', '+12025550122']);
+    assert.equal(page.next_after, '+12025550122');
+    const rest = await ws.json<{ data: { phone_number: string }[]; next_after: string | null }>('suppression', 'list', '--org', String(org.id), '--after', '+12025550122');
+    assert.deepEqual(rest.data.map((s) => s.phone_number), ['+12025550123']);
+    assert.deepEqual((await ws.json<{ data: unknown[] }>('suppression', 'list', '--org', String(other.id))).data, [], 'per organization');
+
+    const deps = await openDeps(t, ws);
+    await assert.rejects(checkCallingPolicy(deps, org.id, {}, { kind: 'e164', value: '+12025550121' }, deps.clock.now()), { code: 'number_suppressed' });
+
+    assert.deepEqual(await ws.json('suppression', 'remove', '+12025550121', '--org', String(org.id)), { removed: '+12025550121' });
+    await checkCallingPolicy(deps, org.id, {}, { kind: 'e164', value: '+12025550121' }, deps.clock.now());
+    const again = await ws.cli(['--json', 'suppression', 'remove', '+12025550121', '--org', String(org.id)]);
+    assert.equal(JSON.parse(again.stderr).error.code, 'suppression_not_found');
+    const invalid = await ws.cli(['--json', 'suppression', 'add', '12345', '--org', String(org.id)]);
+    assert.equal(JSON.parse(invalid.stderr).error.code, 'invalid_phone_number');
+    const absent = await ws.cli(['--json', 'suppression', 'import', join(ws.dir, 'absent.csv'), '--org', String(org.id)]);
+    assert.equal(JSON.parse(absent.stderr).error.code, 'not_found');
+    const noOrg = await ws.cli(['--json', 'suppression', 'list', '--org', '999']);
+    assert.equal(JSON.parse(noOrg.stderr).error.code, 'not_found');
   });
 
   it('reports every failure in --json mode as one JSON object on stderr with a stable code and a non-zero exit, and in text mode as a readable line without a stack', async (t) => {

@@ -43,6 +43,11 @@ describe('Logs', () => {
     await fetch(`${url}${PATHS.initiateCall(f.agentUuid)}`, { method: 'POST', headers: { ...headers, 'x-api-key': `${f.apiKey}x` }, body });
     const run = (await accepted.json()) as { workflow_run_id: number };
     await fetch(`${url}/api/v1/public/workflow-runs/${run.workflow_run_id}`, { headers });
+    // Suppressions name the number in the URL, percent-encoded or not.
+    const suppressed = await fetch(`${url}/api/v1/public/suppressions/${encodeURIComponent(NUMBER)}`, { method: 'PUT', headers: { 'x-api-key': f.apiKey } });
+    assert.equal(suppressed.status, 200);
+    await fetch(`${url}/api/v1/public/suppressions/${NUMBER}`, { headers: { 'x-api-key': f.apiKey } });
+    await fetch(`${url}/api/v1/public/suppressions?after=${encodeURIComponent(NUMBER)}`, { headers: { 'x-api-key': f.apiKey } });
 
     const text = log.text();
     assert.match(text, /client error before routing/, 'the malformed requests were logged');

@@ -17,6 +17,7 @@ import { PROBLEMS } from '../src/http/problems.js';
 import { setCallingHours } from '../src/orgs/organizations.js';
 import { issueRunToken } from '../src/runtime/run-token.js';
 import { build, postJson, type TestEnv } from './helpers/app.js';
+import { setOrganizationLimits } from '../src/orgs/organizations.js';
 import { createOrgFixture, OPERATION_CASES, PATHS, type OperationCase, type OrgFixture } from './helpers/fixtures.js';
 
 interface Schema {
@@ -502,6 +503,14 @@ const WEBHOOK_OPERATIONS = [
   ['get', '/api/v1/public/webhook-endpoints/{id}/deliveries'],
   ['post', '/api/v1/public/webhook-endpoints/{id}/deliveries/{delivery_id}/retry'],
 ] as const;
+const SUPPRESSION_OPERATIONS = [
+  ['put', '/api/v1/public/suppressions/{phone_number}'],
+  ['get', '/api/v1/public/suppressions/{phone_number}'],
+  ['delete', '/api/v1/public/suppressions/{phone_number}'],
+  ['get', '/api/v1/public/suppressions'],
+  ['post', '/api/v1/public/suppressions/import'],
+] as const;
+const suppressionUrl = (template: string, number = '+12025550199') => template.replace('{phone_number}', encodeURIComponent(number));
 /** The console's reads: no path parameters, GET only. The stream answers over a real socket (below). */
 const CONSOLE_READS = ['/api/v1/public/workflow-runs', '/api/v1/public/workflows', '/api/v1/public/telephony-configurations', '/api/v1/public/stats'] as const;
 const STREAM_PATH = '/api/v1/public/stream';
@@ -547,6 +556,11 @@ describe('Every answer is declared in the OpenAPI document', () => {
     const everyDay = ['09:00-09:30'];
     await setCallingHours(deps.store, closed.orgId, { timezone: 'America/Anchorage', outside: 'refuse', windows: { mon: everyDay, tue: everyDay, wed: everyDay, thu: everyDay, fri: everyDay, sat: everyDay, sun: everyDay } });
     const key = f.apiKey;
+    const SUPPRESSED = '+12025550177';
+    await deps.store.db.insertInto('suppressions').values({ org_id: f.orgId, phone_number: SUPPRESSED, reason: null, expires_at: null, created_at: 0, updated_at: 0 }).execute();
+    const cappedOrg = await createOrgFixture(deps, 'Capped');
+    await setOrganizationLimits(deps.store, cappedOrg.orgId, { number_max_calls: 1, number_window_seconds: 3600 });
+    const CAPPED: Record<string, string> = Object.fromEntries(OPERATION_CASES.map((op, i) => [op.name, `+1202555016${i}`]));
 
     await t.test('the four Initiate Call operations', async () => {
       for (const op of OPERATION_CASES) {
@@ -569,6 +583,9 @@ describe('Every answer is declared in the OpenAPI document', () => {
         await send('a text body', app.inject({ method: 'POST', url: path, headers: { 'x-api-key': key, 'content-type': 'text/plain' }, payload: 'call me' }));
         await send('an unknown field', postJson(app, path, { ...OK_BODY, priority: 1 }, { key }));
         await send('an invalid phone number', postJson(app, path, { phone_number: '12345' }, { key }));
+        await send('a suppressed number', postJson(app, path, { phone_number: SUPPRESSED }, { key }));
+        await send('a call to a number under the cap', postJson(app, op.path(cappedOrg), { phone_number: CAPPED[op.name] }, { key: cappedOrg.apiKey }));
+        await send('a number over its per-number cap', postJson(app, op.path(cappedOrg), { phone_number: CAPPED[op.name] }, { key: cappedOrg.apiKey }));
       }
     });
 
@@ -677,6 +694,48 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await send('POST', W.rotate, at(W.rotate, own.id), 'no DIALTONE_SECRET_KEY', { env: keyless, body: {}, headers: { 'x-api-key': kf.apiKey } });
     });
 
+    await t.test('the suppression operations', async () => {
+      const [PUT, ONE, DELETE, LIST, IMPORT] = SUPPRESSION_OPERATIONS.map(([, template]) => template) as [string, string, string, string, string];
+      const send = async (method: 'GET' | 'PUT' | 'POST' | 'DELETE', template: string, url: string, what: string, options: { body?: unknown; raw?: string; headers?: Record<string, string>; env?: TestEnv } = {}) => {
+        const payload = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
+        const response = await (options.env ?? main).app.inject({
+          method,
+          url,
+          headers: { 'x-api-key': key, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers },
+          ...(payload !== undefined ? { payload } : {}),
+        });
+        answers.check(method.toLowerCase(), template, fromInject(response), what);
+        return response;
+      };
+      const added = await send('PUT', PUT, suppressionUrl(PUT), 'a number', { body: { reason: 'opted out' } });
+      assert.equal(added.statusCode, 200, added.body);
+      await send('PUT', PUT, suppressionUrl(PUT), 'no body');
+      await send('PUT', PUT, suppressionUrl(PUT, '12345'), 'an invalid phone number', { body: {} });
+      await send('PUT', PUT, suppressionUrl(PUT), 'an unknown field', { body: { colour: 'red' } });
+      await send('PUT', PUT, suppressionUrl(PUT), 'a body that is not JSON', { raw: '{' });
+      await send('PUT', PUT, suppressionUrl(PUT), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+      await send('PUT', PUT, suppressionUrl(PUT), 'a body over the limit', { body: { reason: 'x'.repeat(70_000) } });
+      await send('GET', ONE, suppressionUrl(ONE), 'a suppression');
+      await send('GET', LIST, LIST, 'the list');
+      await send('GET', LIST, `${LIST}?limit=5000`, 'a page size over the limit');
+      await send('POST', IMPORT, IMPORT, 'a CSV', { raw: 'phone_number,reason\n+12025550198,x\nnope,y\n', headers: { 'content-type': 'text/csv' } });
+      await send('POST', IMPORT, IMPORT, 'a CSV without a phone_number column', { raw: 'number\n+12025550198\n', headers: { 'content-type': 'text/csv' } });
+      await send('POST', IMPORT, IMPORT, 'JSON instead of CSV', { body: { phone_number: '+12025550198' } });
+      await send('POST', IMPORT, IMPORT, 'a CSV over the limit', { raw: `phone_number\n${'+12025550198\n'.repeat(3_000_000)}`, headers: { 'content-type': 'text/csv' } });
+      for (const [method, template] of SUPPRESSION_OPERATIONS) {
+        const verb = method.toUpperCase() as 'GET' | 'PUT' | 'POST' | 'DELETE';
+        await send(verb, template, suppressionUrl(template), 'no API key', { headers: { 'x-api-key': '' } });
+        if (template.includes('{phone_number}')) {
+          await send(verb, template, suppressionUrl(template).replace(encodeURIComponent('+12025550199'), UNDECODABLE), 'a URL the router cannot decode');
+          if (method !== 'put') await send(verb, template, suppressionUrl(template, '+12025550111'), 'a number not suppressed');
+        }
+      }
+      await send('DELETE', DELETE, suppressionUrl(DELETE), 'a body that is not JSON', { raw: '{' });
+      await send('DELETE', DELETE, suppressionUrl(DELETE), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+      await send('DELETE', DELETE, suppressionUrl(DELETE), 'a body over the limit', { body: { note: 'x'.repeat(70_000) } });
+      await send('DELETE', DELETE, suppressionUrl(DELETE), 'a removal');
+    });
+
     await t.test('the console\'s reads and the event stream', async () => {
       const get = (url: string, headers: Record<string, string> = { 'x-api-key': key }) => app.inject({ method: 'GET', url, headers }).then(fromInject);
       for (const path of CONSOLE_READS) {
@@ -689,6 +748,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
       answers.check('get', STREAM_PATH, await streamAnswer(app, {}), 'no API key');
       answers.check('get', STREAM_PATH, await streamAnswer(app, { 'x-api-key': key, 'last-event-id': 'last' }), 'a malformed Last-Event-ID');
     });
+
     await t.test('the operational endpoints', async () => {
       for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json']) {
         answers.check('get', path, fromInject(await app.inject({ method: 'GET', url: path })), 'a probe');
@@ -701,7 +761,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
       const lf = await createOrgFixture(limited.deps);
       const cf = await createOrgFixture(capped.deps);
       /** Sends until the refusal comes (a request or two go through first), checking every answer. */
-      const until = async (status: number, method: 'get' | 'post' | 'patch' | 'delete', template: string, send: () => Promise<LightMyRequestResponse>) => {
+      const until = async (status: number, method: 'get' | 'post' | 'put' | 'patch' | 'delete', template: string, send: () => Promise<LightMyRequestResponse>) => {
         for (let attempt = 0; attempt < 5; attempt++) {
           const answer = fromInject(await send());
           answers.check(method, template, answer, `sent until ${status}`);
@@ -715,6 +775,9 @@ describe('Every answer is declared in the OpenAPI document', () => {
       }
       for (const [method, template] of [['get', RUN_PATHS.get], ['get', RUN_PATHS.events], ['post', RUN_PATHS.cancel]] as const) {
         await until(429, method, template, () => limited.app.inject({ method: method === 'get' ? 'GET' : 'POST', url: runUrl(template, 1), headers: { 'x-api-key': lf.apiKey } }));
+      }
+      for (const [method, template] of SUPPRESSION_OPERATIONS) {
+        await until(429, method, template, () => limited.app.inject({ method: method.toUpperCase() as 'GET', url: suppressionUrl(template), headers: { 'x-api-key': lf.apiKey } }));
       }
       for (const path of CONSOLE_READS) await until(429, 'get', path, () => limited.app.inject({ method: 'GET', url: path, headers: { 'x-api-key': lf.apiKey } }));
       for (let attempt = 0; attempt < 5; attempt++) {
@@ -743,6 +806,9 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await check('post', RUN_PATHS.cancel, runUrl(RUN_PATHS.cancel, runId), { 'x-api-key': df.apiKey });
       await check('get', RUN_PATHS.runtime, runUrl(RUN_PATHS.runtime, runId), { authorization: `Bearer ${token}` });
       await check('get', '/readyz', '/readyz', {});
+      for (const [method, template] of SUPPRESSION_OPERATIONS) {
+        answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: suppressionUrl(template), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
+      }
       for (const path of CONSOLE_READS) answers.check('get', path, fromInject(await down.app.inject({ method: 'GET', url: path, headers: { 'x-api-key': df.apiKey } })), 'the store is down');
       answers.check('get', STREAM_PATH, await streamAnswer(down.app, { 'x-api-key': df.apiKey }), 'the store is down');
       for (const [method, template] of WEBHOOK_OPERATIONS) {
@@ -758,7 +824,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
       const port = address.port;
       await Promise.all(
         operationsOf(doc).map(async ([method, template]) => {
-          const line = `${method.toUpperCase()} ${template.replace(/\{[a-z_]*uuid\}/, UNKNOWN_UUID).replace('{id}', '1').replace('{delivery_id}', '1')} HTTP/1.1\r\nHost: x\r\n`;
+          const line = `${method.toUpperCase()} ${template.replace(/\{[a-z_]*uuid\}/, UNKNOWN_UUID).replace('{id}', '1').replace('{delivery_id}', '1').replace('{phone_number}', '%2B12025550199')} HTTP/1.1\r\nHost: x\r\n`;
           answers.check(method, template, await rawExchange(port, `${line}X-Big: ${'b'.repeat(4096)}\r\n\r\n`), 'headers over MAX_HEADER_BYTES');
           answers.check(method, template, await rawExchange(port, `${line}Bad Header: yes\r\n\r\n`), 'a header name that is not a token');
           answers.check(method, template, await rawExchange(port, line, true), 'headers that never end');

@@ -55,6 +55,8 @@ export interface OrganizationLimits {
   ratePerSecond: number | null;
   keyRatePerSecond: number | null;
   maxQueuedRuns: number | null;
+  /** The per-number frequency cap (calling policy); absent or null: off. */
+  numberCap?: { maxCalls: number; windowSeconds: number } | null;
 }
 
 export interface AuthenticatedKey {
@@ -98,7 +100,12 @@ export async function authenticateApiKey(
   return {
     keyId: row.id,
     orgId: row.org_id,
-    limits: { ratePerSecond: row.rate_limit_per_second, keyRatePerSecond: row.key_rate_limit_per_second, maxQueuedRuns: row.max_queued_runs },
+    limits: {
+      ratePerSecond: row.rate_limit_per_second,
+      keyRatePerSecond: row.key_rate_limit_per_second,
+      maxQueuedRuns: row.max_queued_runs,
+      ...(row.number_max_calls !== null && row.number_window_seconds !== null ? { numberCap: { maxCalls: row.number_max_calls, windowSeconds: row.number_window_seconds } } : {}),
+    },
     callingHours,
   };
 }

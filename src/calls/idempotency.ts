@@ -120,6 +120,18 @@ export async function claimIdempotencyKey(deps: Deps, orgId: number, request: Id
   throw inUse();
 }
 
+/**
+ * The stored response of a completed earlier request with this key and payload, if any: read only,
+ * nothing is claimed. For a check that a retry would fail only because its first attempt succeeded
+ * (the per-number cap counts the run that attempt created).
+ */
+export async function storedResponse(deps: Pick<Deps, 'store' | 'clock'>, orgId: number, request: IdempotencyRequest): Promise<{ status: number; body: string } | undefined> {
+  const row = await selectIdempotencyRecord(deps.store, orgId, request.key);
+  if (!row || row.expires_at <= deps.clock.now() || row.fingerprint !== request.fingerprint) return undefined;
+  if (row.state === 'in_flight' || row.response_status === null || row.response_body === null) return undefined;
+  return { status: row.response_status, body: row.response_body };
+}
+
 function inUse(): DialtoneError {
   return new DialtoneError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry shortly.', {
     retryAfterSeconds: 1,

@@ -3,15 +3,15 @@
 import type { Deps } from '../deps.js';
 import type { AuthenticatedKey } from '../auth/api-keys.js';
 import { DialtoneError, validationFailed } from '../errors.js';
+import { checkCallingPolicy, type PolicyDecision } from '../policy/calling-policy.js';
 import { createRun } from '../runs/create-run.js';
 import type { RunMode } from '../store/schema.js';
 import { decodeJson } from '../store/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { readinessProblems } from '../telephony/readiness.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
-import { enforceCallingHours } from '../policy/calling-hours-check.js';
-import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, type Claim } from './idempotency.js';
-import { parseDestination } from './phone-number.js';
+import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, storedResponse, type Claim } from './idempotency.js';
+import { parseDestination, type Destination } from './phone-number.js';
 import { resolveTarget, type Target } from './resolve-target.js';
 
 export interface InitiateCallBody {
@@ -65,16 +65,14 @@ function checkInitialContext(deps: Deps, context: Record<string, unknown>): stri
 interface CheckedRequest {
   resolved: Awaited<ReturnType<typeof resolveTarget>>;
   telephony: Awaited<ReturnType<typeof selectTelephonyConfiguration>>;
-  destination: string;
+  destination: Destination;
   initialContextJson: string | null;
-  /** When the run would be due: null at once, else deferred to the next calling-hours window. */
-  scheduledFor: number | null;
 }
 
 /** The organization settings a request is checked against (they travel with its API key). */
 export type InitiateCaller = Pick<AuthenticatedKey, 'orgId' | 'limits'> & Partial<Pick<AuthenticatedKey, 'callingHours'>>;
 
-/** Every check of the contract's order up to idempotency; throws the refusal the request gets. */
+/** Every check of the contract's order before the calling policy; throws the refusal the request gets. */
 async function checkRequest(deps: Deps, caller: InitiateCaller, target: Target, mode: RunMode, body: InitiateCallBody): Promise<CheckedRequest> {
   const { orgId } = caller;
   const initialContext = body.initial_context ?? null;
@@ -101,9 +99,18 @@ async function checkRequest(deps: Deps, caller: InitiateCaller, target: Target, 
     });
   }
 
-  const scheduledFor = enforceCallingHours(caller.callingHours, parsed.destination, deps.clock.now());
+  return { resolved, telephony, destination: parsed.destination, initialContextJson };
+}
 
-  return { resolved, telephony, destination: parsed.destination.value, initialContextJson, scheduledFor };
+/** The calling policy (suppression, per-number cap, calling hours; DESIGN.md section 7), counting a real request's refusals (a dry run's are not refusals). */
+async function checkPolicy(deps: Deps, caller: InitiateCaller, destination: Destination, persisting: boolean): Promise<PolicyDecision> {
+  const settings = { numberCap: caller.limits.numberCap, callingHours: caller.callingHours };
+  try {
+    return await checkCallingPolicy(deps, caller.orgId, settings, destination, deps.clock.now(), { persisting });
+  } catch (error) {
+    if (persisting) countPolicyRefusal(deps, error);
+    throw error;
+  }
 }
 
 /** `?dry_run=true`: the answer when every check passes; nothing is created, dialed or claimed. */
@@ -119,13 +126,15 @@ export interface DryRunResult {
 /** Runs every check a real request runs up to idempotency (which it skips: no key is consumed) and persists nothing. */
 export async function dryRunInitiateCall(deps: Deps, caller: InitiateCaller, target: Target, mode: RunMode, body: InitiateCallBody): Promise<DryRunResult> {
   const checked = await checkRequest(deps, caller, target, mode, body);
+  // Nothing persists, so the cap is counted now rather than in a creating transaction.
+  const policy = await checkPolicy(deps, caller, checked.destination, false);
   return {
     status: 'valid',
     workflow_run_id: null,
     workflow_run_name: null,
     definition_version: checked.resolved.definition.version,
     telephony_configuration_id: checked.telephony.id,
-    scheduled_for: checked.scheduledFor === null ? null : new Date(checked.scheduledFor).toISOString(),
+    scheduled_for: policy.scheduledFor === null ? null : new Date(policy.scheduledFor).toISOString(),
   };
 }
 
@@ -138,12 +147,31 @@ export async function initiateCall(
   options: InitiateCallOptions = {},
 ): Promise<InitiateCallOutcome> {
   const { orgId } = caller;
-  const { resolved, telephony, destination, initialContextJson, scheduledFor } = await checkRequest(deps, caller, target, mode, body);
+  const { resolved, telephony, destination, initialContextJson } = await checkRequest(deps, caller, target, mode, body);
+  const idempotencyKey = parseIdempotencyKey(options.idempotency?.header);
+
+  let policy: PolicyDecision;
+  try {
+    // The cap is counted once, exactly, in the creating transaction (after the Idempotency-Key
+    // claim, which a refusal there releases): counting it here too would cost a query per request.
+    policy = await checkPolicy(deps, caller, destination, true);
+  } catch (error) {
+    // The retry of a request that created its run must get that answer again, not a refusal
+    // caused by a suppression added (or calling hours closed) since.
+    if (idempotencyKey !== undefined && options.idempotency) {
+      const stored = await storedResponse(deps, orgId, { key: idempotencyKey, fingerprint: options.idempotency.fingerprint() });
+      if (stored) {
+        deps.metrics.idempotency.inc({ outcome: 'replayed' });
+        return { replayed: true, status: stored.status, json: stored.body };
+      }
+    }
+    throw error;
+  }
+  const { scheduledFor } = policy;
 
   // Idempotency comes last among the checks: a request refused above stored nothing, so the
   // client may fix it and retry with the same key.
   let claim: Claim | undefined;
-  const idempotencyKey = parseIdempotencyKey(options.idempotency?.header);
   if (idempotencyKey !== undefined && options.idempotency) {
     const claimed = await claimIdempotencyKey(deps, orgId, { key: idempotencyKey, fingerprint: options.idempotency.fingerprint() }).catch((error: unknown) => {
       if (error instanceof DialtoneError && (error.code === 'idempotency_key_in_use' || error.code === 'idempotency_key_reused')) {
@@ -174,7 +202,7 @@ export async function initiateCall(
         definitionVersion: resolved.definition.version,
         mode,
         triggerUuid: resolved.triggerUuid,
-        phoneNumber: destination,
+        phoneNumber: destination.value,
         callerId: callerIds[0] ?? null,
         telephonyConfigurationId: telephony.id,
         initialContextJson,
@@ -183,6 +211,7 @@ export async function initiateCall(
       deps.clock.now(),
       {
         ...(nearCap ? { queueCap: { maxQueued, callsPerSecond: telephony.calls_per_second, scheduled: deferred } } : {}),
+        ...(policy.enforceInTransaction ? { beforeInsert: policy.enforceInTransaction } : {}),
         onCreated: async (trx, created) => {
           json = JSON.stringify(responseOf(created, scheduledFor));
           if (claim) await completeClaim(trx, claim, 200, json, created.id, deps.clock.now());
@@ -197,6 +226,7 @@ export async function initiateCall(
     return { replayed: false, status: 200, result: responseOf(run, scheduledFor), json };
   } catch (error) {
     if (error instanceof DialtoneError && error.code === 'queue_full') deps.metrics.queueFull.inc();
+    countPolicyRefusal(deps, error);
     // Nothing was created: give the key back so the client's retry is not told "in use".
     if (claim) await releaseClaim(deps.store, claim).catch((releaseError: unknown) => deps.logger.warn({ err: releaseError }, 'could not release an Idempotency-Key claim; it frees itself after IDEMPOTENCY_LOCK_MS'));
     throw error;
@@ -207,6 +237,10 @@ function responseOf(run: { id: number; name: string; state: string }, scheduledF
   // A deferred run's state is `queued`; the answer says it is waiting for its calling hours.
   if (scheduledFor !== null) return { status: 'scheduled', workflow_run_id: run.id, workflow_run_name: run.name, scheduled_for: new Date(scheduledFor).toISOString() };
   return { status: run.state, workflow_run_id: run.id, workflow_run_name: run.name };
+}
+
+function countPolicyRefusal(deps: Deps, error: unknown): void {
+  if (error instanceof DialtoneError && (error.code === 'number_suppressed' || error.code === 'number_frequency_capped' || error.code === 'outside_calling_hours')) deps.metrics.policyRefusals.inc({ code: error.code });
 }
 
 function invalidPhoneNumber(detail: string): DialtoneError {

@@ -5,7 +5,10 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.js';
 import { loadConfig } from '../config.js';
 import { buildDeps, type Deps } from '../deps.js';
-import { createOrganization, listOrganizations, organizationExists, setCallingHours, setOrganizationLimits, showOrganization } from '../orgs/organizations.js';
+import ms from 'ms';
+import { createReadStream } from 'node:fs';
+import { createOrganization, getOrganization, listOrganizations, organizationExists, setCallingHours, setOrganizationLimits, showOrganization, type LimitChanges } from '../orgs/organizations.js';
+import { getSuppression, importSuppressions, listSuppressions, putSuppression, removeSuppression, type SuppressionContext, type SuppressionView } from '../policy/suppressions.js';
 import { cancelRun } from '../runs/cancel-run.js';
 import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
 import { isTerminal } from '../runs/states.js';
@@ -50,6 +53,47 @@ function limitValue(min: number) {
 type Limit = number | 'default';
 /** "default" is stored as null (commander turns a parser's null into an empty string, hence the word). */
 const storedLimit = (limit: Limit): number | null => (limit === 'default' ? null : limit);
+
+/** The per-number cap's window: a duration like 30m, 24h or 7d, in whole seconds, at most a year; or "off". */
+function windowValue(text: string): number | 'off' {
+  if (text === 'off') return 'off';
+  const duration = /^[0-9]+(\.[0-9]+)?\s*[a-z]+$/i.test(text) ? ms(text as ms.StringValue) : Number.NaN;
+  if (!Number.isFinite(duration) || duration < 1000 || duration % 1000 !== 0 || duration > 366 * 24 * 3600 * 1000) {
+    throw new InvalidArgumentError('expected a duration of whole seconds up to a year, like 90s, 30m, 24h or 7d, or "off"');
+  }
+  return duration / 1000;
+}
+
+function maxCallsValue(text: string): number | 'off' {
+  if (text === 'off') return 'off';
+  if (!/^[1-9][0-9]{0,8}$/.test(text)) throw new InvalidArgumentError('expected a whole number from 1, or "off"');
+  return Number(text);
+}
+
+/**
+ * The per-number cap after a change: both settings or neither. "off" for either turns it off; a
+ * new value keeps the other stored one. Refuses a cap left half set.
+ */
+function numberCapChanges(
+  stored: { number_max_calls: number | null; number_window_seconds: number | null },
+  maxCalls: number | 'off' | undefined,
+  window: number | 'off' | undefined,
+): LimitChanges {
+  if (maxCalls === undefined && window === undefined) return {};
+  if (maxCalls === 'off' || window === 'off') return { number_max_calls: null, number_window_seconds: null };
+  const next = { number_max_calls: maxCalls ?? stored.number_max_calls, number_window_seconds: window ?? stored.number_window_seconds };
+  if (next.number_max_calls === null || next.number_window_seconds === null) {
+    throw new CliError('invalid_input', 'The per-number cap needs both --number-max-calls and --number-window (or "off" to turn it off).');
+  }
+  return next;
+}
+
+function suppressionContext(deps: Deps): SuppressionContext {
+  return { store: deps.store, clock: deps.clock };
+}
+
+const suppressionColumns = ['phone_number', 'reason', 'expires_at', 'active', 'created_at'];
+const suppressionRecord = (view: SuppressionView): Printable => ({ ...view });
 
 function nonNegativeInt(text: string): number {
   if (!/^[0-9]{1,15}$/.test(text)) throw new InvalidArgumentError('expected a whole number from 0');
@@ -194,21 +238,32 @@ export function buildCli(options: { json?: boolean } = {}): Command {
     .option('--rate-per-second <n>', 'requests per second for all its keys together (0: no limit)', limitValue(0))
     .option('--key-rate-per-second <n>', 'requests per second per API key (0: no limit)', limitValue(0))
     .option('--max-queued <n>', 'most runs queued at once', limitValue(1))
+    .option('--number-max-calls <n>', 'per-number cap: most runs to one number within --number-window ("off": no cap, the default)', maxCallsValue)
+    .option('--number-window <duration>', 'per-number cap: the sliding window, like 30m, 24h or 7d ("off": no cap)', windowValue)
     .action(
-      action(async (deps, id: number, opts: { ratePerSecond?: Limit; keyRatePerSecond?: Limit; maxQueued?: Limit }) => {
-        const row = await setOrganizationLimits(deps.store, id, {
-          ...(opts.ratePerSecond !== undefined ? { rate_limit_per_second: storedLimit(opts.ratePerSecond) } : {}),
-          ...(opts.keyRatePerSecond !== undefined ? { key_rate_limit_per_second: storedLimit(opts.keyRatePerSecond) } : {}),
-          ...(opts.maxQueued !== undefined ? { max_queued_runs: storedLimit(opts.maxQueued) } : {}),
-        });
-        if (!row) throw new CliError('not_found', `No organization ${id}.`);
-        return { json: row, text: formatRecord({ ...row }) };
-      }),
+      action(
+        async (
+          deps,
+          id: number,
+          opts: { ratePerSecond?: Limit; keyRatePerSecond?: Limit; maxQueued?: Limit; numberMaxCalls?: number | 'off'; numberWindow?: number | 'off' },
+        ) => {
+          const stored = await getOrganization(deps.store, id);
+          if (!stored) throw new CliError('not_found', `No organization ${id}.`);
+          const row = await setOrganizationLimits(deps.store, id, {
+            ...(opts.ratePerSecond !== undefined ? { rate_limit_per_second: storedLimit(opts.ratePerSecond) } : {}),
+            ...(opts.keyRatePerSecond !== undefined ? { key_rate_limit_per_second: storedLimit(opts.keyRatePerSecond) } : {}),
+            ...(opts.maxQueued !== undefined ? { max_queued_runs: storedLimit(opts.maxQueued) } : {}),
+            ...numberCapChanges(stored, opts.numberMaxCalls, opts.numberWindow),
+          });
+          if (!row) throw new CliError('not_found', `No organization ${id}.`);
+          return { json: row, text: formatRecord({ ...row }) };
+        },
+      ),
     );
 
   org
     .command('show')
-    .description('show an organization: its own limits (null: the configured default) and calling hours (null: off)')
+    .description('show an organization: its own limits (null: the configured default), per-number cap and calling hours (null: off)')
     .argument('<org_id>', 'organization id', positiveInt)
     .action(
       action(async (deps, id: number) => {
@@ -467,6 +522,76 @@ export function buildCli(options: { json?: boolean } = {}): Command {
       action(async (deps, opts: { org: number; limit: number }) => {
         const rows = await listRuns(deps.store, opts.org, Math.min(opts.limit, 1000));
         return { json: rows, text: formatTable(rows as unknown as Printable[], ['id', 'name', 'state', 'mode', 'phone_number', 'definition_version', 'created_at']) };
+      }),
+    );
+
+  const suppression = program.command('suppression').description("an organization's suppression (do-not-call) list");
+  suppression
+    .command('add')
+    .description('suppress a number (or replace its reason and expiry): calls to it are refused, and queued runs to it end canceled')
+    .argument('<phone_number>', 'the number, E.164 (+12025550123)')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .option('--reason <text>', 'free text for your own reference')
+    .option('--expires-at <time>', 'when it may be called again (RFC 3339, e.g. 2027-01-31T00:00:00Z); default: never')
+    .action(
+      action(async (deps, phoneNumber: string, opts: { org: number; reason?: string; expiresAt?: string }) => {
+        await requireOrg(deps, opts.org);
+        const view = await putSuppression(suppressionContext(deps), opts.org, phoneNumber, { reason: opts.reason ?? null, expires_at: opts.expiresAt ?? null });
+        return { json: view, text: formatRecord(suppressionRecord(view)) };
+      }),
+    );
+  suppression
+    .command('remove')
+    .description('remove a number from the suppression list')
+    .argument('<phone_number>', 'the number, E.164')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .action(
+      action(async (deps, phoneNumber: string, opts: { org: number }) => {
+        await requireOrg(deps, opts.org);
+        const ctx = suppressionContext(deps);
+        const view = await getSuppression(ctx, opts.org, phoneNumber);
+        await removeSuppression(ctx, opts.org, phoneNumber);
+        return { json: { removed: view.phone_number }, text: `Removed ${view.phone_number}` };
+      }),
+    );
+  suppression
+    .command('list')
+    .description("list an organization's suppressions in number order (expired ones too)")
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .option('--after <phone_number>', 'start after this number (the previous page\'s next_after)')
+    .option('--limit <n>', 'page size, 1 to 1000', limitValue(1), 100)
+    .action(
+      action(async (deps, opts: { org: number; after?: string; limit: Limit }) => {
+        await requireOrg(deps, opts.org);
+        const limit = opts.limit === 'default' ? 100 : Math.min(1000, opts.limit);
+        const page = await listSuppressions(suppressionContext(deps), opts.org, { after: opts.after, limit });
+        const more = page.next_after === null ? '' : `\n(more: --after ${page.next_after})`;
+        return { json: page, text: `${formatTable(page.data.map(suppressionRecord), suppressionColumns)}${more}` };
+      }),
+    );
+  suppression
+    .command('import')
+    .description('suppress every number of a CSV file (header row with a phone_number column; optional reason, expires_at)')
+    .argument('<file>', 'the CSV file')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .action(
+      action(async (deps, file: string, opts: { org: number }) => {
+        await requireOrg(deps, opts.org);
+        const input = createReadStream(file);
+        const opened = new Promise<void>((resolve, reject) => {
+          input.once('open', () => resolve());
+          input.once('error', (error) => reject(new CliError('not_found', `Cannot read ${file}: ${error.message}`)));
+        });
+        await opened;
+        const result = await importSuppressions(suppressionContext(deps), opts.org, input, {
+          maxBytes: deps.config.SUPPRESSION_IMPORT_MAX_BYTES,
+          maxInvalidListed: deps.config.SUPPRESSION_IMPORT_MAX_INVALID_LISTED,
+        });
+        const invalid = result.invalid.map((i) => `  line ${i.line}: ${i.detail}`).join('\n');
+        return {
+          json: result,
+          text: `Imported ${result.imported} numbers; ${result.invalid_count} invalid lines skipped${invalid ? `:\n${invalid}` : ''}`,
+        };
       }),
     );
 

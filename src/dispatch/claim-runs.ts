@@ -17,10 +17,13 @@
 // deferred to the next window rather than claimed, and takes no pacing slot; one whose zones'
 // windows never meet any more is canceled (`outside_calling_hours`). Deferred runs that are not
 // due yet are never candidates (store/run-writes.ts's selectClaimCandidates).
+//
+// The calling policy's screen (policy/claim-screen.ts) cancels, in one statement per batch, runs
+// whose number was suppressed after they were queued.
 import { countLiveRuns, selectConfigurationForClaim, selectPacingForUpdate, setPacingNextAt } from '../store/dispatch-statements.js';
 import type { Store } from '../store/store.js';
 import type { TelephonyConfigurationRow } from '../store/schema.js';
-import { claimQueuedRuns, type ClaimCandidate, type ClaimedRow, type HoldDecision } from '../runs/claim.js';
+import { claimQueuedRuns, type ClaimCandidate, type ClaimedRow, type HoldDecision, type ClaimScreen } from '../runs/claim.js';
 import { decodeCallingHours } from '../orgs/organizations.js';
 import { callingHoursVerdict } from '../policy/calling-hours-check.js';
 import { LIVE_STATES } from '../runs/states.js';
@@ -35,6 +38,8 @@ export interface ClaimOptions {
   pacingHeadroom: number;
   /** False when the caller knows no deferred run of the configuration is due (one query less); default true. */
   deferredDue?: boolean;
+  /** The calling policy's check of the batch (policy/claim-screen.ts): runs it names end canceled, never dialed. */
+  screen?: ClaimScreen;
 }
 
 export interface ClaimedRun {
@@ -48,11 +53,11 @@ export interface ClaimedRun {
 
 export interface ClaimResult {
   claimed: ClaimedRun[];
-  /** Webhook deliveries the claim wrote (their `run.dialing` messages). */
+  /** Webhook deliveries the claim wrote (`run.dialing`, and the messages of runs deferred or canceled instead). */
   webhookDeliveries?: number;
   /** When another claim could succeed for this configuration (next pacing slot), if work remains. */
   retryAt: number | undefined;
-  /** Runs put off to their calling hours, and runs canceled as never inside them. */
+  /** Runs put off to their calling hours; runs canceled (suppressed since queued, or never inside their calling hours). */
   deferred?: number;
   canceled?: number;
 }
@@ -93,6 +98,7 @@ export async function claimRuns(store: Store, configurationId: number, options: 
       leaseMs: options.leaseMs,
       hold: callingHoursHold(options.now, options.lookaheadMs),
       deferredDue: options.deferredDue ?? true,
+      ...(options.screen ? { screen: options.screen } : {}),
     });
     // Every candidate taken one way or another: more may be queued behind them.
     const more = rows.length + deferred + canceled === wanted;

@@ -17,6 +17,7 @@
 // through the store (PostgreSQL NOTIFY), when a pacing slot opens, or every
 // DISPATCH_POLL_INTERVAL_MS as a safety net. Ticks never overlap.
 import type { Deps } from '../deps.js';
+import { claimScreen } from '../policy/claim-screen.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
 import { DialRefusedError } from '../telephony/provider.js';
 import { RouteInvalidError } from '../telephony/routes.js';
@@ -149,6 +150,7 @@ export class Dispatcher {
           pacingHeadroom: deps.config.DISPATCH_PACING_HEADROOM,
           batchSize: deps.config.DISPATCH_BATCH_SIZE,
           deferredDue,
+          screen: claimScreen(deps.clock.now()),
         });
         this.pace(configurationId, result.claimed);
         deps.lifecycle.claimed(result.claimed.length, result.webhookDeliveries ?? 0, result.canceled ?? 0);

@@ -11,6 +11,7 @@ export const TAGS = [
   { name: 'Workflows', description: 'The agents your organization can call, with their published and draft versions.' },
   { name: 'Telephony', description: 'The routes your calls dial through (credentials are never shown).' },
   { name: 'Webhooks', description: 'Endpoints that receive a signed message (Standard Webhooks) for every change of your runs: registered, rotated, tested, and their deliveries followed and retried.' },
+  { name: 'Calling policy', description: 'The organization\'s suppression (do-not-call) list: numbers Initiate Call refuses (422 number_suppressed) and queued runs to them end without a dial.' },
   { name: 'Agent runtime', description: 'What the agent runtime an answered call is handed to reads, with the per-run token it was given.' },
   { name: 'Operations', description: 'Liveness, readiness, metrics and this document, for load balancers, orchestrators and monitoring. No credentials.' },
 ];

@@ -41,8 +41,13 @@ const EXTENSION_MEMBERS: Partial<Record<number, TProperties>> = {
       }),
     ),
     time_zones: Type.Optional(Type.Array(Type.String(), { description: 'The IANA time zones the calling hours were checked in (outside_calling_hours)' })),
+    suppression_expires_at: Type.Optional(
+      Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When the suppression ends; null: never (number_suppressed)' }),
+    ),
   },
   429: {
+    number_max_calls: Type.Optional(Type.Integer({ description: 'Runs allowed to one number within the window (number_frequency_capped)' })),
+    number_window_seconds: Type.Optional(Type.Integer({ description: 'The window of the per-number cap, in seconds (number_frequency_capped)' })),
     queued_runs: Type.Optional(Type.Integer({ description: 'Runs the organization has queued (queue_full)' })),
     max_queued_runs: Type.Optional(Type.Integer({ description: 'The organization\'s queue cap (queue_full)' })),
   },
@@ -101,6 +106,9 @@ const EXAMPLE_DETAILS: Partial<Record<ErrorCode, string>> = {
   outside_calling_hours: 'It is outside the organization\'s calling hours in America/New_York; the next allowed time is 2026-11-24T14:00:00.000Z.',
   rate_limited: 'Rate limit reached: key (40 per 2 s). Retry after 1 s.',
   queue_full: 'The organization has 10000 runs queued; the limit is 10000. Retry after 1 s.',
+  number_suppressed: "The number is on the organization's suppression (do-not-call) list.",
+  number_frequency_capped: "This number was called 3 times within 86400 s, the organization's limit. Retry after 5400 s.",
+  suppression_not_found: 'No suppression of +12025550123.',
   unavailable: 'The service is temporarily unavailable; retry shortly.',
   internal_error: 'The server could not complete the request.',
 };
@@ -119,6 +127,8 @@ const EXAMPLE_EXTENSIONS: Partial<Record<ErrorCode, Record<string, unknown>>> = 
   idempotency_key_reused: { header: 'Idempotency-Key' },
   queue_full: { queued_runs: 10000, max_queued_runs: 10000 },
   outside_calling_hours: { next_allowed_at: '2026-11-24T14:00:00.000Z', time_zones: ['America/New_York'] },
+  number_suppressed: { suppression_expires_at: null },
+  number_frequency_capped: { number_max_calls: 3, number_window_seconds: 86400 },
 };
 
 const EXAMPLE_REQUEST_ID = '3f6c1e9a-2b7d-4d58-9a0e-5c1b8f2d7e64';
@@ -151,7 +161,7 @@ export const ANY_ROUTE_CODES: readonly ErrorCode[] = [
 ];
 
 /** Codes whose answer carries Retry-After. */
-const RETRY_AFTER_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['idempotency_key_in_use', 'rate_limited', 'queue_full', 'unavailable']);
+const RETRY_AFTER_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['idempotency_key_in_use', 'rate_limited', 'queue_full', 'number_frequency_capped', 'unavailable']);
 
 /**
  * Response entries for the problems an operation can answer: the given codes plus ANY_ROUTE_CODES,

@@ -3,11 +3,14 @@
 // (dispatch/claim-runs.ts), which decides how many may be claimed (pacing, concurrency) and commits. Several nodes claim at once without
 // taking the same runs (store/run-writes.ts skips rows another claim holds).
 //
-// A run taken from the queue may not be dialable now (its organization's calling hours closed
-// while it waited): the caller's `hold` says so, and the run is deferred instead, in the same
-// transaction: it stays queued with a new scheduled_for and a `deferred` event, and is not dialed.
+// A run taken from the queue may not be dialable now. The caller's screen (the calling policy's
+// suppression list, checked again at claim time) names runs that must never be dialed: they end
+// `canceled` with the screen's reason, in one statement per reason. The caller's `hold` (calling
+// hours) says per run whether it may be dialed now, must wait (it stays queued with a new
+// scheduled_for and a `deferred` event) or can never be (canceled). All in the claim's transaction.
 import { appendRunEvents } from '../store/run-event-outbox.js';
-import { selectClaimCandidates, setQueuedRunsDialing, writeTransition, type ClaimCandidate, type ClaimedRow } from '../store/run-writes.js';
+import { selectClaimCandidates, setQueuedRunsCanceled, setQueuedRunsDialing, writeTransition, type ClaimCandidate, type ClaimedRow } from '../store/run-writes.js';
+import type { WorkflowRunRow } from '../store/schema.js';
 import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
 import type { Store, StoreTransaction } from '../store/store.js';
 import { transitionRunInTransaction } from './transition-run.js';
@@ -17,9 +20,11 @@ export type { ClaimCandidate, ClaimedRow };
 /** Whether a candidate may be dialed now, must wait until a time, or can never be dialed. */
 export type HoldDecision = { kind: 'dial' } | { kind: 'defer'; until: number; reason: string } | { kind: 'cancel'; reason: string };
 
+/** Runs of a claim batch that must not be dialed, by id, each with the reason it ends `canceled`. */
+export type ClaimScreen = (trx: StoreTransaction, candidates: readonly ClaimCandidate[]) => Promise<Map<number, string>>;
+
 export interface ClaimWrite {
   configurationId: number;
-  /** Most runs to claim, oldest first. */
   limit: number;
   nodeId: string;
   now: number;
@@ -28,12 +33,15 @@ export interface ClaimWrite {
   hold?: (candidate: ClaimCandidate) => HoldDecision;
   /** Whether to look for deferred runs now due (false: only runs due at once). */
   deferredDue: boolean;
+  /** The calling policy's check of the whole batch: runs it names end canceled, never dialed. */
+  screen?: ClaimScreen;
 }
 
 export interface ClaimWritten {
+  /** The claimed runs, in id order (empty when none is queued). */
   rows: ClaimedRow[];
   webhookDeliveries: number;
-  /** Runs deferred instead of claimed, and runs canceled as never dialable. */
+  /** Runs deferred instead of claimed, and runs canceled as never dialable (by the screen or the hold). */
   deferred: number;
   canceled: number;
 }
@@ -41,11 +49,14 @@ export interface ClaimWritten {
 /** Claims up to `limit` queued runs; returns them in id order (empty when none is queued), and the webhook deliveries written. */
 export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreTransaction, claim: ClaimWrite): Promise<ClaimWritten> {
   const candidates = await selectClaimCandidates(store, trx, { configurationId: claim.configurationId, limit: claim.limit, now: claim.now, deferredDue: claim.deferredDue });
+  if (candidates.length === 0) return { rows: [], webhookDeliveries: 0, deferred: 0, canceled: 0 };
+  const refused = claim.screen ? await claim.screen(trx, candidates) : new Map<number, string>();
   const dialable: number[] = [];
   let webhookDeliveries = 0;
   let deferred = 0;
   let canceled = 0;
   for (const candidate of candidates) {
+    if (refused.has(candidate.id)) continue;
     const decision = claim.hold?.(candidate) ?? { kind: 'dial' };
     if (decision.kind === 'dial') {
       dialable.push(candidate.id);
@@ -71,24 +82,34 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
     }
   }
   const rows = await setQueuedRunsDialing(trx, dialable, {
-    configurationId: claim.configurationId,
-    limit: claim.limit,
     nodeId: claim.nodeId,
     now: claim.now,
     leaseExpiresAt: claim.now + claim.leaseMs,
   });
-  webhookDeliveries += await appendRunEvents(
-    trx,
-    store.dialect,
-    rows.map((run) => ({
+  const screened: WorkflowRunRow[] = [];
+  for (const reason of new Set(refused.values())) {
+    const ids = [...refused].filter(([, r]) => r === reason).map(([id]) => id);
+    screened.push(...(await setQueuedRunsCanceled(trx, ids, claim.now, reason)));
+  }
+  canceled += screened.length;
+  webhookDeliveries += await appendRunEvents(trx, store.dialect, [
+    ...rows.map((run) => ({
       run,
-      type: 'dialing',
+      type: 'dialing' as const,
       at: claim.now,
       data: { node: claim.nodeId },
       webhookType: webhookTypeForState('dialing'),
       messageId: runMessageId(run.id, run.last_event_seq),
     })),
-  );
+    ...screened.map((run) => ({
+      run,
+      type: 'canceled' as const,
+      at: claim.now,
+      data: { reason: run.outcome_reason },
+      webhookType: webhookTypeForState('canceled'),
+      messageId: runMessageId(run.id, run.last_event_seq),
+    })),
+  ]);
   const claimed = rows.map((r) => ({ id: r.id, created_at: r.created_at, phone_number: r.phone_number, caller_id: r.caller_id, telephony_configuration_id: r.telephony_configuration_id, mode: r.mode }));
   return { rows: claimed, webhookDeliveries, deferred, canceled };
 }

@@ -32,6 +32,11 @@ function runNamePrefix(mode: RunMode): string {
 export interface CreateRunOptions {
   /** Checked exactly inside the creating transaction (runs/queue-cap.ts): given when the organization is near its cap. */
   queueCap?: QueueCap;
+  /**
+   * Runs inside the creating transaction before the insert, and may refuse it by throwing: the
+   * calling policy's exact checks (the per-number cap, policy/number-cap.ts).
+   */
+  beforeInsert?: (trx: StoreTransaction) => Promise<void>;
   /** Runs inside the creating transaction (the Idempotency-Key record commits with the run). */
   onCreated?: (trx: StoreTransaction, run: CreatedRun) => Promise<void>;
 }
@@ -51,12 +56,13 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
     wakeChannel: WORK_CHANNEL,
   };
   // Nothing else to write in the same transaction: the store inserts it as cheaply as it can.
-  if (!options.queueCap && !options.onCreated) {
+  if (!options.queueCap && !options.beforeInsert && !options.onCreated) {
     const { id, name, deliveries } = await insertQueuedRunDurably(store, values);
     return { id, name, state: 'queued', webhookDeliveries: deliveries };
   }
   return store.transaction('durable', async (trx) => {
     if (options.queueCap) await enforceQueueCap(store, trx, run.orgId, options.queueCap);
+    await options.beforeInsert?.(trx);
     const { id, name, deliveries } = await insertQueuedRun(trx, store.dialect, values);
     const created = { id, name, state: 'queued' as const };
     await options.onCreated?.(trx, created);

@@ -34,7 +34,10 @@ export class RunLifecycle {
     return applied;
   }
 
-  /** Counts runs a claim (claim.ts, committed by its caller) moved to `dialing` (or canceled as never dialable), and wakes the delivery of its messages. */
+  /**
+   * Counts runs a claim (claim.ts, committed by its caller) moved to `dialing`, and those its screen
+   * ended `canceled` instead, and wakes the delivery of their messages.
+   */
   claimed(count: number, webhookDeliveries = 0, canceled = 0): void {
     if (count > 0) this.transitions.inc({ state: 'dialing' }, count);
     if (canceled > 0) this.transitions.inc({ state: 'canceled' }, canceled);

@@ -31,6 +31,8 @@ export function selectKeyByPrefix(store: Store, prefix: string) {
       'organizations.key_rate_limit_per_second',
       'organizations.max_queued_runs',
       'organizations.calling_hours',
+      'organizations.number_max_calls',
+      'organizations.number_window_seconds',
     ])
     .where('api_keys.prefix', '=', prefix)
     .executeTakeFirst();

@@ -7,6 +7,7 @@ import { up002 } from './migrations/002_dispatch.js';
 import { up003 } from './migrations/003_caller_safety.js';
 import { up004 } from './migrations/004_dispatcher_nodes.js';
 import { up005 } from './migrations/005_webhooks.js';
+import { up006 } from './migrations/006_suppressions.js';
 import { up007 } from './migrations/007_calling_hours.js';
 import { up008 } from './migrations/008_reconciliation.js';
 import { up009 } from './migrations/009_run_listing.js';
@@ -19,6 +20,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '003_caller_safety': { up: up003(dialect) },
     '004_dispatcher_nodes': { up: up004(dialect) },
     '005_webhooks': { up: up005(dialect) },
+    '006_suppressions': { up: up006(dialect) },
     '007_calling_hours': { up: up007(dialect) },
     '008_reconciliation': { up: up008(dialect) },
     '009_run_listing': { up: up009(dialect) },

@@ -19,6 +19,9 @@ export interface OrganizationLimitColumns {
   rate_limit_per_second?: number | null;
   key_rate_limit_per_second?: number | null;
   max_queued_runs?: number | null;
+  /** The per-number frequency cap: set together, or both null (off). */
+  number_max_calls?: number | null;
+  number_window_seconds?: number | null;
 }
 
 /** Sets the limits given (the statement names only those columns). */
@@ -29,7 +32,7 @@ export async function setOrganizationLimitColumns(store: Store, id: number, chan
 export function selectOrganizationLimits(store: Store, id: number) {
   return store.db
     .selectFrom('organizations')
-    .select(['id', 'name', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs'])
+    .select(['id', 'name', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds'])
     .where('id', '=', id)
     .executeTakeFirst();
 }
@@ -38,7 +41,7 @@ export function selectOrganizationLimits(store: Store, id: number) {
 export function selectOrganizations(store: Store) {
   return store.db
     .selectFrom('organizations')
-    .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs'])
+    .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds'])
     .orderBy('id')
     .execute();
 }
@@ -53,7 +56,7 @@ export async function setOrganizationCallingHoursColumn(store: Store, id: number
 export function selectOrganization(store: Store, id: number) {
   return store.db
     .selectFrom('organizations')
-    .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'calling_hours'])
+    .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds', 'calling_hours'])
     .where('id', '=', id)
     .executeTakeFirst();
 }

@@ -33,8 +33,6 @@ function guardedRunUpdate(trx: Transaction<Database>, runId: number, columns: Ru
 export type ClaimedRow = Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode'>;
 
 export interface ClaimValues {
-  configurationId: number;
-  limit: number;
   nodeId: string;
   now: number;
   leaseExpiresAt: number;
@@ -87,7 +85,25 @@ export async function setQueuedRunsDialing(trx: Transaction<Database>, ids: read
       last_event_seq: eb('last_event_seq', '+', 1),
     }))
     .where('id', 'in', ids)
-    .where('telephony_configuration_id', '=', claim.configurationId)
+    .where('state', '=', 'queued')
+    .returningAll()
+    .execute();
+  return rows.sort((a, b) => a.id - b.id);
+}
+
+/** Ends these queued runs (selected by selectClaimCandidates) `canceled` with `reason`, never dialed; returns their rows as changed, in id order. */
+export async function setQueuedRunsCanceled(trx: Transaction<Database>, ids: readonly number[], now: number, reason: string): Promise<WorkflowRunRow[]> {
+  if (ids.length === 0) return [];
+  const rows = await trx
+    .updateTable('workflow_runs')
+    .set((eb) => ({
+      state: 'canceled',
+      outcome_reason: reason,
+      ended_at: now,
+      updated_at: now,
+      last_event_seq: eb('last_event_seq', '+', 1),
+    }))
+    .where('id', 'in', ids)
     .where('state', '=', 'queued')
     .returningAll()
     .execute();

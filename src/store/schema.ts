@@ -20,6 +20,9 @@ export interface OrganizationsTable {
   max_queued_runs: number | null;
   /** Calling hours (policy/calling-hours.ts's CallingHours, JSON); null when off. */
   calling_hours: ColumnType<unknown, string | null | undefined, string | null>;
+  /** The per-number frequency cap (calling policy): both set, or both null (off). */
+  number_max_calls: number | null;
+  number_window_seconds: number | null;
 }
 
 export interface ApiKeysTable {
@@ -227,8 +230,20 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  suppressions: SuppressionsTable;
 }
 
+/** One number an organization must not call (until `expires_at`, when set). */
+export interface SuppressionsTable {
+  org_id: number;
+  phone_number: string;
+  reason: string | null;
+  expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type SuppressionRow = Selectable<SuppressionsTable>;
 export type OrganizationRow = Selectable<OrganizationsTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type WorkflowRow = Selectable<WorkflowsTable>;

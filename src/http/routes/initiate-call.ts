@@ -93,6 +93,8 @@ function refusalsOf(op: Operation): ErrorCode[] {
     'telephony_not_ready',
     'missing_template_variables',
     'outside_calling_hours',
+    'number_suppressed',
+    'number_frequency_capped',
     'idempotency_key_reused',
     'idempotency_key_in_use',
     'queue_full',

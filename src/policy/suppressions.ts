@@ -1,0 +1,236 @@
+// An organization's suppression (do-not-call) list: numbers it must not call, each optionally
+// until a moment (`expires_at`). Numbers are normalized exactly as a run's phone_number is
+// (calls/phone-number.ts), so the checks match by equality. The HTTP routes and the CLI both use
+// these functions; another organization's suppressions are never visible.
+import type { Readable } from 'node:stream';
+import { Transform, type TransformCallback } from 'node:stream';
+import { parse as parseCsv, CsvError } from 'csv-parse';
+import { parseDestination } from '../calls/phone-number.js';
+import { DialtoneError, validationFailed } from '../errors.js';
+import type { SuppressionRow } from '../store/schema.js';
+import {
+  deleteSuppression,
+  selectSuppression,
+  selectSuppressionPage,
+  upsertSuppressions,
+  type SuppressionValues,
+} from '../store/suppression-statements.js';
+import type { Store } from '../store/store.js';
+
+export interface SuppressionContext {
+  store: Pick<Store, 'db' | 'dialect' | 'transaction'>;
+  clock: { now(): number };
+}
+
+export interface SuppressionView {
+  phone_number: string;
+  reason: string | null;
+  expires_at: string | null;
+  /** False once `expires_at` has passed: the number may be called again. */
+  active: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Longest `reason` kept. */
+export const REASON_MAX_LENGTH = 500;
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+function viewOf(row: SuppressionRow, now: number): SuppressionView {
+  return {
+    phone_number: row.phone_number,
+    reason: row.reason,
+    expires_at: row.expires_at === null ? null : iso(row.expires_at),
+    active: row.expires_at === null || row.expires_at > now,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/** The E.164 form of a number given for the list, or why it is not one. */
+export function normalizeSuppressedNumber(input: string): { ok: true; value: string } | { ok: false; detail: string } {
+  const parsed = parseDestination(input);
+  if (!parsed.ok) return parsed;
+  if (parsed.destination.kind !== 'e164') return { ok: false, detail: `"${input}" is a SIP URI; only phone numbers are suppressed.` };
+  return { ok: true, value: parsed.destination.value };
+}
+
+function numberOrNotFound(input: string): string {
+  const normalized = normalizeSuppressedNumber(input);
+  if (!normalized.ok) throw new DialtoneError('suppression_not_found', `No suppression of "${input}": ${normalized.detail}`);
+  return normalized.value;
+}
+
+export interface SuppressionInput {
+  reason?: string | null | undefined;
+  /** ISO 8601 date-time, or null: never expires. */
+  expires_at?: string | null | undefined;
+}
+
+/** Suppresses a number (or replaces its reason and expiry): idempotent. */
+export async function putSuppression(ctx: SuppressionContext, orgId: number, phoneNumber: string, input: SuppressionInput): Promise<SuppressionView> {
+  const normalized = normalizeSuppressedNumber(phoneNumber);
+  if (!normalized.ok) throw new DialtoneError('invalid_phone_number', normalized.detail, { errors: [{ pointer: '/phone_number', detail: normalized.detail }] });
+  const now = ctx.clock.now();
+  const expiresAt = parseExpiry(input.expires_at ?? null, now);
+  if (!expiresAt.ok) throw validationFailed([{ pointer: '/expires_at', detail: expiresAt.detail }]);
+  const reason = input.reason ?? null;
+  if (reason !== null && reason.length > REASON_MAX_LENGTH) throw validationFailed([{ pointer: '/reason', detail: `Is longer than ${REASON_MAX_LENGTH} characters.` }]);
+  await ctx.store.transaction('durable', (trx) => upsertSuppressions(trx, [{ orgId, phoneNumber: normalized.value, reason, expiresAt: expiresAt.value }], now));
+  const row = await selectSuppression(ctx.store, orgId, normalized.value);
+  if (!row) throw new Error('a suppression just written is missing');
+  return viewOf(row, now);
+}
+
+function parseExpiry(text: string | null, now: number): { ok: true; value: number | null } | { ok: false; detail: string } {
+  if (text === null || text === '') return { ok: true, value: null };
+  // A date-time with its offset (RFC 3339), so nobody's local time zone is guessed.
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(text)) {
+    return { ok: false, detail: `"${text}" is not a date-time with a time zone (RFC 3339, e.g. 2027-01-31T00:00:00Z).` };
+  }
+  const ms = Date.parse(text);
+  if (Number.isNaN(ms)) return { ok: false, detail: `"${text}" is not a valid date-time.` };
+  if (ms <= now) return { ok: false, detail: `"${text}" has passed; a suppression must expire in the future, or never.` };
+  return { ok: true, value: ms };
+}
+
+export async function getSuppression(ctx: SuppressionContext, orgId: number, phoneNumber: string): Promise<SuppressionView> {
+  const value = numberOrNotFound(phoneNumber);
+  const row = await selectSuppression(ctx.store, orgId, value);
+  if (!row) throw new DialtoneError('suppression_not_found', `No suppression of ${value}.`);
+  return viewOf(row, ctx.clock.now());
+}
+
+export async function removeSuppression(ctx: SuppressionContext, orgId: number, phoneNumber: string): Promise<void> {
+  const value = numberOrNotFound(phoneNumber);
+  if (!(await deleteSuppression(ctx.store, orgId, value))) throw new DialtoneError('suppression_not_found', `No suppression of ${value}.`);
+}
+
+export interface SuppressionPage {
+  data: SuppressionView[];
+  /** Pass as `after` for the next page; null on the last. */
+  next_after: string | null;
+}
+
+/** The organization's suppressions (expired ones too) in number order, `limit` at a time after `after`. */
+export async function listSuppressions(ctx: SuppressionContext, orgId: number, page: { after?: string | undefined; limit: number }): Promise<SuppressionPage> {
+  const rows = await selectSuppressionPage(ctx.store, orgId, page.after, page.limit + 1);
+  const now = ctx.clock.now();
+  const data = rows.slice(0, page.limit).map((row) => viewOf(row, now));
+  return { data, next_after: rows.length > page.limit ? (data[data.length - 1]?.phone_number ?? null) : null };
+}
+
+export interface ImportLimits {
+  /** Largest CSV accepted, in bytes (413 payload_too_large above it). */
+  maxBytes: number;
+  /** Most invalid lines listed in the answer (all are counted). */
+  maxInvalidListed: number;
+}
+
+export interface InvalidLine {
+  line: number;
+  value: string;
+  detail: string;
+}
+
+export interface ImportResult {
+  /** Distinct numbers written (a number on several lines counts once; its last line wins). */
+  imported: number;
+  invalid: InvalidLine[];
+  /** Every invalid line, listed or not. */
+  invalid_count: number;
+}
+
+/** Suppressions written per transaction: large enough to be fast, small enough not to hold the store's writer long. */
+const IMPORT_BATCH = 10_000;
+
+/** Counts the bytes going through and stops the stream with 413 past the limit. */
+function byteLimit(maxBytes: number): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback) {
+      seen += chunk.length;
+      if (seen > maxBytes) return done(new DialtoneError('payload_too_large', `The CSV is larger than ${maxBytes} bytes (SUPPRESSION_IMPORT_MAX_BYTES).`));
+      done(null, chunk);
+    },
+  });
+}
+
+/**
+ * Imports a CSV of numbers: a header row naming a `phone_number` column, and optionally `reason`
+ * and `expires_at` (RFC 3339). The body is parsed as it streams in (csv-parse), keeping only the
+ * valid numbers; they are written once the whole body has arrived and parsed, in batches, so a
+ * body refused part-way (too large, not CSV) changes nothing. Lines that are not valid numbers are
+ * reported by line and skipped; the rest are imported.
+ */
+export async function importSuppressions(ctx: SuppressionContext, orgId: number, body: Readable, limits: ImportLimits): Promise<ImportResult> {
+  const now = ctx.clock.now();
+  const byNumber = new Map<string, SuppressionValues>();
+  const invalid: InvalidLine[] = [];
+  let invalidCount = 0;
+  const reject = (line: number, value: string, detail: string) => {
+    invalidCount += 1;
+    if (invalid.length < limits.maxInvalidListed) invalid.push({ line, value, detail });
+  };
+
+  const parser = parseCsv({
+    bom: true,
+    columns: (header: string[]) => header.map((name) => name.trim().toLowerCase()),
+    // A line with a missing or extra field is reported as that line's problem, not the file's.
+    relax_column_count: true,
+    skip_empty_lines: true,
+    trim: true,
+    info: true,
+  });
+  const source = body.pipe(byteLimit(limits.maxBytes));
+  source.on('error', (error) => parser.destroy(error));
+  source.pipe(parser);
+
+  let headerChecked = false;
+  try {
+    for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string | undefined>; info: { lines: number } }>) {
+      if (!headerChecked) {
+        headerChecked = true;
+        if (!('phone_number' in record)) throw missingColumn();
+      }
+      const line = info.lines;
+      const raw = record.phone_number ?? '';
+      const number = normalizeSuppressedNumber(raw);
+      if (!number.ok) {
+        reject(line, raw, raw === '' ? 'No phone_number on this line.' : number.detail);
+        continue;
+      }
+      const reason = record.reason === undefined || record.reason === '' ? null : record.reason;
+      if (reason !== null && reason.length > REASON_MAX_LENGTH) {
+        reject(line, raw, `The reason is longer than ${REASON_MAX_LENGTH} characters.`);
+        continue;
+      }
+      const expiresAt = parseExpiry(record.expires_at ?? null, now);
+      if (!expiresAt.ok) {
+        reject(line, raw, expiresAt.detail);
+        continue;
+      }
+      byNumber.set(number.value, { orgId, phoneNumber: number.value, reason, expiresAt: expiresAt.value });
+    }
+  } catch (error) {
+    if (error instanceof DialtoneError) throw error;
+    if (error instanceof CsvError) {
+      const line = (error as CsvError & { lines?: number }).lines;
+      throw validationFailed([{ pointer: '', detail: `Not valid CSV${line === undefined ? '' : ` at line ${line}`}: ${error.message}` }], 'The body is not valid CSV.');
+    }
+    throw error;
+  }
+  if (!headerChecked) throw missingColumn();
+
+  const rows = [...byNumber.values()];
+  for (let start = 0; start < rows.length; start += IMPORT_BATCH) {
+    const batch = rows.slice(start, start + IMPORT_BATCH);
+    await ctx.store.transaction('durable', (trx) => upsertSuppressions(trx, batch, now));
+  }
+  return { imported: rows.length, invalid, invalid_count: invalidCount };
+}
+
+function missingColumn(): DialtoneError {
+  return validationFailed([{ pointer: '', detail: 'The first line must be a header naming a phone_number column (and optionally reason, expires_at).' }], 'The CSV has no phone_number column.');
+}

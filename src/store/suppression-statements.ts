@@ -1,0 +1,116 @@
+// Statements on organizations' suppression (do-not-call) lists, and the per-number cap's count.
+// A suppression is active while `expires_at` is null or still ahead; an expired row stays until it
+// is replaced or deleted, and suppresses nothing.
+import { sql, type ExpressionBuilder, type Transaction } from 'kysely';
+import type { Database, SuppressionRow } from './schema.js';
+import { queryable, type Queryable, type Store } from './store.js';
+
+export interface SuppressionValues {
+  orgId: number;
+  phoneNumber: string;
+  reason: string | null;
+  expiresAt: number | null;
+}
+
+/** Rows per INSERT of a bulk load: 6 parameters each stays far below both stores' limits (SQLite 32,766). */
+export const SUPPRESSION_INSERT_CHUNK = 1_000;
+
+function active(now: number) {
+  return (eb: ExpressionBuilder<Database, 'suppressions'>) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]);
+}
+
+/** Inserts or replaces suppressions (same organization and number: the reason and expiry are replaced, created_at kept). */
+export async function upsertSuppressions(on: Queryable, rows: readonly SuppressionValues[], now: number): Promise<void> {
+  const db = queryable(on);
+  for (let start = 0; start < rows.length; start += SUPPRESSION_INSERT_CHUNK) {
+    const chunk = rows.slice(start, start + SUPPRESSION_INSERT_CHUNK);
+    await db
+      .insertInto('suppressions')
+      .values(chunk.map((r) => ({ org_id: r.orgId, phone_number: r.phoneNumber, reason: r.reason, expires_at: r.expiresAt, created_at: now, updated_at: now })))
+      .onConflict((oc) =>
+        oc.columns(['org_id', 'phone_number']).doUpdateSet((eb) => ({
+          reason: eb.ref('excluded.reason'),
+          expires_at: eb.ref('excluded.expires_at'),
+          updated_at: eb.ref('excluded.updated_at'),
+        })),
+      )
+      .execute();
+  }
+}
+
+export function selectSuppression(store: Pick<Store, 'db'>, orgId: number, phoneNumber: string): Promise<SuppressionRow | undefined> {
+  return store.db.selectFrom('suppressions').selectAll().where('org_id', '=', orgId).where('phone_number', '=', phoneNumber).executeTakeFirst();
+}
+
+/** True when the organization had this suppression (deleted now). */
+export async function deleteSuppression(store: Pick<Store, 'db'>, orgId: number, phoneNumber: string): Promise<boolean> {
+  const result = await store.db.deleteFrom('suppressions').where('org_id', '=', orgId).where('phone_number', '=', phoneNumber).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** Up to `limit` of an organization's suppressions (expired ones too), by number, after `after`. */
+export function selectSuppressionPage(store: Pick<Store, 'db'>, orgId: number, after: string | undefined, limit: number): Promise<SuppressionRow[]> {
+  return store.db
+    .selectFrom('suppressions')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .$if(after !== undefined, (q) => q.where('phone_number', '>', after as string))
+    .orderBy('phone_number')
+    .limit(limit)
+    .execute();
+}
+
+/** The active suppression of one number, if any (the request-time check: one primary-key lookup). */
+export function selectActiveSuppression(on: Queryable, orgId: number, phoneNumber: string, now: number): Promise<Pick<SuppressionRow, 'reason' | 'expires_at'> | undefined> {
+  return queryable(on)
+    .selectFrom('suppressions')
+    .select(['reason', 'expires_at'])
+    .where('org_id', '=', orgId)
+    .where('phone_number', '=', phoneNumber)
+    .where(active(now))
+    .executeTakeFirst();
+}
+
+/** Which of these numbers the organization suppresses now: one statement for a whole claim batch. */
+export async function selectSuppressedAmong(trx: Transaction<Database>, orgId: number, phoneNumbers: readonly string[], now: number): Promise<Set<string>> {
+  if (phoneNumbers.length === 0) return new Set();
+  const rows = await trx
+    .selectFrom('suppressions')
+    .select('phone_number')
+    .where('org_id', '=', orgId)
+    .where('phone_number', 'in', [...new Set(phoneNumbers)])
+    .where(active(now))
+    .execute();
+  return new Set(rows.map((r) => r.phone_number));
+}
+
+/**
+ * Serializes the creations of runs to one number of one organization until the transaction ends,
+ * so that the cap's count and the insert it allows are one step (PostgreSQL; SQLite's single
+ * writer serializes them already). A transaction-scoped advisory lock, keyed on a hash of
+ * organization and number: nothing to clean up, and unrelated numbers never wait on each other
+ * (a hash collision only makes two numbers take turns).
+ */
+export async function lockNumberForCreation(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, orgId: number, phoneNumber: string): Promise<void> {
+  if (store.dialect !== 'postgres') return;
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`dialtone.number_cap:${orgId}:${phoneNumber}`}, 0))`.execute(trx);
+}
+
+/**
+ * Creation times of the organization's newest runs to this number created after `since`, newest
+ * first, at most `limit` of them (the cap needs no more: the last one says when a place opens).
+ * Walks migration 009's (org_id, phone_number, id) index from the newest run and stops after
+ * `limit` matches: ids follow creation order, so the newest by id are the newest by time.
+ */
+export async function selectRecentRunTimes(on: Queryable, orgId: number, phoneNumber: string, since: number, limit: number): Promise<number[]> {
+  const rows = await queryable(on)
+    .selectFrom('workflow_runs')
+    .select('created_at')
+    .where('org_id', '=', orgId)
+    .where('phone_number', '=', phoneNumber)
+    .where('created_at', '>', since)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => Number(r.created_at)).sort((a, b) => b - a);
+}
