@@ -150,7 +150,7 @@ describe('API keys', () => {
     const store = await sqliteStore(t);
     const org = await createOrganization(store, 'Acme', NOW);
     const { id, key } = await createApiKey(store, org.id, 'backend', NOW);
-    assert.deepEqual(await authenticateApiKey(store, key, NOW, INTERVAL), { keyId: id, orgId: org.id, limits: { ratePerSecond: null, keyRatePerSecond: null, maxQueuedRuns: null } });
+    assert.deepEqual(await authenticateApiKey(store, key, NOW, INTERVAL), { keyId: id, orgId: org.id, limits: { ratePerSecond: null, keyRatePerSecond: null, maxQueuedRuns: null }, callingHours: null });
 
     const changeAt = (i: number) => key.slice(0, i) + (key[i] === 'a' ? 'b' : 'a') + key.slice(i + 1);
     for (const i of [key.length - 1, 'dt_live_'.length + 12, 'dt_live_'.length + 2]) {
