@@ -32,13 +32,15 @@ export function onUnauthorized(listener) {
   return () => unauthorizedListeners.delete(listener);
 }
 
-export async function api(path, { method = 'GET', body, key = session.key } = {}) {
+/** `body` is sent as JSON; `csv` (text) as text/csv, for the suppression import. */
+export async function api(path, { method = 'GET', body, csv, key = session.key } = {}) {
   const headers = { accept: 'application/json' };
   if (key) headers['x-api-key'] = key;
   if (body !== undefined) headers['content-type'] = 'application/json';
+  if (csv !== undefined) headers['content-type'] = 'text/csv';
   let response;
   try {
-    response = await fetch(`/api/v1/public${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+    response = await fetch(`/api/v1/public${path}`, { method, headers, body: csv ?? (body === undefined ? undefined : JSON.stringify(body)), cache: 'no-store' });
   } catch {
     throw new ApiError(0, { detail: 'The service could not be reached.' });
   }

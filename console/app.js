@@ -1,10 +1,11 @@
 // The Dialtone console: sign in with an API key, then the pages below. Each page is one entry of
-// PAGES (path pattern, label, component); a later feature's page (suppressions, campaigns) is one
-// more entry and one more module.
+// PAGES (path pattern, label, component); a later feature's page (campaigns) is one more entry and
+// one more module.
 import { html, render, useEffect, useState } from './vendor-htm-preact.js';
 import { api, ApiError, EventStream, onUnauthorized, session } from './api.js';
 import { CallPage, CallsPage } from './calls.js';
 import { OverviewPage, TestCallPage, WebhooksPage } from './pages.js';
+import { SuppressionsPage } from './suppressions.js';
 import { ErrorBox, Link } from './ui.js';
 
 const PAGES = [
@@ -13,6 +14,7 @@ const PAGES = [
   { path: /^\/console\/test-call$/, href: '/console/test-call', label: 'Test call', component: TestCallPage, nav: true },
   { path: /^\/console\/overview$/, href: '/console/overview', label: 'Overview', component: OverviewPage, nav: true },
   { path: /^\/console\/webhooks$/, href: '/console/webhooks', label: 'Webhook endpoints', component: WebhooksPage, nav: true },
+  { path: /^\/console\/suppressions$/, href: '/console/suppressions', label: 'Suppressions', component: SuppressionsPage, nav: true },
 ];
 
 function SignIn({ onSignedIn, notice }) {

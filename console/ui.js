@@ -18,7 +18,7 @@ export function formatTime(iso) {
 
 export function ErrorBox({ error }) {
   if (!error) return null;
-  return html`<div class="error" role="alert">
+  return html`<div class="error" role="alert" data-code=${error.code}>
     <p>${error.message}</p>
     ${error.errors?.length ? html`<ul>${error.errors.map((e) => html`<li>${e.pointer ? `${e.pointer}: ` : ''}${e.detail}</li>`)}</ul>` : null}
   </div>`;

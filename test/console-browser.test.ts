@@ -1,8 +1,10 @@
 // The console in a real browser (Debian's chromium, headless): signing in, following calls live,
-// a call's page, cancelling, text that looks like HTML, a wrong key, two widths, and the stream
-// resuming across a node restart.
+// a call's page, cancelling, text that looks like HTML, a wrong key, two widths, suppressions (add,
+// refuse, remove, import), and the stream resuming across a node restart.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import pino from 'pino';
 import type { BrowserContext, Page } from 'puppeteer-core';
@@ -224,6 +226,127 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     const before = receiver.received.length;
     await page.locator('button[aria-label^="Retry delivery"]').click();
     await receiver.waitFor((r) => r.length > before);
+    assert.deepEqual(problems, []);
+  });
+
+  it('suppresses a number from the Suppressions page (an invalid one is refused with the API\'s words), lists its HTML-looking reason as text, refuses a test call to it with number_suppressed, and removes it with the keyboard after a confirmation', async (t) => {
+    const { env, url, f } = await serve(t, { dispatch: false });
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Suppressions"][role="link"])').click();
+    await page.locator('::-p-text(No suppressed numbers yet.)').wait();
+
+    await page.locator('::-p-aria(Phone number)').fill('12345');
+    await page.locator('::-p-aria([name="Suppress number"][role="button"])').click();
+    const refusal = await page.locator('form[aria-label="Suppress a number"] [role="alert"]').waitHandle();
+    assert.equal(await refusal.evaluate((el) => el.getAttribute('data-code')), 'invalid_phone_number');
+    assert.ok(((await refusal.evaluate((el) => el.textContent)) ?? '').length > 20, 'the API\'s detail is shown');
+    assert.equal((await env.app.inject({ method: 'GET', url: '/api/v1/public/suppressions', headers: { 'x-api-key': f.apiKey } })).json().data.length, 0, 'nothing was suppressed');
+
+    const payload = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>';
+    const until = `${new Date().getUTCFullYear() + 1}-06-30T12:00`;
+    await page.locator('::-p-aria(Phone number)').fill('+12025550100');
+    await page.locator('::-p-aria(Reason (optional))').fill(payload);
+    // A datetime-local field's typing order depends on the locale: set its value as a picker would.
+    await page.evaluate(`(() => {
+      const input = document.querySelector('#suppression-expires');
+      input.value = ${JSON.stringify(until)};
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+    })()`);
+    await page.focus('#suppression-phone');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('tr[data-number="+12025550100"]');
+    assert.equal(await page.$('form[aria-label="Suppress a number"] [role="alert"]'), null, 'the earlier error is gone');
+    assert.equal(await page.$eval('tr[data-number="+12025550100"] [data-testid="suppression-reason"]', (el) => el.textContent), payload, 'the reason as text');
+    assert.equal(await page.$$eval('img, main script', (els) => els.length), 0, 'no img or script element');
+    const stored = (await env.app.inject({ method: 'GET', url: '/api/v1/public/suppressions/%2B12025550100', headers: { 'x-api-key': f.apiKey } })).json() as { reason: string; expires_at: string; active: boolean };
+    assert.equal(stored.reason, payload);
+    assert.equal(stored.expires_at, await page.evaluate((value) => new Date(value).toISOString(), until), 'the local time entered, as RFC 3339');
+    assert.equal(stored.active, true);
+    await screenshot(page, 'suppressions');
+    for (const width of [1280, 390]) {
+      await page.setViewport({ width, height: 844 });
+      const right = await page.$eval('button[aria-label="Remove +12025550100"]', (el) => el.getBoundingClientRect().right);
+      assert.ok(right <= width, `Remove is on screen at ${width} px (right edge ${right})`);
+      assert.ok(Number(await page.evaluate('document.documentElement.scrollWidth')) <= width, `the page does not scroll sideways at ${width} px`);
+    }
+    await page.setViewport({ width: 1280, height: 800 });
+
+    await page.locator('::-p-aria([name="Test call"][role="link"])').click();
+    await page.waitForFunction("document.querySelector('#agent')?.value !== ''");
+    await page.locator('::-p-aria(Phone number)').fill('+12025550100');
+    await page.locator('::-p-aria([name="Start test call"][role="button"])').click();
+    const refused = await page.locator('[role="alert"]').waitHandle();
+    assert.equal(await refused.evaluate((el) => el.getAttribute('data-code')), 'number_suppressed');
+    assert.match((await refused.evaluate((el) => el.textContent)) ?? '', /suppression \(do-not-call\) list/);
+    assert.equal(new URL(page.url()).pathname, '/console/test-call', 'no call page: no run');
+    const runs = (await env.app.inject({ method: 'GET', url: '/api/v1/public/workflow-runs', headers: { 'x-api-key': f.apiKey } })).json() as { data: unknown[] };
+    assert.equal(runs.data.length, 0, 'no run was created');
+
+    await page.locator('::-p-aria([name="Suppressions"][role="link"])').click();
+    await page.waitForSelector('button[aria-label="Remove +12025550100"]');
+    const focused = () => page.evaluate('document.activeElement?.getAttribute("aria-label")');
+    // Remove asks once more, with the focus on its confirmation; Keep leaves the number listed.
+    await page.focus('button[aria-label="Remove +12025550100"]');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('button[aria-label="Confirm: remove +12025550100"]');
+    assert.equal(await focused(), 'Confirm: remove +12025550100');
+    await page.keyboard.press('Tab');
+    assert.equal(await focused(), 'Keep +12025550100');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('button[aria-label="Remove +12025550100"]');
+    assert.equal((await env.app.inject({ method: 'GET', url: '/api/v1/public/suppressions/%2B12025550100', headers: { 'x-api-key': f.apiKey } })).statusCode, 200, 'kept');
+    await page.focus('button[aria-label="Remove +12025550100"]');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('button[aria-label="Confirm: remove +12025550100"]');
+    await page.keyboard.press('Enter');
+    await page.locator('::-p-text(+12025550100 was removed)').wait();
+    await page.locator('::-p-text(No suppressed numbers yet.)').wait();
+    const gone = await env.app.inject({ method: 'GET', url: '/api/v1/public/suppressions/%2B12025550100', headers: { 'x-api-key': f.apiKey } });
+    assert.equal(gone.statusCode, 404);
+    await call(env, f, '+12025550100');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(await page.evaluate('window.pwned'), undefined, 'no handler ran');
+    // The browser logs the two refusals (the invalid number, the suppressed call): nothing else.
+    assert.equal(problems.length, 2, problems.join('\n'));
+    assert.ok(problems.every((p) => p.includes('422')), problems.join('\n'));
+  });
+
+  it('imports a CSV file chosen in its file input, reports the count and the invalid line by number, and pages the list with Next and Previous', async (t) => {
+    const { env, url, f } = await serve(t, { dispatch: false });
+    const numbers = Array.from({ length: 55 }, (_, i) => `+1202555${String(1000 + i)}`);
+    const lines = ['phone_number,reason', ...numbers.slice(0, 2).map((n) => `${n},imported`), 'not-a-number,bad line', ...numbers.slice(2).map((n) => `${n},imported`)];
+    const dir = mkdtempSync(join(tmpdir(), 'dialtone-import-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'numbers.csv');
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Suppressions"][role="link"])').click();
+    const input = await page.waitForSelector('input#suppression-file');
+    assert.ok(input);
+    assert.equal(await input.evaluate((el) => el.labels?.[0]?.textContent), 'CSV file', 'the file input is labelled');
+    await input.uploadFile(file);
+    await page.locator('::-p-aria([name="Import"][role="button"])').click();
+    await page.locator('::-p-text(Imported 55 numbers.)').wait();
+    const report = await page.$eval('[data-testid="import-report"]', (el) => ({ text: el.querySelector('p')?.textContent, lines: [...el.querySelectorAll('li')].map((li) => li.textContent) }));
+    assert.equal(report.text, 'Imported 55 numbers. Skipped 1 line:');
+    assert.equal(report.lines.length, 1);
+    assert.match(report.lines[0] ?? '', /^Line 4: not-a-number — ./);
+    await screenshot(page, 'suppressions-import');
+    const listed = (await env.app.inject({ method: 'GET', url: '/api/v1/public/suppressions?limit=1000', headers: { 'x-api-key': f.apiKey } })).json() as { data: { phone_number: string }[] };
+    assert.deepEqual(listed.data.map((s) => s.phone_number), numbers);
+
+    const shown = () => page.$$eval('tr[data-testid="suppression-row"]', (rows) => rows.map((r) => r.getAttribute('data-number')));
+    await page.waitForFunction(`document.querySelectorAll('tr[data-testid="suppression-row"]').length === 50`);
+    assert.deepEqual(await shown(), numbers.slice(0, 50));
+    await page.locator('::-p-aria([name="Next"][role="button"])').click();
+    await page.waitForFunction(`document.querySelectorAll('tr[data-testid="suppression-row"]').length === 5`);
+    assert.deepEqual(await shown(), numbers.slice(50));
+    assert.equal(await page.$eval('::-p-aria([name="Next"][role="button"])', (el) => el.hasAttribute('disabled')), true, 'the last page');
+    await page.locator('::-p-aria([name="Previous"][role="button"])').click();
+    await page.waitForFunction(`document.querySelectorAll('tr[data-testid="suppression-row"]').length === 50`);
+    assert.deepEqual(await shown(), numbers.slice(0, 50));
     assert.deepEqual(problems, []);
   });
 
