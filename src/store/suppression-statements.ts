@@ -85,24 +85,13 @@ export async function selectSuppressedAmong(trx: Transaction<Database>, orgId: n
 }
 
 /**
- * Serializes the creations of runs to one number of one organization until the transaction ends,
- * so that the cap's count and the insert it allows are one step (PostgreSQL; SQLite's single
- * writer serializes them already). A transaction-scoped advisory lock, keyed on a hash of
- * organization and number: nothing to clean up, and unrelated numbers never wait on each other
- * (a hash collision only makes two numbers take turns).
- */
-export async function lockNumberForCreation(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, orgId: number, phoneNumber: string): Promise<void> {
-  if (store.dialect !== 'postgres') return;
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`dialtone.number_cap:${orgId}:${phoneNumber}`}, 0))`.execute(trx);
-}
-
-/**
- * Creation times of the organization's newest runs to this number created after `since`, newest
- * first, at most `limit` of them (the cap needs no more: the last one says when a place opens).
+ * When a place under the per-number cap opens: the created_at of the `maxCalls`-th newest run of
+ * the organization to this number created after `since`, or null while fewer are in the window.
+ * Reads the runs as they are, taking no lock (a check that creates nothing).
  * Walks migration 009's (org_id, phone_number, id) index from the newest run and stops after
- * `limit` matches: ids follow creation order, so the newest by id are the newest by time.
+ * `maxCalls` matches: ids follow creation order, so the newest by id are the newest by time.
  */
-export async function selectRecentRunTimes(on: Queryable, orgId: number, phoneNumber: string, since: number, limit: number): Promise<number[]> {
+export async function selectCapOpening(on: Queryable, orgId: number, phoneNumber: string, since: number, maxCalls: number): Promise<number | null> {
   const rows = await queryable(on)
     .selectFrom('workflow_runs')
     .select('created_at')
@@ -110,7 +99,23 @@ export async function selectRecentRunTimes(on: Queryable, orgId: number, phoneNu
     .where('phone_number', '=', phoneNumber)
     .where('created_at', '>', since)
     .orderBy('id', 'desc')
-    .limit(limit)
+    .limit(maxCalls)
     .execute();
-  return rows.map((r) => Number(r.created_at)).sort((a, b) => b - a);
+  if (rows.length < maxCalls) return null;
+  return Math.min(...rows.map((r) => Number(r.created_at)));
+}
+
+/**
+ * The same opening, inside the transaction that creates the run, with the creations of runs to
+ * this number serialized until it ends, so that the count and the insert it allows are one step.
+ * PostgreSQL: one round trip, migration 006's dialtone_number_cap_opening, which takes the number's
+ * advisory lock and then counts in a statement of its own (one plain statement cannot: its
+ * snapshot would predate the lock; the migration says why the function's count does not).
+ * SQLite: its single writer serializes the creations already, so the plain count suffices.
+ */
+export async function lockNumberAndSelectCapOpening(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, orgId: number, phoneNumber: string, since: number, maxCalls: number): Promise<number | null> {
+  if (store.dialect !== 'postgres') return selectCapOpening(trx, orgId, phoneNumber, since, maxCalls);
+  const { rows } = await sql<{ opening: string | number | null }>`select dialtone_number_cap_opening(${orgId}::bigint, ${phoneNumber}::text, ${since}::bigint, ${maxCalls}::integer) as opening`.execute(trx);
+  const opening = rows[0]?.opening ?? null;
+  return opening === null ? null : Number(opening);
 }
