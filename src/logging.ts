@@ -64,11 +64,35 @@ function serializeError(error: unknown, depth = 0): SerializedError {
   return serialized;
 }
 
-/** A request as Fastify logs it, with a number in its URL masked (the suppression routes name one in the path). */
+/** A number as a person may type it in a path segment: digits with spaces, dots, dashes or brackets, with or without +. */
+const TYPED_PHONE_NUMBER = /\+?[0-9][0-9 ().-]{5,}[0-9]/g;
+
+/**
+ * A request URL fit for a log: the path decoded and any typed number in it masked (the
+ * suppression routes name one in the path, in whatever form the caller wrote it), and the value
+ * of a `phone_number` query parameter (the run list's filter) masked whatever its form.
+ */
+export function maskUrl(url: string): string {
+  const queryAt = url.indexOf('?');
+  const rawPath = queryAt === -1 ? url : url.slice(0, queryAt);
+  let path: string;
+  try {
+    path = decodeURIComponent(rawPath);
+  } catch {
+    path = rawPath;
+  }
+  path = maskPhoneNumbersIn(path).replace(TYPED_PHONE_NUMBER, maskPhoneNumber);
+  if (queryAt === -1) return path;
+  const query = new URLSearchParams(url.slice(queryAt + 1));
+  for (const [name, value] of [...query]) if (name === 'phone_number') query.set(name, maskPhoneNumber(value));
+  return `${path}?${maskPhoneNumbersIn(query.toString())}`;
+}
+
+/** A request as Fastify logs it, with a number in its URL masked. */
 function serializeRequest(request: { method?: string; url?: string; host?: string; ip?: string; socket?: { remotePort?: number } }): Record<string, unknown> {
   return {
     method: request.method,
-    url: typeof request.url === 'string' ? maskPhoneNumbersIn(request.url) : request.url,
+    url: typeof request.url === 'string' ? maskUrl(request.url) : request.url,
     host: request.host,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,

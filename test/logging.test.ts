@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { createLogger, maskPhoneNumber } from '../src/logging.js';
+import { createLogger, maskPhoneNumber, maskUrl } from '../src/logging.js';
 import { createOrgFixture, PATHS } from './helpers/fixtures.js';
 import { exchange, listening } from './helpers/raw-http.js';
 
@@ -54,6 +54,17 @@ describe('Logs', () => {
     assert.match(text, /incoming request/, 'requests were logged at this level');
     assert.ok(!text.includes(f.apiKey), 'the API key is not in the log');
     assert.ok(!text.includes(DIGITS), 'the phone number is not in the log');
+  });
+
+  it('masks a number in a logged URL in any form a caller types it: path or phone_number query, with or without +, spaced, bracketed or percent-encoded', () => {
+    const typed = ['+12025550123', '%2B12025550123', '+1 (202) 555-0123', '%2B1%20(202)%20555-0123', '12025550123', '1 202 555 0123'];
+    for (const form of typed) {
+      for (const url of [`/api/v1/public/suppressions/${form}`, `/api/v1/public/workflow-runs?phone_number=${form}&limit=5`, `/api/v1/public/workflow-runs?phone_number=${encodeURIComponent(form)}`]) {
+        const logged = maskUrl(url);
+        assert.doesNotMatch(logged.replace(/[^0-9]/g, ''), /2025550123/, `${url} → ${logged}`);
+      }
+    }
+    assert.equal(maskUrl('/api/v1/public/workflow-runs/42/events?after=3'), '/api/v1/public/workflow-runs/42/events?after=3', 'other URLs are logged as they are');
   });
 
   it('logs an HTTP client\'s error without the credentials and request body it carries', () => {
