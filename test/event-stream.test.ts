@@ -219,8 +219,11 @@ describe('GET /api/v1/public/stream on PostgreSQL, where event ids can become vi
         throw new Error('roll back');
       })
       .catch(() => undefined);
+    const writtenAt = Date.now();
     const after = Number((await insertEvent(env.deps.store.db, runId, 101)).id);
     await client.waitFor(() => client.runEvents.some((e) => e.id === after), 5_000, 'the event after the hole');
+    // The hole was waited for, not stepped over: a load can only make this later, never earlier.
+    assert.ok(Date.now() - writtenAt >= 150, `the event after the hole arrived ${Date.now() - writtenAt} ms after it was written, before STREAM_GAP_WAIT_MS (200 ms)`);
     assert.deepEqual(client.runEvents.filter((e) => e.seq >= 100).map((e) => e.seq), [101]);
   });
 });

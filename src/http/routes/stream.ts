@@ -10,7 +10,7 @@ import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { RATE_LIMIT_HEADERS } from '../schemas.js';
 
-const EVENT_ID = '^(0|[1-9][0-9]{0,15})$';
+const EVENT_ID = '^(0|[1-9][0-9]{0,14})$';
 
 export function streamRoutes(deps: Deps): FastifyPluginAsync {
   const { config } = deps;
