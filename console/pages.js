@@ -116,7 +116,7 @@ export function OverviewPage({ stream }) {
     <h1>Overview</h1>
     <${ErrorBox} error=${error} />
     ${stats
-      ? html`<p>${stats.total} calls since ${formatTime(stats.since)}.</p>
+      ? html`<p>${stats.total} ${stats.total === 1 ? 'call' : 'calls'} since ${formatTime(stats.since)}.</p>
         <${BarChart} label="Calls in the last hour by state" rows=${RUN_STATES.map((state) => ({ state, count: stats.by_state[state] ?? 0 }))} />
         <h2>Routes</h2>
         <div class="table-wrap"><table>

@@ -556,6 +556,18 @@ describe('Every answer is declared in the OpenAPI document', () => {
     const everyDay = ['09:00-09:30'];
     await setCallingHours(deps.store, closed.orgId, { timezone: 'America/Anchorage', outside: 'refuse', windows: { mon: everyDay, tue: everyDay, wed: everyDay, thu: everyDay, fri: everyDay, sat: everyDay, sun: everyDay } });
     const key = f.apiKey;
+    /** Sends a request as the fixture's key (JSON body when given) and checks its answer against the document. */
+    const send = async (method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE', template: string, url: string, what: string, options: { body?: unknown; raw?: string; headers?: Record<string, string>; env?: TestEnv } = {}) => {
+      const payload = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
+      const response = await (options.env ?? main).app.inject({
+        method,
+        url,
+        headers: { 'x-api-key': key, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers },
+        ...(payload !== undefined ? { payload } : {}),
+      });
+      answers.check(method.toLowerCase(), template, fromInject(response), what);
+      return response;
+    };
     const SUPPRESSED = '+12025550177';
     await deps.store.db.insertInto('suppressions').values({ org_id: f.orgId, phone_number: SUPPRESSED, reason: null, expires_at: null, created_at: 0, updated_at: 0 }).execute();
     const cappedOrg = await createOrgFixture(deps, 'Capped');
@@ -566,26 +578,26 @@ describe('Every answer is declared in the OpenAPI document', () => {
       for (const op of OPERATION_CASES) {
         const template = templateOf(op);
         const path = op.path(f);
-        const send = async (what: string, response: Promise<LightMyRequestResponse>) => answers.check('post', template, fromInject(await response), what);
-        await send('a call', postJson(app, path, OK_BODY, { key }));
-        await send('a dry run', postJson(app, `${path}?dry_run=true`, OK_BODY, { key }));
-        await send('a call outside the calling hours', postJson(app, op.path(closed), { phone_number: '+19075550123' }, { key: closed.apiKey }));
-        await send('a body that is not JSON', postJson(app, path, null, { key, raw: '{' }));
-        await send('no API key', postJson(app, path, OK_BODY));
-        await send('an unknown API key', postJson(app, path, OK_BODY, { key: 'dt_live_unknown' }));
-        await send('an unknown target', postJson(app, op.path({ agentUuid: UNKNOWN_UUID, workflowUuid: UNKNOWN_UUID }), OK_BODY, { key }));
-        await send('a URL the router cannot decode', postJson(app, `${path.slice(0, path.lastIndexOf('/'))}/${UNDECODABLE}`, OK_BODY, { key }));
-        await send('an unknown telephony configuration', postJson(app, path, { ...OK_BODY, telephony_configuration_id: 999_999 }, { key }));
-        if (op.mode === 'published') await send('nothing published', postJson(app, op.path(draftOnly), OK_BODY, { key: draftOnly.apiKey }));
+        const check = async (what: string, response: Promise<LightMyRequestResponse>) => answers.check('post', template, fromInject(await response), what);
+        await check('a call', postJson(app, path, OK_BODY, { key }));
+        await check('a dry run', postJson(app, `${path}?dry_run=true`, OK_BODY, { key }));
+        await check('a call outside the calling hours', postJson(app, op.path(closed), { phone_number: '+19075550123' }, { key: closed.apiKey }));
+        await check('a body that is not JSON', postJson(app, path, null, { key, raw: '{' }));
+        await check('no API key', postJson(app, path, OK_BODY));
+        await check('an unknown API key', postJson(app, path, OK_BODY, { key: 'dt_live_unknown' }));
+        await check('an unknown target', postJson(app, op.path({ agentUuid: UNKNOWN_UUID, workflowUuid: UNKNOWN_UUID }), OK_BODY, { key }));
+        await check('a URL the router cannot decode', postJson(app, `${path.slice(0, path.lastIndexOf('/'))}/${UNDECODABLE}`, OK_BODY, { key }));
+        await check('an unknown telephony configuration', postJson(app, path, { ...OK_BODY, telephony_configuration_id: 999_999 }, { key }));
+        if (op.mode === 'published') await check('nothing published', postJson(app, op.path(draftOnly), OK_BODY, { key: draftOnly.apiKey }));
         await holdIdempotencyKey(deps, f.orgId, `held-${op.name}`, path, OK_BODY);
-        await send('an Idempotency-Key in flight', postJson(app, path, OK_BODY, { key, headers: { 'idempotency-key': `held-${op.name}` } }));
-        await send('a body over the limit', postJson(app, path, { ...OK_BODY, initial_context: { blob: 'x'.repeat(70_000) } }, { key }));
-        await send('a text body', app.inject({ method: 'POST', url: path, headers: { 'x-api-key': key, 'content-type': 'text/plain' }, payload: 'call me' }));
-        await send('an unknown field', postJson(app, path, { ...OK_BODY, priority: 1 }, { key }));
-        await send('an invalid phone number', postJson(app, path, { phone_number: '12345' }, { key }));
-        await send('a suppressed number', postJson(app, path, { phone_number: SUPPRESSED }, { key }));
-        await send('a call to a number under the cap', postJson(app, op.path(cappedOrg), { phone_number: CAPPED[op.name] }, { key: cappedOrg.apiKey }));
-        await send('a number over its per-number cap', postJson(app, op.path(cappedOrg), { phone_number: CAPPED[op.name] }, { key: cappedOrg.apiKey }));
+        await check('an Idempotency-Key in flight', postJson(app, path, OK_BODY, { key, headers: { 'idempotency-key': `held-${op.name}` } }));
+        await check('a body over the limit', postJson(app, path, { ...OK_BODY, initial_context: { blob: 'x'.repeat(70_000) } }, { key }));
+        await check('a text body', app.inject({ method: 'POST', url: path, headers: { 'x-api-key': key, 'content-type': 'text/plain' }, payload: 'call me' }));
+        await check('an unknown field', postJson(app, path, { ...OK_BODY, priority: 1 }, { key }));
+        await check('an invalid phone number', postJson(app, path, { phone_number: '12345' }, { key }));
+        await check('a suppressed number', postJson(app, path, { phone_number: SUPPRESSED }, { key }));
+        await check('a call to a number under the cap', postJson(app, op.path(cappedOrg), { phone_number: CAPPED[op.name] }, { key: cappedOrg.apiKey }));
+        await check('a number over its per-number cap', postJson(app, op.path(cappedOrg), { phone_number: CAPPED[op.name] }, { key: cappedOrg.apiKey }));
       }
     });
 
@@ -626,17 +638,6 @@ describe('Every answer is declared in the OpenAPI document', () => {
         test: '/api/v1/public/webhook-endpoints/{id}/test',
         deliveries: '/api/v1/public/webhook-endpoints/{id}/deliveries',
         retry: '/api/v1/public/webhook-endpoints/{id}/deliveries/{delivery_id}/retry',
-      };
-      const send = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', template: string, url: string, what: string, options: { body?: unknown; raw?: string; headers?: Record<string, string>; env?: TestEnv } = {}) => {
-        const payload = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
-        const response = await (options.env ?? main).app.inject({
-          method,
-          url,
-          headers: { 'x-api-key': key, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers },
-          ...(payload !== undefined ? { payload } : {}),
-        });
-        answers.check(method.toLowerCase(), template, fromInject(response), what);
-        return response;
       };
       const at = (template: string, id: number | string, deliveryId: number | string = 1) => template.replace('{id}', String(id)).replace('{delivery_id}', String(deliveryId));
       const created = await send('POST', W.list, W.list, 'a new endpoint', { body: { url: 'https://93.184.216.34/hooks' } });
@@ -696,17 +697,6 @@ describe('Every answer is declared in the OpenAPI document', () => {
 
     await t.test('the suppression operations', async () => {
       const [PUT, ONE, DELETE, LIST, IMPORT] = SUPPRESSION_OPERATIONS.map(([, template]) => template) as [string, string, string, string, string];
-      const send = async (method: 'GET' | 'PUT' | 'POST' | 'DELETE', template: string, url: string, what: string, options: { body?: unknown; raw?: string; headers?: Record<string, string>; env?: TestEnv } = {}) => {
-        const payload = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
-        const response = await (options.env ?? main).app.inject({
-          method,
-          url,
-          headers: { 'x-api-key': key, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers },
-          ...(payload !== undefined ? { payload } : {}),
-        });
-        answers.check(method.toLowerCase(), template, fromInject(response), what);
-        return response;
-      };
       const added = await send('PUT', PUT, suppressionUrl(PUT), 'a number', { body: { reason: 'opted out' } });
       assert.equal(added.statusCode, 200, added.body);
       await send('PUT', PUT, suppressionUrl(PUT), 'no body');

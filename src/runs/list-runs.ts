@@ -7,6 +7,7 @@ import { selectConfigurationsOfOrganization } from '../store/configuration-state
 import { selectWorkflowByUuid } from '../store/workflow-statements.js';
 import type { Store } from '../store/store.js';
 import { iso, toRunView, type RunView } from './read-run.js';
+import { RUN_STATES } from './states.js';
 
 export interface RunListQuery {
   state?: RunState;
@@ -60,11 +61,11 @@ export interface RunStats {
   routes: { telephony_configuration_id: number; name: string; provider: string; status: string; queued: number; live: number }[];
 }
 
-export async function runStats(store: Store, orgId: number, since: number, states: readonly RunState[]): Promise<RunStats> {
+export async function runStats(store: Store, orgId: number, since: number): Promise<RunStats> {
   const [counts, configurations] = await Promise.all([countRunsSince(store, orgId, since), selectConfigurationsOfOrganization(store, orgId)]);
   const ids = configurations.map((c) => c.id);
   const [queued, live] = await Promise.all([countQueuedPerRoute(store, ids), countLivePerRoute(store, ids)]);
-  const byState = Object.fromEntries(states.map((s) => [s, 0])) as Record<RunState, number>;
+  const byState = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
   for (const row of counts) byState[row.state] += row.count;
   const countOf = (rows: { telephony_configuration_id: number; count: number }[], id: number) => rows.find((r) => r.telephony_configuration_id === id)?.count ?? 0;
   return {

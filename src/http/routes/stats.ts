@@ -53,7 +53,7 @@ export function statsRoutes(deps: Deps): FastifyPluginAsync {
       async (request) => {
         const { since } = request.query as { since?: string };
         const from = since === undefined ? deps.clock.now() - HOUR_MS : Date.parse(since);
-        return runStats(deps.store, authOf(request).orgId, from, RUN_STATES);
+        return runStats(deps.store, authOf(request).orgId, from);
       },
     );
   };
