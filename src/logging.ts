@@ -81,7 +81,9 @@ export function maskUrl(url: string): string {
   } catch {
     path = rawPath;
   }
-  path = maskPhoneNumbersIn(path).replace(TYPED_PHONE_NUMBER, maskPhoneNumber);
+  path = maskPhoneNumbersIn(path);
+  // Only the suppression routes name a number in the path; elsewhere a long digit run is an id.
+  if (path.includes('/suppressions/')) path = path.replace(TYPED_PHONE_NUMBER, maskPhoneNumber);
   if (queryAt === -1) return path;
   const query = new URLSearchParams(url.slice(queryAt + 1));
   for (const [name, value] of [...query]) if (name === 'phone_number') query.set(name, maskPhoneNumber(value));

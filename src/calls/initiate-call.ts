@@ -8,7 +8,6 @@ import { createRun } from '../runs/create-run.js';
 import type { RunMode } from '../store/schema.js';
 import { decodeJson } from '../store/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
-import { readinessProblems } from '../telephony/readiness.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
 import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, storedResponse, type Claim } from './idempotency.js';
 import { parseDestination, type Destination } from './phone-number.js';
@@ -86,7 +85,7 @@ async function checkRequest(deps: Deps, caller: InitiateCaller, target: Target, 
   if (parsed.destination.kind === 'sip_uri' && telephony.provider !== 'sip') {
     throw invalidPhoneNumber(`A SIP URI can only be dialed through a SIP telephony configuration; "${telephony.name}" is ${telephony.provider}.`);
   }
-  const problems = readinessProblems(deps.routes, telephony, { publicBaseUrl: deps.config.PUBLIC_BASE_URL });
+  const problems = deps.routes.readiness(telephony, { publicBaseUrl: deps.config.PUBLIC_BASE_URL });
   if (problems.length > 0) {
     throw new DialtoneError('telephony_not_ready', `Telephony configuration ${telephony.id} cannot place calls: ${problems.join(' ')}`);
   }

@@ -25,7 +25,7 @@ import type { Store } from '../store/store.js';
 import type { TelephonyConfigurationRow } from '../store/schema.js';
 import { claimQueuedRuns, type ClaimCandidate, type ClaimedRow, type HoldDecision, type ClaimScreen } from '../runs/claim.js';
 import { decodeCallingHours } from '../orgs/organizations.js';
-import { callingHoursVerdict } from '../policy/calling-hours-check.js';
+import { callingHoursVerdict, storedDestination } from '../policy/calling-hours-check.js';
 import { LIVE_STATES } from '../runs/states.js';
 
 export interface ClaimOptions {
@@ -67,7 +67,7 @@ export function callingHoursHold(now: number, lookaheadMs: number) {
   return (candidate: ClaimCandidate): HoldDecision => {
     const hours = decodeCallingHours(candidate.calling_hours);
     if (!hours) return { kind: 'dial' };
-    const destination = { kind: candidate.phone_number.startsWith('+') ? ('e164' as const) : ('sip_uri' as const), value: candidate.phone_number };
+    const destination = storedDestination(candidate.phone_number);
     const atNow = callingHoursVerdict(hours, destination, now);
     const atSlot = atNow.kind === 'now' ? callingHoursVerdict(hours, destination, now + lookaheadMs) : atNow;
     if (atSlot.kind === 'now') return { kind: 'dial' };

@@ -20,7 +20,7 @@ import type { Deps } from '../deps.js';
 import { claimScreen } from '../policy/claim-screen.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
 import { DialRefusedError } from '../telephony/provider.js';
-import { RouteInvalidError } from '../telephony/routes.js';
+import { routeInvalidDetail } from '../telephony/routes.js';
 import { deleteNode, selectConfigurationsWithQueuedRuns } from '../store/dispatch-statements.js';
 import { claimRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
 import { LiveCalls } from './live-calls.js';
@@ -223,8 +223,7 @@ export class Dispatcher {
     if (!decoded.ok) {
       // Stored settings or credentials that do not fit the provider (start-up logged them): the run
       // ends failed with every problem, and nothing is dialed.
-      const refused = new RouteInvalidError(decoded.problems);
-      await this.dialFailed(run.id, new DialRefusedError('failed', 'route_invalid', refused.message), deps.clock.now());
+      await this.dialFailed(run.id, new DialRefusedError('failed', 'route_invalid', routeInvalidDetail(decoded.problems)), deps.clock.now());
       return;
     }
     const route = decoded.route;

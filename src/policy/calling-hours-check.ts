@@ -1,6 +1,7 @@
 // The calling-hours rule as the request path and the dispatcher apply it: which zones a
 // destination is checked in, and what happens outside the windows (refuse with the next allowed
 // time, or defer the run to it).
+import { parseDestination } from '../calls/phone-number.js';
 import { DialtoneError } from '../errors.js';
 import { calleeTimeZones } from './callee-time-zones.js';
 import { nextCallingInstant, type CallingHours } from './calling-hours.js';
@@ -9,6 +10,15 @@ import { nextCallingInstant, type CallingHours } from './calling-hours.js';
 export interface CallingHoursDestination {
   kind: 'e164' | 'sip_uri';
   value: string;
+}
+
+/**
+ * A run's stored destination as the request parsed it (E.164 or a SIP URI). One that no longer
+ * parses (the number metadata changed since) is judged in the organization's fallback zone.
+ */
+export function storedDestination(value: string): CallingHoursDestination {
+  const parsed = parseDestination(value);
+  return parsed.ok ? parsed.destination : { kind: 'sip_uri', value };
 }
 
 /** The zones a destination is checked in: the number's own, else the organization's fallback zone. */

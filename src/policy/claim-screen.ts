@@ -13,7 +13,11 @@ export function claimScreen(now: number): ClaimScreen {
   return async (trx, candidates) => {
     const refused = new Map<number, string>();
     const byOrg = new Map<number, ClaimCandidate[]>();
-    for (const candidate of candidates) byOrg.set(candidate.org_id, [...(byOrg.get(candidate.org_id) ?? []), candidate]);
+    for (const candidate of candidates) {
+      const runs = byOrg.get(candidate.org_id);
+      if (runs) runs.push(candidate);
+      else byOrg.set(candidate.org_id, [candidate]);
+    }
     for (const [orgId, runs] of byOrg) {
       const suppressed = await selectSuppressedAmong(trx, orgId, runs.map((r) => r.phone_number), now);
       for (const run of runs) if (suppressed.has(run.phone_number)) refused.set(run.id, SUPPRESSED_REASON);

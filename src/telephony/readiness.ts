@@ -8,12 +8,6 @@ import type { TelephonyConfigurationRow } from '../store/schema.js';
 import type { ServiceSettings } from './provider.js';
 import type { RouteDecoder } from './routes.js';
 
-export type { ServiceSettings } from './provider.js';
-
-export function readinessProblems(routes: RouteDecoder, config: TelephonyConfigurationRow, service: ServiceSettings): string[] {
-  return routes.readiness(config, service);
-}
-
 /**
  * The start-up check: every active route is decoded and judged; each one that cannot dial is
  * logged with all its problems (requests through it are refused with 422 telephony_not_ready, and

@@ -105,10 +105,7 @@ export function describeProblem(problem: FieldError): string {
   return `${problem.pointer.replace(/^\//, '')}: ${problem.detail}`;
 }
 
-/** A route whose stored settings or credentials do not fit its provider: dials through it are refused. */
-export class RouteInvalidError extends Error {
-  constructor(readonly problems: FieldError[]) {
-    super(`The telephony configuration does not match its provider's schema: ${problems.map(describeProblem).join('; ')}`);
-    this.name = 'RouteInvalidError';
-  }
+/** Why a route whose stored settings or credentials do not fit its provider refuses dials. */
+export function routeInvalidDetail(problems: FieldError[]): string {
+  return `The telephony configuration does not match its provider's schema: ${problems.map(describeProblem).join('; ')}`;
 }

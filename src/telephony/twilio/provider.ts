@@ -90,9 +90,12 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
   /** One SDK client per credentials, so connections are reused across calls. */
   private readonly clients = new Map<string, TwilioClient>();
   readonly callbacks: ProviderCallbacks<TwilioRouteConfig>;
+  /** The connection overrides every callback URL carries (fixed by the configuration). */
+  private readonly fragment: string;
 
   constructor(private readonly config: TwilioConfig) {
     const fragment = connectionOverrides(config);
+    this.fragment = fragment;
     this.callbacks = {
       verify: (route, request) => verifySignature(route, request, fragment),
       status: (request) => statusOf(request),
@@ -117,7 +120,7 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
     if (!publicBaseUrl) throw new DialRefusedError('failed', 'public_base_url_unset', 'PUBLIC_BASE_URL is not set: Twilio would have nowhere to call back.');
     if (!request.from) throw new DialRefusedError('failed', 'caller_id_unset', 'The telephony configuration has no caller ID.');
     const urls = twilioCallbackUrls(publicBaseUrl, request.runId);
-    const fragment = connectionOverrides(this.config);
+    const { fragment } = this;
     try {
       const call = await this.client(request.route).calls.create({
         to: request.to,
