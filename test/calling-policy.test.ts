@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { setOrganizationLimits } from '../src/orgs/organizations.js';
 import { getRun } from '../src/runs/read-run.js';
+import { explainCapOpening } from '../src/store/suppression-statements.js';
 import { build, getJson, postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun } from './helpers/dispatch.js';
 import { countRuns, createOrgFixture, PATHS, type OperationName, type OrgFixture } from './helpers/fixtures.js';
@@ -253,6 +254,14 @@ for (const store of await storeCases()) {
   });
 
   describe(`Per-number frequency cap (${store.kind})`, { skip: store.skip }, () => {
+    it("counts through the number's own index, not by walking the organization's runs in the window (the plan names it)", async (t) => {
+      const { deps } = await build(t, store.kind);
+      const f = await createOrgFixture(deps);
+      const plan = await explainCapOpening(deps.store, f.orgId, NUMBER, Date.now() - 86_400_000, 3);
+      assert.match(plan, /workflow_runs_org_phone_idx/, plan);
+      assert.doesNotMatch(plan, /workflow_runs_org_created_idx|TEMP B-TREE|Seq Scan/, plan);
+    });
+
     it('is off by default: one number may be called any number of times', async (t) => {
       const { app, deps } = await build(t, store.kind);
       const f = await createOrgFixture(deps);

@@ -124,6 +124,11 @@ for (const store of await storeCases()) {
       assert.match(await plan({ phoneNumber: '+12025550123' }), /workflow_runs_org_phone_idx/);
       assert.match(await plan({ workflowId: 1 }), /workflow_runs_org_workflow_idx/);
       assert.match(await plan({ createdAfter: Date.now() - 3_600_000 }), /workflow_runs_org_(created_)?idx/);
+      // A number or a workflow with a time range: their own index, the time bounds only filtering it.
+      const hourAgo = Date.now() - 3_600_000;
+      assert.match(await plan({ phoneNumber: '+12025550123', createdAfter: hourAgo }), /workflow_runs_org_phone_idx/);
+      assert.match(await plan({ phoneNumber: '+12025550123', createdBefore: hourAgo }), /workflow_runs_org_phone_idx/);
+      assert.match(await plan({ workflowId: 1, createdAfter: hourAgo, createdBefore: Date.now() }), /workflow_runs_org_workflow_idx/);
       for (const filter of [{}, { phoneNumber: '+12025550123' }, { workflowId: 1 }]) {
         assert.doesNotMatch(await plan(filter), /SCAN (r|workflow_runs)\b(?! USING)|Seq Scan on workflow_runs/, `no full scan of the runs for ${JSON.stringify(filter)}`);
       }

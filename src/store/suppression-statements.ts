@@ -3,6 +3,7 @@
 // is replaced or deleted, and suppresses nothing.
 import { sql, type ExpressionBuilder, type Transaction } from 'kysely';
 import type { Database, SuppressionRow } from './schema.js';
+import { explainQuery, notIndexed } from './query-plans.js';
 import { queryable, type Queryable, type Store } from './store.js';
 
 export interface SuppressionValues {
@@ -84,6 +85,19 @@ export async function selectSuppressedAmong(trx: Transaction<Database>, orgId: n
   return new Set(rows.map((r) => r.phone_number));
 }
 
+function capOpeningQuery(on: Queryable, orgId: number, phoneNumber: string, since: number, maxCalls: number) {
+  return queryable(on)
+    .selectFrom('workflow_runs')
+    .select('created_at')
+    .where('org_id', '=', orgId)
+    .where('phone_number', '=', phoneNumber)
+    // A filter, not an index range: on SQLite the (org_id, created_at) index would otherwise win and
+    // every request would walk all of the organization's runs in the window (query-plans.ts).
+    .where(notIndexed('created_at'), '>', since)
+    .orderBy('id', 'desc')
+    .limit(maxCalls);
+}
+
 /**
  * When a place under the per-number cap opens: the created_at of the `maxCalls`-th newest run of
  * the organization to this number created after `since`, or null while fewer are in the window.
@@ -92,17 +106,14 @@ export async function selectSuppressedAmong(trx: Transaction<Database>, orgId: n
  * `maxCalls` matches: ids follow creation order, so the newest by id are the newest by time.
  */
 export async function selectCapOpening(on: Queryable, orgId: number, phoneNumber: string, since: number, maxCalls: number): Promise<number | null> {
-  const rows = await queryable(on)
-    .selectFrom('workflow_runs')
-    .select('created_at')
-    .where('org_id', '=', orgId)
-    .where('phone_number', '=', phoneNumber)
-    .where('created_at', '>', since)
-    .orderBy('id', 'desc')
-    .limit(maxCalls)
-    .execute();
+  const rows = await capOpeningQuery(on, orgId, phoneNumber, since, maxCalls).execute();
   if (rows.length < maxCalls) return null;
   return Math.min(...rows.map((r) => Number(r.created_at)));
+}
+
+/** The plan of selectCapOpening's statement, as text (a test checks the number's index serves it). */
+export function explainCapOpening(store: Store, orgId: number, phoneNumber: string, since: number, maxCalls: number): Promise<string> {
+  return explainQuery(store, capOpeningQuery(store, orgId, phoneNumber, since, maxCalls));
 }
 
 /**
