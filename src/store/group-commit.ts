@@ -1,11 +1,20 @@
-// Group commit for relaxed writes. Call progress arrives as many small writes (one per ringing,
-// answer, hang-up); committed one by one, each pays a commit and rewrites the same index pages.
-// Writes queued in the same turn of the event loop are run in order inside one transaction
-// instead, at most `maxConcurrent` batches at a time (one on SQLite, which has one writer anyway;
-// a few on PostgreSQL, where each statement is a network round trip). If a shared transaction
-// fails (a bad write, or a deadlock between two batches), each of its writes is retried alone, so
-// no write is lost and none takes the others down with it.
-import type { Transaction } from 'kysely';
+// Group commit: writes queued in the same turn of the event loop run in order inside one
+// transaction, at most `maxConcurrent` batches at a time (one on SQLite, which has one writer
+// anyway; a few on PostgreSQL, where each statement is a network round trip), and each caller is
+// answered only once the transaction that holds its write has committed.
+//
+// Two flavours, for two kinds of write:
+// - relaxed writes (call progress: ringing, answered, ended) arrive as many small writes; committed
+//   one by one, each pays a commit and rewrites the same index pages. If a shared transaction
+//   fails (a bad write, or a deadlock between two batches), each of its writes is retried alone, so
+//   no write is lost and none takes the others down with it.
+// - durable writes on SQLite (a run accepted with a 200, a claim that allows a dial): each commit
+//   is an fsync on the one connection, and the fsync, not the insert, is what a request waits for.
+//   One fsync for every write of the moment is as durable for each of them. Each write runs inside
+//   a savepoint of its own, so a write that refuses (a cap reached, a conflict) rolls back only
+//   itself and its caller gets its own error, while the others commit. No write is ever run twice:
+//   when the shared transaction itself fails, every caller in it gets that failure.
+import { sql, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 
 type Work<T> = (trx: Transaction<Database>) => Promise<T>;
@@ -18,6 +27,11 @@ interface Pending {
 
 export type RunTransaction = <T>(work: Work<T>) => Promise<T>;
 
+/** How a batch isolates its writes from each other. */
+export type Isolation = 'retry-alone' | 'savepoint';
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
 export class GroupCommit {
   private queue: Pending[] = [];
   private flushers = 0;
@@ -27,6 +41,7 @@ export class GroupCommit {
     private readonly transaction: RunTransaction,
     private readonly maxBatch: number,
     private readonly maxConcurrent: number,
+    private readonly isolation: Isolation = 'retry-alone',
   ) {}
 
   run<T>(work: Work<T>): Promise<T> {
@@ -46,7 +61,10 @@ export class GroupCommit {
   private async drain(): Promise<void> {
     this.flushers++;
     try {
-      while (this.queue.length > 0) await this.flush(this.queue.splice(0, this.maxBatch));
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, this.maxBatch);
+        await (this.isolation === 'savepoint' ? this.flushIsolated(batch) : this.flush(batch));
+      }
     } finally {
       this.flushers--;
     }
@@ -69,5 +87,41 @@ export class GroupCommit {
         }
       }
     }
+  }
+
+  private async flushIsolated(batch: Pending[]): Promise<void> {
+    let outcomes: Outcome[];
+    try {
+      outcomes = await this.transaction(async (trx) => {
+        // A lone write needs no savepoint: its failure rolls the transaction back.
+        if (batch.length === 1) return [{ ok: true, value: await (batch[0] as Pending).work(trx) }];
+        const out: Outcome[] = [];
+        for (const item of batch) out.push(await inSavepoint(trx, item.work));
+        return out;
+      });
+    } catch (error) {
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    batch.forEach((item, i) => {
+      const outcome = outcomes[i] as Outcome;
+      if (outcome.ok) item.resolve(outcome.value);
+      else item.reject(outcome.error);
+    });
+  }
+}
+
+/** Runs one write of a shared transaction so that its failure undoes only its own changes. */
+async function inSavepoint(trx: Transaction<Database>, work: Work<unknown>): Promise<Outcome> {
+  await sql`savepoint dialtone_write`.execute(trx);
+  try {
+    const value = await work(trx);
+    await sql`release dialtone_write`.execute(trx);
+    return { ok: true, value };
+  } catch (error) {
+    // If even the rollback fails, the shared transaction is broken: it fails for everyone in it.
+    await sql`rollback to dialtone_write`.execute(trx);
+    await sql`release dialtone_write`.execute(trx);
+    return { ok: false, error };
   }
 }

@@ -87,10 +87,14 @@ function openSqlite(path: string): Store {
     }
   };
   const group = new GroupCommit((work) => transaction('relaxed', work), GROUP_COMMIT_MAX, 1);
+  // Durable transactions of the same moment share one fsync (group-commit.ts): on one connection
+  // the fsync is what a durable write waits for, so each one alone would cap the node at one
+  // accepted call per fsync.
+  const durableGroup = new GroupCommit((work) => transaction('durable', work), GROUP_COMMIT_MAX, 1, 'savepoint');
   return {
     db,
     dialect: 'sqlite',
-    transaction,
+    transaction: (durability, work) => (durability === 'durable' ? durableGroup.run(work) : transaction(durability, work)),
     batched: (work) => group.run(work),
     notify: async () => undefined,
     listen: async () => async () => undefined,
