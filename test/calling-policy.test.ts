@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { setOrganizationLimits } from '../src/orgs/organizations.js';
+import { createRun } from '../src/runs/create-run.js';
 import { getRun } from '../src/runs/read-run.js';
 import { explainCapOpening } from '../src/store/suppression-statements.js';
 import { build, getJson, postJson } from './helpers/app.js';
@@ -311,8 +312,8 @@ for (const store of await storeCases()) {
       const cap = { numberCap: { maxCalls: 1, windowSeconds: 60 } };
       await assert.rejects(checkCallingPolicy(deps, f.orgId, cap, E164, Date.now()), { code: 'number_frequency_capped' });
       const decision = await checkCallingPolicy(deps, f.orgId, cap, E164, Date.now(), { persisting: true });
-      assert.ok(decision.enforceInTransaction);
-      assert.equal((await checkCallingPolicy(deps, f.orgId, {}, E164, Date.now(), { persisting: true })).enforceInTransaction, undefined, 'nothing to check with the cap off');
+      assert.ok(decision.numberCap);
+      assert.equal((await checkCallingPolicy(deps, f.orgId, {}, E164, Date.now(), { persisting: true })).numberCap, undefined, 'nothing to check with the cap off');
     });
 
     it('replays the stored answer to a retry with the same Idempotency-Key instead of counting its own run against the cap', async (t) => {
@@ -344,24 +345,24 @@ for (const store of await storeCases()) {
       assert.equal(await countRuns(deps), 3);
     });
 
-    it('applies the exact check inside the creating transaction: requests that all passed the first check still stop at the cap', async (t) => {
+    it('applies the exact check in the creating insert: requests that all passed the first check still stop at the cap', async (t) => {
       // The request-time read sees no runs for every request below (they are checked before any
-      // commits), so only the in-transaction check under the number's lock can hold the cap.
+      // commits), so only the insert's own check under the number's lock can hold the cap.
       const { deps } = await build(t, store.kind);
       const f = await createOrgFixture(deps);
-      const definition = await deps.store.db.selectFrom('workflow_definitions').select(['id', 'workflow_id']).executeTakeFirstOrThrow();
+      const definition = await deps.store.db.selectFrom('workflow_definitions').select(['id', 'workflow_id', 'version']).executeTakeFirstOrThrow();
       const { checkCallingPolicy } = await import('../src/policy/calling-policy.js');
       const now = Date.now();
       const decisions = await Promise.all(Array.from({ length: 10 }, () => checkCallingPolicy(deps, f.orgId, { numberCap: { maxCalls: 1, windowSeconds: 86_400 } }, E164, now)));
-      assert.ok(decisions.every((d) => d.enforceInTransaction !== undefined));
-      const outcomes = await Promise.allSettled(decisions.map((d) => deps.store.transaction('durable', async (trx) => {
-        await d.enforceInTransaction?.(trx);
-        await trx.insertInto('workflow_runs').values({
-          name: null, org_id: f.orgId, workflow_id: definition.workflow_id, definition_id: definition.id, mode: 'published', trigger_uuid: null, phone_number: NUMBER, caller_id: null,
-          telephony_configuration_id: f.telephonyId, initial_context: null, state: 'queued', outcome_reason: null, provider_call_id: null,
-          created_at: now, updated_at: now, ended_at: null,
-        }).execute();
-      })));
+      const run = {
+        orgId: f.orgId, workflowId: definition.workflow_id, definitionId: definition.id, definitionVersion: definition.version, mode: 'published' as const, triggerUuid: null,
+        phoneNumber: NUMBER, callerId: null, telephonyConfigurationId: f.telephonyId, initialContextJson: null, scheduledFor: null,
+      };
+      // Both ways a run is created: alone (one statement on PostgreSQL) and in a transaction with other writes.
+      const outcomes = await Promise.allSettled(decisions.map((d, i) => {
+        assert.ok(d.numberCap);
+        return createRun(deps.store, run, now, { numberCap: d.numberCap, ...(i % 2 === 0 ? { onCreated: async () => undefined } : {}) });
+      }));
       assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1);
       for (const failed of outcomes.filter((o) => o.status === 'rejected')) assert.equal((failed.reason as { code?: string }).code, 'number_frequency_capped');
       assert.equal(await countRuns(deps), 1);

@@ -4,9 +4,9 @@ import type { Deps } from '../deps.js';
 import type { AuthenticatedKey } from '../auth/api-keys.js';
 import { DialtoneError, validationFailed } from '../errors.js';
 import { checkCallingPolicy, type PolicyDecision } from '../policy/calling-policy.js';
-import { createRun } from '../runs/create-run.js';
+import { createRun, type CreatedRun } from '../runs/create-run.js';
 import type { RunMode } from '../store/schema.js';
-import { decodeJson } from '../store/store.js';
+import { decodeJson, type StoreTransaction } from '../store/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
 import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, storedResponse, type Claim } from './idempotency.js';
@@ -190,7 +190,6 @@ export async function initiateCall(
   // A deferred run is counted, exactly, with the organization's other deferred runs (runs/queue-cap.ts).
   const deferred = scheduledFor !== null;
   const nearCap = deferred || !(await deps.queuedRuns.farBelowCap(deps.store, orgId, maxQueued, deps.config.QUEUE_CAP_LOCK_MARGIN, deps.clock.now()));
-  let json = '';
   try {
     const run = await createRun(
       deps.store,
@@ -210,11 +209,10 @@ export async function initiateCall(
       deps.clock.now(),
       {
         ...(nearCap ? { queueCap: { maxQueued, callsPerSecond: telephony.calls_per_second, scheduled: deferred } } : {}),
-        ...(policy.enforceInTransaction ? { beforeInsert: policy.enforceInTransaction } : {}),
-        onCreated: async (trx, created) => {
-          json = JSON.stringify(responseOf(created, scheduledFor));
-          if (claim) await completeClaim(trx, claim, 200, json, created.id, deps.clock.now());
-        },
+        ...(policy.numberCap ? { numberCap: policy.numberCap } : {}),
+        // The Idempotency-Key's answer commits with the run; without a key there is nothing else
+        // to write, and on PostgreSQL the run is then one statement.
+        ...(claim ? { onCreated: (trx: StoreTransaction, created: CreatedRun) => completeClaim(trx, claim, 200, JSON.stringify(responseOf(created, scheduledFor)), created.id, deps.clock.now()) } : {}),
       },
     );
     deps.metrics.runsCreated.inc({ mode });
@@ -222,7 +220,8 @@ export async function initiateCall(
     // A deferred run is not due: the dispatcher's poll finds it when it is.
     if (!deferred) deps.signals.work();
     if (run.webhookDeliveries > 0) deps.signals.outbox();
-    return { replayed: false, status: 200, result: responseOf(run, scheduledFor), json };
+    const result = responseOf(run, scheduledFor);
+    return { replayed: false, status: 200, result, json: JSON.stringify(result) };
   } catch (error) {
     if (error instanceof DialtoneError && error.code === 'queue_full') deps.metrics.queueFull.inc();
     countPolicyRefusal(deps, error);

@@ -6,10 +6,10 @@
 // suppression (claim-screen.ts) and calling hours (dispatch/claim-runs.ts) again when it claims a run.
 import { DialtoneError } from '../errors.js';
 import { selectActiveSuppression } from '../store/suppression-statements.js';
-import type { Store, StoreTransaction } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { enforceCallingHours, type CallingHoursDestination } from './calling-hours-check.js';
 import type { CallingHours } from './calling-hours.js';
-import { checkNumberCap, enforceNumberCap, type NumberCap } from './number-cap.js';
+import { checkNumberCap, numberCapCheck, type NumberCap, type NumberCapCheck } from './number-cap.js';
 
 export type { NumberCap };
 
@@ -28,17 +28,17 @@ export interface PolicyDeps {
 /** What the request may go on with. */
 export interface PolicyDecision {
   /**
-   * Runs inside the transaction that persists the run, where alone a count is exact (the cap);
-   * undefined when nothing needs checking there.
+   * The cap's exact check, for the insert that persists the run (the only place a count is exact);
+   * undefined when there is no cap.
    */
-  enforceInTransaction: ((trx: StoreTransaction) => Promise<void>) | undefined;
+  numberCap: NumberCapCheck | undefined;
   /** When the run is due: null at once, else deferred to the next calling-hours window. */
   scheduledFor: number | null;
 }
 
 export interface PolicyCheckOptions {
   /**
-   * True when the caller persists a run next and runs `enforceInTransaction` there: the cap is then
+   * True when the caller persists a run next and hands `numberCap` to its insert: the cap is then
    * counted only there, where the count is exact, instead of twice. False (a check that creates
    * nothing, like a dry run) counts it now.
    */
@@ -60,7 +60,7 @@ export async function checkCallingPolicy(
   now: number,
   options: PolicyCheckOptions = {},
 ): Promise<PolicyDecision> {
-  if (destination.kind !== 'e164') return { enforceInTransaction: undefined, scheduledFor: enforceCallingHours(settings.callingHours, destination, now) };
+  if (destination.kind !== 'e164') return { numberCap: undefined, scheduledFor: enforceCallingHours(settings.callingHours, destination, now) };
   const phoneNumber = destination.value;
   const suppression = await selectActiveSuppression(deps.store, orgId, phoneNumber, now);
   if (suppression) {
@@ -75,7 +75,7 @@ export async function checkCallingPolicy(
   const scheduledFor = enforceCallingHours(settings.callingHours, destination, now);
 
   return {
-    enforceInTransaction: cap ? (trx) => enforceNumberCap(deps.store, trx, orgId, phoneNumber, cap, now) : undefined,
+    numberCap: cap ? numberCapCheck(cap, now) : undefined,
     scheduledFor,
   };
 }

@@ -1,11 +1,12 @@
 // The per-number frequency cap: at most `maxCalls` runs to one number within a sliding window,
-// counted from the store's runs (so it holds across nodes). A request that creates a run counts
-// inside the transaction that persists it, under the number's lock (on PostgreSQL one round trip:
-// store/suppression-statements.ts, lockNumberAndSelectCapOpening), so concurrent requests for one
-// number cannot all see room; a check that creates nothing reads the count as it is.
+// counted from the store's runs (so it holds across nodes). A request that creates a run has the
+// insert itself count, under the number's lock (store/insert-run.ts: on PostgreSQL in the inserting
+// statement), so concurrent requests for one number cannot all see room; a check that creates
+// nothing reads the count as it is.
 import { DialtoneError } from '../errors.js';
-import { lockNumberAndSelectCapOpening, selectCapOpening } from '../store/suppression-statements.js';
-import type { Queryable, Store, StoreTransaction } from '../store/store.js';
+import type { CapGuard } from '../store/insert-run.js';
+import { selectCapOpening } from '../store/suppression-statements.js';
+import type { Queryable } from '../store/store.js';
 
 export interface NumberCap {
   maxCalls: number;
@@ -17,9 +18,14 @@ export async function checkNumberCap(on: Queryable, orgId: number, phoneNumber: 
   refuseWhenCapped(await selectCapOpening(on, orgId, phoneNumber, now - cap.windowSeconds * 1000, cap.maxCalls), cap, now);
 }
 
-/** The exact check, inside the transaction that creates the run. */
-export async function enforceNumberCap(store: Pick<Store, 'dialect'>, trx: StoreTransaction, orgId: number, phoneNumber: string, cap: NumberCap, now: number): Promise<void> {
-  refuseWhenCapped(await lockNumberAndSelectCapOpening(store, trx, orgId, phoneNumber, now - cap.windowSeconds * 1000, cap.maxCalls), cap, now);
+/** The exact check, for the insert that creates the run to make (runs/create-run.ts), and the refusal when the cap is reached. */
+export interface NumberCapCheck {
+  guard: CapGuard;
+  refusal(capOpening: number): DialtoneError;
+}
+
+export function numberCapCheck(cap: NumberCap, now: number): NumberCapCheck {
+  return { guard: { maxCalls: cap.maxCalls, since: now - cap.windowSeconds * 1000 }, refusal: (opening) => cappedError(opening, cap, now) };
 }
 
 /**
@@ -27,9 +33,12 @@ export async function enforceNumberCap(store: Pick<Store, 'dialect'>, trx: Store
  * A place opens when that run leaves the window.
  */
 function refuseWhenCapped(opening: number | null, cap: NumberCap, now: number): void {
-  if (opening === null) return;
+  if (opening !== null) throw cappedError(opening, cap, now);
+}
+
+function cappedError(opening: number, cap: NumberCap, now: number): DialtoneError {
   const retryAfterSeconds = Math.max(1, Math.ceil((opening + cap.windowSeconds * 1000 - now) / 1000));
-  throw new DialtoneError(
+  return new DialtoneError(
     'number_frequency_capped',
     `This number was called ${cap.maxCalls} times within ${cap.windowSeconds} s, the organization's limit. Retry after ${retryAfterSeconds} s.`,
     { retryAfterSeconds, extra: { number_max_calls: cap.maxCalls, number_window_seconds: cap.windowSeconds } },

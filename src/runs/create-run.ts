@@ -3,7 +3,7 @@
 // will be dialed; nothing can be lost between a database and a separate queue.
 import type { RunMode } from '../store/schema.js';
 import type { Store, StoreTransaction } from '../store/store.js';
-import { insertQueuedRun, insertQueuedRunDurably, type NewRunRow } from '../store/insert-run.js';
+import { insertQueuedRun, insertQueuedRunDurably, type CapGuard, type CapReached, type InsertedRun, type NewRunRow } from '../store/insert-run.js';
 import { enforceQueueCap, type QueueCap } from './queue-cap.js';
 
 export interface NewRun extends NewRunRow {
@@ -33,10 +33,10 @@ export interface CreateRunOptions {
   /** Checked exactly inside the creating transaction (runs/queue-cap.ts): given when the organization is near its cap. */
   queueCap?: QueueCap;
   /**
-   * Runs inside the creating transaction before the insert, and may refuse it by throwing: the
-   * calling policy's exact checks (the per-number cap, policy/number-cap.ts).
+   * The calling policy's per-number cap (policy/number-cap.ts), checked exactly by the insert
+   * itself; when the cap is reached nothing is created and `refusal` is thrown.
    */
-  beforeInsert?: (trx: StoreTransaction) => Promise<void>;
+  numberCap?: { guard: CapGuard; refusal(capOpening: number): Error };
   /** Runs inside the creating transaction (the Idempotency-Key record commits with the run). */
   onCreated?: (trx: StoreTransaction, run: CreatedRun) => Promise<void>;
 }
@@ -55,17 +55,22 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
     // Wakes dispatchers on other nodes as this commits (PostgreSQL); same-node ones are signalled in-process.
     wakeChannel: WORK_CHANNEL,
   };
-  // Nothing else to write in the same transaction: the store inserts it as cheaply as it can.
-  if (!options.queueCap && !options.beforeInsert && !options.onCreated) {
-    const { id, name, deliveries } = await insertQueuedRunDurably(store, values);
+  const created = (inserted: InsertedRun | CapReached): InsertedRun => {
+    if ('capOpening' in inserted) throw options.numberCap?.refusal(inserted.capOpening) ?? new Error('the insert reported a cap it was not given');
+    return inserted;
+  };
+  const guard = options.numberCap?.guard;
+  // Nothing else to write in the same transaction: the store inserts it as cheaply as it can (one
+  // statement on PostgreSQL, cap included).
+  if (!options.queueCap && !options.onCreated) {
+    const { id, name, deliveries } = created(await insertQueuedRunDurably(store, values, guard));
     return { id, name, state: 'queued', webhookDeliveries: deliveries };
   }
   return store.transaction('durable', async (trx) => {
     if (options.queueCap) await enforceQueueCap(store, trx, run.orgId, options.queueCap);
-    await options.beforeInsert?.(trx);
-    const { id, name, deliveries } = await insertQueuedRun(trx, store.dialect, values);
-    const created = { id, name, state: 'queued' as const };
-    await options.onCreated?.(trx, created);
-    return { ...created, webhookDeliveries: deliveries };
+    const { id, name, deliveries } = created(await insertQueuedRun(trx, store.dialect, values, guard));
+    const queued = { id, name, state: 'queued' as const };
+    await options.onCreated?.(trx, queued);
+    return { ...queued, webhookDeliveries: deliveries };
   });
 }

@@ -1,7 +1,7 @@
 // Statements on organizations' suppression (do-not-call) lists, and the per-number cap's count.
 // A suppression is active while `expires_at` is null or still ahead; an expired row stays until it
 // is replaced or deleted, and suppresses nothing.
-import { sql, type ExpressionBuilder, type Transaction } from 'kysely';
+import type { ExpressionBuilder, Transaction } from 'kysely';
 import type { Database, SuppressionRow } from './schema.js';
 import { explainQuery, notIndexed } from './query-plans.js';
 import { queryable, type Queryable, type Store } from './store.js';
@@ -116,17 +116,3 @@ export function explainCapOpening(store: Store, orgId: number, phoneNumber: stri
   return explainQuery(store, capOpeningQuery(store, orgId, phoneNumber, since, maxCalls));
 }
 
-/**
- * The same opening, inside the transaction that creates the run, with the creations of runs to
- * this number serialized until it ends, so that the count and the insert it allows are one step.
- * PostgreSQL: one round trip, migration 006's dialtone_number_cap_opening, which takes the number's
- * advisory lock and then counts in a statement of its own (one plain statement cannot: its
- * snapshot would predate the lock; the migration says why the function's count does not).
- * SQLite: its single writer serializes the creations already, so the plain count suffices.
- */
-export async function lockNumberAndSelectCapOpening(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, orgId: number, phoneNumber: string, since: number, maxCalls: number): Promise<number | null> {
-  if (store.dialect !== 'postgres') return selectCapOpening(trx, orgId, phoneNumber, since, maxCalls);
-  const { rows } = await sql<{ opening: string | number | null }>`select dialtone_number_cap_opening(${orgId}::bigint, ${phoneNumber}::text, ${since}::bigint, ${maxCalls}::integer) as opening`.execute(trx);
-  const opening = rows[0]?.opening ?? null;
-  return opening === null ? null : Number(opening);
-}

@@ -6,8 +6,8 @@ import type { DialectName } from '../store.js';
 import { column } from './columns.js';
 
 /**
- * PostgreSQL: the cap's exact check in one round trip (store/suppression-statements.ts,
- * lockNumberAndSelectCapOpening). It takes the number's transaction-scoped advisory lock, which
+ * PostgreSQL: the cap's exact check, called by the statement that inserts the run (store/insert-run.ts,
+ * insertOnPostgres). It takes the number's transaction-scoped advisory lock, which
  * serializes the creations of runs to one number of one organization (keyed on a hash of both:
  * nothing to clean up, unrelated numbers never wait on each other, a collision only makes two
  * numbers take turns), and only then counts, in a statement of its own.
