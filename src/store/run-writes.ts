@@ -4,6 +4,7 @@
 import { sql, type Transaction, type Updateable } from 'kysely';
 import { runMessageId } from '../webhooks/event-types.js';
 import { appendRunEvents } from './run-event-outbox.js';
+import { explainQuery } from './query-plans.js';
 import { lockingFreeRows } from './row-locks.js';
 import type { Database, RunState, WorkflowRunRow, WorkflowRunsTable } from './schema.js';
 import type { DialectName, Store } from './store.js';
@@ -177,9 +178,21 @@ export async function setFoundCall(trx: Transaction<Database>, runId: number, fo
   return row !== undefined;
 }
 
-/** A node lets go of the live calls it holds. */
+/**
+ * A node lets go of the live calls it holds. Live runs are exactly those with a deadline, so the
+ * statement reads migration 002's partial index of them instead of every run ever made.
+ */
 export async function releaseNodeCalls(store: Store, nodeId: string): Promise<void> {
-  await store.db.updateTable('workflow_runs').set({ lease_owner: null }).where('lease_owner', '=', nodeId).where('provider_call_id', 'is not', null).execute();
+  await releaseNodeCallsQuery(store, nodeId).execute();
+}
+
+function releaseNodeCallsQuery(store: Store, nodeId: string) {
+  return store.db.updateTable('workflow_runs').set({ lease_owner: null }).where('deadline_at', 'is not', null).where('lease_owner', '=', nodeId).where('provider_call_id', 'is not', null);
+}
+
+/** The plan of releaseNodeCalls's statement, as text (a test checks that it reads the live runs' index). */
+export function explainReleaseNodeCalls(store: Store, nodeId: string): Promise<string> {
+  return explainQuery(store, releaseNodeCallsQuery(store, nodeId));
 }
 
 /** Marks a live run's cancel request, once; false when the run is not live or was already marked. */

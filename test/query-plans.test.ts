@@ -1,0 +1,32 @@
+// Statements that run on every tick, shutdown or page view read an index, not the whole runs table:
+// the plan each store would use names the index. SQLite's planner has no statistics, so a plan
+// that looks right on PostgreSQL can still scan there (store/query-plans.ts).
+import assert from 'node:assert/strict';
+import { explainQueuedPerRoute } from '../src/store/run-listing-statements.js';
+import { explainReleaseNodeCalls } from '../src/store/run-writes.js';
+import { build } from './helpers/app.js';
+import { storeCases } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
+
+/** A full read of the runs table, as either store prints it. */
+const FULL_SCAN = /SCAN workflow_runs$|SCAN workflow_runs\n|Seq Scan on workflow_runs/m;
+
+for (const store of await storeCases()) {
+  describe(`Query plans of recurring statements (${store.kind})`, { skip: store.skip }, () => {
+    it("counts a route's queued runs through the two partial indexes of queued runs (due now, and deferred)", async (t) => {
+      const { deps } = await build(t, store.kind);
+      const plan = await explainQueuedPerRoute(deps.store, [1, 2]);
+      // Any index of queued runs only will do (PostgreSQL's planner may pick the per-organization one).
+      assert.match(plan, /workflow_runs_queued_(org_|age_)?idx/, plan);
+      assert.match(plan, /workflow_runs_scheduled_(org_|due_)?idx/, plan);
+      assert.doesNotMatch(plan, FULL_SCAN, plan);
+    });
+
+    it("lets go of a stopping node's calls by reading the live runs' index, not every run ever made", async (t) => {
+      const { deps } = await build(t, store.kind);
+      const plan = await explainReleaseNodeCalls(deps.store, 'node-a');
+      assert.match(plan, /workflow_runs_live_(deadline_)?idx/, plan);
+      assert.doesNotMatch(plan, FULL_SCAN, plan);
+    });
+  });
+}
