@@ -312,8 +312,8 @@ for (const store of await storeCases()) {
       const cap = { numberCap: { maxCalls: 1, windowSeconds: 60 } };
       await assert.rejects(checkCallingPolicy(deps, f.orgId, cap, E164, Date.now()), { code: 'number_frequency_capped' });
       const decision = await checkCallingPolicy(deps, f.orgId, cap, E164, Date.now(), { persisting: true });
-      assert.ok(decision.numberCap);
-      assert.equal((await checkCallingPolicy(deps, f.orgId, {}, E164, Date.now(), { persisting: true })).numberCap, undefined, 'nothing to check with the cap off');
+      assert.ok(decision.atInsert?.guards.cap);
+      assert.equal((await checkCallingPolicy(deps, f.orgId, {}, E164, Date.now(), { persisting: true })).atInsert?.guards.cap, undefined, 'nothing to count with the cap off');
     });
 
     it('replays the stored answer to a retry with the same Idempotency-Key instead of counting its own run against the cap', async (t) => {
@@ -360,8 +360,8 @@ for (const store of await storeCases()) {
       };
       // Both ways a run is created: alone (one statement on PostgreSQL) and in a transaction with other writes.
       const outcomes = await Promise.allSettled(decisions.map((d, i) => {
-        assert.ok(d.numberCap);
-        return createRun(deps.store, run, now, { numberCap: d.numberCap, ...(i % 2 === 0 ? { onCreated: async () => undefined } : {}) });
+        assert.ok(d.atInsert);
+        return createRun(deps.store, run, now, { checks: d.atInsert, ...(i % 2 === 0 ? { onCreated: async () => undefined } : {}) });
       }));
       assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1);
       for (const failed of outcomes.filter((o) => o.status === 'rejected')) assert.equal((failed.reason as { code?: string }).code, 'number_frequency_capped');

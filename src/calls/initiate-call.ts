@@ -151,8 +151,9 @@ export async function initiateCall(
 
   let policy: PolicyDecision;
   try {
-    // The cap is counted once, exactly, in the creating transaction (after the Idempotency-Key
-    // claim, which a refusal there releases): counting it here too would cost a query per request.
+    // The suppression list is read and the cap counted once, exactly, by the creating insert
+    // (after the Idempotency-Key claim, which a refusal there releases): reading them here too
+    // would cost a query per request.
     policy = await checkPolicy(deps, caller, destination, true);
   } catch (error) {
     // The retry of a request that created its run must get that answer again, not a refusal
@@ -209,7 +210,7 @@ export async function initiateCall(
       deps.clock.now(),
       {
         ...(nearCap ? { queueCap: { maxQueued, callsPerSecond: telephony.calls_per_second, scheduled: deferred } } : {}),
-        ...(policy.numberCap ? { numberCap: policy.numberCap } : {}),
+        ...(policy.atInsert ? { checks: policy.atInsert } : {}),
         // The Idempotency-Key's answer commits with the run; without a key there is nothing else
         // to write, and on PostgreSQL the run is then one statement.
         ...(claim ? { onCreated: (trx: StoreTransaction, created: CreatedRun) => completeClaim(trx, claim, 200, JSON.stringify(responseOf(created, scheduledFor)), created.id, deps.clock.now()) } : {}),

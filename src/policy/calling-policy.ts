@@ -2,14 +2,17 @@
 // now, for the four initiate operations. It runs after the template variables and before
 // idempotency (DESIGN.md section 2), so a refused request stores nothing and consumes no key.
 // The checks, in order: the organization's suppression list, the per-number frequency cap, and
-// calling hours in the callee's time zones (calling-hours-check.ts). The dispatcher checks
-// suppression (claim-screen.ts) and calling hours (dispatch/claim-runs.ts) again when it claims a run.
+// calling hours in the callee's time zones (calling-hours-check.ts). A request that persists its
+// run hands the first two to the creating insert, the one place where they are exact (and, on
+// PostgreSQL, part of the inserting statement). The dispatcher checks suppression
+// (claim-screen.ts) and calling hours (dispatch/claim-runs.ts) again when it claims a run.
 import { DialtoneError } from '../errors.js';
 import { selectActiveSuppression } from '../store/suppression-statements.js';
 import type { Store } from '../store/store.js';
 import { enforceCallingHours, type CallingHoursDestination } from './calling-hours-check.js';
 import type { CallingHours } from './calling-hours.js';
-import { checkNumberCap, numberCapCheck, type NumberCap, type NumberCapCheck } from './number-cap.js';
+import { cappedError, checkNumberCap, type NumberCap } from './number-cap.js';
+import type { InsertChecks } from '../runs/create-run.js';
 
 export type { NumberCap };
 
@@ -28,19 +31,20 @@ export interface PolicyDeps {
 /** What the request may go on with. */
 export interface PolicyDecision {
   /**
-   * The cap's exact check, for the insert that persists the run (the only place a count is exact);
-   * undefined when there is no cap.
+   * The checks for the insert that persists the run to make, where alone they are exact (the
+   * suppression list, and the cap's count under the number's lock); undefined for a SIP URI.
    */
-  numberCap: NumberCapCheck | undefined;
+  atInsert: InsertChecks | undefined;
   /** When the run is due: null at once, else deferred to the next calling-hours window. */
   scheduledFor: number | null;
 }
 
 export interface PolicyCheckOptions {
   /**
-   * True when the caller persists a run next and hands `numberCap` to its insert: the cap is then
-   * counted only there, where the count is exact, instead of twice. False (a check that creates
-   * nothing, like a dry run) counts it now.
+   * True when the caller persists a run next and hands `atInsert` to its insert: the suppression
+   * list is then read and the cap counted only there, where both are exact, instead of twice
+   * (on PostgreSQL inside the inserting statement, so the whole policy costs no round trip of its
+   * own). False (a check that creates nothing, like a dry run) reads and counts now.
    */
   persisting?: boolean;
 }
@@ -60,22 +64,37 @@ export async function checkCallingPolicy(
   now: number,
   options: PolicyCheckOptions = {},
 ): Promise<PolicyDecision> {
-  if (destination.kind !== 'e164') return { numberCap: undefined, scheduledFor: enforceCallingHours(settings.callingHours, destination, now) };
+  if (destination.kind !== 'e164') return { atInsert: undefined, scheduledFor: enforceCallingHours(settings.callingHours, destination, now) };
   const phoneNumber = destination.value;
-  const suppression = await selectActiveSuppression(deps.store, orgId, phoneNumber, now);
-  if (suppression) {
-    throw new DialtoneError('number_suppressed', "The number is on the organization's suppression (do-not-call) list.", {
-      extra: { suppression_expires_at: suppression.expires_at === null ? null : new Date(suppression.expires_at).toISOString() },
-    });
-  }
-
   const cap = settings.numberCap ?? undefined;
-  if (cap && !options.persisting) await checkNumberCap(deps.store, orgId, phoneNumber, cap, now);
-
-  const scheduledFor = enforceCallingHours(settings.callingHours, destination, now);
-
-  return {
-    numberCap: cap ? numberCapCheck(cap, now) : undefined,
-    scheduledFor,
+  const atInsert: InsertChecks = {
+    guards: { suppressedAt: now, ...(cap ? { cap: { maxCalls: cap.maxCalls, since: now - cap.windowSeconds * 1000 } } : {}) },
+    refusal: (refused) => {
+      if (refused.refused === 'suppressed') return suppressedError(refused.expiresAt);
+      return cap ? cappedError(refused.capOpening, cap, now) : new Error('the insert reported a cap it was not given');
+    },
   };
+  if (options.persisting) {
+    try {
+      return { atInsert, scheduledFor: enforceCallingHours(settings.callingHours, destination, now) };
+    } catch (error) {
+      // A suppressed number is refused as suppressed, whatever the hour: the list comes first.
+      await refuseWhenSuppressed(deps, orgId, phoneNumber, now);
+      throw error;
+    }
+  }
+  await refuseWhenSuppressed(deps, orgId, phoneNumber, now);
+  if (cap) await checkNumberCap(deps.store, orgId, phoneNumber, cap, now);
+  return { atInsert, scheduledFor: enforceCallingHours(settings.callingHours, destination, now) };
+}
+
+async function refuseWhenSuppressed(deps: PolicyDeps, orgId: number, phoneNumber: string, now: number): Promise<void> {
+  const suppression = await selectActiveSuppression(deps.store, orgId, phoneNumber, now);
+  if (suppression) throw suppressedError(suppression.expires_at);
+}
+
+function suppressedError(expiresAt: number | null): DialtoneError {
+  return new DialtoneError('number_suppressed', "The number is on the organization's suppression (do-not-call) list.", {
+    extra: { suppression_expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString() },
+  });
 }

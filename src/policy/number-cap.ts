@@ -4,7 +4,6 @@
 // statement), so concurrent requests for one number cannot all see room; a check that creates
 // nothing reads the count as it is.
 import { DialtoneError } from '../errors.js';
-import type { CapGuard } from '../store/insert-run.js';
 import { selectCapOpening } from '../store/suppression-statements.js';
 import type { Queryable } from '../store/store.js';
 
@@ -18,16 +17,6 @@ export async function checkNumberCap(on: Queryable, orgId: number, phoneNumber: 
   refuseWhenCapped(await selectCapOpening(on, orgId, phoneNumber, now - cap.windowSeconds * 1000, cap.maxCalls), cap, now);
 }
 
-/** The exact check, for the insert that creates the run to make (runs/create-run.ts), and the refusal when the cap is reached. */
-export interface NumberCapCheck {
-  guard: CapGuard;
-  refusal(capOpening: number): DialtoneError;
-}
-
-export function numberCapCheck(cap: NumberCap, now: number): NumberCapCheck {
-  return { guard: { maxCalls: cap.maxCalls, since: now - cap.windowSeconds * 1000 }, refusal: (opening) => cappedError(opening, cap, now) };
-}
-
 /**
  * `opening`: the creation time of the maxCalls-th newest run in the window (null: there is room).
  * A place opens when that run leaves the window.
@@ -36,7 +25,8 @@ function refuseWhenCapped(opening: number | null, cap: NumberCap, now: number): 
   if (opening !== null) throw cappedError(opening, cap, now);
 }
 
-function cappedError(opening: number, cap: NumberCap, now: number): DialtoneError {
+/** The refusal when the cap is reached: a place opens when the run created at `opening` leaves the window. */
+export function cappedError(opening: number, cap: NumberCap, now: number): DialtoneError {
   const retryAfterSeconds = Math.max(1, Math.ceil((opening + cap.windowSeconds * 1000 - now) / 1000));
   return new DialtoneError(
     'number_frequency_capped',

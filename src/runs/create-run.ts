@@ -3,7 +3,7 @@
 // will be dialed; nothing can be lost between a database and a separate queue.
 import type { RunMode } from '../store/schema.js';
 import type { Store, StoreTransaction } from '../store/store.js';
-import { insertQueuedRun, insertQueuedRunDurably, type CapGuard, type CapReached, type InsertedRun, type NewRunRow } from '../store/insert-run.js';
+import { insertQueuedRun, insertQueuedRunDurably, type InsertedRun, type InsertGuards, type InsertRefused, type NewRunRow } from '../store/insert-run.js';
 import { enforceQueueCap, type QueueCap } from './queue-cap.js';
 
 export interface NewRun extends NewRunRow {
@@ -33,12 +33,19 @@ export interface CreateRunOptions {
   /** Checked exactly inside the creating transaction (runs/queue-cap.ts): given when the organization is near its cap. */
   queueCap?: QueueCap;
   /**
-   * The calling policy's per-number cap (policy/number-cap.ts), checked exactly by the insert
-   * itself; when the cap is reached nothing is created and `refusal` is thrown.
+   * The calling policy's checks that the insert itself makes exactly (the suppression list, the
+   * per-number cap: policy/calling-policy.ts); when one refuses, nothing is created and the
+   * refusal is thrown.
    */
-  numberCap?: { guard: CapGuard; refusal(capOpening: number): Error };
+  checks?: InsertChecks;
   /** Runs inside the creating transaction (the Idempotency-Key record commits with the run). */
   onCreated?: (trx: StoreTransaction, run: CreatedRun) => Promise<void>;
+}
+
+/** Checks for the insert to make, and the error a refusal becomes. */
+export interface InsertChecks {
+  guards: InsertGuards;
+  refusal(refused: InsertRefused): Error;
 }
 
 export async function createRun(store: Store, run: NewRun, now: number, options: CreateRunOptions = {}): Promise<CreateRunResult> {
@@ -55,13 +62,13 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
     // Wakes dispatchers on other nodes as this commits (PostgreSQL); same-node ones are signalled in-process.
     wakeChannel: WORK_CHANNEL,
   };
-  const created = (inserted: InsertedRun | CapReached): InsertedRun => {
-    if ('capOpening' in inserted) throw options.numberCap?.refusal(inserted.capOpening) ?? new Error('the insert reported a cap it was not given');
+  const created = (inserted: InsertedRun | InsertRefused): InsertedRun => {
+    if ('refused' in inserted) throw options.checks?.refusal(inserted) ?? new Error(`the insert refused (${inserted.refused}) without checks to make`);
     return inserted;
   };
-  const guard = options.numberCap?.guard;
+  const guard = options.checks?.guards;
   // Nothing else to write in the same transaction: the store inserts it as cheaply as it can (one
-  // statement on PostgreSQL, cap included).
+  // statement on PostgreSQL, checks included).
   if (!options.queueCap && !options.onCreated) {
     const { id, name, deliveries } = created(await insertQueuedRunDurably(store, values, guard));
     return { id, name, state: 'queued', webhookDeliveries: deliveries };

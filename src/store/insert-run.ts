@@ -1,11 +1,12 @@
-// Inserting a queued run and its first event, with the per-number cap's exact check when the
-// organization has one: the one write the request path makes, so the dialects part ways here. On
+// Inserting a queued run and its first event, with the calling policy's exact checks (the
+// suppression list, the per-number cap): the one write the request path makes, so the dialects
+// part ways here. On
 // PostgreSQL it is one statement, one round trip (insertOnPostgres); on SQLite, in-process, the same
 // work is a few statements in the caller's transaction.
 import { sql, type Kysely } from 'kysely';
 import { runMessageId } from '../webhooks/event-types.js';
 import { appendRunEvents } from './run-event-outbox.js';
-import { selectCapOpening } from './suppression-statements.js';
+import { selectActiveSuppression, selectCapOpening } from './suppression-statements.js';
 import type { Database, RunMode } from './schema.js';
 import type { DialectName, Store } from './store.js';
 
@@ -44,26 +45,37 @@ export interface InsertedRun {
 
 /**
  * The per-number cap, checked by the insert itself: at most `maxCalls` runs of the organization to
- * the run's number created after `since`. On PostgreSQL the check takes the number's
- * transaction-scoped lock (migration 006's dialtone_number_cap_opening) in the inserting statement,
- * so the check and the insert it allows are one round trip and one step; on SQLite the single
- * writer serializes them already.
+ * the run's number created after `since`.
  */
 export interface CapGuard {
   maxCalls: number;
   since: number;
 }
 
-/** The cap was reached: nothing was inserted, and a place opens when the run created at `capOpening` leaves the window. */
-export interface CapReached {
-  capOpening: number;
+/**
+ * The calling policy's checks that only the insert can make exactly (policy/calling-policy.ts):
+ * the number is not on the organization's suppression list at `suppressedAt`, and the per-number
+ * cap has room. On PostgreSQL both are part of the inserting statement, one round trip: the cap
+ * takes the number's transaction-scoped lock (migration 006's dialtone_number_cap_opening) and the
+ * lock is held past the insert; on SQLite the single writer serializes check and insert already.
+ */
+export interface InsertGuards {
+  suppressedAt?: number;
+  cap?: CapGuard;
 }
 
-export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName, run: QueuedRunValues, cap?: CapGuard): Promise<InsertedRun | CapReached> {
-  if (dialect === 'postgres') return insertOnPostgres(db, run, cap);
-  if (cap) {
-    const opening = await selectCapOpening({ db }, run.orgId, run.phoneNumber, cap.since, cap.maxCalls);
-    if (opening !== null) return { capOpening: opening };
+/** Why a guarded insert inserted nothing: the number is suppressed (until `expiresAt`, null: for good), or the cap is reached until the run created at `capOpening` leaves the window. */
+export type InsertRefused = { refused: 'suppressed'; expiresAt: number | null } | { refused: 'capped'; capOpening: number };
+
+export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName, run: QueuedRunValues, guards: InsertGuards = {}): Promise<InsertedRun | InsertRefused> {
+  if (dialect === 'postgres') return insertOnPostgres(db, run, guards);
+  if (guards.suppressedAt !== undefined) {
+    const suppression = await selectActiveSuppression({ db }, run.orgId, run.phoneNumber, guards.suppressedAt);
+    if (suppression) return { refused: 'suppressed', expiresAt: suppression.expires_at };
+  }
+  if (guards.cap) {
+    const opening = await selectCapOpening({ db }, run.orgId, run.phoneNumber, guards.cap.since, guards.cap.maxCalls);
+    if (opening !== null) return { refused: 'capped', capOpening: opening };
   }
   const inserted = await db
     .insertInto('workflow_runs')
@@ -108,27 +120,36 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
  * and a statement outside a transaction commits durably on its own, in one round trip; SQLite
  * needs its durable transaction to fsync.
  */
-export async function insertQueuedRunDurably(store: Store, run: QueuedRunValues, cap?: CapGuard): Promise<InsertedRun | CapReached> {
-  if (store.dialect === 'postgres') return insertQueuedRun(store.db, store.dialect, run, cap);
-  return store.transaction('durable', (trx) => insertQueuedRun(trx, store.dialect, run, cap));
+export async function insertQueuedRunDurably(store: Store, run: QueuedRunValues, guards: InsertGuards = {}): Promise<InsertedRun | InsertRefused> {
+  if (store.dialect === 'postgres') return insertQueuedRun(store.db, store.dialect, run, guards);
+  return store.transaction('durable', (trx) => insertQueuedRun(trx, store.dialect, run, guards));
 }
 
 /**
  * One statement: the id is drawn from the table's sequence first so the name (which embeds it) is
  * written with the row, the first event is inserted by the same statement (its insert fires the
  * outbox trigger of migration 005), and dispatchers on other nodes are woken (pg_notify, delivered
- * at commit). With a cap, the statement first takes the number's lock and counts (a VOLATILE
- * function, whose count sees every run committed before the lock was granted: migration 006 says
- * why), and inserts only when there is room; the lock is held until the statement's transaction
- * ends, past the insert.
+ * at commit). The guards come first: the number's active suppression, and the cap, which takes the
+ * number's lock and then counts (a VOLATILE function, whose count sees every run committed before
+ * the lock was granted: migration 006 says why); the row is inserted only when neither refuses, and
+ * the lock is held until the statement's transaction ends, past the insert.
  */
-async function insertOnPostgres(db: Kysely<Database>, run: QueuedRunValues, cap: CapGuard | undefined): Promise<InsertedRun | CapReached> {
+async function insertOnPostgres(db: Kysely<Database>, run: QueuedRunValues, guards: InsertGuards): Promise<InsertedRun | InsertRefused> {
+  const { cap, suppressedAt } = guards;
   const opening = cap
     ? sql`select dialtone_number_cap_opening(${run.orgId}::bigint, ${run.phoneNumber}::text, ${cap.since}::bigint, ${cap.maxCalls}::integer) as at`
     : sql`select null::bigint as at`;
-  const result = await sql<{ id: number | null; name: string | null; cap_opening: number | null }>`
-    with opening as materialized (${opening}),
-    next as (select nextval(pg_get_serial_sequence('workflow_runs', 'id')) as id from opening where opening.at is null),
+  const suppression =
+    suppressedAt !== undefined
+      ? sql`select expires_at from suppressions where org_id = ${run.orgId} and phone_number = ${run.phoneNumber} and (expires_at is null or expires_at > ${suppressedAt}::bigint) limit 1`
+      : sql`select null::bigint as expires_at where false`;
+  const result = await sql<{ id: number | null; name: string | null; suppressed: boolean; suppression_expires_at: number | null; cap_opening: number | null }>`
+    with suppression as materialized (${suppression}),
+    opening as materialized (${opening}),
+    next as (
+      select nextval(pg_get_serial_sequence('workflow_runs', 'id')) as id from opening
+      where opening.at is null and not exists (select 1 from suppression)
+    ),
     run as (
       insert into workflow_runs (id, name, org_id, workflow_id, definition_id, mode, trigger_uuid, phone_number, caller_id,
         telephony_configuration_id, initial_context, scheduled_for, state, created_at, updated_at)
@@ -141,13 +162,16 @@ async function insertOnPostgres(db: Kysely<Database>, run: QueuedRunValues, cap:
       insert into run_events (run_id, seq, type, at, data)
       select id, 1, 'queued', ${run.at}, ${run.eventDataJson}::jsonb from run
     )
-    select run.id, run.name, opening.at as cap_opening, case when run.id is not null then pg_notify(${run.wakeChannel}, '') end as woken
+    select run.id, run.name, opening.at as cap_opening,
+      exists (select 1 from suppression) as suppressed, (select expires_at from suppression) as suppression_expires_at,
+      case when run.id is not null then pg_notify(${run.wakeChannel}, '') end as woken
     from opening left join run on true`.execute(db);
   const row = result.rows[0];
   if (!row) throw new Error('inserting a run returned no row');
+  if (row.suppressed) return { refused: 'suppressed', expiresAt: row.suppression_expires_at === null ? null : Number(row.suppression_expires_at) };
   if (row.id === null || row.name === null) {
-    if (row.cap_opening === null) throw new Error('inserting a run inserted nothing and reported no cap');
-    return { capOpening: Number(row.cap_opening) };
+    if (row.cap_opening === null) throw new Error('inserting a run inserted nothing and reported no refusal');
+    return { refused: 'capped', capOpening: Number(row.cap_opening) };
   }
   // The event's insert fired the outbox trigger (migration 005): its deliveries are written and announced.
   return { id: Number(row.id), name: row.name, deliveries: 0 };
