@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { TestContext } from 'node:test';
 import { claimRuns } from '../src/dispatch/claim-runs.js';
+import { createRun as createQueuedRun } from '../src/runs/create-run.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import type { DecodedRoute } from '../src/telephony/provider.js';
 import { TwilioProvider, type TwilioRouteConfig } from '../src/telephony/twilio/provider.js';
@@ -175,7 +176,52 @@ for (const store of await storeCases()) {
       for (const call of calls) assert.equal((await waitForRun(env, call.runId, ended)).state, 'completed');
       assert.equal(env.fake.fetches().length, 3, 'the third run was asked in the next sweep');
     });
+
+    it('asks about another route\'s overdue run in the same sweep when one route has more overdue runs than a sweep takes in all (an outage never starves the other routes)', async (t) => {
+      // One sweep per advance of the clock (the maintenance pass runs every REAPER_INTERVAL_MS of it).
+      const env = await reconcileEnv(t, store.kind, { RECONCILE_MAX_READS_PER_ROUTE: '2', REAPER_INTERVAL_MS: '600000', NODE_HEARTBEAT_TIMEOUT_MS: '3600000' }, { start: false });
+      const outage = await createTelephonyConfiguration(
+        env.deps.store,
+        env.deps.cipher,
+        { orgId: env.f.orgId, name: 'Twilio (outage)', provider: 'twilio', callerIds: [CALLER_ID], credentials: { account_sid: ACCOUNT_SID, auth_token: AUTH_TOKEN }, callsPerSecond: 100, maxConcurrentCalls: 1_000 },
+        env.deps.clock.now(),
+      );
+      const definition = await env.deps.store.db.selectFrom('workflow_definitions').select(['id', 'workflow_id']).executeTakeFirstOrThrow();
+      // More overdue runs on the outage route than a sweep's candidate limit (500), inserted directly: the request path adds nothing here.
+      const OVERDUE = 510;
+      for (let i = 0; i < OVERDUE; i++) {
+        await insertQueuedRun(env, { routeId: outage.id, definitionId: definition.id, workflowId: definition.workflow_id, phoneNumber: `+1202555${String(1000 + i).padStart(4, '0')}` });
+      }
+      const other = await createRun(env, number(20));
+      // A node claims all of them, reaches Twilio for none, and dies. The outage route's runs have the earliest deadlines.
+      const claim = (routeId: number) => claimRuns(env.deps.store, routeId, { nodeId: 'dead-node', now: env.deps.clock.now(), leaseMs: 30_000, lookaheadMs: 60_000, batchSize: 1_000, pacingHeadroom: 0 });
+      assert.equal((await claim(outage.id)).claimed.length, OVERDUE);
+      env.advance(1_000);
+      assert.equal((await claim(env.routeId)).claimed.length, 1);
+
+      env.advance(32_000); // Every claim's lease (its deadline) is over.
+      env.dispatcher.start();
+      const interrupted = await waitForRun(env, other, ended);
+      assert.equal(interrupted.state, 'failed');
+      assert.equal(interrupted.outcome_reason, 'dispatch_interrupted');
+      assert.ok(env.fake.lists().some((r) => r.query.get('To') === number(20)), 'Twilio was asked about the other route\'s run');
+      // The outage route was asked its share in that sweep, no more (a fourth read would come now if it were).
+      const deadline = Date.now() + 5_000;
+      while (env.fake.lists().length < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(env.fake.lists().length, 3, 'two reads on the outage route and one on the other in the sweep');
+    });
   });
+}
+
+/** A queued run inserted as the request path would insert it, without the request. */
+async function insertQueuedRun(env: Env, run: { routeId: number; definitionId: number; workflowId: number; phoneNumber: string }): Promise<number> {
+  const created = await createQueuedRun(
+    env.deps.store,
+    { orgId: env.f.orgId, workflowId: run.workflowId, definitionId: run.definitionId, definitionVersion: 1, mode: 'published', triggerUuid: null, phoneNumber: run.phoneNumber, callerId: CALLER_ID, telephonyConfigurationId: run.routeId, initialContextJson: null, scheduledFor: null },
+    env.deps.clock.now(),
+  );
+  return created.id;
 }
 
 describe('Twilio provider: finding a call whose id was never recorded', () => {
