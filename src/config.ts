@@ -161,7 +161,7 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_POLL_INTERVAL_MS: Integer(10, 60_000, 250),
   /** Most deliveries one node claims at once (and so sends in parallel). */
   WEBHOOK_BATCH_SIZE: Integer(1, 1_000, 100),
-  /** Most webhook endpoints per organization. */
+  /** Most webhook endpoints per organization, checked in the registering transaction so racing registrations cannot exceed it. */
   WEBHOOK_MAX_ENDPOINTS: Integer(1, 1_000, 20),
 
   /** Largest suppression CSV import, in bytes (413 above it); the default holds about a million numbers. */

@@ -317,6 +317,22 @@ for (const store of await storeCases()) {
       assert.equal(mine.enabled, true);
       assert.equal((await getJson(env.app, `${base}/deliveries`, owner.apiKey)).json().data.length, 0);
     });
+
+    it('registers exactly WEBHOOK_MAX_ENDPOINTS endpoints when registrations race at the limit, and refuses the rest with 422 webhook_endpoint_limit', async (t) => {
+      const receiver = await startReceiver(t);
+      const env = await buildWithDispatcher(t, store.kind, { env: { ...WEBHOOK_TEST_ENV, WEBHOOK_MAX_ENDPOINTS: '3' }, webhooks: false });
+      const f = await createOrgFixture(env.deps);
+      const other = await createOrgFixture(env.deps, 'Other');
+      await subscribe(env, f, receiver.url);
+      // Two places left, twelve registrations at once; another organization's at the same time is not held up by them.
+      const register = (owner: OrgFixture, i: number) => postJson(env.app, '/api/v1/public/webhook-endpoints', { url: `${receiver.url}/${i}` }, { key: owner.apiKey });
+      const responses = await Promise.all([...Array.from({ length: 12 }, (_, i) => register(f, i)), register(other, 99)]);
+      const [theirs] = responses.splice(12, 1);
+      assert.equal(theirs?.statusCode, 201, theirs?.body);
+      assert.deepEqual(responses.map((r) => r.statusCode).sort(), [...Array<number>(2).fill(201), ...Array<number>(10).fill(422)]);
+      for (const refused of responses.filter((r) => r.statusCode === 422)) assert.equal(refused.json().code, 'webhook_endpoint_limit');
+      assert.equal((await getJson(env.app, '/api/v1/public/webhook-endpoints', f.apiKey)).json().data.length, 3);
+    });
   });
 }
 
