@@ -77,7 +77,13 @@ for (const store of await storeCases()) {
 
     it('keeps per-run order with 50 runs in parallel and a receiver that answers in random time', async (t) => {
       const receiver = await startReceiver(t);
-      const env = await buildWithDispatcher(t, store.kind, { env: { ...WEBHOOK_TEST_ENV, WEBHOOK_ENDPOINT_CONCURRENCY: '10' } });
+      // What is checked is the order of the messages, so nothing else may vary with the machine's
+      // load: every call runs its simulator course (the node's timers and the reaper far beyond it,
+      // not the fast timings' 100 ms grace a loaded machine overran, ending runs `failed` after
+      // `dialing`), and no attempt outlives its timeout (a retried message would come twice).
+      const env = await buildWithDispatcher(t, store.kind, {
+        env: { ...WEBHOOK_TEST_ENV, WEBHOOK_ENDPOINT_CONCURRENCY: '10', WEBHOOK_TIMEOUT_MS: '30000', RING_TIMEOUT_MS: '30000', MAX_CALL_DURATION_MS: '30000', REAPER_GRACE_MS: '60000' },
+      });
       const f = await createOrgFixture(env.deps);
       await subscribe(env, f, receiver.url);
       let inFlight = 0;
