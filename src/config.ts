@@ -122,7 +122,12 @@ export const ConfigSchema = Type.Object({
   DISPATCH_BATCH_SIZE: Integer(1, 10_000, 200),
   /** Claim lease: a run still `dialing` with no provider call id after this ends `failed` (dispatch_interrupted). */
   DISPATCH_LEASE_MS: Integer(1_000, 3_600_000, 30_000),
-  /** Longest wait for a provider to accept a dial request; must be shorter than the lease. */
+  /**
+   * Longest wait for a provider to accept a dial request; must be shorter than the lease. A run
+   * whose dial went unanswered ends `failed` (dial_timeout), except on a provider whose calls
+   * outlive the node (Twilio), which may have placed the call: the run stays `dialing` and, when
+   * its lease ends, reconciliation looks for the call (followed if found, else dispatch_interrupted).
+   */
   DIAL_TIMEOUT_MS: Integer(100, 600_000, 10_000),
   /** A run still queued this long after its creation ends `expired`. */
   QUEUE_TTL_MS: Integer(1_000, 7 * 86_400_000, 3_600_000),
@@ -156,7 +161,7 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_POLL_INTERVAL_MS: Integer(10, 60_000, 250),
   /** Most deliveries one node claims at once (and so sends in parallel). */
   WEBHOOK_BATCH_SIZE: Integer(1, 1_000, 100),
-  /** Most webhook endpoints per organization. */
+  /** Most webhook endpoints per organization, checked in the registering transaction so racing registrations cannot exceed it. */
   WEBHOOK_MAX_ENDPOINTS: Integer(1, 1_000, 20),
 
   /** Largest suppression CSV import, in bytes (413 above it); the default holds about a million numbers. */

@@ -89,8 +89,8 @@ const STARTUP_ROUTE_CHECK_LIMIT = 10_000;
  */
 async function checkRoutes(deps: Deps): Promise<void> {
   const rows = await selectActiveConfigurations(deps.store, STARTUP_ROUTE_CHECK_LIMIT);
-  const refused = refuseUnreadyRoutes(deps.routes, rows, { publicBaseUrl: deps.config.PUBLIC_BASE_URL }, deps.logger);
-  if (refused.length > 0) deps.logger.warn({ refused }, `${refused.length} of ${rows.length} active telephony configurations cannot place calls`);
+  // One line per refused route, with its problems; a summary after them would only repeat them.
+  refuseUnreadyRoutes(deps.routes, rows, { publicBaseUrl: deps.config.PUBLIC_BASE_URL }, deps.logger);
 }
 
 async function listen(app: FastifyInstance, deps: Deps): Promise<void> {

@@ -14,9 +14,11 @@ for (const store of await storeCases()) {
     it('loses no run and dials none twice when a service process is killed with SIGKILL while runs are dialing', async (t) => {
       const { url, observer, deps, fixture: f, dir } = await prepareDatabase(t, store.kind);
       const dialLog = join(dir, 'dials.jsonl');
-      // 10 calls a second with a 2 s look-ahead: at the kill some runs are dialed and waiting for
-      // the (slow) simulator, some are claimed and waiting for their pacing slot, some still queued.
-      const route = await createTelephonyConfiguration(observer, deps.cipher, { orgId: f.orgId, name: 'Paced', provider: 'simulator', callsPerSecond: 10, maxConcurrentCalls: 50 }, Date.now());
+      // 2 calls a second with a 2 s look-ahead: at the kill some runs are dialed and waiting for the
+      // (slow) simulator, some are claimed and waiting for their pacing slot, some still queued. The
+      // pace is slower than requests arrive even on a loaded machine (one every 500 ms), so a queue
+      // builds up whatever the request rate, and the kill waits for that state, not for a time.
+      const route = await createTelephonyConfiguration(observer, deps.cipher, { orgId: f.orgId, name: 'Paced', provider: 'simulator', callsPerSecond: 2, maxConcurrentCalls: 50 }, Date.now());
 
       const common = { DATABASE_URL: url, SIMULATOR_DIAL_LOG: dialLog, REAPER_INTERVAL_MS: '100', DISPATCH_POLL_INTERVAL_MS: '50' };
       const first = await startServiceProcess({
@@ -40,12 +42,22 @@ for (const store of await storeCases()) {
         assert.equal(response.status, 200);
         accepted.push(((await response.json()) as { workflow_run_id: number }).workflow_run_id);
       }
-      await new Promise((resolve) => setTimeout(resolve, 700));
-      const snapshot = await observer.db.selectFrom('workflow_runs').select(['id', 'state']).execute();
+      // Killed once runs are dialing and others still queued (both hold until the queue drains, 20 s at this pace).
+      const states = () => observer.db.selectFrom('workflow_runs').select(['id', 'state']).execute();
+      const midway = Date.now() + 10_000;
+      for (let rows = await states(); !(rows.some((r) => r.state === 'dialing') && rows.some((r) => r.state === 'queued')); rows = await states()) {
+        assert.ok(Date.now() < midway, `runs dialing and runs queued at once (states: ${rows.map((r) => r.state).join(',')})`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       first.child.kill('SIGKILL');
       assert.equal(await first.exited, 'SIGKILL');
+      // Read after the kill: exactly what the dead process left, which nothing changes before the restart.
+      const snapshot = await states();
       const dialingAtKill = snapshot.filter((r) => r.state === 'dialing');
       assert.ok(dialingAtKill.length > 0, `some runs were dialing at the kill (states: ${snapshot.map((r) => r.state).join(',')})`);
+      assert.ok(snapshot.some((r) => r.state === 'queued'), 'some runs were still queued at the kill');
+      // The restarted node dials the rest at a test's pace.
+      await observer.db.updateTable('telephony_configurations').set({ calls_per_second: 50 }).where('id', '=', route.id).execute();
 
       const second = await startServiceProcess({ ...common, SIMULATOR_LATENCY_MS: '10', SIMULATOR_RING_MS: '20', SIMULATOR_TALK_MS: '20' });
       t.after(() => second.child.kill('SIGKILL'));

@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { TestContext } from 'node:test';
 import { claimRuns } from '../src/dispatch/claim-runs.js';
+import { createRun as createQueuedRun } from '../src/runs/create-run.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
-import type { DecodedRoute } from '../src/telephony/provider.js';
+import { DialTimeoutError, type DecodedRoute } from '../src/telephony/provider.js';
 import { TwilioProvider, type TwilioRouteConfig } from '../src/telephony/twilio/provider.js';
 import { postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
@@ -175,8 +176,110 @@ for (const store of await storeCases()) {
       for (const call of calls) assert.equal((await waitForRun(env, call.runId, ended)).state, 'completed');
       assert.equal(env.fake.fetches().length, 3, 'the third run was asked in the next sweep');
     });
+
+    it('keeps a run whose Twilio create outlasted DIAL_TIMEOUT_MS dialing, and follows the call Twilio placed once reconciliation finds it (never dialed twice, never hung up)', async (t) => {
+      const env = await reconcileEnv(t, store.kind, { DIAL_TIMEOUT_MS: '200', DISPATCH_LEASE_MS: '5000' });
+      env.fake.answerCreatesAfter(1_000); // Twilio places the call at once; its answer comes long after the dial timeout.
+      const runId = await createRun(env, number(30));
+      await waitForCreatesAnswered(env, 1);
+      // The dial timeout fired before the late answer (an earlier timer of the same process): the run waits, with no call id.
+      const waiting = await waitForRun(env, runId, () => true);
+      assert.equal(waiting.state, 'dialing', `not ended for a late answer: ${JSON.stringify(waiting)}`);
+      assert.equal(waiting.provider_call_id, null);
+      const [call] = env.fake.calls.values();
+      assert.ok(call, 'Twilio placed the call');
+      env.fake.setStatus(call.sid, 'in-progress');
+
+      env.advance(5_000 + REAPER_INTERVAL_MS); // The claim's lease (its deadline) is over: reconciliation looks for the call.
+      const run = await waitForRun(env, runId, (r) => r.state === 'in_progress');
+      assert.equal(run.provider_call_id, call.sid);
+      assert.equal(run.raw_provider_status, 'in-progress');
+      assert.deepEqual(await eventTypes(env, runId), ['queued', 'dialing', 'in_progress']);
+      assert.equal(env.fake.creates().length, 1, 'nothing was dialed twice');
+      assert.equal(env.fake.updates().length, 0, 'the call was not hung up');
+    });
+
+    it('ends a run whose slow Twilio create placed no call failed (dispatch_interrupted) once reconciliation finds none, never dial_timeout before asking', async (t) => {
+      const env = await reconcileEnv(t, store.kind, { DIAL_TIMEOUT_MS: '200', DISPATCH_LEASE_MS: '5000' });
+      env.fake.answerCreatesAfter(1_000, { place: false });
+      const runId = await createRun(env, number(31));
+      await waitForCreatesAnswered(env, 1);
+      assert.equal((await waitForRun(env, runId, () => true)).state, 'dialing');
+
+      env.advance(5_000 + REAPER_INTERVAL_MS);
+      const run = await waitForRun(env, runId, ended);
+      assert.equal(run.state, 'failed');
+      assert.equal(run.outcome_reason, 'dispatch_interrupted');
+      assert.ok(env.fake.lists().some((r) => r.query.get('To') === number(31)), 'Twilio was asked for the call first');
+      assert.equal(env.fake.creates().length, 1, 'nothing was dialed twice');
+    });
+
+    it('asks about another route\'s overdue run in the same sweep when one route has more overdue runs than a sweep takes in all (an outage never starves the other routes)', async (t) => {
+      // One sweep per advance of the clock (the maintenance pass runs every REAPER_INTERVAL_MS of it).
+      const env = await reconcileEnv(t, store.kind, { RECONCILE_MAX_READS_PER_ROUTE: '2', REAPER_INTERVAL_MS: '600000', NODE_HEARTBEAT_TIMEOUT_MS: '3600000' }, { start: false });
+      const outage = await createTelephonyConfiguration(
+        env.deps.store,
+        env.deps.cipher,
+        { orgId: env.f.orgId, name: 'Twilio (outage)', provider: 'twilio', callerIds: [CALLER_ID], credentials: { account_sid: ACCOUNT_SID, auth_token: AUTH_TOKEN }, callsPerSecond: 100, maxConcurrentCalls: 1_000 },
+        env.deps.clock.now(),
+      );
+      const definition = await env.deps.store.db.selectFrom('workflow_definitions').select(['id', 'workflow_id']).executeTakeFirstOrThrow();
+      // More overdue runs on the outage route than a sweep's candidate limit (500), inserted directly: the request path adds nothing here.
+      const OVERDUE = 510;
+      for (let i = 0; i < OVERDUE; i++) {
+        await insertQueuedRun(env, { routeId: outage.id, definitionId: definition.id, workflowId: definition.workflow_id, phoneNumber: `+1202555${String(1000 + i).padStart(4, '0')}` });
+      }
+      const other = await createRun(env, number(20));
+      // A node claims all of them, reaches Twilio for none, and dies. The outage route's runs have the earliest deadlines.
+      const claim = (routeId: number) => claimRuns(env.deps.store, routeId, { nodeId: 'dead-node', now: env.deps.clock.now(), leaseMs: 30_000, lookaheadMs: 60_000, batchSize: 1_000, pacingHeadroom: 0 });
+      assert.equal((await claim(outage.id)).claimed.length, OVERDUE);
+      env.advance(1_000);
+      assert.equal((await claim(env.routeId)).claimed.length, 1);
+
+      env.advance(32_000); // Every claim's lease (its deadline) is over.
+      env.dispatcher.start();
+      const interrupted = await waitForRun(env, other, ended);
+      assert.equal(interrupted.state, 'failed');
+      assert.equal(interrupted.outcome_reason, 'dispatch_interrupted');
+      assert.ok(env.fake.lists().some((r) => r.query.get('To') === number(20)), 'Twilio was asked about the other route\'s run');
+      // The outage route was asked its share in that sweep, no more (a fourth read would come now if it were).
+      const deadline = Date.now() + 5_000;
+      while (env.fake.lists().length < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(env.fake.lists().length, 3, 'two reads on the outage route and one on the other in the sweep');
+    });
   });
 }
+
+async function waitForCreatesAnswered(env: Env, count: number): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (env.fake.createsAnswered() < count) {
+    if (Date.now() > deadline) throw new Error(`${env.fake.createsAnswered()} of ${count} creates answered after 5 s`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A queued run inserted as the request path would insert it, without the request. */
+async function insertQueuedRun(env: Env, run: { routeId: number; definitionId: number; workflowId: number; phoneNumber: string }): Promise<number> {
+  const created = await createQueuedRun(
+    env.deps.store,
+    { orgId: env.f.orgId, workflowId: run.workflowId, definitionId: run.definitionId, definitionVersion: 1, mode: 'published', triggerUuid: null, phoneNumber: run.phoneNumber, callerId: CALLER_ID, telephonyConfigurationId: run.routeId, initialContextJson: null, scheduledFor: null },
+    env.deps.clock.now(),
+  );
+  return created.id;
+}
+
+describe('Twilio provider: a create slower than DIAL_TIMEOUT_MS', () => {
+  it('is a DialTimeoutError (Twilio may have placed the call), not a network error the run would end with', async (t) => {
+    const fake = await startFakeTwilio(t);
+    fake.answerCreatesAfter(2_000);
+    // The SDK's own timeout (DIAL_TIMEOUT_MS) is the only one here: no dispatcher races it.
+    const provider = new TwilioProvider({ TWILIO_API_BASE_URL: fake.baseUrl, PUBLIC_BASE_URL, MAX_CALL_DURATION_MS: 600_000, DIAL_TIMEOUT_MS: 200, TWILIO_CALLBACK_RETRIES: 5, TWILIO_CALLBACK_RETRY_POLICY: 'all' });
+    const route: DecodedRoute<TwilioRouteConfig> = { id: 1, orgId: 1, provider: 'twilio', callerIds: [CALLER_ID], ringTimeoutMs: undefined, config: { credentials: { accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN } } };
+    await assert.rejects(provider.dial({ runId: 1, to: number(1), from: CALLER_ID, ringTimeoutMs: 30_000, route }), (error: unknown) => error instanceof DialTimeoutError);
+    assert.equal(fake.calls.size, 1, 'the call was placed all the same');
+  });
+});
 
 describe('Twilio provider: finding a call whose id was never recorded', () => {
   it('follows List Calls across its pages (next_page_uri) and takes the earliest call placed after the claim that no other run holds', async (t) => {

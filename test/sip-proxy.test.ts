@@ -11,7 +11,7 @@ import { postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { KAMAILIO_ADDRESS, kamailioSkip, PROXY_SERVER_NAME, startKamailio, testPki, type Kamailio } from './helpers/kamailio.js';
-import { DIALTONE_SIP_ADDRESS, freeUdpPort, SIPP_ADDRESS, sippSkip, startSipp, type Sipp } from './helpers/sipp.js';
+import { DIALTONE_SIP_ADDRESS, freeUdpPort, SIPP_ADDRESS, sippSkip, startSipp, strangerBye, type Sipp } from './helpers/sipp.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
 import { BARESIP_ADDRESS, baresipSkip, startBaresip } from './helpers/baresip.js';
 import { describe, it } from './helpers/suite.js';
@@ -191,20 +191,7 @@ for (const store of await storeCases()) {
       await new Promise<void>((resolve, reject) => peer.once('connect', resolve).once('error', reject));
       let received = '';
       const answer = new Promise<string>((resolve) => peer.on('data', (chunk) => (received += chunk.toString()).includes('\r\n\r\n') && resolve(received)));
-      peer.write(
-        [
-          `BYE sip:dialtone@${DIALTONE_SIP_ADDRESS}:${env.deps.config.SIP_PORT};transport=tcp SIP/2.0`,
-          `Via: SIP/2.0/TCP 127.0.0.3:${peer.localPort};branch=z9hG4bKtcpstranger`,
-          'From: <sip:mallory@127.0.0.3>;tag=forged',
-          `To: <sip:dialtone@${DIALTONE_SIP_ADDRESS}>;tag=unknown`,
-          'Call-ID: not-a-call-of-ours@127.0.0.3',
-          'CSeq: 1 BYE',
-          'Max-Forwards: 70',
-          'Content-Length: 0',
-          '',
-          '',
-        ].join('\r\n'),
-      );
+      peer.write(strangerBye({ transport: 'tcp', dialtonePort: env.deps.config.SIP_PORT, strangerPort: peer.localPort ?? 0, branch: 'z9hG4bKtcpstranger' }));
       assert.match(await answer, /^SIP\/2\.0 481 .*\r\nVia: SIP\/2\.0\/TCP 127\.0\.0\.3:\d+;branch=z9hG4bKtcpstranger/s);
       assert.equal((await waitForRun(env, runId, () => true)).state, 'in_progress');
       await cancel(env, runId);

@@ -6,6 +6,10 @@ import { createRequire } from 'node:module';
 import type * as sip from 'sip';
 import { hopOf, isLooseRouter, preloadedRouteSet, routeRequest, routeSetOfResponse } from '../src/telephony/sip/route-set.js';
 import { sipSettingsProblems, sipTrunkOf } from '../src/telephony/sip/settings.js';
+import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
+import { postJson } from './helpers/app.js';
+import { buildWithDispatcher, ended, waitForRun } from './helpers/dispatch.js';
+import { createOrgFixture, PATHS } from './helpers/fixtures.js';
 import { describe, it } from './helpers/suite.js';
 import { testPki } from './helpers/kamailio.js';
 import { spawnSync } from 'node:child_process';
@@ -69,6 +73,30 @@ describe('SIP request routing (RFC 3261 12.2.1.1)', () => {
     assert.deepEqual(hopOf('sip:callee@192.0.2.9', 'tcp', parse), { transport: 'tcp', host: '192.0.2.9', port: 5060 });
     assert.deepEqual(hopOf('sip:callee@192.0.2.9', 'tls', parse), { transport: 'tls', host: '192.0.2.9', port: 5061 });
     assert.throws(() => hopOf('not a uri', 'udp', parse), /Not a SIP URI/);
+  });
+});
+
+describe('SIP: a next hop Dialtone cannot send to', () => {
+  it('ends the run failed (sip_route_unusable) with the callee\'s number masked in the detail the organization reads', async (t) => {
+    const env = await buildWithDispatcher(t, 'sqlite');
+    const f = await createOrgFixture(env.deps);
+    // An IPv6 literal (no brackets) as the trunk's host: the remote target sip:+1…@2001:db8::1 names no host the SIP library can parse.
+    const route = await createTelephonyConfiguration(
+      env.deps.store,
+      env.deps.cipher,
+      { orgId: f.orgId, name: 'Trunk', provider: 'sip', callerIds: ['+12025550100'], settings: { host: '2001:db8::1', port: 5060, transport: 'udp', media_address: '127.0.0.1', media_port: 40000 } },
+      Date.now(),
+    );
+    const response = await postJson(env.app, PATHS.initiateCall(f.agentUuid), { phone_number: '+12025550123', telephony_configuration_id: route.id }, { key: f.apiKey });
+    assert.equal(response.statusCode, 200, response.body);
+    const runId = response.json().workflow_run_id as number;
+    const run = await waitForRun(env, runId, ended);
+    assert.equal(run.state, 'failed');
+    assert.equal(run.raw_provider_status, 'sip_route_unusable');
+    const events = await env.app.inject({ method: 'GET', url: `/api/v1/public/workflow-runs/${runId}/events`, headers: { 'x-api-key': f.apiKey } });
+    assert.equal(events.statusCode, 200, events.body);
+    assert.match(events.body, /Not a SIP URI Dialtone can send to: sip:\+1202555\*\*\*\*@/, 'the detail still names the URI, its number masked');
+    assert.doesNotMatch(events.body, /2025550123/, 'the callee\'s full number is in no event the organization reads');
   });
 });
 

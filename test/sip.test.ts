@@ -9,7 +9,7 @@ import { postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';
-import { DIALTONE_SIP_ADDRESS, freeUdpPort, SIPP_ADDRESS, sippSkip, startSipp, type Sipp, type SippOptions } from './helpers/sipp.js';
+import { DIALTONE_SIP_ADDRESS, freeUdpPort, SIPP_ADDRESS, sippSkip, startSipp, strangerBye, type Sipp, type SippOptions } from './helpers/sipp.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
 
@@ -189,24 +189,14 @@ for (const store of await storeCases()) {
       t.after(() => stranger.close());
       await new Promise<void>((resolve) => stranger.bind(0, '127.0.0.3', resolve));
       const answer = new Promise<string>((resolve) => stranger.once('message', (message) => resolve(message.toString())));
-      const bye = [
-        `BYE sip:dialtone@${DIALTONE_SIP_ADDRESS}:${env.deps.config.SIP_PORT} SIP/2.0`,
-        `Via: SIP/2.0/UDP 127.0.0.3:${stranger.address().port};branch=z9hG4bKforged1`,
-        'From: <sip:mallory@127.0.0.3>;tag=forged',
-        `To: <sip:dialtone@${DIALTONE_SIP_ADDRESS}>;tag=unknown`,
-        'Call-ID: not-a-call-of-ours@127.0.0.3',
-        'CSeq: 1 BYE',
-        'Max-Forwards: 70',
-        'Content-Length: 0',
-        '',
-        '',
-      ].join('\r\n');
-      stranger.send(bye, env.deps.config.SIP_PORT, DIALTONE_SIP_ADDRESS);
+      const bye = (branch: string, callId?: string) =>
+        strangerBye({ transport: 'udp', dialtonePort: env.deps.config.SIP_PORT, strangerPort: stranger.address().port, branch, ...(callId !== undefined ? { callId } : {}) });
+      stranger.send(bye('z9hG4bKforged1'), env.deps.config.SIP_PORT, DIALTONE_SIP_ADDRESS);
       assert.match(await answer, /^SIP\/2\.0 481 /);
       // The right Call-ID without the dialog's tags is no better.
       const callId = (await waitForRun(env, runId, () => true)).provider_call_id ?? '';
       const second = new Promise<string>((resolve) => stranger.once('message', (message) => resolve(message.toString())));
-      stranger.send(bye.replace('not-a-call-of-ours@127.0.0.3', callId).replace('forged1', 'forged2'), env.deps.config.SIP_PORT, DIALTONE_SIP_ADDRESS);
+      stranger.send(bye('z9hG4bKforged2', callId), env.deps.config.SIP_PORT, DIALTONE_SIP_ADDRESS);
       assert.match(await second, /^SIP\/2\.0 481 /);
       assert.equal((await waitForRun(env, runId, () => true)).state, 'in_progress', 'a forged BYE ends nothing');
       await cancel(env, runId);

@@ -77,7 +77,13 @@ for (const store of await storeCases()) {
 
     it('keeps per-run order with 50 runs in parallel and a receiver that answers in random time', async (t) => {
       const receiver = await startReceiver(t);
-      const env = await buildWithDispatcher(t, store.kind, { env: { ...WEBHOOK_TEST_ENV, WEBHOOK_ENDPOINT_CONCURRENCY: '10' } });
+      // What is checked is the order of the messages, so nothing else may vary with the machine's
+      // load: every call runs its simulator course (the node's timers and the reaper far beyond it,
+      // not the fast timings' 100 ms grace a loaded machine overran, ending runs `failed` after
+      // `dialing`), and no attempt outlives its timeout (a retried message would come twice).
+      const env = await buildWithDispatcher(t, store.kind, {
+        env: { ...WEBHOOK_TEST_ENV, WEBHOOK_ENDPOINT_CONCURRENCY: '10', WEBHOOK_TIMEOUT_MS: '30000', RING_TIMEOUT_MS: '30000', MAX_CALL_DURATION_MS: '30000', REAPER_GRACE_MS: '60000' },
+      });
       const f = await createOrgFixture(env.deps);
       await subscribe(env, f, receiver.url);
       let inFlight = 0;
@@ -316,6 +322,22 @@ for (const store of await storeCases()) {
       const mine = (await getJson(env.app, base, owner.apiKey)).json();
       assert.equal(mine.enabled, true);
       assert.equal((await getJson(env.app, `${base}/deliveries`, owner.apiKey)).json().data.length, 0);
+    });
+
+    it('registers exactly WEBHOOK_MAX_ENDPOINTS endpoints when registrations race at the limit, and refuses the rest with 422 webhook_endpoint_limit', async (t) => {
+      const receiver = await startReceiver(t);
+      const env = await buildWithDispatcher(t, store.kind, { env: { ...WEBHOOK_TEST_ENV, WEBHOOK_MAX_ENDPOINTS: '3' }, webhooks: false });
+      const f = await createOrgFixture(env.deps);
+      const other = await createOrgFixture(env.deps, 'Other');
+      await subscribe(env, f, receiver.url);
+      // Two places left, twelve registrations at once; another organization's at the same time is not held up by them.
+      const register = (owner: OrgFixture, i: number) => postJson(env.app, '/api/v1/public/webhook-endpoints', { url: `${receiver.url}/${i}` }, { key: owner.apiKey });
+      const responses = await Promise.all([...Array.from({ length: 12 }, (_, i) => register(f, i)), register(other, 99)]);
+      const [theirs] = responses.splice(12, 1);
+      assert.equal(theirs?.statusCode, 201, theirs?.body);
+      assert.deepEqual(responses.map((r) => r.statusCode).sort(), [...Array<number>(2).fill(201), ...Array<number>(10).fill(422)]);
+      for (const refused of responses.filter((r) => r.statusCode === 422)) assert.equal(refused.json().code, 'webhook_endpoint_limit');
+      assert.equal((await getJson(env.app, '/api/v1/public/webhook-endpoints', f.apiKey)).json().data.length, 3);
     });
   });
 }

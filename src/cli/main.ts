@@ -7,7 +7,7 @@ import { loadConfig } from '../config.js';
 import { buildDeps, type Deps } from '../deps.js';
 import ms from 'ms';
 import { createReadStream } from 'node:fs';
-import { createOrganization, getOrganization, listOrganizations, organizationExists, setCallingHours, setOrganizationLimits, showOrganization, type LimitChanges } from '../orgs/organizations.js';
+import { createOrganization, listOrganizations, organizationExists, setCallingHours, setOrganizationLimits, showOrganization, type LimitChanges } from '../orgs/organizations.js';
 import { getSuppression, importSuppressions, listSuppressions, putSuppression, removeSuppression, type SuppressionContext, type SuppressionView } from '../policy/suppressions.js';
 import { cancelRun } from '../runs/cancel-run.js';
 import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
@@ -247,7 +247,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
           id: number,
           opts: { ratePerSecond?: Limit; keyRatePerSecond?: Limit; maxQueued?: Limit; numberMaxCalls?: number | 'off'; numberWindow?: number | 'off' },
         ) => {
-          const stored = await getOrganization(deps.store, id);
+          const stored = await showOrganization(deps.store, id);
           if (!stored) throw new CliError('not_found', `No organization ${id}.`);
           const row = await setOrganizationLimits(deps.store, id, {
             ...(opts.ratePerSecond !== undefined ? { rate_limit_per_second: storedLimit(opts.ratePerSecond) } : {}),

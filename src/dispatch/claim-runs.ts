@@ -25,7 +25,8 @@ import type { Store } from '../store/store.js';
 import type { TelephonyConfigurationRow } from '../store/schema.js';
 import { claimQueuedRuns, type ClaimCandidate, type ClaimedRow, type HoldDecision, type ClaimScreen } from '../runs/claim.js';
 import { decodeCallingHours } from '../orgs/organizations.js';
-import { callingHoursVerdict, storedDestination } from '../policy/calling-hours-check.js';
+import { claimCallingHoursVerdict, storedDestination } from '../policy/calling-hours-check.js';
+import type { CallingHours } from '../policy/calling-hours.js';
 import { LIVE_STATES } from '../runs/states.js';
 
 export interface ClaimOptions {
@@ -62,16 +63,23 @@ export interface ClaimResult {
   canceled?: number;
 }
 
-/** The claim-time calling-hours decision for one candidate, at `now` and at the end of the lookahead. */
+/**
+ * The claim-time calling-hours decision for each candidate of one batch, at `now` and at the end of
+ * the lookahead. A batch's runs share their organization's setting: it is decoded once per
+ * organization and batch (and its weekly windows parsed once), not for every run.
+ */
 export function callingHoursHold(now: number, lookaheadMs: number) {
+  const settings = new Map<number, CallingHours | null>();
   return (candidate: ClaimCandidate): HoldDecision => {
-    const hours = decodeCallingHours(candidate.calling_hours);
+    let hours = settings.get(candidate.org_id);
+    if (hours === undefined) {
+      hours = decodeCallingHours(candidate.calling_hours);
+      settings.set(candidate.org_id, hours);
+    }
     if (!hours) return { kind: 'dial' };
-    const destination = storedDestination(candidate.phone_number);
-    const atNow = callingHoursVerdict(hours, destination, now);
-    const atSlot = atNow.kind === 'now' ? callingHoursVerdict(hours, destination, now + lookaheadMs) : atNow;
-    if (atSlot.kind === 'now') return { kind: 'dial' };
-    return atSlot.at === null ? { kind: 'cancel', reason: 'outside_calling_hours' } : { kind: 'defer', until: atSlot.at, reason: 'outside_calling_hours' };
+    const verdict = claimCallingHoursVerdict(hours, storedDestination(candidate.phone_number), now, lookaheadMs);
+    if (verdict.kind === 'now') return { kind: 'dial' };
+    return verdict.at === null ? { kind: 'cancel', reason: 'outside_calling_hours' } : { kind: 'defer', until: verdict.at, reason: 'outside_calling_hours' };
   };
 }
 

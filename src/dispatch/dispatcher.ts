@@ -3,8 +3,11 @@
 // 1. Claim: for each telephony configuration with queued runs, claim what its pacing slots and
 //    free concurrency allow (claim-runs.ts). The claim commits `queued → dialing` before any dial.
 // 2. Dial: each configuration's pacer (route-pacer.ts) dials its claimed runs at their pacing
-//    slots, one at a time. The provider's call id is recorded; a refused or timed-out dial ends the
-//    run (never retried: a timed-out dial may have rung).
+//    slots, one at a time. The provider's call id is recorded; a refused dial ends the run. A dial
+//    the provider did not answer within DIAL_TIMEOUT_MS may have rung, so it is never retried: a
+//    provider whose calls outlive the node (Twilio) is asked later (the run stays `dialing` without
+//    a call id, as if its node had stopped mid-dial, and reconciliation looks for the call when the
+//    claim's lease ends); an in-process call is given up and the run ends `failed` (dial_timeout).
 // 3. Track: the node holds the live calls it placed (live-calls.ts), with a ring timeout
 //    (→ `no_answer`) and a maximum duration (→ `completed`, hung up). Provider events move runs
 //    through provider-events.ts; cancel requests for its calls are picked up on every tick.
@@ -19,7 +22,7 @@
 import type { Deps } from '../deps.js';
 import { claimScreen } from '../policy/claim-screen.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
-import { DialRefusedError } from '../telephony/provider.js';
+import { DialRefusedError, DialTimeoutError } from '../telephony/provider.js';
 import { routeInvalidDetail } from '../telephony/routes.js';
 import { deleteNode, selectConfigurationsWithQueuedRuns } from '../store/dispatch-statements.js';
 import { claimRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
@@ -28,8 +31,6 @@ import { maintain, type Housekeeping } from './maintenance.js';
 import { ringTimeoutOf } from './provider-events.js';
 import { askFirstProviders, Reconciler } from './reconcile.js';
 import { RoutePacer, type PacedDial, type PacerSettings } from './route-pacer.js';
-
-class DialTimeoutError extends Error {}
 
 /** A claimed run waiting in its configuration's pacer. */
 interface PendingDial extends PacedDial {
@@ -236,6 +237,15 @@ export class Dispatcher {
     try {
       ({ providerCallId } = await withTimeout(attempt, deps.config.DIAL_TIMEOUT_MS));
     } catch (error) {
+      if (error instanceof DialTimeoutError && provider.callsOutliveNode) {
+        // The provider may have placed the call and only its answer is late: ending the run would
+        // lose a call that rings, hanging it up would lose one that was placed. The run stays
+        // `dialing` with no call id and this node's lease: a status callback moves it, and when the
+        // lease ends reconciliation finds the call (List Calls) and the run follows it, or finds
+        // none and the run ends failed (dispatch_interrupted). Never dialed again either way.
+        deps.logger.warn({ runId: run.id }, 'the provider did not answer the dial in time; the call is looked for when the claim\'s lease ends');
+        return;
+      }
       await this.dialFailed(run.id, error, sentAt);
       if (error instanceof DialTimeoutError) {
         // The provider may still place the call after we gave up on it: hang it up if it does.

@@ -7,7 +7,8 @@
 // A sweep runs after each maintenance pass, one at a time per node, in the background. It takes
 // the live runs of such providers that are overdue (the reaper leaves those to it: they are asked
 // before they end) or had no news for RECONCILE_AFTER_MS, at most RECONCILE_MAX_READS_PER_ROUTE per
-// route, asked one after the other per route at most RECONCILE_READS_PER_SECOND. Each question is
+// route (capped per route by the store, so a route with many overdue runs never crowds the others
+// out), asked one after the other per route at most RECONCILE_READS_PER_SECOND. Each question is
 // claimed in the store first (`reconciled_at`), so two nodes never ask about the same run at once.
 import type { Deps } from '../deps.js';
 import { LIVE_STATES } from '../runs/states.js';
@@ -65,12 +66,13 @@ export class Reconciler {
       live: LIVE_STATES,
       now,
       quietSince: now - deps.config.RECONCILE_AFTER_MS,
+      perRoute: deps.config.RECONCILE_MAX_READS_PER_ROUTE,
       limit: BATCH,
     });
     const perRoute = new Map<number, ReconcileCandidate[]>();
     for (const row of candidates) {
       const list = perRoute.get(row.telephony_configuration_id) ?? [];
-      if (list.length < deps.config.RECONCILE_MAX_READS_PER_ROUTE) list.push(row);
+      list.push(row);
       perRoute.set(row.telephony_configuration_id, list);
     }
     await Promise.all([...perRoute].map(([configurationId, rows]) => this.reconcileRoute(configurationId, rows)));

@@ -29,11 +29,6 @@ export async function setOrganizationLimits(store: Store, id: number, changes: L
   return selectOrganizationLimits(store, id);
 }
 
-/** One organization with its own limits and policy settings, or undefined. */
-export function getOrganization(store: Store, id: number) {
-  return selectOrganizationLimits(store, id);
-}
-
 /** Every organization with its own limits (null: the configured default), oldest first. */
 export function listOrganizations(store: Store) {
   return selectOrganizations(store);

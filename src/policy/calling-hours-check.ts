@@ -35,9 +35,22 @@ export type CallingHoursVerdict =
 
 export function callingHoursVerdict(hours: CallingHours | null | undefined, destination: CallingHoursDestination, now: number): CallingHoursVerdict {
   if (!hours) return { kind: 'now' };
+  return verdictIn(hours, zonesOf(hours, destination), now);
+}
+
+/**
+ * The claim-time check: inside now and still at `now + lookaheadMs` (when the run's pacing slot may
+ * come), else the verdict at the first of the two instants that is outside. The zones are looked up once.
+ */
+export function claimCallingHoursVerdict(hours: CallingHours, destination: CallingHoursDestination, now: number, lookaheadMs: number): CallingHoursVerdict {
   const zones = zonesOf(hours, destination);
-  const next = nextCallingInstant(hours, zones, now);
-  return next === now ? { kind: 'now' } : { kind: 'later', at: next, zones };
+  const atNow = verdictIn(hours, zones, now);
+  return atNow.kind === 'now' ? verdictIn(hours, zones, now + lookaheadMs) : atNow;
+}
+
+function verdictIn(hours: CallingHours, zones: string[], at: number): CallingHoursVerdict {
+  const next = nextCallingInstant(hours, zones, at);
+  return next === at ? { kind: 'now' } : { kind: 'later', at: next, zones };
 }
 
 /**

@@ -103,7 +103,21 @@ export function parseCallingHours(value: unknown): { ok: true; hours: CallingHou
   return { ok: true, hours: { timezone: record.timezone as string, outside: record.outside as OutsideHours, windows: windows as CallingHours['windows'] } };
 }
 
+/**
+ * The parsed windows of a setting, built once per setting object: the claim checks a whole batch of
+ * runs (twice each, now and at the end of the lookahead) against one organization's setting.
+ */
+const parsedWeeks = new WeakMap<CallingHours, WeekWindows>();
+
 function weekWindows(hours: CallingHours): WeekWindows {
+  const parsed = parsedWeeks.get(hours);
+  if (parsed) return parsed;
+  const week = parseWeekWindows(hours);
+  parsedWeeks.set(hours, week);
+  return week;
+}
+
+function parseWeekWindows(hours: CallingHours): WeekWindows {
   const week: WeekWindows = [[]];
   for (const day of WEEKDAYS) {
     week.push(

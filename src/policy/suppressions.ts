@@ -12,6 +12,7 @@ import {
   deleteSuppression,
   selectSuppression,
   selectSuppressionPage,
+  upsertSuppression,
   upsertSuppressions,
   type SuppressionValues,
 } from '../store/suppression-statements.js';
@@ -77,9 +78,8 @@ export async function putSuppression(ctx: SuppressionContext, orgId: number, pho
   if (!expiresAt.ok) throw validationFailed([{ pointer: '/expires_at', detail: expiresAt.detail }]);
   const reason = input.reason ?? null;
   if (reason !== null && reason.length > REASON_MAX_LENGTH) throw validationFailed([{ pointer: '/reason', detail: `Is longer than ${REASON_MAX_LENGTH} characters.` }]);
-  await ctx.store.transaction('durable', (trx) => upsertSuppressions(trx, [{ orgId, phoneNumber: normalized.value, reason, expiresAt: expiresAt.value }], now));
-  const row = await selectSuppression(ctx.store, orgId, normalized.value);
-  if (!row) throw new Error('a suppression just written is missing');
+  // The upsert returns the row as written (created_at kept when it replaced one): no second read.
+  const row = await ctx.store.transaction('durable', (trx) => upsertSuppression(trx, { orgId, phoneNumber: normalized.value, reason, expiresAt: expiresAt.value }, now));
   return viewOf(row, now);
 }
 

@@ -130,13 +130,22 @@ export function selectOverdueRuns(store: Store, now: number, live: readonly RunS
  * Live runs of the given providers to ask about: every overdue one, and those with a recorded call
  * that had no news (no write to the run, no question asked) since `quietSince`. Most overdue first.
  */
-export function selectReconcileCandidates(store: Store, options: { providers: readonly ProviderName[]; live: readonly RunState[]; now: number; quietSince: number; limit: number }) {
-  return store.db
+/**
+ * Live runs of the given providers that are overdue or quiet, at most `perRoute` per telephony
+ * configuration (its earliest deadlines) and `limit` in all. The per-route cap is taken in SQL, not
+ * from the `limit` earliest across routes: one route with `limit` overdue runs (an outage) would
+ * otherwise keep every other route's out of reconciliation, and so out of the reaper, until it
+ * drained. The result lists every route's first run before any route's second, so `limit` too
+ * leaves no route out while there are fewer routes than `limit`.
+ */
+export function selectReconcileCandidates(store: Store, options: { providers: readonly ProviderName[]; live: readonly RunState[]; now: number; quietSince: number; perRoute: number; limit: number }) {
+  const ranked = store.db
     .selectFrom('workflow_runs as r')
     .innerJoin('telephony_configurations as c', 'c.id', 'r.telephony_configuration_id')
-    .select([
+    .select((eb) => [
       'r.id', 'r.state', 'r.provider_call_id', 'r.telephony_configuration_id', 'r.phone_number', 'r.caller_id',
       'r.claimed_at', 'r.deadline_at', 'r.reconciled_at',
+      eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('r.telephony_configuration_id').orderBy('r.deadline_at').orderBy('r.id')).as('route_rank'),
     ])
     .where('c.provider', 'in', options.providers)
     .where('r.state', 'in', options.live)
@@ -149,8 +158,14 @@ export function selectReconcileCandidates(store: Store, options: { providers: re
           eb.or([eb('r.reconciled_at', 'is', null), eb('r.reconciled_at', '<', options.quietSince)]),
         ]),
       ]),
-    )
-    .orderBy('r.deadline_at')
+    );
+  return store.db
+    .selectFrom(ranked.as('ranked'))
+    .select(['id', 'state', 'provider_call_id', 'telephony_configuration_id', 'phone_number', 'caller_id', 'claimed_at', 'deadline_at', 'reconciled_at'])
+    .where('route_rank', '<=', options.perRoute)
+    .orderBy('route_rank')
+    .orderBy('deadline_at')
+    .orderBy('id')
     .limit(options.limit)
     .execute();
 }

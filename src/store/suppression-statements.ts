@@ -1,7 +1,7 @@
 // Statements on organizations' suppression (do-not-call) lists, and the per-number cap's count.
 // A suppression is active while `expires_at` is null or still ahead; an expired row stays until it
 // is replaced or deleted, and suppresses nothing.
-import type { ExpressionBuilder, Transaction } from 'kysely';
+import type { ExpressionBuilder, OnConflictBuilder, Transaction } from 'kysely';
 import type { Database, SuppressionRow } from './schema.js';
 import { explainQuery, notIndexed } from './query-plans.js';
 import { queryable, type Queryable, type Store } from './store.js';
@@ -20,6 +20,15 @@ function active(now: number) {
   return (eb: ExpressionBuilder<Database, 'suppressions'>) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]);
 }
 
+/** A suppression of a number the organization already has replaces its reason and expiry; created_at is kept. */
+function replacingSuppression(oc: OnConflictBuilder<Database, 'suppressions'>) {
+  return oc.columns(['org_id', 'phone_number']).doUpdateSet((eb) => ({
+    reason: eb.ref('excluded.reason'),
+    expires_at: eb.ref('excluded.expires_at'),
+    updated_at: eb.ref('excluded.updated_at'),
+  }));
+}
+
 /** Inserts or replaces suppressions (same organization and number: the reason and expiry are replaced, created_at kept). */
 export async function upsertSuppressions(on: Queryable, rows: readonly SuppressionValues[], now: number): Promise<void> {
   const db = queryable(on);
@@ -28,15 +37,19 @@ export async function upsertSuppressions(on: Queryable, rows: readonly Suppressi
     await db
       .insertInto('suppressions')
       .values(chunk.map((r) => ({ org_id: r.orgId, phone_number: r.phoneNumber, reason: r.reason, expires_at: r.expiresAt, created_at: now, updated_at: now })))
-      .onConflict((oc) =>
-        oc.columns(['org_id', 'phone_number']).doUpdateSet((eb) => ({
-          reason: eb.ref('excluded.reason'),
-          expires_at: eb.ref('excluded.expires_at'),
-          updated_at: eb.ref('excluded.updated_at'),
-        })),
-      )
+      .onConflict(replacingSuppression)
       .execute();
   }
+}
+
+/** Inserts or replaces one suppression, as upsertSuppressions does, and returns its row as written. */
+export function upsertSuppression(on: Queryable, row: SuppressionValues, now: number): Promise<SuppressionRow> {
+  return queryable(on)
+    .insertInto('suppressions')
+    .values({ org_id: row.orgId, phone_number: row.phoneNumber, reason: row.reason, expires_at: row.expiresAt, created_at: now, updated_at: now })
+    .onConflict(replacingSuppression)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export function selectSuppression(store: Pick<Store, 'db'>, orgId: number, phoneNumber: string): Promise<SuppressionRow | undefined> {

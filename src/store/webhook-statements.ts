@@ -5,7 +5,8 @@
 import { sql } from 'kysely';
 import { lockingFreeRows, lockingRows } from './row-locks.js';
 import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEndpointsTable } from './schema.js';
-import type { Store } from './store.js';
+import { lockOrganization } from './run-reads.js';
+import { plainTransaction, queryable, type Queryable, type Store } from './store.js';
 import type { Updateable } from 'kysely';
 
 export type EndpointColumns = Updateable<WebhookEndpointsTable>;
@@ -22,8 +23,24 @@ export interface NewEndpoint {
   at: number;
 }
 
-export function insertEndpoint(store: Store, e: NewEndpoint): Promise<WebhookEndpointRow> {
-  return store.db
+/**
+ * Inserts an endpoint unless the organization already has `max`; undefined when it has. The count
+ * and the insert share one transaction under the organization's row lock (PostgreSQL; SQLite's
+ * single writer already serializes them), so registrations racing at the limit cannot all see room
+ * for one more, while other organizations' registrations go on.
+ */
+export function insertEndpointWithinLimit(store: Store, e: NewEndpoint, max: number): Promise<WebhookEndpointRow | undefined> {
+  return plainTransaction(store, async (trx) => {
+    await lockOrganization(store, trx, e.orgId);
+    const { n } = await trx.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number | string>().as('n')).where('org_id', '=', e.orgId).executeTakeFirstOrThrow();
+    if (Number(n) >= max) return undefined;
+    return insertEndpoint(trx, e);
+  });
+}
+
+/** Inserts an endpoint, whatever the organization has (tests; registrations go through insertEndpointWithinLimit). */
+export function insertEndpoint(on: Queryable, e: NewEndpoint): Promise<WebhookEndpointRow> {
+  return queryable(on)
     .insertInto('webhook_endpoints')
     .values({
       org_id: e.orgId,
@@ -41,11 +58,6 @@ export function insertEndpoint(store: Store, e: NewEndpoint): Promise<WebhookEnd
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-}
-
-export async function countEndpoints(store: Store, orgId: number): Promise<number> {
-  const row = await store.db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', orgId).executeTakeFirstOrThrow();
-  return Number(row.n);
 }
 
 export function selectEndpoints(store: Store, orgId: number): Promise<WebhookEndpointRow[]> {

@@ -75,6 +75,18 @@ export class DialRefusedError extends Error {
   }
 }
 
+/**
+ * The provider did not answer a dial in time (DIAL_TIMEOUT_MS): it may have placed the call all the
+ * same. A provider whose calls outlive the node (Twilio) can be asked later whether it did, so its
+ * run is not ended for it (dispatch/dispatcher.ts); a call in the node's process is given up.
+ */
+export class DialTimeoutError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DialTimeoutError';
+  }
+}
+
 /** What the provider says of a call now. */
 export interface CallReport {
   providerCallId: string;

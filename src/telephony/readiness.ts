@@ -11,16 +11,12 @@ import type { RouteDecoder } from './routes.js';
 /**
  * The start-up check: every active route is decoded and judged; each one that cannot dial is
  * logged with all its problems (requests through it are refused with 422 telephony_not_ready, and
- * runs already queued for it end failed at dial time with the same problems). Returns the refused
- * routes' ids.
+ * runs already queued for it end failed at dial time with the same problems).
  */
-export function refuseUnreadyRoutes(routes: RouteDecoder, rows: readonly TelephonyConfigurationRow[], service: ServiceSettings, logger: Logger): number[] {
-  const refused: number[] = [];
+export function refuseUnreadyRoutes(routes: RouteDecoder, rows: readonly TelephonyConfigurationRow[], service: ServiceSettings, logger: Logger): void {
   for (const row of rows) {
     const problems = routes.readiness(row, service);
     if (problems.length === 0) continue;
-    refused.push(row.id);
     logger.warn({ telephonyConfigurationId: row.id, provider: row.provider, problems }, 'telephony configuration refused: it cannot place calls until fixed');
   }
-  return refused;
 }

@@ -9,10 +9,9 @@ import { iso } from '../runs/read-run.js';
 import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 import {
-  countEndpoints,
   deleteEndpoint,
   insertDelivery,
-  insertEndpoint,
+  insertEndpointWithinLimit,
   requeueDelivery,
   selectDeliveries,
   selectEndpoint,
@@ -136,18 +135,21 @@ export interface EndpointInput {
 /** Registers an endpoint; its secret is returned here (and on rotation) only. */
 export async function createEndpoint(ctx: WebhookContext, orgId: number, input: EndpointInput): Promise<EndpointView & { secret: string }> {
   const url = await checkedUrl(ctx, input.url);
-  if ((await countEndpoints(ctx.store, orgId)) >= ctx.config.WEBHOOK_MAX_ENDPOINTS) {
-    throw new DialtoneError('webhook_endpoint_limit', `An organization may register at most ${ctx.config.WEBHOOK_MAX_ENDPOINTS} webhook endpoints (WEBHOOK_MAX_ENDPOINTS).`);
-  }
   const secret = newWebhookSecret();
-  const row = await insertEndpoint(ctx.store, {
-    orgId,
-    url,
-    description: input.description ?? null,
-    eventFilter: eventFilter(input.events),
-    secretEncrypted: encryptSecret(ctx, orgId, secret),
-    at: ctx.clock.now(),
-  });
+  // The limit is checked in the inserting transaction, the only place it can be exact.
+  const row = await insertEndpointWithinLimit(
+    ctx.store,
+    {
+      orgId,
+      url,
+      description: input.description ?? null,
+      eventFilter: eventFilter(input.events),
+      secretEncrypted: encryptSecret(ctx, orgId, secret),
+      at: ctx.clock.now(),
+    },
+    ctx.config.WEBHOOK_MAX_ENDPOINTS,
+  );
+  if (!row) throw new DialtoneError('webhook_endpoint_limit', `An organization may register at most ${ctx.config.WEBHOOK_MAX_ENDPOINTS} webhook endpoints (WEBHOOK_MAX_ENDPOINTS).`);
   return { ...toEndpointView(row), secret };
 }
 

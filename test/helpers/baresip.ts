@@ -3,11 +3,12 @@
 // temporary directory, and hung up on command through its ctrl_tcp module. Optional: without it
 // the tests that use it are skipped with the reason, unless DIALTONE_TEST_REQUIRE_BARESIP=1.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { stopOnTeardown } from './process.js';
 import { createSocket } from 'node:dgram';
 
 export const BARESIP_ADDRESS = '127.0.0.5';
@@ -96,14 +97,7 @@ export async function startBaresip(t: TestContext): Promise<Baresip> {
   let log = '';
   child.stdout.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));
   child.stderr.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    const killer = setTimeout(() => child.kill('SIGKILL'), 3000);
-    await exited;
-    clearTimeout(killer);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  stopOnTeardown(t, child, { dir });
   const waitFor = async (pattern: RegExp, timeoutMs = 10_000) => {
     const deadline = Date.now() + timeoutMs;
     while (!pattern.test(log)) {

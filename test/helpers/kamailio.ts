@@ -12,6 +12,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { stopOnTeardown } from './process.js';
 
 export const KAMAILIO_ADDRESS = '127.0.0.4';
 export const PROXY_REALM = 'dialtone.test';
@@ -155,14 +156,7 @@ export async function startKamailio(t: TestContext, options: KamailioOptions = {
   let log = '';
   child.stdout.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-200_000)));
   child.stderr.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-200_000)));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    const killer = setTimeout(() => child.kill('SIGKILL'), 3000);
-    await exited;
-    clearTimeout(killer);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  stopOnTeardown(t, child, { dir });
   // Listening once its TCP port accepts a connection (it opens every listener before that).
   const deadline = Date.now() + 10_000;
   for (;;) {

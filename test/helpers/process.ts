@@ -2,7 +2,7 @@
 // run the way a user runs them, with an environment built from scratch (nothing leaks in from the
 // test runner's own environment) and killed when the test ends.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
 
@@ -43,6 +43,24 @@ export function startProcess(t: TestContext, command: string, args: string[], en
     await started.exited;
   });
   return started;
+}
+
+/**
+ * Ends a helper daemon a test started itself (a SIP peer, a proxy) when the test ends: SIGTERM, then
+ * SIGKILL if it is still up after `graceMs`; then removes its working directory. Call it right after
+ * the spawn, so its exit is never missed.
+ */
+export function stopOnTeardown(t: TestContext, child: ChildProcess, options: { dir?: string; graceMs?: number } = {}): void {
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), options.graceMs ?? 3_000);
+      await exited;
+      clearTimeout(killer);
+    }
+    if (options.dir !== undefined) rmSync(options.dir, { recursive: true, force: true });
+  });
 }
 
 /** Starts `command args`; the caller owns its end (outside a test, e.g. the benchmark). */

@@ -21,6 +21,26 @@ export function sippSkip(): string | false {
   return reason;
 }
 
+/**
+ * A BYE from a stranger at 127.0.0.3 (no dialog of Dialtone's: forged tags), to Dialtone's SIP port
+ * over `transport`: Dialtone must answer 481 and end nothing. `callId` defaults to one that is no call's.
+ */
+export function strangerBye(options: { transport: 'udp' | 'tcp'; dialtonePort: number; strangerPort: number; branch: string; callId?: string }): string {
+  const uriTransport = options.transport === 'udp' ? '' : `;transport=${options.transport}`;
+  return [
+    `BYE sip:dialtone@${DIALTONE_SIP_ADDRESS}:${options.dialtonePort}${uriTransport} SIP/2.0`,
+    `Via: SIP/2.0/${options.transport.toUpperCase()} 127.0.0.3:${options.strangerPort};branch=${options.branch}`,
+    'From: <sip:mallory@127.0.0.3>;tag=forged',
+    `To: <sip:dialtone@${DIALTONE_SIP_ADDRESS}>;tag=unknown`,
+    `Call-ID: ${options.callId ?? 'not-a-call-of-ours@127.0.0.3'}`,
+    'CSeq: 1 BYE',
+    'Max-Forwards: 70',
+    'Content-Length: 0',
+    '',
+    '',
+  ].join('\r\n');
+}
+
 /** A UDP port free on `address` right now. */
 export async function freeUdpPort(address: string): Promise<number> {
   const socket = createSocket('udp4');

@@ -56,6 +56,14 @@ export interface FakeTwilio {
   stallCreatesAfter(count: number | undefined): void;
   fetches(): RecordedRequest[];
   lists(): RecordedRequest[];
+  /**
+   * From now on a create is answered only after `delayMs` (undefined: at once). With `place: false`
+   * Twilio places no call and its late answer is an error; otherwise the call exists from the start
+   * (placed at once, as Twilio does, whatever becomes of the answer).
+   */
+  answerCreatesAfter(delayMs: number | undefined, options?: { place?: boolean }): void;
+  /** How many creates have been answered (at once or late; a late answer counts when sent, even to a caller gone). */
+  createsAnswered(): number;
   /** Makes the next Calls.json create fail with this Twilio error. */
   failNextCreate(error: TwilioError): void;
   /** Makes the next Calls.json create answer this status and body, as a gateway or proxy in front of Twilio might. */
@@ -78,6 +86,8 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
   let stallAfter: number | undefined;
   let nextFailure: TwilioError | undefined;
   let nextRaw: { status: number; contentType: string; body: string } | undefined;
+  let slowCreates: { delayMs: number; place: boolean } | undefined;
+  let createsAnswered = 0;
   const server = createServer(async (request, response) => {
     const body = await readBody(request);
     const header = request.headers.authorization ?? '';
@@ -96,6 +106,20 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
     const create = /^\/2010-04-01\/Accounts\/(AC[0-9a-f]{32})\/Calls\.json$/.exec(path);
     const update = /^\/2010-04-01\/Accounts\/(AC[0-9a-f]{32})\/Calls\/(CA[0-9a-f]{32})\.json$/.exec(path);
     if (request.method === 'POST' && create) {
+      if (slowCreates) {
+        const { delayMs, place } = slowCreates;
+        const form = recorded.form;
+        const call: FakeCall = { sid: `CA${randomBytes(16).toString('hex')}`, accountSid: create[1] ?? '', to: form.get('To') ?? '', from: form.get('From') ?? '', status: 'queued', createdAt: Date.now() };
+        if (place) calls.set(call.sid, call);
+        setTimeout(() => {
+          // Counted when sent: the caller may have hung up on it already.
+          createsAnswered++;
+          if (place) send(201, resource(call));
+          else error({ status: 503, code: 20500, message: 'Service Unavailable' });
+        }, delayMs);
+        return;
+      }
+      response.on('finish', () => createsAnswered++);
       if (nextRaw) {
         const raw = nextRaw;
         nextRaw = undefined;
@@ -186,6 +210,8 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
       call.status = status;
     },
     stallCreatesAfter: (count) => (stallAfter = count),
+    answerCreatesAfter: (delayMs, options = {}) => (slowCreates = delayMs === undefined ? undefined : { delayMs, place: options.place ?? true }),
+    createsAnswered: () => createsAnswered,
     creates: () => requests.filter((r) => r.method === 'POST' && r.path.endsWith('/Calls.json')),
     updates: () => requests.filter((r) => r.method === 'POST' && /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path)),
     fetches: () => requests.filter((r) => r.method === 'GET' && /\/Calls\/CA[0-9a-f]+\.json$/.test(r.path)),

@@ -12,6 +12,7 @@ import { hostname } from 'node:os';
 import type * as sip from 'sip';
 import type * as digest from 'sip/digest.js';
 import type { Clock } from '../../deps.js';
+import { maskPhoneNumbersIn } from '../../logging.js';
 import { DialRefusedError, type DialRequest, type InProcessProvider, type LiveCall, type ProviderEventKind, type ProviderEventSink, type RouteDecoding, type RouteInput } from '../provider.js';
 import { decodeSipRoute, type SipRouteConfig } from './route.js';
 import type { SipCredentials, SipTrunk } from './settings.js';
@@ -150,7 +151,9 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     try {
       hop = hopOf(routed.nextHop, trunk.transport, sipLibrary().parseUri);
     } catch (error) {
-      throw new DialRefusedError('failed', 'sip_route_unusable', (error as Error).message);
+      // The message quotes the next hop, often the remote target `sip:+1…@trunk`: the detail is
+      // stored with the run and sent in webhooks, so its number is masked as in the logs.
+      throw new DialRefusedError('failed', 'sip_route_unusable', maskPhoneNumbersIn((error as Error).message));
     }
     invite.uri = routed.requestUri;
     if (routed.route.length > 0) invite.headers.route = routed.route;

@@ -29,10 +29,15 @@ function isTwilioErrorBody(body: unknown): boolean {
 
 type RequestClientInstance = InstanceType<ReturnType<typeof twilio>['RequestClient']>;
 
-let clientClass: (new () => RequestClientInstance) | undefined;
+let clientClass: (new (options: { timeout: number; autoRetry: boolean }) => RequestClientInstance) | undefined;
 
-/** A RequestClient keeping foreign error bodies (built on first use, like the SDK it extends). */
-export function errorExcerptClient(): RequestClientInstance {
+/**
+ * A RequestClient keeping foreign error bodies (built on first use, like the SDK it extends). The
+ * SDK's own `timeout` and `autoRetry` options only reach the client it builds itself, so a given
+ * client takes them here: a request gives up after `timeout`, and is never retried (a retried create
+ * could dial twice).
+ */
+export function errorExcerptClient(options: { timeout: number }): RequestClientInstance {
   clientClass ??= class ErrorExcerptClient extends twilio().RequestClient {
     override async request<TData>(opts: RequestClient.RequestOptions<TData>) {
       const response = await super.request<TData>(opts);
@@ -45,5 +50,5 @@ export function errorExcerptClient(): RequestClientInstance {
       return response;
     }
   };
-  return new clientClass();
+  return new clientClass({ timeout: options.timeout, autoRetry: false });
 }

@@ -13,6 +13,7 @@ import type { Config } from '../../config.js';
 import type { FieldError } from '../../errors.js';
 import {
   DialRefusedError,
+  DialTimeoutError,
   type AnswerPlan,
   type CallbackRequest,
   type CallQuery,
@@ -136,11 +137,14 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
       return { providerCallId: call.sid };
     } catch (error) {
       // A REST error is Twilio refusing this call (bad number, bad credentials, …): the run ends
-      // failed with Twilio's code and message. Anything else (network) is the dispatcher's to judge.
+      // failed with Twilio's code and message. The SDK giving up on a slow answer (its timeout is
+      // DIAL_TIMEOUT_MS too) is a dial timeout: Twilio may have placed the call. Anything else
+      // (network) is the dispatcher's to judge.
       if (error instanceof twilio().RestException) {
         const { raw, detail } = describeRestError(error);
         throw new DialRefusedError('failed', raw, detail);
       }
+      if (isRequestTimeout(error)) throw new DialTimeoutError(`no answer from Twilio within ${this.config.DIAL_TIMEOUT_MS} ms`);
       throw error;
     }
   }
@@ -183,7 +187,7 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
     const key = `${credentials.accountSid}:${username}:${password}`;
     let client = this.clients.get(key);
     if (!client) {
-      client = twilio()(username, password, { accountSid: credentials.accountSid, autoRetry: false, timeout: this.config.DIAL_TIMEOUT_MS, httpClient: errorExcerptClient() });
+      client = twilio()(username, password, { accountSid: credentials.accountSid, httpClient: errorExcerptClient({ timeout: this.config.DIAL_TIMEOUT_MS }) });
       // The SDK builds every REST URL from its domain's base URL; pointing it elsewhere (a regional
       // endpoint, a test server speaking Twilio's wire format) changes nothing else in the path.
       client.api.baseUrl = this.config.TWILIO_API_BASE_URL;
@@ -238,4 +242,10 @@ export function describeRestError(error: { status: number; code?: unknown; messa
   if (code !== undefined && message !== undefined) return { raw: `${code} ${message}`, detail: `Twilio refused the call: ${message}` };
   const raw = `HTTP ${error.status}${code !== undefined ? ` ${code}` : ''}${message !== undefined ? ` ${message}` : ''}`;
   return { raw, detail: `The Twilio API answered HTTP ${error.status} without a Twilio error${message !== undefined ? `: ${message}` : ''}; the call was not placed.` };
+}
+
+/** The SDK's HTTP client (axios) gave up waiting for the answer: `ECONNABORTED`, or `ETIMEDOUT` with clarified timeouts. */
+function isRequestTimeout(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return code === 'ECONNABORTED' || code === 'ETIMEDOUT';
 }
