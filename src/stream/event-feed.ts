@@ -1,9 +1,10 @@
-// One node's feed of run events, for every stream connection it serves: while at least one
-// connection listens, it reads the event table past its horizon every STREAM_POLL_INTERVAL_MS (and
-// at once when this node wrote something), so events written on any node reach every node's
-// streams. Polling, not LISTEN/NOTIFY: a NOTIFY per event would add a statement and a commit-time
-// queue lock to every run transition, the hot path; one read per node per interval costs the
-// writers nothing.
+// One node's feed of stream events (run events and recorded webhook delivery attempts, in their
+// one id order: store/event-stream-statements.ts), for every stream connection it serves: while at
+// least one connection listens, it reads both tables past its horizon every
+// STREAM_POLL_INTERVAL_MS (and at once when this node wrote something), so events written on any
+// node reach every node's streams. Polling, not LISTEN/NOTIFY: a NOTIFY per event would add a
+// statement and a commit-time queue lock to every run transition, the hot path; one read per node
+// per interval costs the writers nothing.
 //
 // The horizon is the id up to which every event is known: nothing at or below it can still
 // appear. On SQLite writes are serialized, so ids become visible in order and the horizon is the
@@ -11,8 +12,8 @@
 // visible after id 42: the feed stops at a gap and waits for it up to STREAM_GAP_WAIT_MS (an id
 // whose transaction rolled back never appears), so a stream resuming after N never skips an event
 // committed late below N. A transaction that holds a drawn event id uncommitted for longer than the
-// wait would be missed by streams; run transitions are single short statements, so the wait is
-// set far above their duration.
+// wait would be missed by streams; run transitions and attempt records are short transactions, so
+// the wait is set far above their duration.
 import type { Logger } from 'pino';
 import type { Clock } from '../deps.js';
 import { selectEventsAfter, selectLastEventId, type StreamEventRow } from '../store/event-stream-statements.js';
@@ -111,7 +112,7 @@ export class EventFeed {
           await this.readOnce();
         } while (this.again && this.listeners.size > 0);
       } catch (error) {
-        this.logger.warn({ err: error }, 'event stream: reading new run events failed; retrying at the next interval');
+        this.logger.warn({ err: error }, 'event stream: reading new events failed; retrying at the next interval');
       }
     })();
     try {
