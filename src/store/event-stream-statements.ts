@@ -119,6 +119,15 @@ export async function selectLastEventId(store: Store): Promise<number> {
   return Math.max(Number(runs?.last ?? 0), Number(deliveries?.last ?? 0));
 }
 
+/** The ids and times of the events above `afterId`, in id order: what a feed looks at when it starts. */
+export async function selectEventTimesAfter(store: Store, afterId: number): Promise<{ id: number; at: number }[]> {
+  const [runs, deliveries] = await Promise.all([
+    store.db.selectFrom('run_events').select(['id', 'at']).where('id', '>', afterId).execute(),
+    store.db.selectFrom('webhook_delivery_events').select(['id', 'at']).where('id', '>', afterId).execute(),
+  ]);
+  return [...runs, ...deliveries].map((r) => ({ id: Number(r.id), at: Number(r.at) })).sort((a, b) => a.id - b.id);
+}
+
 export type NewDeliveryEvent = Omit<Insertable<WebhookDeliveryEventsTable>, 'id'>;
 
 /**

@@ -165,8 +165,8 @@ export class RunEventStreams {
   }
 
   /** Ends every stream (the node is shutting down); clients reconnect elsewhere with their last id. */
-  closeAll(): void {
+  async closeAll(): Promise<void> {
     for (const connection of [...this.connections]) connection.end('server');
-    this.feed.stop();
+    await this.feed.stop();
   }
 }

@@ -35,7 +35,7 @@ export function streamRoutes(deps: Deps): FastifyPluginAsync {
       stopWork();
       stopOutbox();
       stopJournal();
-      streams.closeAll();
+      await streams.closeAll();
     });
 
     app.get(
