@@ -6,6 +6,8 @@ import type { TestContext } from 'node:test';
 import pino from 'pino';
 import { buildApp } from '../src/app.js';
 import { buildDeps } from '../src/deps.js';
+import { packageInfo } from '../src/package-info.js';
+import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
 import { build, postJson, testConfig, type TestEnv } from './helpers/app.js';
 import { buildWithDispatcher } from './helpers/dispatch.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
@@ -232,6 +234,24 @@ for (const store of await storeCases()) {
       for (const secret of [endpoint.secret, receiver.url, '"payload"', '"run":{']) assert.ok(!wire.includes(secret), `the stream does not carry ${secret}`);
     });
 
+    it('reports the attempt that disabled the endpoint (410 Gone) as failed for good, with endpoint_disabled gone', async (t) => {
+      const env = await serve(t);
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps);
+      const receiver = await startReceiver(t);
+      receiver.answer = () => ({ status: 410 });
+      const endpoint = await subscribeEndpoint(env, f, receiver.url);
+      const client = await open(t, url, f.apiKey);
+      await client.waitFor(() => client.messages.length >= 1);
+      await call(env, f);
+      assert.equal(await env.webhooks.deliverDue(), 1);
+      await client.waitFor(() => client.deliveryEvents.length >= 1, 5_000, 'the attempt');
+      assert.deepEqual(
+        client.deliveryEvents.map(({ endpoint_id, attempt, status, http_status, next_attempt_at, endpoint_disabled }) => ({ endpoint_id, attempt, status, http_status, next_attempt_at, endpoint_disabled })),
+        [{ endpoint_id: endpoint.id, attempt: 1, status: 'failed', http_status: 410, next_attempt_at: null, endpoint_disabled: 'gone' }],
+      );
+    });
+
     it('resumes after Last-Event-ID with every run event and delivery attempt after it, of both kinds and in one order, none missing or repeated, then the live ones', async (t) => {
       const env = await serve(t);
       const url = await listen(env);
@@ -318,12 +338,12 @@ describe('GET /api/v1/public/stream on PostgreSQL, where event ids can become vi
 });
 
 describe('GET /api/v1/public/stream with several nodes on one PostgreSQL database', { skip: (await storeCases()).find((c) => c.kind === 'postgres')?.skip ?? false }, () => {
-  it('sends a stream on one node the events written through another node', async (t) => {
+  async function twoNodes(t: TestContext): Promise<[TestEnv, TestEnv]> {
     const database = await createTestDatabase('postgres');
     const nodes: TestEnv[] = [];
     for (let i = 0; i < 2; i++) {
       const store = openTestStore(database);
-      const deps = buildDeps(testConfig(database.url, FAST_STREAM), { store, logger: pino({ level: 'silent' }) });
+      const deps = buildDeps(testConfig(database.url, { ...FAST_STREAM, ...WEBHOOK_TEST_ENV }), { store, logger: pino({ level: 'silent' }) });
       const app = await buildApp(deps);
       nodes.push({ app, deps, close: async () => undefined });
     }
@@ -335,7 +355,11 @@ describe('GET /api/v1/public/stream with several nodes on one PostgreSQL databas
       }
       await database.drop();
     });
-    const [writer, reader] = nodes as [TestEnv, TestEnv];
+    return nodes as [TestEnv, TestEnv];
+  }
+
+  it('sends a stream on one node the events written through another node', async (t) => {
+    const [writer, reader] = await twoNodes(t);
     const f = await createOrgFixture(writer.deps);
     const url = await listen(reader);
     const client = await open(t, url, f.apiKey);
@@ -344,5 +368,20 @@ describe('GET /api/v1/public/stream with several nodes on one PostgreSQL databas
     await cancel(writer, f, runId);
     await client.waitFor(() => client.runEvents.length >= 2, 5_000, 'the other node\'s events');
     assert.deepEqual(client.runEvents.map((e) => [e.run_id, e.type]), [[runId, 'queued'], [runId, 'canceled']]);
+  });
+
+  it('sends a stream on one node the delivery attempts recorded by another node\'s delivery worker', async (t) => {
+    const [writer, reader] = await twoNodes(t);
+    const f = await createOrgFixture(writer.deps);
+    const receiver = await startReceiver(t);
+    await subscribeEndpoint(writer, f, receiver.url);
+    const url = await listen(reader);
+    const client = await open(t, url, f.apiKey);
+    await client.waitFor(() => client.messages.length >= 1);
+    const runId = await call(writer, f);
+    const worker = new DeliveryWorker({ ...writer.deps, version: packageInfo().version });
+    assert.equal(await worker.deliverDue(), 1);
+    await client.waitFor(() => client.deliveryEvents.length >= 1, 5_000, 'the other node\'s attempt');
+    assert.deepEqual(client.deliveryEvents.map((d) => [d.run_id, d.status, d.http_status]), [[runId, 'succeeded', 204]]);
   });
 });

@@ -12,7 +12,7 @@ import { selectOrganizationEventsBetween, type DeliveryStreamRow, type RunStream
 import type { DeliveryStatus } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 import { EventFeed } from './event-feed.js';
-import { encodeSse, SseConnection, type SseCloseReason } from './sse-connection.js';
+import { encodeSse, SseConnection, type SseCloseReason, type SseMessage } from './sse-connection.js';
 
 export interface StreamOptions {
   pollIntervalMs: number;
@@ -86,7 +86,7 @@ export const toDeliveryMessage = (row: DeliveryStreamRow): DeliveryEventMessage 
 });
 
 /** The SSE message of a stream event, whichever its kind. */
-export const sseMessage = (row: StreamEventRow) =>
+export const sseMessage = (row: StreamEventRow): SseMessage =>
   row.kind === 'run' ? { id: row.id, event: 'run', data: toMessage(row) } : { id: row.id, event: 'webhook.delivery', data: toDeliveryMessage(row) };
 
 export class RunEventStreams {
