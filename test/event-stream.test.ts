@@ -252,6 +252,25 @@ for (const store of await storeCases()) {
       );
     });
 
+    it('numbers a webhook.test attempt recorded before any run event below the run events written after it, and sends it with no run', async (t) => {
+      const env = await serve(t);
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps);
+      const receiver = await startReceiver(t);
+      const endpoint = await subscribeEndpoint(env, f, receiver.url);
+      const client = await open(t, url, f.apiKey);
+      await client.waitFor(() => client.messages.length >= 1);
+      const sent = await postJson(env.app, `/api/v1/public/webhook-endpoints/${endpoint.id}/test`, {}, { key: f.apiKey });
+      assert.equal(sent.statusCode, 202, sent.body);
+      assert.equal(await env.webhooks.deliverDue(), 1);
+      const runId = await call(env, f);
+      await client.waitFor(() => client.runEvents.length >= 1, 5_000, 'the run event');
+      assert.deepEqual(client.messages.slice(1).map((m) => m.event), ['webhook.delivery', 'run']);
+      assert.deepEqual(client.deliveryEvents.map((d) => [d.event_type, d.run_id, d.status]), [['webhook.test', null, 'succeeded']]);
+      assert.equal(client.runEvents[0]?.run_id, runId);
+      assert.ok((client.deliveryEvents[0]?.id ?? Infinity) < (client.runEvents[0]?.id ?? 0), 'the attempt first, in id order');
+    });
+
     it('resumes after Last-Event-ID with every run event and delivery attempt after it, of both kinds and in one order, none missing or repeated, then the live ones', async (t) => {
       const env = await serve(t);
       const url = await listen(env);
