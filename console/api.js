@@ -63,11 +63,13 @@ export async function api(path, { method = 'GET', body, csv, key = session.key }
 /**
  * The organization's event stream, read with fetch() so the key goes in a header (EventSource
  * cannot send one). On any break it reconnects, sending the id of the last event it got as
- * Last-Event-ID, so the service resends whatever happened meanwhile: no event is lost.
+ * Last-Event-ID, so the service resends whatever happened meanwhile: no event is lost. Run events
+ * go to `subscribe` listeners, webhook delivery attempts to `subscribeDeliveries` ones.
  */
 export class EventStream {
   constructor() {
     this.listeners = new Set();
+    this.deliveryListeners = new Set();
     this.statusListeners = new Set();
     this.lastEventId = undefined;
     this.status = 'connecting';
@@ -79,6 +81,11 @@ export class EventStream {
   subscribe(listener) {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  subscribeDeliveries(listener) {
+    this.deliveryListeners.add(listener);
+    return () => this.deliveryListeners.delete(listener);
   }
 
   onStatus(listener) {
@@ -160,8 +167,10 @@ export class EventStream {
       this.setStatus('live');
       return;
     }
-    if (event !== 'run' || data.length === 0) return;
+    if (data.length === 0) return;
+    const listeners = event === 'run' ? this.listeners : event === 'webhook.delivery' ? this.deliveryListeners : undefined;
+    if (!listeners) return;
     const message = JSON.parse(data.join('\n'));
-    for (const listener of this.listeners) listener(message);
+    for (const listener of listeners) listener(message);
   }
 }

@@ -1,5 +1,6 @@
 // Calls (the run list, filtered, paged, kept live from the event stream) and Call (one run: its
-// timeline, outcome, context, cancel, and its webhook deliveries).
+// timeline, outcome, context, cancel, and its webhook deliveries, kept live from the stream's
+// webhook.delivery events).
 import { html, useCallback, useEffect, useRef, useState } from './vendor-htm-preact.js';
 import { api } from './api.js';
 import { ErrorBox, formatTime, isTerminal, Link, RUN_STATES, StateBadge } from './ui.js';
@@ -171,8 +172,21 @@ export function CallPage({ params, stream }) {
     }
   }, [id]);
   const reload = useDebounced(load, 150);
+  const readDeliveries = useCallback(() => runDeliveries(id).then(setDeliveries, () => undefined), [id]);
+  const reloadDeliveries = useDebounced(readDeliveries, 150);
   useEffect(() => void load(), [load]);
   useEffect(() => stream.subscribe((event) => event.run_id === id && reload()), [stream, id, reload]);
+  useEffect(
+    () =>
+      stream.subscribeDeliveries((event) => {
+        if (event.run_id !== id) return;
+        // The delivery's status at once from the event; its attempts (and a delivery this page has
+        // not listed yet) as the API lists them, read right after.
+        setDeliveries((current) => current.map((d) => (d.id === event.delivery_id ? { ...d, status: event.status, next_attempt_at: event.next_attempt_at } : d)));
+        reloadDeliveries();
+      }),
+    [stream, id, reloadDeliveries],
+  );
 
   const cancel = async () => {
     setCanceling(true);
@@ -237,9 +251,9 @@ export function CallPage({ params, stream }) {
       : html`<div class="table-wrap"><table>
           <thead><tr><th scope="col">Type</th><th scope="col">Endpoint</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
           <tbody>${deliveries.map(
-            (d) => html`<tr key=${d.id}>
-              <td>${d.event_type}</td><td class="url">${d.endpoint.url}</td><td>${d.status}</td>
-              <td>${d.attempts.length}${d.attempts.length ? ` (last: ${d.attempts[d.attempts.length - 1].http_status ?? d.attempts[d.attempts.length - 1].error})` : ''}</td>
+            (d) => html`<tr key=${d.id} data-testid="delivery-row" data-delivery-id=${d.id}>
+              <td>${d.event_type}</td><td class="url">${d.endpoint.url}</td><td data-testid="delivery-status">${d.status}</td>
+              <td data-testid="delivery-attempts">${d.attempts.length}${d.attempts.length ? ` (last: ${d.attempts[d.attempts.length - 1].http_status ?? d.attempts[d.attempts.length - 1].error})` : ''}</td>
               <td>${d.status !== 'pending' ? html`<button type="button" class="secondary" onClick=${() => retry(d)} aria-label=${`Retry delivery ${d.id}`}>Retry</button>` : null}</td>
             </tr>`,
           )}</tbody>

@@ -41,7 +41,7 @@ export async function startService(deps: Deps): Promise<RunningService> {
         });
   dispatcher?.start();
   // Webhooks go out from every node that dispatches: the API-only nodes stay request-serving only.
-  const webhooks = role === 'api' ? undefined : new DeliveryWorker({ ...deps, version: packageInfo().version });
+  const webhooks = role === 'api' ? undefined : new DeliveryWorker({ ...deps, version: packageInfo().version, onRecorded: () => deps.signals.journal() });
   const stopWaking = webhooks ? deps.signals.onOutbox(() => webhooks.wake()) : undefined;
   webhooks?.start();
   const address = app.server.address();

@@ -1,7 +1,8 @@
 // In-process signals between the parts of one node: "there is work to dispatch" (so an idle
 // dispatcher wakes at once instead of waiting for its next poll) and provider events on their way
-// to the lifecycle code, cancel requests for calls this node holds, webhook deliveries written. Other nodes learn of work and
-// cancel requests by polling the store.
+// to the lifecycle code, cancel requests for calls this node holds, webhook deliveries written,
+// delivery attempts recorded (for the event stream). Other nodes learn of work and cancel
+// requests by polling the store.
 import type { ProviderEvent } from './telephony/provider.js';
 
 /** An event some other part of the node already applied: whether it moved the run. */
@@ -12,6 +13,7 @@ export interface AppliedElsewhere {
 export class Signals {
   private readonly workListeners = new Set<() => void>();
   private readonly outboxListeners = new Set<() => void>();
+  private readonly journalListeners = new Set<() => void>();
   private readonly eventListeners = new Set<(event: ProviderEvent, appliedElsewhere: AppliedElsewhere | undefined) => void>();
   private readonly cancelListeners = new Set<(runId: number) => Promise<void>>();
 
@@ -32,6 +34,16 @@ export class Signals {
   /** Webhook deliveries were written on this node: its delivery worker looks at once. */
   outbox(): void {
     for (const listener of this.outboxListeners) listener();
+  }
+
+  onJournal(listener: () => void): () => void {
+    this.journalListeners.add(listener);
+    return () => this.journalListeners.delete(listener);
+  }
+
+  /** A webhook delivery attempt was recorded on this node: its open event streams read at once. */
+  journal(): void {
+    for (const listener of this.journalListeners) listener();
   }
 
   onProviderEvent(listener: (event: ProviderEvent, appliedElsewhere: AppliedElsewhere | undefined) => void): () => void {

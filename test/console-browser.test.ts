@@ -198,7 +198,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.deepEqual(problems, []);
   });
 
-  it('shows the overview (calls by state, queue and live calls per route) and manages webhook endpoints: create with the secret shown once, rotate, retry a call\'s delivery', async (t) => {
+  it('shows the overview (calls by state, queue and live calls per route) and manages webhook endpoints: create with the secret shown once, rotate, retry a call\'s delivery and see the retry succeed live', async (t) => {
     const receiver = await startReceiver(t);
     const { env, url, f } = await serve(t, { env: { ...WEBHOOK_TEST_ENV, SIMULATOR_RING_MS: '20', SIMULATOR_TALK_MS: '20' } });
     const { page, problems } = await openPage(t);
@@ -224,8 +224,16 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     await page.goto(`${url}/console/runs/${run.id}`);
     await page.waitForSelector('button[aria-label^="Retry delivery"]');
     const before = receiver.received.length;
+    // The retry is answered slowly: the page lists the delivery pending again, and only the
+    // stream's webhook.delivery event can tell it of the success (the page is not reloaded).
+    receiver.answer = () => new Promise((resolve) => setTimeout(() => resolve({ status: 204 }), 1_000));
+    const label = await page.$eval('button[aria-label^="Retry delivery"]', (el) => el.getAttribute('aria-label'));
+    const deliveryId = Number(/\d+$/.exec(label ?? '')?.[0]);
+    const cell = (name: string) => `(document.querySelector('tr[data-delivery-id="${deliveryId}"] [data-testid="${name}"]')?.textContent ?? '')`;
     await page.locator('button[aria-label^="Retry delivery"]').click();
+    await page.waitForFunction(`${cell('delivery-status')} === 'pending'`);
     await receiver.waitFor((r) => r.length > before);
+    await page.waitForFunction(`${cell('delivery-status')} === 'succeeded' && ${cell('delivery-attempts')}.startsWith('2 ')`, { timeout: 10_000 });
     assert.deepEqual(problems, []);
   });
 

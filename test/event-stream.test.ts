@@ -1,15 +1,20 @@
-// GET /api/v1/public/stream: the organization's run events as Server-Sent Events, resumable by
-// event id, with a heartbeat, a bounded buffer per connection, and events from other nodes.
+// GET /api/v1/public/stream: the organization's run events and webhook delivery attempts as
+// Server-Sent Events, resumable by event id, with a heartbeat, a bounded buffer per connection,
+// and events from other nodes.
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import pino from 'pino';
 import { buildApp } from '../src/app.js';
 import { buildDeps } from '../src/deps.js';
+import { packageInfo } from '../src/package-info.js';
+import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
 import { build, postJson, testConfig, type TestEnv } from './helpers/app.js';
+import { buildWithDispatcher } from './helpers/dispatch.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { SseClient } from './helpers/sse-client.js';
 import { createTestDatabase, openTestStore, storeCases } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
+import { Receiver, startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
 
 const FAST_STREAM = { STREAM_POLL_INTERVAL_MS: '20', MAX_QUEUED_RUNS_PER_ORG: '100000' };
 
@@ -39,6 +44,18 @@ async function storedEventIds(env: Pick<TestEnv, 'deps'>, orgId: number, afterId
     .orderBy('e.id')
     .execute();
   return rows.map((r) => Number(r.id));
+}
+
+/** The organization's stream ids in the store, of both kinds (run events, delivery attempts), in order. */
+async function storedStreamIds(env: Pick<TestEnv, 'deps'>, orgId: number, afterId = 0): Promise<number[]> {
+  const deliveries = await env.deps.store.db.selectFrom('webhook_delivery_events').select('id').where('org_id', '=', orgId).where('id', '>', afterId).execute();
+  return [...(await storedEventIds(env, orgId, afterId)), ...deliveries.map((r) => Number(r.id))].sort((a, b) => a - b);
+}
+
+async function subscribeEndpoint(env: Pick<TestEnv, 'app'>, f: OrgFixture, url: string): Promise<{ id: number; secret: string }> {
+  const response = await postJson(env.app, '/api/v1/public/webhook-endpoints', { url }, { key: f.apiKey });
+  assert.equal(response.statusCode, 201, response.body);
+  return response.json() as { id: number; secret: string };
 }
 
 function open(t: TestContext, url: string, key: string, options: Parameters<typeof SseClient.open>[2] = {}): Promise<SseClient> {
@@ -175,6 +192,117 @@ for (const store of await storeCases()) {
   });
 }
 
+for (const store of await storeCases()) {
+  describe(`Webhook delivery attempts on GET /api/v1/public/stream (${store.kind})`, { skip: store.skip }, () => {
+    // The dispatcher stays stopped (runs stay queued) and the test sends the outbox itself.
+    const serve = (t: TestContext) => buildWithDispatcher(t, store.kind, { env: { ...FAST_STREAM, ...WEBHOOK_TEST_ENV, WEBHOOK_RETRY_SCHEDULE: '0,0,0' }, start: false });
+
+    it('sends each recorded attempt of the organization\'s deliveries as a webhook.delivery message (a failure to be retried, then the success), never another organization\'s, and never the endpoint\'s URL or secret or the payload', async (t) => {
+      const env = await serve(t);
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const other = await createOrgFixture(env.deps, 'Other');
+      const receiver = await startReceiver(t);
+      receiver.answer = (_message, index) => ({ status: index === 0 ? 503 : 204 });
+      const otherReceiver = await startReceiver(t);
+      const endpoint = await subscribeEndpoint(env, f, receiver.url);
+      const otherEndpoint = await subscribeEndpoint(env, other, otherReceiver.url);
+      const client = await open(t, url, f.apiKey);
+      await client.waitFor(() => client.messages.length >= 1);
+      const runId = await call(env, f);
+      await call(env, other);
+      assert.equal(await env.webhooks.deliverDue(), 2, 'one delivery per organization');
+      assert.equal(await env.webhooks.deliverDue(), 1, 'the failed one again');
+      await client.waitFor(() => client.deliveryEvents.length >= 2, 5_000, 'both attempts');
+      const [failed, succeeded] = client.deliveryEvents;
+      assert.equal(failed?.delivery_id, succeeded?.delivery_id);
+      assert.deepEqual(
+        client.deliveryEvents.map(({ endpoint_id, message_id, event_type, run_id, attempt, status, http_status, endpoint_disabled }) => ({ endpoint_id, message_id, event_type, run_id, attempt, status, http_status, endpoint_disabled })),
+        [
+          { endpoint_id: endpoint.id, message_id: `msg_run${runId}_1`, event_type: 'run.queued', run_id: runId, attempt: 1, status: 'pending', http_status: 503, endpoint_disabled: null },
+          { endpoint_id: endpoint.id, message_id: `msg_run${runId}_1`, event_type: 'run.queued', run_id: runId, attempt: 2, status: 'succeeded', http_status: 204, endpoint_disabled: null },
+        ],
+      );
+      assert.match(failed?.next_attempt_at ?? '', /^\d{4}-\d\d-\d\dT/, 'the failure says when it is tried again');
+      assert.equal(succeeded?.next_attempt_at, null);
+      const ids = client.messages.slice(1).map((m) => m.id);
+      assert.deepEqual(ids, await storedStreamIds(env, f.orgId, client.messages[0]?.id), 'the run event and both attempts, in id order, each id its row\'s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(client.deliveryEvents.length, 2, 'nothing of the other organization\'s');
+      assert.ok(!client.deliveryEvents.some((d) => d.endpoint_id === otherEndpoint.id));
+      const wire = JSON.stringify(client.messages);
+      for (const secret of [endpoint.secret, receiver.url, '"payload"', '"run":{']) assert.ok(!wire.includes(secret), `the stream does not carry ${secret}`);
+    });
+
+    it('reports the attempt that disabled the endpoint (410 Gone) as failed for good, with endpoint_disabled gone', async (t) => {
+      const env = await serve(t);
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps);
+      const receiver = await startReceiver(t);
+      receiver.answer = () => ({ status: 410 });
+      const endpoint = await subscribeEndpoint(env, f, receiver.url);
+      const client = await open(t, url, f.apiKey);
+      await client.waitFor(() => client.messages.length >= 1);
+      await call(env, f);
+      assert.equal(await env.webhooks.deliverDue(), 1);
+      await client.waitFor(() => client.deliveryEvents.length >= 1, 5_000, 'the attempt');
+      assert.deepEqual(
+        client.deliveryEvents.map(({ endpoint_id, attempt, status, http_status, next_attempt_at, endpoint_disabled }) => ({ endpoint_id, attempt, status, http_status, next_attempt_at, endpoint_disabled })),
+        [{ endpoint_id: endpoint.id, attempt: 1, status: 'failed', http_status: 410, next_attempt_at: null, endpoint_disabled: 'gone' }],
+      );
+    });
+
+    it('numbers a webhook.test attempt recorded before any run event below the run events written after it, and sends it with no run', async (t) => {
+      const env = await serve(t);
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps);
+      const receiver = await startReceiver(t);
+      const endpoint = await subscribeEndpoint(env, f, receiver.url);
+      const client = await open(t, url, f.apiKey);
+      await client.waitFor(() => client.messages.length >= 1);
+      const sent = await postJson(env.app, `/api/v1/public/webhook-endpoints/${endpoint.id}/test`, {}, { key: f.apiKey });
+      assert.equal(sent.statusCode, 202, sent.body);
+      assert.equal(await env.webhooks.deliverDue(), 1);
+      const runId = await call(env, f);
+      await client.waitFor(() => client.runEvents.length >= 1, 5_000, 'the run event');
+      assert.deepEqual(client.messages.slice(1).map((m) => m.event), ['webhook.delivery', 'run']);
+      assert.deepEqual(client.deliveryEvents.map((d) => [d.event_type, d.run_id, d.status]), [['webhook.test', null, 'succeeded']]);
+      assert.equal(client.runEvents[0]?.run_id, runId);
+      assert.ok((client.deliveryEvents[0]?.id ?? Infinity) < (client.runEvents[0]?.id ?? 0), 'the attempt first, in id order');
+    });
+
+    it('resumes after Last-Event-ID with every run event and delivery attempt after it, of both kinds and in one order, none missing or repeated, then the live ones', async (t) => {
+      const env = await serve(t);
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const other = await createOrgFixture(env.deps, 'Other');
+      const receiver: Receiver = await startReceiver(t);
+      await subscribeEndpoint(env, f, receiver.url);
+      await subscribeEndpoint(env, other, receiver.url);
+      // Run events and attempts of both organizations, interleaved.
+      for (let i = 0; i < 4; i++) {
+        const runId = await call(env, f);
+        await call(env, other);
+        await env.webhooks.deliverDue();
+        await cancel(env, f, runId);
+        await env.webhooks.deliverDue();
+      }
+      const all = await storedStreamIds(env, f.orgId);
+      assert.equal(all.length, 16, 'eight run events and eight attempts');
+      assert.equal(new Set(all).size, all.length, 'run events and attempts never share an id');
+      const from = all[5] as number;
+      const client = await open(t, url, f.apiKey, { lastEventId: from });
+      await client.waitFor(() => client.messages.length >= 1 + 10, 5_000, 'the backlog');
+      const live = await call(env, f);
+      await env.webhooks.deliverDue();
+      await client.waitFor(() => client.deliveryEvents.some((d) => d.run_id === live), 5_000, 'the live attempt');
+      const received = client.messages.filter((m) => m.event === 'run' || m.event === 'webhook.delivery');
+      assert.deepEqual(received.map((m) => m.id), await storedStreamIds(env, f.orgId, from), 'every event of both kinds after the cursor, in order, once');
+      assert.ok(received.some((m) => m.event === 'run') && received.some((m) => m.event === 'webhook.delivery'));
+    });
+  });
+}
+
 describe('GET /api/v1/public/stream on PostgreSQL, where event ids can become visible out of order', { skip: (await storeCases()).find((c) => c.kind === 'postgres')?.skip ?? false }, () => {
   const insertEvent = (db: TestEnv['deps']['store']['db'], runId: number, seq: number) =>
     db.insertInto('run_events').values({ run_id: runId, seq, type: 'note', at: Date.now(), data: JSON.stringify({ seq }) }).returning('id').executeTakeFirstOrThrow();
@@ -229,12 +357,12 @@ describe('GET /api/v1/public/stream on PostgreSQL, where event ids can become vi
 });
 
 describe('GET /api/v1/public/stream with several nodes on one PostgreSQL database', { skip: (await storeCases()).find((c) => c.kind === 'postgres')?.skip ?? false }, () => {
-  it('sends a stream on one node the events written through another node', async (t) => {
+  async function twoNodes(t: TestContext): Promise<[TestEnv, TestEnv]> {
     const database = await createTestDatabase('postgres');
     const nodes: TestEnv[] = [];
     for (let i = 0; i < 2; i++) {
       const store = openTestStore(database);
-      const deps = buildDeps(testConfig(database.url, FAST_STREAM), { store, logger: pino({ level: 'silent' }) });
+      const deps = buildDeps(testConfig(database.url, { ...FAST_STREAM, ...WEBHOOK_TEST_ENV }), { store, logger: pino({ level: 'silent' }) });
       const app = await buildApp(deps);
       nodes.push({ app, deps, close: async () => undefined });
     }
@@ -246,7 +374,11 @@ describe('GET /api/v1/public/stream with several nodes on one PostgreSQL databas
       }
       await database.drop();
     });
-    const [writer, reader] = nodes as [TestEnv, TestEnv];
+    return nodes as [TestEnv, TestEnv];
+  }
+
+  it('sends a stream on one node the events written through another node', async (t) => {
+    const [writer, reader] = await twoNodes(t);
     const f = await createOrgFixture(writer.deps);
     const url = await listen(reader);
     const client = await open(t, url, f.apiKey);
@@ -255,5 +387,20 @@ describe('GET /api/v1/public/stream with several nodes on one PostgreSQL databas
     await cancel(writer, f, runId);
     await client.waitFor(() => client.runEvents.length >= 2, 5_000, 'the other node\'s events');
     assert.deepEqual(client.runEvents.map((e) => [e.run_id, e.type]), [[runId, 'queued'], [runId, 'canceled']]);
+  });
+
+  it('sends a stream on one node the delivery attempts recorded by another node\'s delivery worker', async (t) => {
+    const [writer, reader] = await twoNodes(t);
+    const f = await createOrgFixture(writer.deps);
+    const receiver = await startReceiver(t);
+    await subscribeEndpoint(writer, f, receiver.url);
+    const url = await listen(reader);
+    const client = await open(t, url, f.apiKey);
+    await client.waitFor(() => client.messages.length >= 1);
+    const runId = await call(writer, f);
+    const worker = new DeliveryWorker({ ...writer.deps, version: packageInfo().version });
+    assert.equal(await worker.deliverDue(), 1);
+    await client.waitFor(() => client.deliveryEvents.length >= 1, 5_000, 'the other node\'s attempt');
+    assert.deepEqual(client.deliveryEvents.map((d) => [d.run_id, d.status, d.http_status]), [[runId, 'succeeded', 204]]);
   });
 });

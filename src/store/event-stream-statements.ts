@@ -1,10 +1,15 @@
-// The statements behind the event stream (stream/): run events in their global order, the
-// run_events id (an identity column on PostgreSQL, AUTOINCREMENT on SQLite: never reused), with
-// the few fields of their run that a subscriber needs.
+// The statements behind the event stream (stream/): its two sources in one global order. Run
+// events (run_events) and recorded webhook delivery attempts (webhook_delivery_events, migration
+// 011) draw their ids from one sequence, run_events' (an identity column on PostgreSQL,
+// AUTOINCREMENT on SQLite: never reused), so an id is a position in both at once and a stream's
+// cursor stays one integer. Each read merges the two by id.
+import { sql, type Insertable, type Transaction } from 'kysely';
+import type { Database, DeliveryStatus, WebhookDeliveryEventsTable } from './schema.js';
 import type { Store } from './store.js';
 import { decodeJson } from './store.js';
 
-export interface StreamEventRow {
+export interface RunStreamRow {
+  kind: 'run';
   id: number;
   org_id: number;
   run_id: number;
@@ -15,31 +20,136 @@ export interface StreamEventRow {
   data: Record<string, unknown>;
 }
 
-function eventQuery(store: Store, afterId: number, limit: number) {
-  return store.db
+export interface DeliveryStreamRow {
+  kind: 'delivery';
+  id: number;
+  org_id: number;
+  endpoint_id: number;
+  delivery_id: number;
+  message_id: string;
+  event_type: string;
+  run_id: number | null;
+  attempt: number;
+  status: DeliveryStatus;
+  http_status: number | null;
+  error: string | null;
+  next_attempt_at: number | null;
+  endpoint_disabled: 'gone' | 'failing' | null;
+  at: number;
+}
+
+export type StreamEventRow = RunStreamRow | DeliveryStreamRow;
+
+interface Range {
+  afterId: number;
+  upToId?: number | undefined;
+  orgId?: number | undefined;
+  limit: number;
+}
+
+async function runEvents(store: Store, r: Range): Promise<RunStreamRow[]> {
+  const rows = await store.db
     .selectFrom('run_events as e')
     .innerJoin('workflow_runs as r', 'r.id', 'e.run_id')
     .select(['e.id', 'r.org_id', 'e.run_id', 'r.name as run_name', 'e.seq', 'e.type', 'e.at', 'e.data'])
-    .where('e.id', '>', afterId)
+    .where('e.id', '>', r.afterId)
+    .$if(r.upToId !== undefined, (q) => q.where('e.id', '<=', r.upToId as number))
+    .$if(r.orgId !== undefined, (q) => q.where('r.org_id', '=', r.orgId as number))
     .orderBy('e.id')
-    .limit(limit);
+    .limit(r.limit)
+    .execute();
+  return rows.map((row) => ({ kind: 'run', ...row, id: Number(row.id), org_id: Number(row.org_id), run_id: Number(row.run_id), at: Number(row.at), data: decodeJson<Record<string, unknown>>(row.data) }));
 }
 
-const decode = (rows: (Omit<StreamEventRow, 'data'> & { data: unknown })[]): StreamEventRow[] =>
-  rows.map((r) => ({ ...r, id: Number(r.id), data: decodeJson<Record<string, unknown>>(r.data) }));
+async function deliveryEvents(store: Store, r: Range): Promise<DeliveryStreamRow[]> {
+  const rows = await store.db
+    .selectFrom('webhook_delivery_events')
+    .selectAll()
+    .where('id', '>', r.afterId)
+    .$if(r.upToId !== undefined, (q) => q.where('id', '<=', r.upToId as number))
+    .$if(r.orgId !== undefined, (q) => q.where('org_id', '=', r.orgId as number))
+    .orderBy('id')
+    .limit(r.limit)
+    .execute();
+  return rows.map((row) => ({
+    kind: 'delivery',
+    ...row,
+    id: Number(row.id),
+    org_id: Number(row.org_id),
+    endpoint_id: Number(row.endpoint_id),
+    delivery_id: Number(row.delivery_id),
+    run_id: row.run_id === null ? null : Number(row.run_id),
+    next_attempt_at: row.next_attempt_at === null ? null : Number(row.next_attempt_at),
+    at: Number(row.at),
+  }));
+}
+
+/**
+ * Both sources in id order, at most `limit`. A source that filled its page may have more past its
+ * last id, so the merge stops there: every row up to the last one returned is in the answer.
+ */
+async function merged(store: Store, r: Range): Promise<StreamEventRow[]> {
+  const [runs, deliveries] = await Promise.all([runEvents(store, r), deliveryEvents(store, r)]);
+  const cut = Math.min(runs.length === r.limit ? (runs.at(-1)?.id ?? Infinity) : Infinity, deliveries.length === r.limit ? (deliveries.at(-1)?.id ?? Infinity) : Infinity);
+  const rows: StreamEventRow[] = [...runs, ...deliveries].filter((row) => row.id <= cut).sort((a, b) => a.id - b.id);
+  return rows.slice(0, r.limit);
+}
 
 /** Every organization's events after `afterId`, in id order (one node reads them for all its streams). */
-export async function selectEventsAfter(store: Store, afterId: number, limit: number): Promise<StreamEventRow[]> {
-  return decode(await eventQuery(store, afterId, limit).execute());
+export function selectEventsAfter(store: Store, afterId: number, limit: number): Promise<StreamEventRow[]> {
+  return merged(store, { afterId, limit });
 }
 
-/** One organization's events with afterId < id <= upToId, in id order (a resuming stream's backlog). */
-export async function selectOrganizationEventsBetween(store: Store, orgId: number, afterId: number, upToId: number, limit: number): Promise<StreamEventRow[]> {
-  return decode(await eventQuery(store, afterId, limit).where('e.id', '<=', upToId).where('r.org_id', '=', orgId).execute());
+/**
+ * One organization's events with afterId < id <= upToId, in id order (a resuming stream's backlog).
+ * Delivery events are read by their (org_id, id) index; run events have no organization column
+ * (adding one would widen every run transition's write), so their part scans every
+ * organization's events in the range and keeps this one's.
+ */
+export function selectOrganizationEventsBetween(store: Store, orgId: number, afterId: number, upToId: number, limit: number): Promise<StreamEventRow[]> {
+  return merged(store, { afterId, upToId, orgId, limit });
 }
 
-/** The highest event id written so far (0 when none). */
+/** The highest event id written so far in either source (0 when none). */
 export async function selectLastEventId(store: Store): Promise<number> {
-  const row = await store.db.selectFrom('run_events').select((eb) => eb.fn.max('id').as('last')).executeTakeFirst();
-  return Number(row?.last ?? 0);
+  const [runs, deliveries] = await Promise.all([
+    store.db.selectFrom('run_events').select((eb) => eb.fn.max('id').as('last')).executeTakeFirst(),
+    store.db.selectFrom('webhook_delivery_events').select((eb) => eb.fn.max('id').as('last')).executeTakeFirst(),
+  ]);
+  return Math.max(Number(runs?.last ?? 0), Number(deliveries?.last ?? 0));
+}
+
+/** The ids and times of the events above `afterId`, in id order: what a feed looks at when it starts. */
+export async function selectEventTimesAfter(store: Store, afterId: number): Promise<{ id: number; at: number }[]> {
+  const [runs, deliveries] = await Promise.all([
+    store.db.selectFrom('run_events').select(['id', 'at']).where('id', '>', afterId).execute(),
+    store.db.selectFrom('webhook_delivery_events').select(['id', 'at']).where('id', '>', afterId).execute(),
+  ]);
+  return [...runs, ...deliveries].map((r) => ({ id: Number(r.id), at: Number(r.at) })).sort((a, b) => a.id - b.id);
+}
+
+export type NewDeliveryEvent = Omit<Insertable<WebhookDeliveryEventsTable>, 'id'>;
+
+/**
+ * Journals a recorded attempt for the stream, in the attempt's transaction, with an id from
+ * run_events' sequence. On PostgreSQL the column's default draws it. On SQLite, whose writes are
+ * serialized, the id is the next one of run_events' sqlite_sequence row, which is moved on to it,
+ * so the next run event is numbered after it (AUTOINCREMENT takes the larger of that row and the
+ * table's largest id).
+ */
+export async function insertDeliveryEvent(store: Store, trx: Transaction<Database>, event: NewDeliveryEvent): Promise<void> {
+  if (store.dialect === 'postgres') {
+    await trx.insertInto('webhook_delivery_events').values(event).execute();
+    return;
+  }
+  const next = await sql<{ id: number }>`
+    select max(
+      coalesce((select seq from sqlite_sequence where name = 'run_events'), 0),
+      coalesce((select max(id) from run_events), 0),
+      coalesce((select max(id) from webhook_delivery_events), 0)
+    ) + 1 as id`.execute(trx);
+  const id = Number(next.rows[0]?.id);
+  await trx.insertInto('webhook_delivery_events').values({ ...event, id }).execute();
+  const moved = await sql`update sqlite_sequence set seq = ${id} where name = 'run_events'`.execute(trx);
+  if (Number(moved.numAffectedRows ?? 0) === 0) await sql`insert into sqlite_sequence (name, seq) values ('run_events', ${id})`.execute(trx);
 }

@@ -216,6 +216,30 @@ export interface WebhookAttemptsTable {
   response_body: string | null;
 }
 
+/**
+ * One recorded webhook delivery attempt, for the organization's event stream (migration 011). Its
+ * id comes from run_events' sequence: one order for both.
+ */
+export interface WebhookDeliveryEventsTable {
+  id: Generated<number>;
+  org_id: number;
+  endpoint_id: number;
+  delivery_id: number;
+  message_id: string;
+  event_type: string;
+  run_id: number | null;
+  /** The attempt's number since the delivery was last (re)queued, from 1. */
+  attempt: number;
+  /** The delivery's status after the attempt: `pending` means it will be tried again at next_attempt_at. */
+  status: DeliveryStatus;
+  http_status: number | null;
+  error: string | null;
+  next_attempt_at: number | null;
+  /** Why this attempt disabled the endpoint, if it did. */
+  endpoint_disabled: 'gone' | 'failing' | null;
+  at: number;
+}
+
 export interface Database {
   dispatcher_nodes: DispatcherNodesTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -230,6 +254,7 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  webhook_delivery_events: WebhookDeliveryEventsTable;
   suppressions: SuppressionsTable;
 }
 

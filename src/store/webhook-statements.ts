@@ -3,6 +3,7 @@
 // the endpoints' rows, the delivery worker's claim and its record of each attempt, and the reads
 // behind the deliveries API and the metrics.
 import { sql } from 'kysely';
+import { insertDeliveryEvent } from './event-stream-statements.js';
 import { lockingFreeRows, lockingRows } from './row-locks.js';
 import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEndpointsTable } from './schema.js';
 import { lockOrganization } from './run-reads.js';
@@ -307,12 +308,21 @@ export interface AttemptRecord {
   nextAttemptAt: number | null;
   /** Changes to the endpoint this outcome causes (failing streak, disabling). */
   endpoint?: EndpointColumns | undefined;
+  /** Why this attempt disabled the endpoint, if it did (for the stream's event). */
+  endpointDisabled: 'gone' | 'failing' | null;
+  /** What the organization's event stream says of the attempt besides the above. */
+  orgId: number;
+  messageId: string;
+  eventType: string;
+  runId: number | null;
+  /** When it is recorded (`at` is when it started). */
+  recordedAt: number;
 }
 
 /**
  * Records an attempt and its consequence, if this node still holds the delivery (a claim that ran
- * out may have passed to another node: then its record wins and this one is dropped). Returns
- * whether it was recorded.
+ * out may have passed to another node: then its record wins and this one is dropped), and journals
+ * it for the organization's event stream in the same transaction. Returns whether it was recorded.
  */
 export async function recordAttempt(store: Store, a: AttemptRecord): Promise<boolean> {
   // Group-committed with the other records of the moment: a relaxed write (a record lost to a
@@ -331,7 +341,7 @@ export async function recordAttempt(store: Store, a: AttemptRecord): Promise<boo
       .where('id', '=', a.deliveryId)
       .where('locked_by', '=', a.nodeId)
       .where('status', '=', 'pending')
-      .returning('id')
+      .returning('attempt_count')
       .executeTakeFirst();
     if (!updated) return false;
     await trx
@@ -339,6 +349,21 @@ export async function recordAttempt(store: Store, a: AttemptRecord): Promise<boo
       .values({ delivery_id: a.deliveryId, at: a.at, http_status: a.httpStatus, error: a.error, duration_ms: a.durationMs, response_body: a.responseBody })
       .execute();
     if (a.endpoint) await trx.updateTable('webhook_endpoints').set(a.endpoint).where('id', '=', a.endpointId).execute();
+    await insertDeliveryEvent(store, trx, {
+      org_id: a.orgId,
+      endpoint_id: a.endpointId,
+      delivery_id: a.deliveryId,
+      message_id: a.messageId,
+      event_type: a.eventType,
+      run_id: a.runId,
+      attempt: Number(updated.attempt_count),
+      status: a.status,
+      http_status: a.httpStatus,
+      error: a.error,
+      next_attempt_at: a.nextAttemptAt,
+      endpoint_disabled: a.endpointDisabled,
+      at: a.recordedAt,
+    });
     return true;
   });
 }

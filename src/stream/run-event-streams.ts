@@ -1,15 +1,18 @@
-// The organization's run events as Server-Sent Events (GET /api/v1/public/stream). Each message's
-// `id:` is the event's run_events id, the one order of events across all runs and nodes; a client
-// that reconnects with `Last-Event-ID: N` first gets its organization's events after N from the
-// store (at the reader's pace), then the live ones, with none missing or repeated in between.
+// The organization's run events and webhook delivery attempts as Server-Sent Events (GET
+// /api/v1/public/stream). Each message's `id:` is the event's id, drawn from one sequence for both
+// kinds (store/event-stream-statements.ts): the one order of events across all runs, deliveries
+// and nodes. A client that reconnects with `Last-Event-ID: N` first gets its organization's events
+// of both kinds after N from the store (at the reader's pace), then the live ones, with none
+// missing or repeated in between.
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Clock } from '../deps.js';
 import { iso } from '../runs/read-run.js';
-import { selectOrganizationEventsBetween, type StreamEventRow } from '../store/event-stream-statements.js';
+import { selectOrganizationEventsBetween, type DeliveryStreamRow, type RunStreamRow, type StreamEventRow } from '../store/event-stream-statements.js';
+import type { DeliveryStatus } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 import { EventFeed } from './event-feed.js';
-import { encodeSse, SseConnection, type SseCloseReason } from './sse-connection.js';
+import { encodeSse, SseConnection, type SseCloseReason, type SseMessage } from './sse-connection.js';
 
 export interface StreamOptions {
   pollIntervalMs: number;
@@ -32,7 +35,7 @@ export interface RunEventMessage {
   data: Record<string, unknown>;
 }
 
-export const toMessage = (row: StreamEventRow): RunEventMessage => ({
+export const toMessage = (row: RunStreamRow): RunEventMessage => ({
   id: row.id,
   run_id: row.run_id,
   run_name: row.run_name ?? '',
@@ -41,6 +44,50 @@ export const toMessage = (row: StreamEventRow): RunEventMessage => ({
   at: iso(row.at),
   data: row.data,
 });
+
+/**
+ * What a `webhook.delivery` message carries: one recorded attempt and what became of the delivery.
+ * Never the endpoint's URL or secret, the payload or the receiver's answer: the deliveries API
+ * shows those to whoever needs them.
+ */
+export interface DeliveryEventMessage {
+  id: number;
+  delivery_id: number;
+  endpoint_id: number;
+  message_id: string;
+  event_type: string;
+  run_id: number | null;
+  /** The attempt's number since the delivery was (re)queued, from 1. */
+  attempt: number;
+  /** The delivery's status after it: `pending` is tried again at `next_attempt_at`. */
+  status: DeliveryStatus;
+  http_status: number | null;
+  error: string | null;
+  next_attempt_at: string | null;
+  /** Why this attempt disabled the endpoint (`gone`: it answered 410; `failing`), else null. */
+  endpoint_disabled: 'gone' | 'failing' | null;
+  at: string;
+}
+
+export const toDeliveryMessage = (row: DeliveryStreamRow): DeliveryEventMessage => ({
+  id: row.id,
+  delivery_id: row.delivery_id,
+  endpoint_id: row.endpoint_id,
+  message_id: row.message_id,
+  event_type: row.event_type,
+  run_id: row.run_id,
+  attempt: row.attempt,
+  status: row.status,
+  http_status: row.http_status,
+  error: row.error,
+  next_attempt_at: row.next_attempt_at === null ? null : iso(row.next_attempt_at),
+  endpoint_disabled: row.endpoint_disabled,
+  at: iso(row.at),
+});
+
+/** The SSE message of a stream event, whichever its kind. */
+export const sseMessage = (row: StreamEventRow): SseMessage =>
+  row.kind === 'run' ? { id: row.id, event: 'run', data: toMessage(row) } : { id: row.id, event: 'webhook.delivery', data: toDeliveryMessage(row) };
 
 export class RunEventStreams {
   readonly feed: EventFeed;
@@ -82,7 +129,7 @@ export class RunEventStreams {
     const deliver = (rows: readonly StreamEventRow[]) => {
       for (const row of rows) {
         if (row.org_id !== orgId || row.id <= lastSent) continue;
-        if (!connection.send({ id: row.id, event: 'run', data: toMessage(row) })) return;
+        if (!connection.send(sseMessage(row))) return;
         lastSent = row.id;
       }
     };
@@ -92,7 +139,7 @@ export class RunEventStreams {
       for (const row of rows) {
         if (row.org_id !== orgId) continue;
         pending.push(row);
-        pendingBytes += encodeSse({ id: row.id, event: 'run', data: toMessage(row) }).length;
+        pendingBytes += encodeSse(sseMessage(row)).length;
       }
       if (pendingBytes > this.options.maxBufferedBytes) connection.end('slow_reader');
     });
@@ -106,7 +153,7 @@ export class RunEventStreams {
       const rows = await selectOrganizationEventsBetween(this.store, orgId, lastSent, subscription.horizon, this.options.batchSize);
       if (rows.length === 0) break;
       for (const row of rows) {
-        if (!(await connection.sendPaced({ id: row.id, event: 'run', data: toMessage(row) }))) break;
+        if (!(await connection.sendPaced(sseMessage(row)))) break;
         lastSent = row.id;
       }
     }
@@ -118,8 +165,8 @@ export class RunEventStreams {
   }
 
   /** Ends every stream (the node is shutting down); clients reconnect elsewhere with their last id. */
-  closeAll(): void {
+  async closeAll(): Promise<void> {
     for (const connection of [...this.connections]) connection.end('server');
-    this.feed.stop();
+    await this.feed.stop();
   }
 }

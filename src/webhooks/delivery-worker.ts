@@ -43,6 +43,8 @@ export interface DeliveryWorkerDeps {
   >;
   nodeId: string;
   version: string;
+  /** Called after an attempt is recorded (and journalled for the event stream). */
+  onRecorded?: () => void;
 }
 
 export class DeliveryWorker {
@@ -216,7 +218,15 @@ export class DeliveryWorker {
         nextAttemptAt: outcome.nextAttemptAt,
         // The endpoint's row is written only when this changes it (most attempts do not).
         endpoint: outcome.disabled || outcome.endpoint.failing_since !== d.failing_since ? outcome.endpoint : undefined,
+        endpointDisabled: outcome.disabled ?? null,
+        orgId: d.org_id,
+        messageId: d.message_id,
+        eventType: d.event_type,
+        runId: d.run_id,
+        recordedAt: now,
       });
+      // This node's open streams read it at once rather than at their next poll.
+      if (recorded) this.deps.onRecorded?.();
       if (recorded && outcome.status !== 'pending') metrics.webhookDeliveries.inc({ outcome: outcome.status });
       if (recorded && outcome.disabled) {
         logger.warn({ endpoint_id: d.endpoint_id, reason: outcome.disabled }, 'webhook endpoint disabled');

@@ -35,7 +35,7 @@ export async function buildWithDispatcher(t: TestContext, kind: StoreKind, optio
   simulator.record();
   const dispatcher = new Dispatcher(env.deps);
   if (options.start !== false) dispatcher.start();
-  const webhooks = new DeliveryWorker({ ...env.deps, version: packageInfo().version });
+  const webhooks = new DeliveryWorker({ ...env.deps, version: packageInfo().version, onRecorded: () => env.deps.signals.journal() });
   const stopWaking = env.deps.signals.onOutbox(() => webhooks.wake());
   if (options.webhooks !== false && options.start !== false) webhooks.start();
   t.after(async () => {

@@ -8,6 +8,22 @@ export interface SseMessage {
   data: unknown;
 }
 
+export interface DeliveryEventData {
+  id: number;
+  delivery_id: number;
+  endpoint_id: number;
+  message_id: string;
+  event_type: string;
+  run_id: number | null;
+  attempt: number;
+  status: string;
+  http_status: number | null;
+  error: string | null;
+  next_attempt_at: string | null;
+  endpoint_disabled: string | null;
+  at: string;
+}
+
 export class SseClient {
   readonly messages: SseMessage[] = [];
   readonly comments: string[] = [];
@@ -44,6 +60,11 @@ export class SseClient {
   /** The `run` messages' data, in order. */
   get runEvents(): { id: number; run_id: number; run_name: string; seq: number; type: string }[] {
     return this.messages.filter((m) => m.event === 'run').map((m) => m.data as { id: number; run_id: number; run_name: string; seq: number; type: string });
+  }
+
+  /** The `webhook.delivery` messages' data, in order. */
+  get deliveryEvents(): DeliveryEventData[] {
+    return this.messages.filter((m) => m.event === 'webhook.delivery').map((m) => m.data as DeliveryEventData);
   }
 
   get lastId(): number | undefined {
