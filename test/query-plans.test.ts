@@ -2,6 +2,7 @@
 // the plan each store would use names the index. SQLite's planner has no statistics, so a plan
 // that looks right on PostgreSQL can still scan there (store/query-plans.ts).
 import assert from 'node:assert/strict';
+import { explainRunEvents } from '../src/store/event-stream-statements.js';
 import { explainQueuedPerRoute } from '../src/store/run-listing-statements.js';
 import { explainReleaseNodeCalls } from '../src/store/run-writes.js';
 import { build } from './helpers/app.js';
@@ -27,6 +28,13 @@ for (const store of await storeCases()) {
       const plan = await explainReleaseNodeCalls(deps.store, 'node-a');
       assert.match(plan, /workflow_runs_live_(deadline_)?idx/, plan);
       assert.doesNotMatch(plan, FULL_SCAN, plan);
+    });
+
+    it("reads an organization's stream backlog by walking the events' id range, not the organization's whole history of runs", async (t) => {
+      const { deps } = await build(t, store.kind);
+      const plan = await explainRunEvents(deps.store, 1, 1_000, 2_000, 500);
+      assert.doesNotMatch(plan, /workflow_runs_org_\w*idx|TEMP B-TREE/, plan);
+      assert.match(plan, /SEARCH e USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)|run_events_pkey/, plan);
     });
   });
 }
