@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { explainRunEvents } from '../src/store/event-stream-statements.js';
 import { explainQueuedPerRoute } from '../src/store/run-listing-statements.js';
+import { explainReconcileCandidates, explainRecordedCallIds } from '../src/store/run-reads.js';
 import { explainReleaseNodeCalls } from '../src/store/run-writes.js';
 import { build } from './helpers/app.js';
 import { storeCases } from './helpers/stores.js';
@@ -35,6 +36,22 @@ for (const store of await storeCases()) {
       const plan = await explainRunEvents(deps.store, 1, 1_000, 2_000, 500);
       assert.doesNotMatch(plan, /workflow_runs_org_\w*idx|TEMP B-TREE/, plan);
       assert.match(plan, /SEARCH e USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)|run_events_pkey/, plan);
+    });
+
+    it('looks for runs to reconcile among the live runs only (their partial index), not among every run ever made', async (t) => {
+      const { deps } = await build(t, store.kind);
+      const now = Date.now();
+      const plan = await explainReconcileCandidates(deps.store, { providers: ['twilio'], live: ['dialing', 'ringing', 'in_progress'], now, quietSince: now - 60_000, perRoute: 10, limit: 500 });
+      assert.match(plan, /workflow_runs_live_(deadline_)?idx/, plan);
+      assert.doesNotMatch(plan, FULL_SCAN, plan);
+      assert.doesNotMatch(plan, /SCAN r USING INDEX workflow_runs_org/, plan);
+    });
+
+    it("finds the calls already recorded for a route's number through the number's index", async (t) => {
+      const { deps } = await build(t, store.kind);
+      const plan = await explainRecordedCallIds(deps.store, 1, '+12025550123', Date.now() - 60_000);
+      if (store.kind === 'sqlite') assert.match(plan, /workflow_runs_org_phone_idx/, plan);
+      assert.doesNotMatch(plan, FULL_SCAN, plan);
     });
   });
 }

@@ -3,6 +3,7 @@
 // to end); JSON columns come back decoded.
 import type { Transaction } from 'kysely';
 import type { Database, ProviderName, RunState } from './schema.js';
+import { explainQuery } from './query-plans.js';
 import { lockingRows } from './row-locks.js';
 import { decodeJson, queryable, type Queryable, type Store } from './store.js';
 
@@ -138,7 +139,18 @@ export function selectOverdueRuns(store: Store, now: number, live: readonly RunS
  * drained. The result lists every route's first run before any route's second, so `limit` too
  * leaves no route out while there are fewer routes than `limit`.
  */
-export function selectReconcileCandidates(store: Store, options: { providers: readonly ProviderName[]; live: readonly RunState[]; now: number; quietSince: number; perRoute: number; limit: number }) {
+type ReconcileCandidatesOptions = { providers: readonly ProviderName[]; live: readonly RunState[]; now: number; quietSince: number; perRoute: number; limit: number };
+
+export function selectReconcileCandidates(store: Store, options: ReconcileCandidatesOptions) {
+  return reconcileCandidatesQuery(store, options).execute();
+}
+
+/** The plan of selectReconcileCandidates's statement, as text (a test checks it reads only live runs). */
+export function explainReconcileCandidates(store: Store, options: ReconcileCandidatesOptions): Promise<string> {
+  return explainQuery(store, reconcileCandidatesQuery(store, options));
+}
+
+function reconcileCandidatesQuery(store: Store, options: ReconcileCandidatesOptions) {
   const ranked = store.db
     .selectFrom('workflow_runs as r')
     .innerJoin('telephony_configurations as c', 'c.id', 'r.telephony_configuration_id')
@@ -148,6 +160,9 @@ export function selectReconcileCandidates(store: Store, options: { providers: re
       eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('r.telephony_configuration_id').orderBy('r.deadline_at').orderBy('r.id')).as('route_rank'),
     ])
     .where('c.provider', 'in', options.providers)
+    // Live runs are exactly those with a deadline: this reads migration 002's partial index of them,
+    // never the runs that ended.
+    .where('r.deadline_at', 'is not', null)
     .where('r.state', 'in', options.live)
     .where((eb) =>
       eb.or([
@@ -166,21 +181,31 @@ export function selectReconcileCandidates(store: Store, options: { providers: re
     .orderBy('route_rank')
     .orderBy('deadline_at')
     .orderBy('id')
-    .limit(options.limit)
-    .execute();
+    .limit(options.limit);
 }
 
 export type ReconcileCandidate = Awaited<ReturnType<typeof selectReconcileCandidates>>[number];
 
 /** Call ids recorded for runs of a route to one number claimed since `since`: calls that are not another run's. */
 export async function selectRecordedCallIds(store: Store, configurationId: number, phoneNumber: string, since: number): Promise<string[]> {
-  const rows = await store.db
+  const rows = await recordedCallIdsQuery(store, configurationId, phoneNumber, since).execute();
+  return rows.flatMap((r) => (r.provider_call_id === null ? [] : [r.provider_call_id]));
+}
+
+/** The plan of selectRecordedCallIds's statement, as text (a test checks the number's index serves it). */
+export function explainRecordedCallIds(store: Store, configurationId: number, phoneNumber: string, since: number): Promise<string> {
+  return explainQuery(store, recordedCallIdsQuery(store, configurationId, phoneNumber, since));
+}
+
+function recordedCallIdsQuery(store: Store, configurationId: number, phoneNumber: string, since: number) {
+  return store.db
     .selectFrom('workflow_runs')
     .select('provider_call_id')
+    // A route belongs to one organization: naming it lets the number's (org_id, phone_number, id)
+    // index serve the read instead of every run of every route.
+    .where('org_id', '=', (eb) => eb.selectFrom('telephony_configurations').select('org_id').where('id', '=', configurationId))
     .where('telephony_configuration_id', '=', configurationId)
     .where('phone_number', '=', phoneNumber)
     .where('claimed_at', '>=', since)
-    .where('provider_call_id', 'is not', null)
-    .execute();
-  return rows.flatMap((r) => (r.provider_call_id === null ? [] : [r.provider_call_id]));
+    .where('provider_call_id', 'is not', null);
 }
