@@ -42,6 +42,7 @@ export interface CreateRunOptions {
 }
 
 export async function createRun(store: Store, run: NewRun, now: number, options: CreateRunOptions = {}): Promise<CreateRunResult> {
+  const campaign = run.campaignAttempt;
   const values = {
     ...run,
     at: now,
@@ -50,6 +51,7 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
       definition_version: run.definitionVersion,
       telephony_configuration_id: run.telephonyConfigurationId,
       ...(run.scheduledFor !== null ? { scheduled_for: new Date(run.scheduledFor).toISOString() } : {}),
+      ...(campaign ? { campaign_id: campaign.campaignId, contact_id: campaign.contactId, attempt: campaign.attempt } : {}),
     }),
     namePrefix: runNamePrefix(run.mode),
     // Wakes dispatchers on other nodes as this commits (PostgreSQL); same-node ones are signalled in-process.

@@ -25,6 +25,14 @@ export interface NewRunRow {
   initialContextJson: string | null;
   /** When the run becomes due (queued outside calling hours); null when due at once. */
   scheduledFor: number | null;
+  /** A campaign's attempt (the unique (contact_id, attempt) index refuses a second one); absent for a direct run. */
+  campaignAttempt?: CampaignAttempt | undefined;
+}
+
+export interface CampaignAttempt {
+  campaignId: number;
+  contactId: number;
+  attempt: number;
 }
 
 export interface QueuedRunValues extends NewRunRow {
@@ -45,14 +53,16 @@ export interface InsertedRun {
 }
 
 export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName, run: QueuedRunValues): Promise<InsertedRun> {
+  const campaign = run.campaignAttempt;
   if (dialect === 'postgres') {
     const result = await sql<{ id: number; name: string }>`
       with next as (select nextval(pg_get_serial_sequence('workflow_runs', 'id')) as id),
       run as (
         insert into workflow_runs (id, name, org_id, workflow_id, definition_id, mode, trigger_uuid, phone_number, caller_id,
-          telephony_configuration_id, initial_context, scheduled_for, state, created_at, updated_at)
+          telephony_configuration_id, initial_context, scheduled_for, state, created_at, updated_at, campaign_id, contact_id, attempt)
         select id, ${run.namePrefix} || id, ${run.orgId}, ${run.workflowId}, ${run.definitionId}, ${run.mode}, ${run.triggerUuid}, ${run.phoneNumber},
-          ${run.callerId}, ${run.telephonyConfigurationId}, ${run.initialContextJson}, ${run.scheduledFor}::bigint, 'queued', ${run.at}, ${run.at}
+          ${run.callerId}, ${run.telephonyConfigurationId}, ${run.initialContextJson}, ${run.scheduledFor}::bigint, 'queued', ${run.at}, ${run.at},
+          ${campaign?.campaignId ?? null}::bigint, ${campaign?.contactId ?? null}::bigint, ${campaign?.attempt ?? null}::integer
         from next
         returning id, name
       ),
@@ -86,6 +96,7 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
       created_at: run.at,
       updated_at: run.at,
       ended_at: null,
+      ...(campaign ? { campaign_id: campaign.campaignId, contact_id: campaign.contactId, attempt: campaign.attempt } : {}),
     })
     .returningAll()
     .executeTakeFirstOrThrow();
