@@ -4,12 +4,14 @@
 // breaker, and a bounded window of queued runs for a large list. The test ticks the scheduler
 // itself (runCampaignTick), so what it sees depends on the clock it moves, never on a timer.
 import assert from 'node:assert/strict';
-import { runCampaignTick } from '../src/campaigns/scheduler.js';
+import { CampaignScheduler, runCampaignTick } from '../src/campaigns/scheduler.js';
+import { claimCampaigns, releaseCampaignLease } from '../src/store/campaign-statements.js';
 import { setCallingHours, setOrganizationLimits } from '../src/orgs/organizations.js';
 import { getRun } from '../src/runs/read-run.js';
 import { build, postJson } from './helpers/app.js';
 import { act, addContacts, campaignOf, contactsOf, createCampaign, offsetClock, openRuns, untilRunsEnd } from './helpers/campaigns.js';
 import { buildWithDispatcher } from './helpers/dispatch.js';
+import { FakeTime } from './helpers/fake-time.js';
 import { createOrgFixture, PATHS } from './helpers/fixtures.js';
 import { storeCases } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
@@ -165,6 +167,57 @@ for (const store of await storeCases()) {
       assert.equal(await openRuns(env, id), 0);
       const row = await env.deps.store.db.selectFrom('campaigns').select('finished_at').where('id', '=', id).executeTakeFirstOrThrow();
       assert.notEqual(row.finished_at, null);
+    });
+
+    it('ticks every CAMPAIGN_TICK_INTERVAL_MS on its own, creating the first attempt within one interval after starts_at', async (t) => {
+      const time = new FakeTime(t);
+      const { app, deps } = await build(t, store.kind, { wrapStore: time.watch, env: { CAMPAIGN_TICK_INTERVAL_MS: '1000' } });
+      const f = await createOrgFixture(deps);
+      const startsAt = Math.ceil(Date.now() / 1000) * 1000 + 5_000;
+      const { id } = await createCampaign(app, f, { starts_at: new Date(startsAt).toISOString() });
+      await addContacts(app, f, id, [{ phone_number: '+12025550181' }]);
+      await act(app, f, id, 'start');
+      let created = 0;
+      // The scheduler signals the dispatcher when it has created attempts.
+      const off = deps.signals.onWork(() => created++);
+      time.start();
+      const scheduler = new CampaignScheduler(deps);
+      scheduler.start();
+      t.after(async () => {
+        off();
+        await scheduler.stop();
+        time.stop();
+      });
+      await time.runUntil(() => created > 0, 10_000);
+      assert.ok(Date.now() >= startsAt, 'nothing before starts_at');
+      assert.ok(Date.now() < startsAt + 1_000, `created within one tick interval of starts_at (at +${Date.now() - startsAt} ms)`);
+    });
+
+    it('leases the campaign worked least recently first, so every campaign gets its turn', async (t) => {
+      const { app, deps } = await build(t, store.kind);
+      const f = await createOrgFixture(deps);
+      const ids: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const { id } = await createCampaign(app, f);
+        await act(app, f, id, 'start');
+        ids.push(id);
+      }
+      let now = deps.clock.now();
+      const [held] = await claimCampaigns(deps.store, 'node-a', now, now + 30_000, 1);
+      assert.ok(held);
+      const others = await claimCampaigns(deps.store, 'node-b', now, now + 30_000, 10);
+      assert.deepEqual(others.map((r) => r.id).sort(), ids.filter((id) => id !== held.id).sort(), 'another node never takes a leased campaign');
+      await releaseCampaignLease(deps.store, held.id, 'node-a', now);
+      for (const row of others) await releaseCampaignLease(deps.store, row.id, 'node-b', now);
+      const turns: number[] = [];
+      for (let turn = 0; turn < 3; turn++) {
+        now += 1;
+        const [leased] = await claimCampaigns(deps.store, 'node-a', now, now + 30_000, 1);
+        assert.ok(leased);
+        turns.push(leased.id);
+        await releaseCampaignLease(deps.store, leased.id, 'node-a', now);
+      }
+      assert.deepEqual([...turns].sort(), [...ids].sort(), 'three turns, three campaigns');
     });
 
     it('never holds more than max_concurrent_calls queued or live runs of a 2,000-contact campaign, and reaches every contact', { timeout: 300_000 }, async (t) => {

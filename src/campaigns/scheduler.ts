@@ -84,7 +84,7 @@ export async function runCampaignTick(deps: Deps): Promise<TickReport> {
     } catch (error) {
       deps.logger.error({ err: error, campaignId: campaign.id }, 'campaign tick failed');
     } finally {
-      await releaseCampaignLease(deps.store, campaign.id, deps.nodeId).catch((error: unknown) => deps.logger.warn({ err: error, campaignId: campaign.id }, 'could not release a campaign lease; it expires on its own'));
+      await releaseCampaignLease(deps.store, campaign.id, deps.nodeId, deps.clock.now()).catch((error: unknown) => deps.logger.warn({ err: error, campaignId: campaign.id }, 'could not release a campaign lease; it expires on its own'));
     }
   }
   return report;

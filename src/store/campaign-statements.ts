@@ -122,7 +122,10 @@ export async function claimCampaigns(store: Pick<Store, 'dialect' | 'transaction
         .select('id')
         .where('finished_at', 'is', null)
         .where('state', 'in', ['running', 'paused', 'canceled'])
-        .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<=', now), eb('lease_owner', '=', nodeId)]))
+        .where((eb) => eb.or([eb('lease_owner', 'is', null), eb('lease_expires_at', '<=', now), eb('lease_owner', '=', nodeId)]))
+        // Least recently worked first (a released campaign keeps the time it was let go): every
+        // campaign gets its turn however many there are, paused ones included.
+        .orderBy(sql`coalesce(lease_expires_at, 0)`)
         .orderBy('id')
         .limit(limit),
     ).execute();
@@ -136,9 +139,9 @@ export async function claimCampaigns(store: Pick<Store, 'dialect' | 'transaction
   });
 }
 
-/** Lets go of a campaign this node held. */
-export async function releaseCampaignLease(store: Pick<Store, 'db'>, campaignId: number, nodeId: string): Promise<void> {
-  await store.db.updateTable('campaigns').set({ lease_owner: null, lease_expires_at: null }).where('id', '=', campaignId).where('lease_owner', '=', nodeId).execute();
+/** Lets go of a campaign this node held; `lease_expires_at` keeps when, for the claim's turn order. */
+export async function releaseCampaignLease(store: Pick<Store, 'db'>, campaignId: number, nodeId: string, now: number): Promise<void> {
+  await store.db.updateTable('campaigns').set({ lease_owner: null, lease_expires_at: now }).where('id', '=', campaignId).where('lease_owner', '=', nodeId).execute();
 }
 
 /**

@@ -38,7 +38,8 @@ export function up010(dialect: DialectName) {
       .addColumn('breaker_since', 'bigint')
       // Pacing: the earliest time the next attempt may be created (calls_per_second).
       .addColumn('pacing_next_at', 'bigint')
-      // The scheduler's lease: one node works a campaign at a time.
+      // The scheduler's lease: one node works a campaign at a time. Once released, lease_expires_at
+      // keeps when, so the claim takes the least recently worked campaigns first.
       .addColumn('lease_owner', 'text')
       .addColumn('lease_expires_at', 'bigint')
       .addColumn('created_at', 'bigint', (col) => col.notNull())
