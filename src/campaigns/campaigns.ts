@@ -239,7 +239,8 @@ const ACTION_FROM: Record<CampaignAction, readonly CampaignState[]> = {
   cancel: ['draft', 'running', 'paused'],
 };
 
-export async function actOnCampaign(deps: Deps, orgId: number, campaignId: number, action: CampaignAction): Promise<CampaignView> {
+/** `orgId` undefined: the administration CLI, which names campaigns across organizations. */
+export async function actOnCampaign(deps: Deps, orgId: number | undefined, campaignId: number, action: CampaignAction): Promise<CampaignView> {
   const row = await findCampaign(deps, orgId, campaignId);
   const now = deps.clock.now();
   const from = ACTION_FROM[action];

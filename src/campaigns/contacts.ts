@@ -106,12 +106,12 @@ class ContactBatch {
   }
 }
 
-async function openCampaign(deps: Deps, orgId: number, campaignId: number): Promise<{ campaign: CampaignRow; graph: DefinitionGraph | undefined }> {
+async function openCampaign(deps: Deps, orgId: number | undefined, campaignId: number): Promise<{ campaign: CampaignRow; graph: DefinitionGraph | undefined }> {
   const campaign = await findCampaign(deps, orgId, campaignId);
   if (!OPEN_STATES.includes(campaign.state)) throw closed(campaign);
   // The agent's required variables, checked now so a contact missing one is reported, not dialed;
   // an agent not runnable now is checked again when each attempt is created.
-  const graph = await resolveTarget(deps.store, orgId, await campaignTarget(deps, campaign), campaign.mode, deps.lookups).then(
+  const graph = await resolveTarget(deps.store, campaign.org_id, await campaignTarget(deps, campaign), campaign.mode, deps.lookups).then(
     (resolved) => resolved.graph,
     () => undefined,
   );
@@ -147,7 +147,8 @@ function meteredBody(maxBytes: number, hash: ReturnType<typeof createHash>): Tra
  * Imports a CSV of contacts: a header naming a `phone_number` column, optionally `timezone`; every
  * other column becomes an `initial_context` string value (empty cells are left out).
  */
-export async function importContactCsv(deps: Deps, orgId: number, campaignId: number, body: Readable, request: ImportRequest): Promise<{ status: number; json: string; replayed: boolean }> {
+/** `orgId` undefined: the administration CLI. */
+export async function importContactCsv(deps: Deps, orgId: number | undefined, campaignId: number, body: Readable, request: ImportRequest): Promise<{ status: number; json: string; replayed: boolean }> {
   const { campaign, graph } = await openCampaign(deps, orgId, campaignId);
   const batch = new ContactBatch(deps, graph);
   const hash = createHash('sha256').update(`POST ${request.path}\ntext/csv\n`);
