@@ -2,6 +2,8 @@
 // as JSON and CSV with invalid ones reported by index or line and duplicates counted, and
 // Idempotency-Key on the import.
 import assert from 'node:assert/strict';
+import { runCampaignTick } from '../src/campaigns/scheduler.js';
+import { messageBody } from '../src/webhooks/message.js';
 import { build, getJson, postJson } from './helpers/app.js';
 import { act, addContacts, CAMPAIGNS, createCampaign } from './helpers/campaigns.js';
 import { createOrgFixture } from './helpers/fixtures.js';
@@ -68,6 +70,30 @@ for (const store of await storeCases()) {
       for (const action of ['start', 'pause', 'resume', 'cancel']) assertProblem(await act(app, f, id, action), 409, 'campaign_state_conflict');
       assertProblem(await postJson(app, `${CAMPAIGNS}/${id}/contacts`, [{ phone_number: '+12025550123' }], { key: f.apiKey }), 409, 'campaign_state_conflict');
       assertProblem(await act(app, f, 999_999, 'start'), 404, 'campaign_not_found');
+    });
+
+    it('reports campaign.started, campaign.paused and campaign.completed to subscribed endpoints, written with the change', async (t) => {
+      const { app, deps } = await build(t, store.kind);
+      const f = await createOrgFixture(deps);
+      const subscribed = await postJson(app, '/api/v1/public/webhook-endpoints', { url: 'https://93.184.216.34/campaigns', events: ['campaign.started', 'campaign.paused', 'campaign.completed'] }, { key: f.apiKey });
+      assert.equal(subscribed.statusCode, 201, subscribed.body);
+      const runsOnly = await postJson(app, '/api/v1/public/webhook-endpoints', { url: 'https://93.184.216.34/runs', events: ['run.ended'] }, { key: f.apiKey });
+      assert.equal(runsOnly.statusCode, 201, runsOnly.body);
+      const empty = await createCampaign(app, f, { name: 'Empty' });
+      const paused = await createCampaign(app, f, { name: 'Paused' });
+      await act(app, f, empty.id, 'start');
+      await runCampaignTick(deps); // nothing to call: completed
+      await act(app, f, paused.id, 'start');
+      await act(app, f, paused.id, 'pause');
+      await act(app, f, paused.id, 'resume');
+      await act(app, f, paused.id, 'pause');
+      const rows = await deps.store.db.selectFrom('webhook_deliveries').select(['endpoint_id', 'event_type', 'message_id', 'payload', 'run_id']).orderBy('id').execute();
+      assert.ok(rows.every((r) => r.endpoint_id === subscribed.json().id), 'nothing for the endpoint subscribed to run.ended only');
+      assert.deepEqual(rows.map((r) => r.event_type), ['campaign.started', 'campaign.completed', 'campaign.started', 'campaign.paused', 'campaign.paused']);
+      assert.equal(new Set(rows.map((r) => r.message_id)).size, rows.length, 'each change has its own message id');
+      const body = JSON.parse(messageBody({ event_type: rows[3]?.event_type ?? '', payload: rows[3]?.payload ?? '', workflow_uuid: null, definition_version: null }));
+      assert.equal(body.type, 'campaign.paused');
+      assert.deepEqual(body.data.campaign, { id: paused.id, name: 'Paused', state: 'paused', paused_reason: 'request' });
     });
 
     it('imports JSON contacts, listing invalid ones by index and counting numbers given twice or already present as duplicates', async (t) => {

@@ -30,7 +30,11 @@ import {
   updateCampaignState,
 } from '../store/campaign-statements.js';
 import type { CampaignRow, CampaignState, ContactStatus, PausedReason, RunMode } from '../store/schema.js';
+import type { CampaignChange } from '../store/campaign-statements.js';
 import { decodeJson } from '../store/store.js';
+import { insertOrganizationDeliveries, WEBHOOK_CHANNEL } from '../store/webhook-statements.js';
+import { campaignMessageId, type CampaignEventType } from '../webhooks/event-types.js';
+import { campaignMessageBody } from '../webhooks/message.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { selectWorkflowUuid } from '../store/workflow-statements.js';
 import { breakerOf, CANCEL_REASON, PAUSE_REASON, retryRule, scheduleOf, type BreakerInput, type CampaignSchedule, type CircuitBreaker, type RetryInput, type RetryRule } from './settings.js';
@@ -250,12 +254,12 @@ export async function actOnCampaign(deps: Deps, orgId: number | undefined, campa
   }
   const moved =
     action === 'start'
-      ? await updateCampaignState(deps.store, campaignId, { from, to: 'running', at: now }, { started_at: now, breaker_since: now })
+      ? await moveCampaign(deps, campaignId, { from, to: 'running', at: now }, { started_at: now, breaker_since: now }, 'campaign.started')
       : action === 'pause'
-        ? await updateCampaignState(deps.store, campaignId, { from, to: 'paused', at: now }, { paused_reason: 'request' })
+        ? await moveCampaign(deps, campaignId, { from, to: 'paused', at: now }, { paused_reason: 'request' }, 'campaign.paused')
         : action === 'resume'
-          ? await updateCampaignState(deps.store, campaignId, { from, to: 'running', at: now }, { paused_reason: null, breaker_since: now })
-          : await updateCampaignState(deps.store, campaignId, { from, to: 'canceled', at: now }, { paused_reason: null });
+          ? await moveCampaign(deps, campaignId, { from, to: 'running', at: now }, { paused_reason: null, breaker_since: now })
+          : await moveCampaign(deps, campaignId, { from, to: 'canceled', at: now }, { paused_reason: null });
   // Moved by someone else between the read and the write.
   if (!moved) throw conflict(await findCampaign(deps, orgId, campaignId), action);
   if (action === 'pause') await stopQueuedAttempts(deps, campaignId, PAUSE_REASON);
@@ -265,6 +269,36 @@ export async function actOnCampaign(deps: Deps, orgId: number | undefined, campa
   }
   if (action === 'start' || action === 'resume' || action === 'cancel') deps.signals.campaigns();
   return viewOf(deps, moved);
+}
+
+/**
+ * Moves a campaign (compare-and-set, updateCampaignState) and, in the same durable transaction,
+ * writes the webhook message reporting it to the organization's subscribed endpoints (an outbox,
+ * like run events': the message is sent if and only if the move committed). Undefined when the
+ * campaign was not in a state the move starts from.
+ */
+export async function moveCampaign(
+  deps: Pick<Deps, 'store' | 'signals'>,
+  campaignId: number,
+  move: Parameters<typeof updateCampaignState>[2],
+  change: CampaignChange,
+  webhook?: CampaignEventType,
+): Promise<CampaignRow | undefined> {
+  const { moved, deliveries } = await deps.store.transaction('durable', async (trx) => {
+    const row = await updateCampaignState(trx, campaignId, move, change);
+    if (!row || !webhook) return { moved: row, deliveries: 0 };
+    const written = await insertOrganizationDeliveries(trx, row.org_id, {
+      messageId: campaignMessageId(row.id, webhook, move.at),
+      eventType: webhook,
+      payload: campaignMessageBody(webhook, move.at, row),
+      at: move.at,
+    });
+    // Other nodes' delivery workers look at once (PostgreSQL); this node's is signalled below.
+    if (written > 0) await deps.store.notify(trx, WEBHOOK_CHANNEL);
+    return { moved: row, deliveries: written };
+  });
+  if (deliveries > 0) deps.signals.outbox();
+  return moved;
 }
 
 /**

@@ -44,7 +44,6 @@ import {
   setContactRun,
   settleContact,
   updateCampaignColumns,
-  updateCampaignState,
   updatePendingContact,
   lockRunningCampaign,
 } from '../store/campaign-statements.js';
@@ -52,7 +51,7 @@ import type { CampaignContactRow, CampaignRow, TelephonyConfigurationRow } from 
 import { decodeJson } from '../store/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
-import { campaignTarget, rulesOf, stopQueuedAttempts, type CampaignRules } from './campaigns.js';
+import { campaignTarget, moveCampaign, rulesOf, stopQueuedAttempts, type CampaignRules } from './campaigns.js';
 import { breakerTrips, insideSchedule, pacingAllowance, settle, PAUSE_REASON } from './settings.js';
 
 /** Ended attempts settled per campaign per tick: bounds one tick's work; the rest wait for the next. */
@@ -114,7 +113,7 @@ async function workCampaign(deps: Deps, campaign: CampaignRow): Promise<{ create
   const inProgress = await countContactsInStatus(deps.store, row.id, 'in_progress');
   if (inProgress === 0 && (await countContactsInStatus(deps.store, row.id, 'pending')) === 0) {
     // Compare-and-set on contacts_version: an import committed since the counts keeps it running.
-    const completed = await updateCampaignState(deps.store, row.id, { from: ['running'], to: 'completed', at: now, contactsVersion: row.contacts_version }, { finished_at: now });
+    const completed = await moveCampaign(deps, row.id, { from: ['running'], to: 'completed', at: now, contactsVersion: row.contacts_version }, { finished_at: now }, 'campaign.completed');
     if (completed) deps.logger.info({ campaignId: row.id }, 'campaign completed');
     return { created: 0, settled };
   }
@@ -123,7 +122,7 @@ async function workCampaign(deps: Deps, campaign: CampaignRow): Promise<{ create
 }
 
 async function pauseBy(deps: Deps, row: CampaignRow, reason: 'circuit_breaker' | 'ends_at'): Promise<void> {
-  const paused = await updateCampaignState(deps.store, row.id, { from: ['running'], to: 'paused', at: deps.clock.now() }, { paused_reason: reason });
+  const paused = await moveCampaign(deps, row.id, { from: ['running'], to: 'paused', at: deps.clock.now() }, { paused_reason: reason }, 'campaign.paused');
   if (!paused) return;
   deps.logger.warn({ campaignId: row.id, reason }, 'campaign paused');
   await stopQueuedAttempts(deps, row.id, PAUSE_REASON);
