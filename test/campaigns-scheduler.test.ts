@@ -106,6 +106,21 @@ for (const store of await storeCases()) {
       assert.equal((await runCampaignTick(deps)).created, 1, '10:00 EDT is inside');
     });
 
+    it('creates at most calls_per_second attempts a second, with no more than one second saved up', async (t) => {
+      let now = Date.parse('2026-03-02T15:00:00Z');
+      const { app, deps } = await build(t, store.kind, { clock: { now: () => now } });
+      const f = await createOrgFixture(deps);
+      const { id } = await createCampaign(app, f, { calls_per_second: 2 });
+      await addContacts(app, f, id, Array.from({ length: 20 }, (_, i) => ({ phone_number: `+1202555${String(1100 + i)}` })));
+      await act(app, f, id, 'start');
+      const created: number[] = [];
+      for (const step of [0, 0, 499, 1, 1000, 10_000]) {
+        now += step;
+        created.push((await runCampaignTick(deps)).created);
+      }
+      assert.deepEqual(created, [2, 0, 0, 1, 2, 2]);
+    });
+
     it('pauses at once: queued attempts end canceled undialed and their contacts get the attempt back; resume dials them', async (t) => {
       const env = await buildWithDispatcher(t, store.kind, { start: false });
       const f = await createOrgFixture(env.deps);

@@ -134,7 +134,8 @@ export function breakerTrips(breaker: CircuitBreaker, counts: { ended: number; f
 export function pacingAllowance(callsPerSecond: number | null, nextAt: number | null, now: number): { allowed: number; after: (taken: number) => number | null } {
   if (callsPerSecond === null) return { allowed: Number.POSITIVE_INFINITY, after: () => null };
   const spacing = 1000 / callsPerSecond;
-  const from = Math.max(nextAt ?? now - 1000, now - 1000);
+  // At most one second's worth saved up: the slots within the last second, this instant included.
+  const from = Math.max(nextAt ?? Number.NEGATIVE_INFINITY, now - 1000 + spacing);
   const allowed = from > now ? 0 : Math.floor((now - from) / spacing) + 1;
   return { allowed, after: (taken) => from + taken * spacing };
 }
