@@ -104,6 +104,17 @@ for (const store of await storeCases()) {
       assert.equal((await runCampaignTick(deps)).created, 0, '09:30 EDT is before the window');
       now = Date.parse('2026-03-08T14:00:00Z'); // 10:00 EDT (it would be 09:00 under EST)
       assert.equal((await runCampaignTick(deps)).created, 1, '10:00 EDT is inside');
+      // No dispatcher here: the attempt is still queued when the window closes at 12:00 EDT.
+      now = Date.parse('2026-03-08T16:00:00Z');
+      await runCampaignTick(deps);
+      await runCampaignTick(deps);
+      const [contact] = (await contactsOf({ app, deps, close: async () => undefined }, f, id)).values();
+      assert.equal(contact?.status, 'pending', 'given back for the next window');
+      assert.deepEqual(contact?.attempts.map((a) => a.state), ['canceled']);
+      const run = await getRun(deps.store, f.orgId, contact?.attempts[0]?.run_id ?? 0);
+      assert.equal(run.outcome_reason, 'outside_campaign_schedule');
+      now = Date.parse('2026-03-09T13:00:00Z'); // Monday 09:00 EDT
+      assert.equal((await runCampaignTick(deps)).created, 1, 'the next window calls it again');
     });
 
     it('creates at most calls_per_second attempts a second, with no more than one second saved up', async (t) => {

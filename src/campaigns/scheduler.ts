@@ -11,7 +11,8 @@
 // 3. `ends_at` passed: pause (reason ends_at). Nothing pending or in progress: `completed`.
 // 4. Create due attempts, lazily: at most max_concurrent_calls in progress at once, at most what
 //    calls_per_second allows since the last tick, at most CAMPAIGN_BATCH_SIZE a tick, and none
-//    outside the schedule's windows or before starts_at. Each contact passes the calling policy
+//    outside the schedule's windows or before starts_at. Attempts still queued when a window
+//    closes end canceled undialed (reason outside_campaign_schedule), given back to their contacts. Each contact passes the calling policy
 //    first (policy/): suppressed → contact `suppressed`; per-number cap → deferred; outside the
 //    callee's calling hours (the contact's own time zone when it has one) → deferred.
 //
@@ -52,7 +53,7 @@ import { decodeJson } from '../store/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
 import { campaignTarget, moveCampaign, rulesOf, stopQueuedAttempts, type CampaignRules } from './campaigns.js';
-import { breakerTrips, insideSchedule, pacingAllowance, settle, PAUSE_REASON } from './settings.js';
+import { breakerTrips, insideSchedule, pacingAllowance, settle, PAUSE_REASON, SCHEDULE_REASON } from './settings.js';
 
 /** Ended attempts settled per campaign per tick: bounds one tick's work; the rest wait for the next. */
 const SETTLE_BATCH = 1_000;
@@ -180,7 +181,11 @@ async function attemptContext(deps: Deps, row: CampaignRow): Promise<AttemptCont
 /** Step 4. */
 async function createDueAttempts(deps: Deps, row: CampaignRow, rules: CampaignRules, inProgress: number, now: number): Promise<number> {
   if (row.starts_at !== null && now < row.starts_at) return 0;
-  if (!insideSchedule(rules.schedule, now)) return 0;
+  if (!insideSchedule(rules.schedule, now)) {
+    // The window closed with attempts still queued (their route busy): none is dialed outside it.
+    await stopQueuedAttempts(deps, row.id, SCHEDULE_REASON);
+    return 0;
+  }
   const pacing = pacingAllowance(row.calls_per_second, row.pacing_next_at, now);
   const room = Math.min(row.max_concurrent_calls - inProgress, pacing.allowed, deps.config.CAMPAIGN_BATCH_SIZE);
   if (room <= 0) return 0;

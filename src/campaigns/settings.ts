@@ -96,13 +96,15 @@ export type Settlement =
 
 /** Why an attempt was canceled before it was dialed, so its contact gets the attempt back. */
 export const PAUSE_REASON = 'campaign_paused';
+/** An attempt still queued when the schedule's window closed: canceled undialed, given back too. */
+export const SCHEDULE_REASON = 'outside_campaign_schedule';
 export const CANCEL_REASON = 'campaign_canceled';
 /** What the dispatcher's claim screen says of a run to a number suppressed since it was queued (policy/claim-screen.ts). */
 export const SUPPRESSED_REASON = 'suppressed';
 
 /**
- * How an ended attempt settles its contact: `completed` reached it; canceled by a pause it waits
- * for the resume with its attempt given back; a state in `retry.on` with attempts left retries
+ * How an ended attempt settles its contact: `completed` reached it; canceled undialed by a pause
+ * or the schedule's close it waits for the resume or the next window with its attempt given back; a state in `retry.on` with attempts left retries
  * `delay_seconds` after the end; anything else used it up.
  */
 export function settle(
@@ -114,7 +116,7 @@ export function settle(
   if (ended.state === 'completed') return { status: 'reached' };
   if (ended.state === 'canceled' && ended.reason === SUPPRESSED_REASON) return { status: 'suppressed' };
   if (campaignCanceled) return { status: 'canceled' };
-  if (ended.state === 'canceled' && ended.reason === PAUSE_REASON) return { status: 'pending', nextAttemptAt: now, refund: true };
+  if (ended.state === 'canceled' && (ended.reason === PAUSE_REASON || ended.reason === SCHEDULE_REASON)) return { status: 'pending', nextAttemptAt: now, refund: true };
   const used = ended.attempts - ended.refunded;
   if ((retry.on as readonly string[]).includes(ended.state) && used < retry.maxAttempts) {
     return { status: 'pending', nextAttemptAt: ended.endedAt + retry.delaySeconds * 1000, refund: false };
