@@ -206,7 +206,10 @@ async function write(deps: Deps, campaign: CampaignRow, batch: ContactBatch, req
   try {
     const json = await deps.store.transaction('durable', async (trx) => {
       const now = deps.clock.now();
-      if (!(await bumpContactsVersion(trx, campaign.id, now))) throw closed({ ...campaign, state: 'completed' });
+      // Ended while the import was checked (completed, or canceled): nothing is written.
+      if (!(await bumpContactsVersion(trx, campaign.id, now))) {
+        throw new DialtoneError('campaign_state_conflict', `Campaign ${campaign.id} ended while its contacts were imported; it takes no more.`);
+      }
       const added = await insertContacts(trx, campaign.id, contacts, now);
       const answer: ImportAnswer = { added, duplicates: batch.repeated + contacts.length - added, invalid: batch.invalid, invalid_count: batch.invalidCount };
       const text = JSON.stringify(answer);
