@@ -16,6 +16,7 @@ import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
+import { campaignRoutes } from './http/routes/campaigns.js';
 import { catalogRoutes } from './http/routes/catalog.js';
 import { consoleRoutes } from './http/routes/console.js';
 import { runtimeRoutes } from './http/routes/runtime.js';
@@ -123,6 +124,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       await publicApi.register(workflowRunRoutes(deps));
       await publicApi.register(webhookEndpointRoutes(deps));
       await publicApi.register(suppressionRoutes(deps));
+      await publicApi.register(campaignRoutes(deps));
       await publicApi.register(catalogRoutes(deps));
       await publicApi.register(statsRoutes(deps));
       await publicApi.register(streamRoutes(deps));

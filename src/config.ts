@@ -169,6 +169,20 @@ export const ConfigSchema = Type.Object({
   /** Most invalid lines an import answer lists (every one is counted in invalid_count). */
   SUPPRESSION_IMPORT_MAX_INVALID_LISTED: Integer(0, 100_000, 1_000),
 
+  // Campaigns (README "Campaigns").
+  /** How often a dispatching node's campaign scheduler settles ended attempts and creates due ones. */
+  CAMPAIGN_TICK_INTERVAL_MS: Integer(10, 600_000, 1_000),
+  /** Most attempts one campaign gets per tick (its max_concurrent_calls and calls_per_second bound it too). */
+  CAMPAIGN_BATCH_SIZE: Integer(1, 10_000, 100),
+  /** How long a node holds a campaign it works on; a node that dies lets it go after this. */
+  CAMPAIGN_LEASE_MS: Integer(1_000, 3_600_000, 30_000),
+  /** Largest contacts import (JSON or CSV), in bytes (413 above it). */
+  CAMPAIGN_CONTACTS_MAX_BYTES: Integer(1024, 1024 * 1024 * 1024, 16 * 1024 * 1024),
+  /** Most contacts one import may carry (422 above it). */
+  CAMPAIGN_CONTACTS_MAX_PER_REQUEST: Integer(1, 1_000_000, 10_000),
+  /** Most invalid contacts an import answer lists (every one is counted in invalid_count). */
+  CAMPAIGN_CONTACTS_MAX_INVALID_LISTED: Integer(0, 100_000, 1_000),
+
   // The event stream (GET /api/v1/public/stream) and the console (README "Console").
   /** A comment line is sent on every open stream this often, so proxies and clients see it alive. */
   STREAM_HEARTBEAT_MS: Integer(10, 600_000, 15_000),

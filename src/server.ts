@@ -5,6 +5,7 @@ import { buildApp } from './app.js';
 import { loadConfig } from './config.js';
 import { buildDeps, type Deps } from './deps.js';
 import { purgeExpiredIdempotencyKeys } from './calls/idempotency.js';
+import { CampaignScheduler } from './campaigns/scheduler.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { demoBanner, seedDemoIfEmpty } from './first-run.js';
 import { migrateToLatest } from './store/migrate.js';
@@ -40,6 +41,9 @@ export async function startService(deps: Deps): Promise<RunningService> {
           housekeeping: [(now) => purgeExpiredIdempotencyKeys(deps.store, now)],
         });
   dispatcher?.start();
+  // Campaign attempts are created where runs are dispatched: an API-only node only records them.
+  const campaigns = role === 'api' ? undefined : new CampaignScheduler(deps);
+  campaigns?.start();
   // Webhooks go out from every node that dispatches: the API-only nodes stay request-serving only.
   const webhooks = role === 'api' ? undefined : new DeliveryWorker({ ...deps, version: packageInfo().version, onRecorded: () => deps.signals.journal() });
   const stopWaking = webhooks ? deps.signals.onOutbox(() => webhooks.wake()) : undefined;
@@ -60,6 +64,7 @@ export async function startService(deps: Deps): Promise<RunningService> {
         await app.close();
         // Webhook attempts in flight get the same time as the dials, alongside them.
         stopWaking?.();
+        await campaigns?.stop();
         await Promise.all([dispatcher?.stop(), webhooks?.stop(deps.config.DISPATCH_SHUTDOWN_MS)]);
         await Promise.all(Object.values(deps.providers).map((p) => p.close()));
         await deps.rateLimits.close();

@@ -16,6 +16,17 @@ export class Signals {
   private readonly journalListeners = new Set<() => void>();
   private readonly eventListeners = new Set<(event: ProviderEvent, appliedElsewhere: AppliedElsewhere | undefined) => void>();
   private readonly cancelListeners = new Set<(runId: number) => Promise<void>>();
+  private readonly campaignListeners = new Set<() => void>();
+
+  onCampaigns(listener: () => void): () => void {
+    this.campaignListeners.add(listener);
+    return () => this.campaignListeners.delete(listener);
+  }
+
+  /** A campaign was started, resumed or given contacts on this node: its scheduler looks at once. */
+  campaigns(): void {
+    for (const listener of this.campaignListeners) listener();
+  }
 
   onWork(listener: () => void): () => void {
     this.workListeners.add(listener);

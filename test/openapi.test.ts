@@ -511,6 +511,18 @@ const SUPPRESSION_OPERATIONS = [
   ['post', '/api/v1/public/suppressions/import'],
 ] as const;
 const suppressionUrl = (template: string, number = '+12025550199') => template.replace('{phone_number}', encodeURIComponent(number));
+const CAMPAIGN_OPERATIONS = [
+  ['post', '/api/v1/public/campaigns'],
+  ['get', '/api/v1/public/campaigns'],
+  ['get', '/api/v1/public/campaigns/{id}'],
+  ['post', '/api/v1/public/campaigns/{id}/start'],
+  ['post', '/api/v1/public/campaigns/{id}/pause'],
+  ['post', '/api/v1/public/campaigns/{id}/resume'],
+  ['post', '/api/v1/public/campaigns/{id}/cancel'],
+  ['post', '/api/v1/public/campaigns/{id}/contacts'],
+  ['get', '/api/v1/public/campaigns/{id}/contacts'],
+  ['get', '/api/v1/public/campaigns/{id}/runs'],
+] as const;
 /** The console's reads: no path parameters, GET only. The stream answers over a real socket (below). */
 const CONSOLE_READS = ['/api/v1/public/workflow-runs', '/api/v1/public/workflows', '/api/v1/public/telephony-configurations', '/api/v1/public/stats'] as const;
 const STREAM_PATH = '/api/v1/public/stream';
@@ -726,6 +738,57 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await send('DELETE', DELETE, suppressionUrl(DELETE), 'a removal');
     });
 
+    await t.test('the campaign operations', async () => {
+      const [CREATE, LIST, ONE, START, PAUSE, RESUME, CANCEL, ADD, CONTACTS, RUNS] = CAMPAIGN_OPERATIONS.map(([, template]) => template) as unknown as string[] as [string, string, string, string, string, string, string, string, string, string];
+      const at = (template: string, id: number | string) => template.replace('{id}', String(id));
+      const created = await send('POST', CREATE, CREATE, 'a new campaign', { body: { name: 'Drive', agent_uuid: f.agentUuid, mode: 'published' } });
+      assert.equal(created.statusCode, 201, created.body);
+      const id = (created.json() as { id: number }).id;
+      await send('POST', CREATE, CREATE, 'an unknown field', { body: { name: 'x', agent_uuid: f.agentUuid, mode: 'published', colour: 'red' } });
+      await send('POST', CREATE, CREATE, 'an unknown agent', { body: { name: 'x', agent_uuid: UNKNOWN_UUID, mode: 'published' } });
+      await send('POST', CREATE, CREATE, 'nothing published', { body: { name: 'x', workflow_uuid: draftOnly.workflowUuid, mode: 'published' }, headers: { 'x-api-key': draftOnly.apiKey } });
+      await send('POST', CREATE, CREATE, 'a body that is not JSON', { raw: '{' });
+      await send('POST', CREATE, CREATE, 'a body over the limit', { body: { name: 'x'.repeat(70_000), agent_uuid: f.agentUuid, mode: 'published' } });
+      await send('POST', CREATE, CREATE, 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+      await send('GET', LIST, LIST, 'the list');
+      await send('GET', LIST, `${LIST}?limit=500`, 'a page size over the limit');
+      await send('GET', ONE, at(ONE, id), 'a campaign');
+      await send('POST', ADD, at(ADD, id), 'JSON contacts', { body: [{ phone_number: '+12025550123' }, { phone_number: 'nope' }] });
+      await send('POST', ADD, at(ADD, id), 'CSV contacts', { raw: 'phone_number\n+12025550124\n', headers: { 'content-type': 'text/csv' } });
+      await send('POST', ADD, at(ADD, id), 'an item with an unknown field', { body: [{ phone: '+12025550125' }] });
+      await holdIdempotencyKey(deps, f.orgId, 'held-contacts', at(ADD, id), [{ phone_number: '+12025550126' }]);
+      await send('POST', ADD, at(ADD, id), 'an Idempotency-Key in flight', { body: [{ phone_number: '+12025550126' }], headers: { 'idempotency-key': 'held-contacts' } });
+      await send('POST', ADD, at(ADD, id), 'a body that is not JSON', { raw: '{' });
+      await send('POST', ADD, at(ADD, id), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+      await send('POST', ADD, at(ADD, id), 'a CSV over the limit', { raw: `phone_number\n${'+12025550198\n'.repeat(1_400_000)}`, headers: { 'content-type': 'text/csv' } });
+      await send('GET', CONTACTS, at(CONTACTS, id), 'the contacts');
+      await send('GET', CONTACTS, `${at(CONTACTS, id)}?status=lost`, 'an unknown status');
+      await send('GET', RUNS, at(RUNS, id), 'the runs');
+      await send('GET', RUNS, `${at(RUNS, id)}?after=first`, 'a malformed cursor');
+      await send('POST', START, at(START, id), 'a start');
+      await send('POST', START, at(START, id), 'a second start');
+      await send('POST', PAUSE, at(PAUSE, id), 'a pause');
+      await send('POST', PAUSE, at(PAUSE, id), 'a second pause');
+      await send('POST', RESUME, at(RESUME, id), 'a resume');
+      await send('POST', RESUME, at(RESUME, id), 'a second resume');
+      await send('POST', CANCEL, at(CANCEL, id), 'a cancel');
+      await send('POST', CANCEL, at(CANCEL, id), 'a second cancel');
+      await send('POST', ADD, at(ADD, id), 'contacts for a canceled campaign', { body: [{ phone_number: '+12025550127' }] });
+      for (const [method, template] of CAMPAIGN_OPERATIONS) {
+        const verb = method.toUpperCase() as 'GET' | 'POST';
+        const body = verb === 'POST' ? { body: {} } : {};
+        await send(verb, template, at(template, id), 'no API key', { ...body, headers: { 'x-api-key': '' } });
+        if (!template.includes('{id}')) continue;
+        await send(verb, template, at(template, 999_999), 'an unknown campaign', template === ADD ? { body: [] } : body);
+        await send(verb, template, at(template, UNDECODABLE), 'a URL the router cannot decode', body);
+        if (verb === 'POST' && template !== ADD) {
+          await send(verb, template, at(template, id), 'a body that is not JSON', { raw: '{' });
+          await send(verb, template, at(template, id), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+          await send(verb, template, at(template, id), 'a body over the limit', { body: { note: 'x'.repeat(70_000) } });
+        }
+      }
+    });
+
     await t.test('the console\'s reads and the event stream', async () => {
       const get = (url: string, headers: Record<string, string> = { 'x-api-key': key }) => app.inject({ method: 'GET', url, headers }).then(fromInject);
       for (const path of CONSOLE_READS) {
@@ -770,6 +833,9 @@ describe('Every answer is declared in the OpenAPI document', () => {
         await until(429, method, template, () => limited.app.inject({ method: method.toUpperCase() as 'GET', url: suppressionUrl(template), headers: { 'x-api-key': lf.apiKey } }));
       }
       for (const path of CONSOLE_READS) await until(429, 'get', path, () => limited.app.inject({ method: 'GET', url: path, headers: { 'x-api-key': lf.apiKey } }));
+      for (const [method, template] of CAMPAIGN_OPERATIONS) {
+        await until(429, method, template, () => limited.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), headers: { 'x-api-key': lf.apiKey } }));
+      }
       for (let attempt = 0; attempt < 5; attempt++) {
         const answer = await streamAnswer(limited.app, { 'x-api-key': lf.apiKey });
         answers.check('get', STREAM_PATH, answer, 'sent until 429');
@@ -800,6 +866,9 @@ describe('Every answer is declared in the OpenAPI document', () => {
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: suppressionUrl(template), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
       }
       for (const path of CONSOLE_READS) answers.check('get', path, fromInject(await down.app.inject({ method: 'GET', url: path, headers: { 'x-api-key': df.apiKey } })), 'the store is down');
+      for (const [method, template] of CAMPAIGN_OPERATIONS) {
+        answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
+      }
       answers.check('get', STREAM_PATH, await streamAnswer(down.app, { 'x-api-key': df.apiKey }), 'the store is down');
       for (const [method, template] of WEBHOOK_OPERATIONS) {
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1').replace('{delivery_id}', '1'), headers: { 'x-api-key': df.apiKey } })), 'the store is down');

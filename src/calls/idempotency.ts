@@ -140,11 +140,12 @@ function inUse(): DialtoneError {
 }
 
 /**
- * Stores the response on the claim inside the transaction that creates the run. When the claim was
+ * Stores the response on the claim inside the transaction that creates the run (or, for a
+ * campaign's contacts import, writes the contacts: runId null). When the claim was
  * taken over meanwhile (this request outlived IDEMPOTENCY_LOCK_MS), it throws, so the run is not
  * created twice under one key.
  */
-export async function completeClaim(trx: StoreTransaction, claim: Claim, status: number, body: string, runId: number, now: number): Promise<void> {
+export async function completeClaim(trx: StoreTransaction, claim: Claim, status: number, body: string, runId: number | null, now: number): Promise<void> {
   if (!(await setIdempotencyCompleted(trx, claim, { status, body, runId }, now))) throw inUse();
 }
 

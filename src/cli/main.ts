@@ -33,6 +33,7 @@ import {
   type EndpointView,
   type WebhookContext,
 } from '../webhooks/endpoints.js';
+import { campaignCommands } from './campaigns.js';
 import { CliError, reportFailure } from './errors.js';
 import { formatRecord, formatTable, type Printable } from './output.js';
 
@@ -149,6 +150,8 @@ function readJsonFile(path: string): unknown {
 interface Output {
   json: unknown;
   text: string;
+  /** Print the JSON on one line (after NDJSON lines already printed: `campaign status --watch`). */
+  compact?: boolean;
 }
 
 /** Opens the store (migrating it), runs one command, prints its result, closes the store. */
@@ -160,7 +163,7 @@ function action<A extends unknown[]>(run: (deps: Deps, ...args: A) => Promise<Ou
     try {
       await migrateToLatest(deps.store);
       const out = await run(deps, ...args);
-      process.stdout.write(`${json ? JSON.stringify(out.json, null, 2) : out.text}\n`);
+      process.stdout.write(`${json ? JSON.stringify(out.json, null, out.compact ? undefined : 2) : out.text}\n`);
     } finally {
       await deps.store.close();
     }
@@ -692,6 +695,15 @@ export function buildCli(options: { json?: boolean } = {}): Command {
         return { json: { id: endpointId, deleted: true }, text: `Deleted webhook endpoint ${endpointId}.` };
       }),
     );
+
+  campaignCommands(program, {
+    action,
+    positiveInt,
+    positiveNumber,
+    readJsonFile,
+    requireOrg,
+    wantsJson: (command) => Boolean(command.optsWithGlobals().json),
+  });
 
   return program;
 }

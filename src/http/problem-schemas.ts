@@ -24,6 +24,7 @@ const FieldErrorSchema = Type.Object({
 const EXTENSION_MEMBERS: Partial<Record<number, TProperties>> = {
   409: {
     header: Type.Optional(Type.String({ description: 'The request header the problem is about (idempotency_key_in_use: Idempotency-Key)' })),
+    state: Type.Optional(Type.String({ description: 'The campaign\'s state, which does not allow the action (campaign_state_conflict)' })),
   },
   422: {
     errors: Type.Optional(

@@ -127,6 +127,9 @@ export const WorkflowRun = Type.Object({
   answered_at: NullableTimestamp,
   ended_at: NullableTimestamp,
   cancel_requested_at: NullableTimestamp,
+  campaign_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The campaign this run is an attempt of; null for a run started by an Initiate Call operation' }),
+  contact_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The campaign contact this run calls; null outside campaigns' }),
+  attempt: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'The attempt number for that contact (1, 2, …); null outside campaigns' }),
 });
 
 export const RunPage = Type.Object({

@@ -5,6 +5,7 @@
 // nothing reads the count as it is.
 import { DialtoneError } from '../errors.js';
 import { selectCapOpening } from '../store/suppression-statements.js';
+import type { InsertChecks } from '../runs/create-run.js';
 import type { Queryable } from '../store/store.js';
 
 export interface NumberCap {
@@ -23,6 +24,14 @@ export async function checkNumberCap(on: Queryable, orgId: number, phoneNumber: 
  */
 function refuseWhenCapped(opening: number | null, cap: NumberCap, now: number): void {
   if (opening !== null) throw cappedError(opening, cap, now);
+}
+
+/** The cap for the creating insert to count exactly (runs/create-run.ts), without the suppression list (a caller that read it already). */
+export function numberCapChecks(cap: NumberCap, now: number): InsertChecks {
+  return {
+    guards: { cap: { maxCalls: cap.maxCalls, since: now - cap.windowSeconds * 1000 } },
+    refusal: (refused) => (refused.refused === 'capped' ? cappedError(refused.capOpening, cap, now) : new Error(`the insert refused (${refused.refused}) without being asked to check it`)),
+  };
 }
 
 /** The refusal when the cap is reached: a place opens when the run created at `opening` leaves the window. */

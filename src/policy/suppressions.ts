@@ -10,6 +10,7 @@ import { DialtoneError, validationFailed } from '../errors.js';
 import type { SuppressionRow } from '../store/schema.js';
 import {
   deleteSuppression,
+  selectActiveSuppression,
   selectSuppression,
   selectSuppressionPage,
   upsertSuppression,
@@ -17,6 +18,11 @@ import {
   type SuppressionValues,
 } from '../store/suppression-statements.js';
 import type { Store } from '../store/store.js';
+
+/** True when the organization must not call the number (E.164) at `now`: what a campaign checks before each attempt. */
+export async function isSuppressed(store: Pick<Store, 'db'>, orgId: number, phoneNumber: string, now: number): Promise<boolean> {
+  return (await selectActiveSuppression(store, orgId, phoneNumber, now)) !== undefined;
+}
 
 export interface SuppressionContext {
   store: Pick<Store, 'db' | 'dialect' | 'transaction'>;

@@ -38,6 +38,8 @@ export interface CreateRunOptions {
    * refusal is thrown.
    */
   checks?: InsertChecks;
+  /** Runs inside the creating transaction before the insert, and may refuse it by throwing (a campaign's attempt: campaigns/scheduler.ts). */
+  beforeInsert?: (trx: StoreTransaction) => Promise<void>;
   /** Runs inside the creating transaction (the Idempotency-Key record commits with the run). */
   onCreated?: (trx: StoreTransaction, run: CreatedRun) => Promise<void>;
 }
@@ -49,6 +51,7 @@ export interface InsertChecks {
 }
 
 export async function createRun(store: Store, run: NewRun, now: number, options: CreateRunOptions = {}): Promise<CreateRunResult> {
+  const campaign = run.campaignAttempt;
   const values = {
     ...run,
     at: now,
@@ -57,6 +60,7 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
       definition_version: run.definitionVersion,
       telephony_configuration_id: run.telephonyConfigurationId,
       ...(run.scheduledFor !== null ? { scheduled_for: new Date(run.scheduledFor).toISOString() } : {}),
+      ...(campaign ? { campaign_id: campaign.campaignId, contact_id: campaign.contactId, attempt: campaign.attempt } : {}),
     }),
     namePrefix: runNamePrefix(run.mode),
     // Wakes dispatchers on other nodes as this commits (PostgreSQL); same-node ones are signalled in-process.
@@ -69,12 +73,13 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
   const guard = options.checks?.guards;
   // Nothing else to write in the same transaction: the store inserts it as cheaply as it can (one
   // statement on PostgreSQL, checks included).
-  if (!options.queueCap && !options.onCreated) {
+  if (!options.queueCap && !options.beforeInsert && !options.onCreated) {
     const { id, name, deliveries } = created(await insertQueuedRunDurably(store, values, guard));
     return { id, name, state: 'queued', webhookDeliveries: deliveries };
   }
   return store.transaction('durable', async (trx) => {
     if (options.queueCap) await enforceQueueCap(store, trx, run.orgId, options.queueCap);
+    await options.beforeInsert?.(trx);
     const { id, name, deliveries } = created(await insertQueuedRun(trx, store.dialect, values, guard));
     const queued = { id, name, state: 'queued' as const };
     await options.onCreated?.(trx, queued);

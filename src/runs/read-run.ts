@@ -33,6 +33,10 @@ export interface RunView {
   answered_at: string | null;
   ended_at: string | null;
   cancel_requested_at: string | null;
+  /** A campaign's attempt: its campaign, contact and attempt number; null for a direct run. */
+  campaign_id: number | null;
+  contact_id: number | null;
+  attempt: number | null;
 }
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -65,6 +69,10 @@ export function toRunView(row: RunDetailsRow): RunView {
     answered_at: isoOrNull(row.answered_at),
     ended_at: isoOrNull(row.ended_at),
     cancel_requested_at: isoOrNull(row.cancel_requested_at),
+    // A webhook payload fixed before migration 010 has none of the three.
+    campaign_id: row.campaign_id ?? null,
+    contact_id: row.contact_id ?? null,
+    attempt: row.attempt ?? null,
   };
 }
 

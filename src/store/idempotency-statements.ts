@@ -64,7 +64,7 @@ export async function takeOverIdempotencyRecord(
 export async function setIdempotencyCompleted(
   trx: StoreTransaction,
   claim: ClaimKey,
-  response: { status: number; body: string; runId: number },
+  response: { status: number; body: string; runId: number | null },
   now: number,
 ): Promise<boolean> {
   const done = await trx

@@ -24,6 +24,14 @@ export interface NewRunRow {
   initialContextJson: string | null;
   /** When the run becomes due (queued outside calling hours); null when due at once. */
   scheduledFor: number | null;
+  /** A campaign's attempt (the unique (contact_id, attempt) index refuses a second one); absent for a direct run. */
+  campaignAttempt?: CampaignAttempt | undefined;
+}
+
+export interface CampaignAttempt {
+  campaignId: number;
+  contactId: number;
+  attempt: number;
 }
 
 export interface QueuedRunValues extends NewRunRow {
@@ -77,6 +85,7 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
     const opening = await selectCapOpening({ db }, run.orgId, run.phoneNumber, guards.cap.since, guards.cap.maxCalls);
     if (opening !== null) return { refused: 'capped', capOpening: opening };
   }
+  const campaign = run.campaignAttempt;
   const inserted = await db
     .insertInto('workflow_runs')
     .values({
@@ -97,6 +106,7 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
       created_at: run.at,
       updated_at: run.at,
       ended_at: null,
+      ...(campaign ? { campaign_id: campaign.campaignId, contact_id: campaign.contactId, attempt: campaign.attempt } : {}),
     })
     .returningAll()
     .executeTakeFirstOrThrow();
@@ -136,6 +146,7 @@ export async function insertQueuedRunDurably(store: Store, run: QueuedRunValues,
  */
 async function insertOnPostgres(db: Kysely<Database>, run: QueuedRunValues, guards: InsertGuards): Promise<InsertedRun | InsertRefused> {
   const { cap, suppressedAt } = guards;
+  const campaign = run.campaignAttempt;
   const opening = cap
     ? sql`select dialtone_number_cap_opening(${run.orgId}::bigint, ${run.phoneNumber}::text, ${cap.since}::bigint, ${cap.maxCalls}::integer) as at`
     : sql`select null::bigint as at`;
@@ -152,9 +163,10 @@ async function insertOnPostgres(db: Kysely<Database>, run: QueuedRunValues, guar
     ),
     run as (
       insert into workflow_runs (id, name, org_id, workflow_id, definition_id, mode, trigger_uuid, phone_number, caller_id,
-        telephony_configuration_id, initial_context, scheduled_for, state, created_at, updated_at)
+        telephony_configuration_id, initial_context, scheduled_for, state, created_at, updated_at, campaign_id, contact_id, attempt)
       select id, ${run.namePrefix} || id, ${run.orgId}, ${run.workflowId}, ${run.definitionId}, ${run.mode}, ${run.triggerUuid}, ${run.phoneNumber},
-        ${run.callerId}, ${run.telephonyConfigurationId}, ${run.initialContextJson}, ${run.scheduledFor}::bigint, 'queued', ${run.at}, ${run.at}
+        ${run.callerId}, ${run.telephonyConfigurationId}, ${run.initialContextJson}, ${run.scheduledFor}::bigint, 'queued', ${run.at}, ${run.at},
+        ${campaign?.campaignId ?? null}::bigint, ${campaign?.contactId ?? null}::bigint, ${campaign?.attempt ?? null}::integer
       from next
       returning id, name
     ),

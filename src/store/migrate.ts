@@ -11,6 +11,7 @@ import { up006 } from './migrations/006_suppressions.js';
 import { up007 } from './migrations/007_calling_hours.js';
 import { up008 } from './migrations/008_reconciliation.js';
 import { up009 } from './migrations/009_run_listing.js';
+import { up010 } from './migrations/010_campaigns.js';
 import { up011 } from './migrations/011_stream_deliveries.js';
 import type { DialectName, Store } from './store.js';
 
@@ -25,8 +26,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '007_calling_hours': { up: up007(dialect) },
     '008_reconciliation': { up: up008(dialect) },
     '009_run_listing': { up: up009(dialect) },
-    // 010 is another branch's (merged before this one: the migrator refuses a migration that sorts
-    // before one already applied).
+    '010_campaigns': { up: up010(dialect) },
     '011_stream_deliveries': { up: up011(dialect) },
   };
 }

@@ -17,6 +17,7 @@ export function runDetailsQuery(store: Store) {
       'r.telephony_configuration_id', 'r.initial_context', 'r.outcome_reason', 'r.provider_call_id',
       'r.created_at', 'r.updated_at', 'r.ended_at', 'r.org_id', 'r.raw_provider_status',
       'r.claimed_at', 'r.dial_sent_at', 'r.ringing_at', 'r.answered_at', 'r.cancel_requested_at', 'r.scheduled_for',
+      'r.campaign_id', 'r.contact_id', 'r.attempt',
       'w.workflow_uuid', 'd.version as definition_version',
     ]);
 }

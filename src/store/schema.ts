@@ -133,6 +133,10 @@ export interface WorkflowRunsTable {
   reconciled_at: Generated<number | null>;
   /** When a run queued outside calling hours becomes due; null for a run due at once. */
   scheduled_for: Generated<number | null>;
+  /** A campaign's attempt: its campaign, contact and attempt number (1, 2, …); null for a direct run. */
+  campaign_id: Generated<number | null>;
+  contact_id: Generated<number | null>;
+  attempt: Generated<number | null>;
 }
 
 export interface RunEventsTable {
@@ -256,7 +260,64 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   webhook_delivery_events: WebhookDeliveryEventsTable;
   suppressions: SuppressionsTable;
+  campaigns: CampaignsTable;
+  campaign_contacts: CampaignContactsTable;
 }
+
+export const CAMPAIGN_STATES = ['draft', 'running', 'paused', 'completed', 'canceled'] as const;
+export type CampaignState = (typeof CAMPAIGN_STATES)[number];
+export const PAUSED_REASONS = ['request', 'circuit_breaker', 'ends_at'] as const;
+export type PausedReason = (typeof PAUSED_REASONS)[number];
+
+/** A campaign (campaigns/campaigns.ts); its JSON columns are decoded there. */
+export interface CampaignsTable {
+  id: Generated<number>;
+  org_id: number;
+  name: string;
+  workflow_id: number;
+  trigger_uuid: string | null;
+  mode: RunMode;
+  telephony_configuration_id: number;
+  max_concurrent_calls: number;
+  calls_per_second: number | null;
+  starts_at: number | null;
+  ends_at: number | null;
+  schedule: ColumnType<unknown, string | null, string | null>;
+  retry: JsonColumn;
+  circuit_breaker: JsonColumn;
+  state: CampaignState;
+  paused_reason: PausedReason | null;
+  contacts_version: Generated<number>;
+  breaker_since: number | null;
+  pacing_next_at: number | null;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+export const CONTACT_STATUSES = ['pending', 'in_progress', 'reached', 'exhausted', 'suppressed', 'invalid', 'canceled'] as const;
+export type ContactStatus = (typeof CONTACT_STATUSES)[number];
+
+export interface CampaignContactsTable {
+  id: Generated<number>;
+  campaign_id: number;
+  phone_number: string;
+  initial_context: string | null;
+  timezone: string | null;
+  status: ContactStatus;
+  attempts: Generated<number>;
+  refunded: Generated<number>;
+  next_attempt_at: number;
+  last_run_id: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type CampaignRow = Selectable<CampaignsTable>;
+export type CampaignContactRow = Selectable<CampaignContactsTable>;
 
 /** One number an organization must not call (until `expires_at`, when set). */
 export interface SuppressionsTable {

@@ -7,7 +7,7 @@ import { insertDeliveryEvent } from './event-stream-statements.js';
 import { lockingFreeRows, lockingRows } from './row-locks.js';
 import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEndpointsTable } from './schema.js';
 import { lockOrganization } from './run-reads.js';
-import { plainTransaction, queryable, type Queryable, type Store } from './store.js';
+import { plainTransaction, queryable, type Queryable, type Store, type StoreTransaction } from './store.js';
 import type { Updateable } from 'kysely';
 
 export type EndpointColumns = Updateable<WebhookEndpointsTable>;
@@ -115,6 +115,37 @@ export async function insertDelivery(store: Store, d: NewDelivery): Promise<numb
     .returning('id')
     .executeTakeFirstOrThrow();
   return row.id;
+}
+
+/**
+ * A message not about a run (a campaign's change) to every enabled endpoint of the organization
+ * subscribed to its type, in the caller's transaction (an outbox, like run events'); how many.
+ */
+export async function insertOrganizationDeliveries(trx: StoreTransaction, orgId: number, m: Omit<NewDelivery, 'endpointId'>): Promise<number> {
+  const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'event_filter']).where('org_id', '=', orgId).where('enabled', '=', 1).execute();
+  const subscribed = endpoints.filter((e) => e.event_filter === '' || e.event_filter.includes(`,${m.eventType},`));
+  if (subscribed.length === 0) return 0;
+  await trx
+    .insertInto('webhook_deliveries')
+    .values(
+      subscribed.map((e) => ({
+        endpoint_id: e.id,
+        message_id: m.messageId,
+        event_type: m.eventType,
+        run_id: null,
+        seq: null,
+        payload: m.payload,
+        status: 'pending' as const,
+        attempt_count: 0,
+        next_attempt_at: m.at,
+        locked_by: null,
+        locked_until: null,
+        created_at: m.at,
+        updated_at: m.at,
+      })),
+    )
+    .execute();
+  return subscribed.length;
 }
 
 export interface DeliveryPageQuery {

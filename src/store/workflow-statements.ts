@@ -192,3 +192,9 @@ export async function insertTriggers(
     .values(triggerUuids.map((trigger_uuid) => ({ trigger_uuid, workflow_id: workflow.id, org_id: workflow.org_id, created_at: now })))
     .execute();
 }
+
+/** A workflow's UUID by its id, whatever its status (a campaign names its workflow by id). */
+export async function selectWorkflowUuid(on: Queryable, workflowId: number): Promise<string | undefined> {
+  const row = await queryable(on).selectFrom('workflows').select('workflow_uuid').where('id', '=', workflowId).executeTakeFirst();
+  return row?.workflow_uuid;
+}

@@ -2,7 +2,19 @@
 import { isTerminal, type RunState } from '../runs/states.js';
 
 // run.deferred: a queued run put off to its next calling-hours window at claim time (it stays queued).
-export const WEBHOOK_EVENT_TYPES = ['run.queued', 'run.deferred', 'run.dialing', 'run.ringing', 'run.in_progress', 'run.ended', 'webhook.test'] as const;
+// campaign.*: a campaign started, paused (by request, its circuit breaker or its ends_at) or completed.
+export const WEBHOOK_EVENT_TYPES = [
+  'run.queued',
+  'run.deferred',
+  'run.dialing',
+  'run.ringing',
+  'run.in_progress',
+  'run.ended',
+  'campaign.started',
+  'campaign.paused',
+  'campaign.completed',
+  'webhook.test',
+] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** Every terminal state is reported as `run.ended` (the run in the message says which). */
@@ -13,6 +25,13 @@ export function webhookTypeForState(state: RunState): WebhookEventType {
 
 export function isWebhookEventType(value: string): value is WebhookEventType {
   return (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value);
+}
+
+export type CampaignEventType = 'campaign.started' | 'campaign.paused' | 'campaign.completed';
+
+/** The message id of a campaign's change: its campaign, type and time, so each change has its own. */
+export function campaignMessageId(campaignId: number, type: CampaignEventType, at: number): string {
+  return `msg_campaign${campaignId}_${type.slice('campaign.'.length)}_${at}`;
 }
 
 /**

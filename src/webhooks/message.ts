@@ -14,8 +14,13 @@ export function testMessageBody(endpointId: number, at: number): string {
   return JSON.stringify({ type: 'webhook.test', timestamp: iso(at), data: { endpoint_id: endpointId } });
 }
 
+/** A campaign's message is written whole when the campaign changes (no run, no event to render). */
+export function campaignMessageBody(type: string, at: number, campaign: { id: number; name: string; state: string; paused_reason: string | null }): string {
+  return JSON.stringify({ type, timestamp: iso(at), data: { campaign: { id: campaign.id, name: campaign.name, state: campaign.state, paused_reason: campaign.paused_reason } } });
+}
+
 export function messageBody(delivery: Pick<ClaimedDelivery, 'event_type' | 'payload' | 'workflow_uuid' | 'definition_version'>): string {
-  if (delivery.event_type === 'webhook.test') return delivery.payload;
+  if (delivery.event_type === 'webhook.test' || delivery.event_type.startsWith('campaign.')) return delivery.payload;
   const { run, event } = JSON.parse(delivery.payload) as RunEventPayload;
   const view = toRunView({ ...run, workflow_uuid: delivery.workflow_uuid ?? '', definition_version: delivery.definition_version ?? 0 });
   return JSON.stringify({

@@ -1,0 +1,326 @@
+// Campaigns as organizations create, read and steer them. The state machine:
+//
+//   draft ──start──► running ──pause──► paused ──resume──► running
+//     │                 │ ▲                │
+//     │                 │ └────────────────┘
+//     │                 ├──(nothing left)──► completed
+//     └──cancel──► canceled ◄──cancel──────┘ (also from running)
+//
+// Every move is a compare-and-set on the state (store/campaign-statements.ts), so a move that lost
+// a race, or is not allowed, answers 409 campaign_state_conflict and changes nothing. The scheduler
+// (scheduler.ts) also pauses a campaign (circuit breaker, ends_at) and completes it.
+//
+// Pause stops new dials at once: attempts created but not yet claimed by a dispatcher are canceled
+// (reason campaign_paused) and their contacts get the attempt back (settings.ts's `settle`), so the
+// dispatcher never dials a paused campaign's queued run. Runs already claimed or live finish.
+import type { Deps } from '../deps.js';
+import { DialtoneError, validationFailed, type FieldError } from '../errors.js';
+import { resolveTarget, type Target } from '../calls/resolve-target.js';
+import { iso, toRunView, type RunView } from '../runs/read-run.js';
+import { TERMINAL_STATES, type TerminalState } from '../runs/states.js';
+import {
+  cancelPendingContacts,
+  countCampaignRunsByState,
+  countContactsByStatus,
+  insertCampaign,
+  selectCampaign,
+  selectCampaignPage,
+  selectCampaignRunPage,
+  selectQueuedCampaignRuns,
+  updateCampaignState,
+} from '../store/campaign-statements.js';
+import type { CampaignRow, CampaignState, ContactStatus, PausedReason, RunMode } from '../store/schema.js';
+import type { CampaignChange } from '../store/campaign-statements.js';
+import { decodeJson } from '../store/store.js';
+import { insertOrganizationDeliveries, WEBHOOK_CHANNEL } from '../store/webhook-statements.js';
+import { campaignMessageId, type CampaignEventType } from '../webhooks/event-types.js';
+import { campaignMessageBody } from '../webhooks/message.js';
+import { selectTelephonyConfiguration } from '../telephony/configurations.js';
+import { selectWorkflowUuid } from '../store/workflow-statements.js';
+import { breakerOf, CANCEL_REASON, PAUSE_REASON, retryRule, scheduleOf, type BreakerInput, type CampaignSchedule, type CircuitBreaker, type RetryInput, type RetryRule } from './settings.js';
+
+export interface CreateCampaignBody {
+  name: string;
+  agent_uuid?: string;
+  workflow_uuid?: string;
+  mode: RunMode;
+  telephony_configuration_id?: number | null;
+  max_concurrent_calls?: number;
+  calls_per_second?: number;
+  starts_at?: string;
+  ends_at?: string;
+  schedule?: { timezone: string; windows: Record<string, unknown> };
+  retry?: RetryInput;
+  circuit_breaker?: BreakerInput;
+}
+
+export interface CampaignProgress {
+  total: number;
+  pending: number;
+  in_progress: number;
+  reached: number;
+  exhausted: number;
+  suppressed: number;
+  invalid: number;
+  canceled: number;
+  attempts: number;
+  outcomes: Partial<Record<TerminalState, number>>;
+}
+
+export interface CampaignView {
+  id: number;
+  name: string;
+  state: CampaignState;
+  paused_reason: PausedReason | null;
+  mode: RunMode;
+  agent_uuid: string | null;
+  workflow_uuid: string;
+  telephony_configuration_id: number;
+  max_concurrent_calls: number;
+  calls_per_second: number | null;
+  starts_at: string | null;
+  ends_at: string | null;
+  schedule: CampaignSchedule | null;
+  retry: { max_attempts: number; delay_seconds: number; on: string[] };
+  circuit_breaker: { failure_ratio: number; window_seconds: number; min_calls: number };
+  progress: CampaignProgress;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+}
+
+/** The decoded rules of a campaign row. */
+export interface CampaignRules {
+  retry: RetryRule;
+  breaker: CircuitBreaker;
+  schedule: CampaignSchedule | null;
+}
+
+export function rulesOf(row: CampaignRow): CampaignRules {
+  return {
+    retry: decodeJson<RetryRule>(row.retry),
+    breaker: decodeJson<CircuitBreaker>(row.circuit_breaker),
+    schedule: row.schedule === null ? null : decodeJson<CampaignSchedule>(row.schedule),
+  };
+}
+
+/** What a campaign's attempts run: its agent (trigger) UUID, else its workflow's UUID. */
+export async function campaignTarget(deps: Pick<Deps, 'store'>, row: CampaignRow): Promise<Target> {
+  if (row.trigger_uuid !== null) return { kind: 'agent', uuid: row.trigger_uuid };
+  // An archived workflow's UUID resolves to nothing: resolveTarget answers workflow_not_found.
+  return { kind: 'workflow', uuid: (await selectWorkflowUuid(deps.store, row.workflow_id)) ?? '' };
+}
+
+function parseTime(value: string | undefined, pointer: string, problems: FieldError[]): number | null {
+  if (value === undefined) return null;
+  const at = Date.parse(value);
+  if (Number.isNaN(at)) {
+    problems.push({ pointer, detail: 'An RFC 3339 date-time, e.g. "2026-03-02T09:00:00Z".' });
+    return null;
+  }
+  return at;
+}
+
+export async function createCampaign(deps: Deps, orgId: number, body: CreateCampaignBody): Promise<CampaignView> {
+  const problems: FieldError[] = [];
+  if ((body.agent_uuid === undefined) === (body.workflow_uuid === undefined)) {
+    problems.push({ pointer: '', detail: 'Name exactly one of agent_uuid and workflow_uuid.' });
+  }
+  const startsAt = parseTime(body.starts_at, '/starts_at', problems);
+  const endsAt = parseTime(body.ends_at, '/ends_at', problems);
+  if (startsAt !== null && endsAt !== null && endsAt <= startsAt) problems.push({ pointer: '/ends_at', detail: 'ends_at must come after starts_at.' });
+  if (endsAt !== null && endsAt <= deps.clock.now()) problems.push({ pointer: '/ends_at', detail: 'ends_at is in the past.' });
+  const schedule = scheduleOf(body.schedule, problems);
+  const retry = retryRule(body.retry, problems);
+  const breaker = breakerOf(body.circuit_breaker);
+  if (problems.length > 0) throw validationFailed(problems);
+
+  const target: Target = body.agent_uuid !== undefined ? { kind: 'agent', uuid: body.agent_uuid } : { kind: 'workflow', uuid: body.workflow_uuid ?? '' };
+  const resolved = await resolveTarget(deps.store, orgId, target, body.mode, deps.lookups);
+  const route = await selectTelephonyConfiguration(deps.store, orgId, body.telephony_configuration_id, deps.lookups);
+  const now = deps.clock.now();
+  const row = await insertCampaign(deps.store, {
+    orgId,
+    name: body.name,
+    workflowId: resolved.workflow.id,
+    triggerUuid: resolved.triggerUuid,
+    mode: body.mode,
+    telephonyConfigurationId: route.id,
+    // Without its own cap a campaign may fill its route, and no more: the route's cap holds anyway.
+    maxConcurrentCalls: body.max_concurrent_calls ?? route.max_concurrent_calls,
+    callsPerSecond: body.calls_per_second ?? null,
+    startsAt,
+    endsAt,
+    scheduleJson: schedule === null ? null : JSON.stringify(schedule),
+    retryJson: JSON.stringify(retry),
+    circuitBreakerJson: JSON.stringify(breaker),
+    at: now,
+  });
+  return viewOf(deps, row, resolved.workflow.workflow_uuid);
+}
+
+/** A campaign of the organization; another organization's is "not found", never "forbidden". */
+export async function findCampaign(deps: Pick<Deps, 'store'>, orgId: number | undefined, campaignId: number): Promise<CampaignRow> {
+  const row = await selectCampaign(deps.store, campaignId, orgId);
+  if (!row) throw new DialtoneError('campaign_not_found', `No campaign ${campaignId}.`);
+  return row;
+}
+
+export async function getCampaign(deps: Deps, orgId: number | undefined, campaignId: number): Promise<CampaignView> {
+  return viewOf(deps, await findCampaign(deps, orgId, campaignId));
+}
+
+export async function listCampaigns(deps: Deps, orgId: number, page: { after?: number | undefined; limit: number }): Promise<{ data: CampaignView[]; next_after: number | null }> {
+  const rows = await selectCampaignPage(deps.store, orgId, page.after, page.limit + 1);
+  const data = await Promise.all(rows.slice(0, page.limit).map((row) => viewOf(deps, row)));
+  return { data, next_after: rows.length > page.limit ? (data[data.length - 1]?.id ?? null) : null };
+}
+
+/** The campaign's runs (attempts), newest first, as the workflow runs API shows them. */
+export async function listCampaignRuns(deps: Deps, orgId: number, campaignId: number, page: { after?: number | undefined; limit: number }): Promise<{ data: RunView[]; next_after: number | null }> {
+  await findCampaign(deps, orgId, campaignId);
+  const rows = await selectCampaignRunPage(deps.store, campaignId, page.after, page.limit + 1);
+  const data = rows.slice(0, page.limit).map(toRunView);
+  return { data, next_after: rows.length > page.limit ? (data[data.length - 1]?.id ?? null) : null };
+}
+
+export async function progressOf(deps: Pick<Deps, 'store'>, campaignId: number): Promise<CampaignProgress> {
+  const [contacts, runs] = await Promise.all([countContactsByStatus(deps.store, campaignId), countCampaignRunsByState(deps.store, campaignId)]);
+  const count = (status: ContactStatus) => contacts[status] ?? 0;
+  const outcomes: Partial<Record<TerminalState, number>> = {};
+  for (const state of TERMINAL_STATES) if (runs[state]) outcomes[state] = runs[state];
+  return {
+    total: Object.values(contacts).reduce((sum, n) => sum + n, 0),
+    pending: count('pending'),
+    in_progress: count('in_progress'),
+    reached: count('reached'),
+    exhausted: count('exhausted'),
+    suppressed: count('suppressed'),
+    invalid: count('invalid'),
+    canceled: count('canceled'),
+    attempts: Object.values(runs).reduce((sum, n) => sum + n, 0),
+    outcomes,
+  };
+}
+
+async function viewOf(deps: Pick<Deps, 'store'>, row: CampaignRow, workflowUuid?: string): Promise<CampaignView> {
+  const rules = rulesOf(row);
+  const uuid = workflowUuid ?? (await selectWorkflowUuid(deps.store, row.workflow_id)) ?? '';
+  return {
+    id: row.id,
+    name: row.name,
+    state: row.state,
+    paused_reason: row.paused_reason,
+    mode: row.mode,
+    agent_uuid: row.trigger_uuid,
+    workflow_uuid: uuid,
+    telephony_configuration_id: row.telephony_configuration_id,
+    max_concurrent_calls: row.max_concurrent_calls,
+    calls_per_second: row.calls_per_second,
+    starts_at: row.starts_at === null ? null : iso(row.starts_at),
+    ends_at: row.ends_at === null ? null : iso(row.ends_at),
+    schedule: rules.schedule,
+    retry: { max_attempts: rules.retry.maxAttempts, delay_seconds: rules.retry.delaySeconds, on: rules.retry.on },
+    circuit_breaker: { failure_ratio: rules.breaker.failureRatio, window_seconds: rules.breaker.windowSeconds, min_calls: rules.breaker.minCalls },
+    progress: await progressOf(deps, row.id),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+    started_at: row.started_at === null ? null : iso(row.started_at),
+  };
+}
+
+function conflict(row: CampaignRow, action: string): DialtoneError {
+  return new DialtoneError('campaign_state_conflict', `Campaign ${row.id} is ${row.state}; it cannot ${action}.`, { extra: { state: row.state } });
+}
+
+export type CampaignAction = 'start' | 'pause' | 'resume' | 'cancel';
+
+/** The states each action moves a campaign from. */
+const ACTION_FROM: Record<CampaignAction, readonly CampaignState[]> = {
+  start: ['draft'],
+  pause: ['running'],
+  resume: ['paused'],
+  cancel: ['draft', 'running', 'paused'],
+};
+
+/** `orgId` undefined: the administration CLI, which names campaigns across organizations. */
+export async function actOnCampaign(deps: Deps, orgId: number | undefined, campaignId: number, action: CampaignAction): Promise<CampaignView> {
+  const row = await findCampaign(deps, orgId, campaignId);
+  const now = deps.clock.now();
+  const from = ACTION_FROM[action];
+  if (!from.includes(row.state)) throw conflict(row, action);
+  if (action === 'resume' && row.ends_at !== null && row.ends_at <= now) {
+    throw new DialtoneError('campaign_state_conflict', `Campaign ${row.id} passed its ends_at (${iso(row.ends_at)}); it cannot resume.`, { extra: { state: row.state } });
+  }
+  const moved =
+    action === 'start'
+      ? await moveCampaign(deps, campaignId, { from, to: 'running', at: now }, { started_at: now, breaker_since: now }, 'campaign.started')
+      : action === 'pause'
+        ? await moveCampaign(deps, campaignId, { from, to: 'paused', at: now }, { paused_reason: 'request' }, 'campaign.paused')
+        : action === 'resume'
+          ? await moveCampaign(deps, campaignId, { from, to: 'running', at: now }, { paused_reason: null, breaker_since: now })
+          : await moveCampaign(deps, campaignId, { from, to: 'canceled', at: now }, { paused_reason: null });
+  // Moved by someone else between the read and the write.
+  if (!moved) throw conflict(await findCampaign(deps, orgId, campaignId), action);
+  if (action === 'pause') await stopQueuedAttempts(deps, campaignId, PAUSE_REASON);
+  if (action === 'cancel') {
+    await stopQueuedAttempts(deps, campaignId, CANCEL_REASON);
+    await cancelPendingContacts(deps.store, campaignId, now);
+  }
+  if (action === 'start' || action === 'resume' || action === 'cancel') deps.signals.campaigns();
+  return viewOf(deps, moved);
+}
+
+/**
+ * Moves a campaign (compare-and-set, updateCampaignState) and, in the same durable transaction,
+ * writes the webhook message reporting it to the organization's subscribed endpoints (an outbox,
+ * like run events': the message is sent if and only if the move committed). Undefined when the
+ * campaign was not in a state the move starts from.
+ */
+export async function moveCampaign(
+  deps: Pick<Deps, 'store' | 'signals'>,
+  campaignId: number,
+  move: Parameters<typeof updateCampaignState>[2],
+  change: CampaignChange,
+  webhook?: CampaignEventType,
+): Promise<CampaignRow | undefined> {
+  const { moved, deliveries } = await deps.store.transaction('durable', async (trx) => {
+    const row = await updateCampaignState(trx, campaignId, move, change);
+    if (!row || !webhook) return { moved: row, deliveries: 0 };
+    const written = await insertOrganizationDeliveries(trx, row.org_id, {
+      messageId: campaignMessageId(row.id, webhook, move.at),
+      eventType: webhook,
+      payload: campaignMessageBody(webhook, move.at, row),
+      at: move.at,
+    });
+    // Other nodes' delivery workers look at once (PostgreSQL); this node's is signalled below.
+    if (written > 0) await deps.store.notify(trx, WEBHOOK_CHANNEL);
+    return { moved: row, deliveries: written };
+  });
+  if (deliveries > 0) deps.signals.outbox();
+  return moved;
+}
+
+/**
+ * Ends a campaign's attempts still queued (not claimed by a dispatcher) `canceled` through the run
+ * lifecycle, so none of them is dialed; their contacts settle on the scheduler's next tick.
+ * The campaign's state was changed first, and attempts are created only while it is running
+ * (store/campaign-statements.ts, lockRunningCampaign), so no new one appears behind this sweep.
+ */
+export async function stopQueuedAttempts(deps: Pick<Deps, 'store' | 'lifecycle' | 'clock'>, campaignId: number, reason: string): Promise<number> {
+  let stopped = 0;
+  for (;;) {
+    const ids = await selectQueuedCampaignRuns(deps.store, campaignId, 500);
+    if (ids.length === 0) return stopped;
+    let moved = 0;
+    for (const runId of ids) {
+      const now = deps.clock.now();
+      if (await deps.lifecycle.transition(runId, 'canceled', { at: now, reason, requestedAt: now, onlyFrom: 'queued', durable: true })) moved++;
+    }
+    stopped += moved;
+    // Every run of the batch was claimed meanwhile (none left queued to stop): done.
+    if (moved === 0) return stopped;
+  }
+}
+
+

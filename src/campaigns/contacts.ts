@@ -1,0 +1,256 @@
+// A campaign's contacts: the import (a JSON array, or a CSV streamed through csv-parse like the
+// suppression list's import) and the listing with each contact's attempts.
+//
+// An import is checked whole before anything is written: each contact's number (parsed and
+// normalized like a run's, calls/phone-number.ts), time zone, initial_context (bounded like a
+// request's) and the agent's required template variables. Invalid contacts are reported by index
+// (JSON) or line (CSV) and skipped; a number given twice, or already in the campaign, counts as a
+// duplicate. The valid ones are then written in one durable transaction, with the Idempotency-Key
+// record when the request carries one (calls/idempotency.ts), so a retry gets the same answer.
+import { createHash } from 'node:crypto';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { parse as parseCsv, CsvError } from 'csv-parse';
+import type { Deps } from '../deps.js';
+import { DialtoneError, validationFailed } from '../errors.js';
+import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, requestFingerprint, type Claim } from '../calls/idempotency.js';
+import { jsonDepth } from '../calls/initiate-call.js';
+import { parseDestination } from '../calls/phone-number.js';
+import { resolveTarget } from '../calls/resolve-target.js';
+import { isKnownTimeZone } from '../policy/calling-hours.js';
+import { iso } from '../runs/read-run.js';
+import { bumpContactsVersion, insertContacts, selectContactAttempts, selectContactPage, type NewContactValues } from '../store/campaign-statements.js';
+import type { CampaignRow, ContactStatus, RunState } from '../store/schema.js';
+import { missingRequiredVariables, templateContext, type DefinitionGraph } from '../workflows/definition.js';
+import { campaignTarget, findCampaign } from './campaigns.js';
+
+export interface ContactInput {
+  phone_number: string;
+  initial_context?: Record<string, unknown> | null;
+  timezone?: string | null;
+}
+
+export interface InvalidContact {
+  /** JSON: the item's index in the array. */
+  index?: number;
+  /** CSV: the line in the file (the header is line 1). */
+  line?: number;
+  detail: string;
+}
+
+export interface ImportAnswer {
+  added: number;
+  duplicates: number;
+  invalid: InvalidContact[];
+  invalid_count: number;
+}
+
+export interface ImportRequest {
+  /** The raw Idempotency-Key header. */
+  idempotencyKey: string | string[] | undefined;
+  /** The request path, part of the Idempotency-Key's fingerprint. */
+  path: string;
+}
+
+/** A campaign may take contacts until it ends. */
+const OPEN_STATES: readonly CampaignRow['state'][] = ['draft', 'running', 'paused'];
+
+/** Checks contacts one by one, keeping the valid ones (first of each number) and listing the rest. */
+class ContactBatch {
+  readonly valid = new Map<string, NewContactValues>();
+  readonly invalid: InvalidContact[] = [];
+  invalidCount = 0;
+  repeated = 0;
+
+  constructor(
+    private readonly deps: Pick<Deps, 'config'>,
+    private readonly graph: DefinitionGraph | undefined,
+  ) {}
+
+  add(where: { index: number } | { line: number }, input: ContactInput): void {
+    const problem = this.check(input);
+    if (typeof problem === 'string') {
+      this.invalidCount++;
+      if (this.invalid.length < this.deps.config.CAMPAIGN_CONTACTS_MAX_INVALID_LISTED) this.invalid.push({ ...where, detail: problem });
+      return;
+    }
+    if (this.valid.has(problem.phoneNumber)) {
+      this.repeated++;
+      return;
+    }
+    if (this.valid.size >= this.deps.config.CAMPAIGN_CONTACTS_MAX_PER_REQUEST) {
+      throw validationFailed([{ pointer: '', detail: `An import carries at most ${this.deps.config.CAMPAIGN_CONTACTS_MAX_PER_REQUEST} contacts (CAMPAIGN_CONTACTS_MAX_PER_REQUEST); split the list.` }], 'Too many contacts in one import.');
+    }
+    this.valid.set(problem.phoneNumber, problem);
+  }
+
+  private check(input: ContactInput): NewContactValues | string {
+    const parsed = parseDestination(input.phone_number);
+    if (!parsed.ok) return input.phone_number === '' ? 'No phone_number.' : parsed.detail;
+    if (parsed.destination.kind !== 'e164') return 'A campaign calls phone numbers in E.164, not SIP URIs.';
+    const timezone = input.timezone ?? null;
+    if (timezone !== null && !isKnownTimeZone(timezone)) return `"${timezone}" is not an IANA time zone such as "America/New_York".`;
+    const context = input.initial_context ?? null;
+    let initialContextJson: string | null = null;
+    if (context !== null) {
+      initialContextJson = JSON.stringify(context);
+      const bytes = Buffer.byteLength(initialContextJson, 'utf8');
+      if (bytes > this.deps.config.INITIAL_CONTEXT_MAX_BYTES) return `initial_context is ${bytes} bytes of JSON; the limit is ${this.deps.config.INITIAL_CONTEXT_MAX_BYTES}.`;
+      const depth = jsonDepth(context);
+      if (depth > this.deps.config.INITIAL_CONTEXT_MAX_DEPTH) return `initial_context is nested ${depth} levels deep; the limit is ${this.deps.config.INITIAL_CONTEXT_MAX_DEPTH}.`;
+    }
+    if (this.graph) {
+      const missing = missingRequiredVariables(this.graph, templateContext(this.graph, context));
+      if (missing.length > 0) return `Required variables missing from initial_context: ${missing.join(', ')}.`;
+    }
+    return { phoneNumber: parsed.destination.value, initialContextJson, timezone };
+  }
+}
+
+async function openCampaign(deps: Deps, orgId: number | undefined, campaignId: number): Promise<{ campaign: CampaignRow; graph: DefinitionGraph | undefined }> {
+  const campaign = await findCampaign(deps, orgId, campaignId);
+  if (!OPEN_STATES.includes(campaign.state)) throw closed(campaign);
+  // The agent's required variables, checked now so a contact missing one is reported, not dialed;
+  // an agent not runnable now is checked again when each attempt is created.
+  const graph = await resolveTarget(deps.store, campaign.org_id, await campaignTarget(deps, campaign), campaign.mode, deps.lookups).then(
+    (resolved) => resolved.graph,
+    () => undefined,
+  );
+  return { campaign, graph };
+}
+
+function closed(campaign: CampaignRow): DialtoneError {
+  return new DialtoneError('campaign_state_conflict', `Campaign ${campaign.id} is ${campaign.state}; it takes no more contacts.`, { extra: { state: campaign.state } });
+}
+
+/** Imports a JSON array of contacts. */
+export async function importContactList(deps: Deps, orgId: number, campaignId: number, items: readonly ContactInput[], request: ImportRequest): Promise<{ status: number; json: string; replayed: boolean }> {
+  const { campaign, graph } = await openCampaign(deps, orgId, campaignId);
+  const batch = new ContactBatch(deps, graph);
+  items.forEach((item, index) => batch.add({ index }, item));
+  return write(deps, campaign, batch, request, () => requestFingerprint('POST', request.path, items));
+}
+
+/** Counts the bytes going through (hashing them for the Idempotency-Key) and stops past the limit with 413. */
+function meteredBody(maxBytes: number, hash: ReturnType<typeof createHash>): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback) {
+      seen += chunk.length;
+      if (seen > maxBytes) return done(new DialtoneError('payload_too_large', `The contacts are larger than ${maxBytes} bytes (CAMPAIGN_CONTACTS_MAX_BYTES).`));
+      hash.update(chunk);
+      done(null, chunk);
+    },
+  });
+}
+
+/**
+ * Imports a CSV of contacts: a header naming a `phone_number` column, optionally `timezone`; every
+ * other column becomes an `initial_context` string value (empty cells are left out).
+ */
+/** `orgId` undefined: the administration CLI. */
+export async function importContactCsv(deps: Deps, orgId: number | undefined, campaignId: number, body: Readable, request: ImportRequest): Promise<{ status: number; json: string; replayed: boolean }> {
+  const { campaign, graph } = await openCampaign(deps, orgId, campaignId);
+  const batch = new ContactBatch(deps, graph);
+  const hash = createHash('sha256').update(`POST ${request.path}\ntext/csv\n`);
+  const parser = parseCsv({
+    bom: true,
+    columns: (header: string[]) => header.map((name) => name.trim()),
+    relax_column_count: true,
+    skip_empty_lines: true,
+    trim: true,
+    info: true,
+  });
+  const source = body.pipe(meteredBody(deps.config.CAMPAIGN_CONTACTS_MAX_BYTES, hash));
+  source.on('error', (error) => parser.destroy(error));
+  source.pipe(parser);
+  let headerChecked = false;
+  try {
+    for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string | undefined>; info: { lines: number } }>) {
+      if (!headerChecked) {
+        headerChecked = true;
+        if (!('phone_number' in record)) throw missingColumn();
+      }
+      const context: Record<string, string> = {};
+      for (const [name, value] of Object.entries(record)) {
+        if (name !== 'phone_number' && name !== 'timezone' && value !== undefined && value !== '') context[name] = value;
+      }
+      const timezone = record.timezone === undefined || record.timezone === '' ? null : record.timezone;
+      batch.add({ line: info.lines }, { phone_number: record.phone_number ?? '', initial_context: Object.keys(context).length > 0 ? context : null, timezone });
+    }
+  } catch (error) {
+    if (error instanceof DialtoneError) throw error;
+    if (error instanceof CsvError) {
+      const line = (error as CsvError & { lines?: number }).lines;
+      throw validationFailed([{ pointer: '', detail: `Not valid CSV${line === undefined ? '' : ` at line ${line}`}: ${error.message}` }], 'The body is not valid CSV.');
+    }
+    throw error;
+  }
+  if (!headerChecked) throw missingColumn();
+  const fingerprint = hash.digest('hex');
+  return write(deps, campaign, batch, request, () => fingerprint);
+}
+
+function missingColumn(): DialtoneError {
+  return validationFailed([{ pointer: '', detail: 'The first line must be a header naming a phone_number column (and optionally timezone; other columns become initial_context).' }], 'The CSV has no phone_number column.');
+}
+
+async function write(deps: Deps, campaign: CampaignRow, batch: ContactBatch, request: ImportRequest, fingerprint: () => string): Promise<{ status: number; json: string; replayed: boolean }> {
+  const key = parseIdempotencyKey(request.idempotencyKey);
+  let claim: Claim | undefined;
+  if (key !== undefined) {
+    const claimed = await claimIdempotencyKey(deps, campaign.org_id, { key, fingerprint: fingerprint() });
+    if (claimed.kind === 'replay') return { status: claimed.status, json: claimed.body, replayed: true };
+    claim = claimed.claim;
+  }
+  const contacts = [...batch.valid.values()];
+  try {
+    const json = await deps.store.transaction('durable', async (trx) => {
+      const now = deps.clock.now();
+      // Ended while the import was checked (completed, or canceled): nothing is written.
+      if (!(await bumpContactsVersion(trx, campaign.id, now))) {
+        throw new DialtoneError('campaign_state_conflict', `Campaign ${campaign.id} ended while its contacts were imported; it takes no more.`);
+      }
+      const added = await insertContacts(trx, campaign.id, contacts, now);
+      const answer: ImportAnswer = { added, duplicates: batch.repeated + contacts.length - added, invalid: batch.invalid, invalid_count: batch.invalidCount };
+      const text = JSON.stringify(answer);
+      if (claim) await completeClaim(trx, claim, 200, text, null, now);
+      return text;
+    });
+    if (campaign.state === 'running') deps.signals.campaigns();
+    return { status: 200, json, replayed: false };
+  } catch (error) {
+    if (claim) await releaseClaim(deps.store, claim).catch((releaseError: unknown) => deps.logger.warn({ err: releaseError }, 'could not release an Idempotency-Key claim; it frees itself after IDEMPOTENCY_LOCK_MS'));
+    throw error;
+  }
+}
+
+export interface ContactView {
+  id: number;
+  phone_number: string;
+  status: ContactStatus;
+  timezone: string | null;
+  attempts: { attempt: number; run_id: number; state: RunState }[];
+  /** When a pending contact is next due; null otherwise. */
+  next_attempt_at: string | null;
+}
+
+export async function listContacts(
+  deps: Deps,
+  orgId: number,
+  campaignId: number,
+  page: { status?: ContactStatus | undefined; after?: number | undefined; limit: number },
+): Promise<{ data: ContactView[]; next_after: number | null }> {
+  await findCampaign(deps, orgId, campaignId);
+  const rows = await selectContactPage(deps.store, campaignId, { ...(page.status ? { status: page.status } : {}), ...(page.after !== undefined ? { afterId: page.after } : {}) }, page.limit + 1);
+  const shown = rows.slice(0, page.limit);
+  const attempts = await selectContactAttempts(deps.store, shown.map((r) => r.id));
+  const data = shown.map((row) => ({
+    id: row.id,
+    phone_number: row.phone_number,
+    status: row.status,
+    timezone: row.timezone,
+    attempts: attempts.filter((a) => a.contact_id === row.id).map((a) => ({ attempt: a.attempt, run_id: a.run_id, state: a.state })),
+    next_attempt_at: row.status === 'pending' ? iso(row.next_attempt_at) : null,
+  }));
+  return { data, next_after: rows.length > page.limit ? (data[data.length - 1]?.id ?? null) : null };
+}

@@ -1,0 +1,191 @@
+// `dialtone campaign …`: create a campaign (with its contacts from a CSV file), start, pause,
+// resume, cancel, and follow it (`status --watch` redraws a progress bar until it ends). The
+// campaign modules are loaded when a campaign command runs, so other commands start as fast.
+import { createReadStream } from 'node:fs';
+import { InvalidArgumentError, type Command } from 'commander';
+import type { Deps } from '../deps.js';
+import type { CampaignView } from '../campaigns/campaigns.js';
+import { CliError } from './errors.js';
+import { formatRecord, type Printable } from './output.js';
+
+export interface Output {
+  json: unknown;
+  text: string;
+  compact?: boolean;
+}
+
+/** The CLI's runner: opens the store, runs the command, prints its Output (main.ts). */
+export type Action = <A extends unknown[]>(run: (deps: Deps, ...args: A) => Promise<Output>) => (...args: A) => Promise<void>;
+
+export interface CampaignCommandHelpers {
+  action: Action;
+  positiveInt(text: string): number;
+  positiveNumber(text: string): number;
+  readJsonFile(path: string): unknown;
+  requireOrg(deps: Deps, orgId: number): Promise<void>;
+  /** True when this invocation prints JSON. */
+  wantsJson(command: Command): boolean;
+}
+
+function mode(text: string): 'published' | 'test' {
+  if (text !== 'published' && text !== 'test') throw new InvalidArgumentError('expected published or test');
+  return text;
+}
+
+const BAR_WIDTH = 30;
+
+/** One line: a bar of the contacts that are done (neither pending nor in progress), then the counts. */
+export function progressLine(view: Pick<CampaignView, 'id' | 'state' | 'paused_reason' | 'progress'>): string {
+  const { total, pending, in_progress: inProgress, reached, exhausted, suppressed, invalid, canceled, attempts } = view.progress;
+  const done = total - pending - inProgress;
+  const share = total === 0 ? 1 : done / total;
+  const filled = Math.round(share * BAR_WIDTH);
+  const state = view.state === 'paused' && view.paused_reason ? `paused (${view.paused_reason})` : view.state;
+  return (
+    `campaign ${view.id} [${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}] ${String(Math.floor(share * 100)).padStart(3)}% ` +
+    `${done}/${total}  ${state}  pending ${pending}  in progress ${inProgress}  reached ${reached}  exhausted ${exhausted}  ` +
+    `suppressed ${suppressed}  invalid ${invalid}  canceled ${canceled}  attempts ${attempts}`
+  );
+}
+
+function record(view: CampaignView): Printable {
+  return { ...view, progress: progressLine(view) };
+}
+
+/** True once a campaign will not change any more. */
+const ended = (view: CampaignView) => view.state === 'completed' || (view.state === 'canceled' && view.progress.in_progress === 0);
+
+async function importFile(deps: Deps, campaignId: number, file: string) {
+  const { importContactCsv } = await import('../campaigns/contacts.js');
+  const input = createReadStream(file);
+  await new Promise<void>((resolve, reject) => {
+    input.once('open', () => resolve());
+    input.once('error', (error) => reject(new CliError('not_found', `Cannot read ${file}: ${error.message}`)));
+  });
+  const answer = await importContactCsv(deps, undefined, campaignId, input, { idempotencyKey: undefined, path: '' });
+  return JSON.parse(answer.json) as { added: number; duplicates: number; invalid: { line?: number; detail: string }[]; invalid_count: number };
+}
+
+export function campaignCommands(program: Command, helpers: CampaignCommandHelpers): void {
+  const { action, positiveInt, positiveNumber } = helpers;
+  const campaign = program.command('campaign').description('campaigns: call a list of contacts with a schedule, retries and a circuit breaker (README: Campaigns)');
+
+  campaign
+    .command('create')
+    .description('create a campaign (draft), optionally with its contacts from a CSV file')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .requiredOption('--name <name>', 'campaign name')
+    .option('--agent <uuid>', 'the agent (trigger) UUID to call with')
+    .option('--workflow <uuid>', 'or the workflow UUID')
+    .option('--mode <mode>', 'published (default) or test', mode, 'published' as const)
+    .option('--contacts <file.csv>', 'CSV with a phone_number column (optional timezone; other columns become initial_context)')
+    .option('--telephony <id>', 'telephony configuration id (default: the organization\'s default)', positiveInt)
+    .option('--max-concurrent <n>', 'attempts queued or live at once', positiveInt)
+    .option('--calls-per-second <n>', 'attempts created per second at most', positiveNumber)
+    .option('--max-attempts <n>', 'attempts per contact (1 to 10, default 1)', positiveInt)
+    .option('--retry-delay <seconds>', 'seconds between attempts (at least 30, default 600)', positiveInt)
+    .option('--schedule <file.json>', 'JSON file: { "timezone", "windows": { "mon": ["09:00-17:00"], … } }')
+    .option('--start', 'start it once created')
+    .action(
+      action(
+        async (
+          deps,
+          opts: {
+            org: number;
+            name: string;
+            agent?: string;
+            workflow?: string;
+            mode: 'published' | 'test';
+            contacts?: string;
+            telephony?: number;
+            maxConcurrent?: number;
+            callsPerSecond?: number;
+            maxAttempts?: number;
+            retryDelay?: number;
+            schedule?: string;
+            start?: boolean;
+          },
+        ) => {
+          await helpers.requireOrg(deps, opts.org);
+          const { actOnCampaign, createCampaign, getCampaign } = await import('../campaigns/campaigns.js');
+          const retry = { ...(opts.maxAttempts !== undefined ? { max_attempts: opts.maxAttempts } : {}), ...(opts.retryDelay !== undefined ? { delay_seconds: opts.retryDelay } : {}) };
+          const created = await createCampaign(deps, opts.org, {
+            name: opts.name,
+            ...(opts.agent !== undefined ? { agent_uuid: opts.agent } : {}),
+            ...(opts.workflow !== undefined ? { workflow_uuid: opts.workflow } : {}),
+            mode: opts.mode,
+            ...(opts.telephony !== undefined ? { telephony_configuration_id: opts.telephony } : {}),
+            ...(opts.maxConcurrent !== undefined ? { max_concurrent_calls: opts.maxConcurrent } : {}),
+            ...(opts.callsPerSecond !== undefined ? { calls_per_second: opts.callsPerSecond } : {}),
+            ...(Object.keys(retry).length > 0 ? { retry } : {}),
+            ...(opts.schedule !== undefined ? { schedule: helpers.readJsonFile(opts.schedule) as { timezone: string; windows: Record<string, unknown> } } : {}),
+          });
+          const contacts = opts.contacts !== undefined ? await importFile(deps, created.id, opts.contacts) : undefined;
+          const view = opts.start ? await actOnCampaign(deps, undefined, created.id, 'start') : await getCampaign(deps, undefined, created.id);
+          const invalid = contacts?.invalid.map((i) => `  line ${i.line ?? '?'}: ${i.detail}`).join('\n') ?? '';
+          const imported = contacts ? `\n\nContacts: ${contacts.added} added, ${contacts.duplicates} duplicates, ${contacts.invalid_count} invalid${invalid ? `:\n${invalid}` : ''}` : '';
+          return { json: { ...view, ...(contacts ? { contacts } : {}) }, text: `${formatRecord(record(view))}${imported}` };
+        },
+      ),
+    );
+
+  campaign
+    .command('add-contacts')
+    .description('add the contacts of a CSV file to a campaign')
+    .argument('<campaign_id>', 'campaign id', positiveInt)
+    .argument('<file>', 'CSV with a phone_number column (optional timezone; other columns become initial_context)')
+    .action(
+      action(async (deps, id: number, file: string) => {
+        const result = await importFile(deps, id, file);
+        const invalid = result.invalid.map((i) => `  line ${i.line ?? '?'}: ${i.detail}`).join('\n');
+        return { json: result, text: `${result.added} added, ${result.duplicates} duplicates, ${result.invalid_count} invalid${invalid ? `:\n${invalid}` : ''}` };
+      }),
+    );
+
+  for (const verb of ['start', 'pause', 'resume', 'cancel'] as const) {
+    campaign
+      .command(verb)
+      .description(`${verb} a campaign (README: Campaigns)`)
+      .argument('<campaign_id>', 'campaign id', positiveInt)
+      .action(
+        action(async (deps, id: number) => {
+          const { actOnCampaign } = await import('../campaigns/campaigns.js');
+          const view = await actOnCampaign(deps, undefined, id, verb);
+          return { json: view, text: formatRecord(record(view)) };
+        }),
+      );
+  }
+
+  campaign
+    .command('status')
+    .description('show a campaign and its progress; --watch redraws it until the campaign ends')
+    .argument('<campaign_id>', 'campaign id', positiveInt)
+    .option('--watch', 'keep redrawing the progress until the campaign is completed or canceled')
+    .option('--interval <ms>', 'how often --watch reads the campaign (default 1000)', positiveInt, 1000)
+    .action(
+      action(async (deps, id: number, opts: { watch?: boolean; interval: number }, command: Command) => {
+        const { getCampaign } = await import('../campaigns/campaigns.js');
+        let view = await getCampaign(deps, undefined, id);
+        if (!opts.watch) return { json: view, text: formatRecord(record(view)) };
+        const json = helpers.wantsJson(command);
+        const tty = process.stdout.isTTY === true;
+        let last = '';
+        for (;;) {
+          const line = progressLine(view);
+          if (json) {
+            // One JSON object per read, a line each (NDJSON); the last is printed below.
+            if (!ended(view)) process.stdout.write(`${JSON.stringify(view)}\n`);
+          } else if (line !== last && !ended(view)) {
+            // A terminal gets the line redrawn in place; a pipe, a line per change.
+            process.stdout.write(tty ? `\r\x1b[2K${line}` : `${line}\n`);
+          }
+          last = line;
+          if (ended(view)) break;
+          await new Promise((resolve) => setTimeout(resolve, opts.interval));
+          view = await getCampaign(deps, undefined, id);
+        }
+        if (!json && tty) process.stdout.write('\r\x1b[2K');
+        return { json: view, text: progressLine(view), compact: json };
+      }),
+    );
+}
