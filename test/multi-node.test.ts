@@ -98,6 +98,21 @@ function readDials(path: string): { runId: number; at: number }[] {
   return readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as { runId: number; at: number });
 }
 
+/**
+ * No one-second window holds more than `cps` dials. This is measured where the contract is kept,
+ * so a loaded machine cannot break it by itself: the dial log's `at` is read by the simulator in
+ * the same synchronous step in which the pacer found the slot due (route-pacer.ts → the
+ * dispatcher's dial → provider.dial), so event-loop lag delays a dial and its timestamp together,
+ * as a carrier would see it. (The one store round trip between them, a lease renewal, comes only
+ * for a claim older than DISPATCH_LEASE_MS − DIAL_TIMEOUT_MS − 2 s, 5 s here.) Slots are unique across the nodes (taken under the configuration's
+ * row lock) and spaced (1 + headroom) / cps apart, and a dial may be at most the tolerance
+ * (0.8 × headroom of a second) past its slot, else it takes a fresh one: any second holds at most
+ * cps × (1 + 0.8 × headroom) / (1 + headroom) slots' dials (149 at 150 calls per second, one more
+ * for a timer firing a millisecond early). A busier second means dials outside their slots, a
+ * pacing defect and not jitter (as with re-slots asked from `now`, missed on every try by a node
+ * whose store was slower than the tolerance, until it gave up and dialed anyway: route-pacer.ts).
+ * So no tolerance is added here.
+ */
 function assertPaced(dials: { at: number }[], cps: number): void {
   const times = dials.map((d) => d.at).sort((a, b) => a - b);
   let busiest = 0;
