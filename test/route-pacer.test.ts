@@ -128,6 +128,25 @@ describe('Route pacer', () => {
     assert.ok(h.store.transactions <= 3, `${h.store.transactions} re-slots`);
   });
 
+  it('dials each run once, in slot order, when runs with earlier slots are added while it waits for a slot', async () => {
+    const settings = { spacingMs: 10, toleranceMs: 40, maxReslots: 20 };
+    const h = harness(settings);
+    let added = false;
+    const pacerDeps = h.pacer as unknown as { deps: { sleep: (ms: number) => Promise<void> } };
+    pacerDeps.deps.sleep = async (ms) => {
+      await Promise.resolve();
+      // A claim lands while the pacer sleeps until run 1's slot, with a slot before it.
+      if (!added) {
+        added = true;
+        void h.pacer.add([{ runId: 2, dialAt: 100 }], settings);
+      }
+      h.clock.at += ms;
+    };
+    h.store.next = 1_000;
+    await h.pacer.add([{ runId: 1, dialAt: 200 }], settings);
+    assert.deepEqual(h.dials.map((d) => d.runId), [2, 1], 'each run dialed once, in slot order');
+  });
+
   it('dials a run anyway, and says so, once it was re-slotted maxReslots times in a row', async () => {
     const settings = { spacingMs: 10, toleranceMs: 1, maxReslots: 3 };
     const h = harness(settings, 0);

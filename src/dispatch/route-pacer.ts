@@ -104,6 +104,9 @@ export class RoutePacer<T extends PacedDial> {
       const due = Math.max(head.dialAt, this.nextAllowedAt);
       const wait = due - deps.now();
       if (wait >= 1) await deps.sleep(wait);
+      // A claim added while this slept may have put an earlier slot first: start again from it
+      // (dialing `head` but taking the new first out of the queue dialed one run twice, another never).
+      if (this.queue[0] !== head) continue;
       const now = deps.now();
       const lateness = now - head.dialAt;
       if (lateness > toleranceMs && toleranceMs > 0) {
