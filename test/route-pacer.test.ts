@@ -97,6 +97,56 @@ describe('Route pacer', () => {
     }
   });
 
+  it('takes fresh slots far enough ahead to keep them when the store answers slower than the tolerance, so it never dials outside a slot', async () => {
+    // 150 calls per second over three nodes (slots 7 ms apart); this node's store round trip takes
+    // 60 ms, more than the 40 ms tolerance. Fresh slots starting at the moment it asked were already
+    // late when they arrived: it re-slotted until it gave up and dialed outside any slot, which
+    // bunched its dial with the other nodes' punctual ones (a one-second window over the limit).
+    const settings = { spacingMs: 7, toleranceMs: 40, maxReslots: 20 };
+    const h = harness(settings);
+    const pacerDeps = h.pacer as unknown as { deps: { takeSlots: (count: number, now: number) => Promise<number> } };
+    pacerDeps.deps.takeSlots = async (count, now) => {
+      h.store.transactions++;
+      h.clock.at += 60;
+      const first = Math.max(h.store.next, now);
+      h.store.next = first + count * settings.spacingMs;
+      return first;
+    };
+    // Its node stalled: every run is 100 ms past its slot when the pacer gets to it.
+    h.clock.at = 100;
+    h.store.next = 100;
+    const runs = claimed(3, 0, 7);
+    await h.pacer.add(runs, settings);
+    assert.deepEqual(h.gaveUp, [], 'no run dialed outside its slot');
+    assert.equal(h.dials.length, 3);
+    // A re-slot moves each waiting run's slot in place: `dialAt` is the slot it was dialed against.
+    const slots = new Map(runs.map((run) => [run.runId, run.dialAt]));
+    for (const dial of h.dials) {
+      const lateness = dial.at - (slots.get(dial.runId) ?? Number.NaN);
+      assert.ok(lateness >= 0 && lateness <= settings.toleranceMs, `run ${dial.runId} dialed ${lateness} ms after its slot`);
+    }
+    assert.ok(h.store.transactions <= 3, `${h.store.transactions} re-slots`);
+  });
+
+  it('dials each run once, in slot order, when runs with earlier slots are added while it waits for a slot', async () => {
+    const settings = { spacingMs: 10, toleranceMs: 40, maxReslots: 20 };
+    const h = harness(settings);
+    let added = false;
+    const pacerDeps = h.pacer as unknown as { deps: { sleep: (ms: number) => Promise<void> } };
+    pacerDeps.deps.sleep = async (ms) => {
+      await Promise.resolve();
+      // A claim lands while the pacer sleeps until run 1's slot, with a slot before it.
+      if (!added) {
+        added = true;
+        void h.pacer.add([{ runId: 2, dialAt: 100 }], settings);
+      }
+      h.clock.at += ms;
+    };
+    h.store.next = 1_000;
+    await h.pacer.add([{ runId: 1, dialAt: 200 }], settings);
+    assert.deepEqual(h.dials.map((d) => d.runId), [2, 1], 'each run dialed once, in slot order');
+  });
+
   it('dials a run anyway, and says so, once it was re-slotted maxReslots times in a row', async () => {
     const settings = { spacingMs: 10, toleranceMs: 1, maxReslots: 3 };
     const h = harness(settings, 0);

@@ -12,11 +12,19 @@
 //   node's: then every dial still waiting here takes fresh slots in ONE store transaction (one row
 //   lock per catch-up, not one per late dial, which under backlog queued the nodes behind each
 //   other's locks);
+// - fresh slots are worth having only if the node is there in time for them. When they arrive
+//   already late (the store took longer than the tolerance to hand them over), the next re-slot
+//   asks for slots that far ahead, doubling on each miss in a row (up to `MAX_RESLOT_LEAD_MS`).
+//   Asking from `now` every time, a node whose store round trip outlasted the tolerance missed
+//   every fresh slot, used up its re-slots and dialed outside any slot, in another node's second;
 // - a run re-slotted `maxReslots` times in a row is dialed anyway, and said so: its node is too
 //   busy to keep any slot.
 //
 // Everything this needs from outside (time, waiting, the store's slots, the dial) is handed in, so
 // its timing is tested with a fake clock.
+
+/** The furthest ahead a re-slot asks for its slots (a store that slow has bigger problems). */
+export const MAX_RESLOT_LEAD_MS = 1_000;
 
 export interface PacedDial {
   runId: number;
@@ -48,6 +56,10 @@ export interface PacerSettings {
 export class RoutePacer<T extends PacedDial> {
   private readonly queue: T[] = [];
   private reslots = 0;
+  /** How far ahead of now the next re-slot asks for its slots; 0 until a fresh slot was missed. */
+  private reslotLeadMs = 0;
+  /** How long the last re-slot took, from the moment it was found necessary to the slots in hand. */
+  private lastReslotMs = 0;
   /** The earliest due time of this node's next dial: the previous one's due time plus the spacing. */
   private nextAllowedAt = Number.NEGATIVE_INFINITY;
   private running: Promise<void> | undefined;
@@ -92,13 +104,19 @@ export class RoutePacer<T extends PacedDial> {
       const due = Math.max(head.dialAt, this.nextAllowedAt);
       const wait = due - deps.now();
       if (wait >= 1) await deps.sleep(wait);
+      // A claim added while this slept may have put an earlier slot first: start again from it
+      // (dialing `head` but taking the new first out of the queue dialed one run twice, another never).
+      if (this.queue[0] !== head) continue;
       const now = deps.now();
       const lateness = now - head.dialAt;
       if (lateness > toleranceMs && toleranceMs > 0) {
         if (this.reslots < maxReslots) {
+          // A re-slot in a row: the previous fresh slots were missed, by at least the store's round trip.
+          if (this.reslots > 0) this.reslotLeadMs = Math.min(MAX_RESLOT_LEAD_MS, Math.max(2 * this.reslotLeadMs, this.lastReslotMs));
           this.reslots++;
           const count = this.queue.length;
-          const first = await deps.takeSlots(count, now);
+          const first = await deps.takeSlots(count, now + this.reslotLeadMs);
+          this.lastReslotMs = deps.now() - now;
           this.queue.forEach((item, i) => (item.dialAt = first + i * spacingMs));
           deps.onReslot(count);
           continue;
@@ -107,6 +125,7 @@ export class RoutePacer<T extends PacedDial> {
       }
       this.queue.shift();
       this.reslots = 0;
+      this.reslotLeadMs = 0;
       this.nextAllowedAt = Math.max(due, now - toleranceMs) + spacingMs;
       deps.dial(head);
     }

@@ -16,6 +16,14 @@ export function childEnv(env: Record<string, string | undefined>): NodeJS.Proces
   return out;
 }
 
+/**
+ * How long a child may take to print what a test waits for (the service's banner or "listening"
+ * line). A bound, not a measurement: no test asserts how fast a process starts. 20 s was not
+ * enough for three service processes starting at once on a 2-core machine under load (seen in
+ * multi-node.test.ts: nothing at all on stdout after 20 s).
+ */
+export const STARTUP_TIMEOUT_MS = 90_000;
+
 export interface Exit {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -84,7 +92,7 @@ export function spawnProcess(command: string, args: string[], env: Record<string
     stdout: () => stdout,
     stderr: () => stderr,
     exited,
-    waitForStdout(pattern, timeoutMs = 20_000) {
+    waitForStdout(pattern, timeoutMs = STARTUP_TIMEOUT_MS) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const match = pattern.exec(stdout);

@@ -11,7 +11,7 @@ import { migrateToLatest } from '../../src/store/migrate.js';
 import type { Store } from '../../src/store/store.js';
 import { TEST_SECRET_KEY, testConfig } from './app.js';
 import { createOrgFixture, type OrgFixture } from './fixtures.js';
-import { npmStartArgs, spawnProcess, type RunningProcess } from './process.js';
+import { npmStartArgs, spawnProcess, STARTUP_TIMEOUT_MS, type RunningProcess } from './process.js';
 import { createTestDatabase, openTestStore, type StoreKind } from './stores.js';
 
 const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/;
@@ -25,7 +25,7 @@ export interface ServiceProcess {
   exited: Promise<number | string>;
 }
 
-export async function startServiceProcess(env: Record<string, string>, timeoutMs = 20_000): Promise<ServiceProcess> {
+export async function startServiceProcess(env: Record<string, string>, timeoutMs = STARTUP_TIMEOUT_MS): Promise<ServiceProcess> {
   const service = spawnProcess(process.execPath, npmStartArgs(), {
     NODE_ENV: 'test',
     HOST: '127.0.0.1',
