@@ -163,6 +163,23 @@ for (const store of await storeCases()) {
       assert.equal(env.simulator.dials.length, 2);
     });
 
+    it("stops a paused campaign's queued attempts on its next tick when the pause's own sweep never ran (its node died after committing the pause)", async (t) => {
+      const env = await buildWithDispatcher(t, store.kind, { start: false });
+      const f = await createOrgFixture(env.deps);
+      const { id } = await createCampaign(env.app, f);
+      await addContacts(env.app, f, id, [{ phone_number: '+12025550153' }, { phone_number: '+12025550154' }]);
+      await act(env.app, f, id, 'start');
+      assert.equal((await runCampaignTick(env.deps)).created, 2);
+      // The pause committed; the sweep that follows it in the API did not happen.
+      await env.deps.store.db.updateTable('campaigns').set({ state: 'paused', paused_reason: 'request' }).where('id', '=', id).execute();
+      assert.equal(await openRuns(env, id), 2);
+      await runCampaignTick(env.deps);
+      assert.equal(await openRuns(env, id), 0, 'the tick stopped them');
+      env.dispatcher.start();
+      await runCampaignTick(env.deps);
+      assert.equal(env.simulator.dials.length, 0, 'nothing of a paused campaign was dialed');
+    });
+
     it('trips the circuit breaker when the failed share of ended attempts reaches failure_ratio, pausing with reason circuit_breaker', async (t) => {
       const env = await buildWithDispatcher(t, store.kind);
       const f = await createOrgFixture(env.deps);

@@ -2,6 +2,7 @@
 // the plan each store would use names the index. SQLite's planner has no statistics, so a plan
 // that looks right on PostgreSQL can still scan there (store/query-plans.ts).
 import assert from 'node:assert/strict';
+import { explainQueuedCampaignRuns } from '../src/store/campaign-statements.js';
 import { explainRunEvents } from '../src/store/event-stream-statements.js';
 import { explainQueuedPerRoute } from '../src/store/run-listing-statements.js';
 import { explainReconcileCandidates, explainRecordedCallIds } from '../src/store/run-reads.js';
@@ -51,6 +52,14 @@ for (const store of await storeCases()) {
       const { deps } = await build(t, store.kind);
       const plan = await explainRecordedCallIds(deps.store, 1, '+12025550123', Date.now() - 60_000);
       if (store.kind === 'sqlite') assert.match(plan, /workflow_runs_org_phone_idx/, plan);
+      assert.doesNotMatch(plan, FULL_SCAN, plan);
+    });
+
+    it("stops a campaign's queued attempts by reading the queue, not every run the campaign ever made", async (t) => {
+      const { deps } = await build(t, store.kind);
+      const plan = await explainQueuedCampaignRuns(deps.store, 1, 500);
+      assert.match(plan, /campaign_contacts_due_idx/, plan);
+      assert.doesNotMatch(plan, /workflow_runs_campaign_(ended_)?idx/, plan);
       assert.doesNotMatch(plan, FULL_SCAN, plan);
     });
   });

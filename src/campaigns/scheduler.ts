@@ -35,6 +35,7 @@ import { createRun } from '../runs/create-run.js';
 import { TERMINAL_STATES, type TerminalState } from '../runs/states.js';
 import {
   beginAttempt,
+  cancelPendingContacts,
   claimCampaigns,
   countContactsInStatus,
   countEndedCampaignRuns,
@@ -53,7 +54,7 @@ import { decodeJson } from '../store/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
 import { campaignTarget, moveCampaign, rulesOf, stopQueuedAttempts, type CampaignRules } from './campaigns.js';
-import { breakerTrips, insideSchedule, pacingAllowance, settle, PAUSE_REASON, SCHEDULE_REASON } from './settings.js';
+import { breakerTrips, insideSchedule, pacingAllowance, settle, CANCEL_REASON, PAUSE_REASON, SCHEDULE_REASON } from './settings.js';
 
 /** Ended attempts settled per campaign per tick: bounds one tick's work; the rest wait for the next. */
 const SETTLE_BATCH = 1_000;
@@ -96,10 +97,16 @@ async function workCampaign(deps: Deps, campaign: CampaignRow): Promise<{ create
   // Re-read: a pause or cancel may have come while this node settled.
   const row = (await selectCampaign(deps.store, campaign.id)) ?? campaign;
   const now = deps.clock.now();
+  // The API stops a paused or canceled campaign's queued attempts after committing the move; if
+  // that node died in between, or the sweep failed, the tick finishes it, so no attempt of a
+  // campaign that is not running is ever left to be dialed.
   if (row.state === 'canceled') {
+    await stopQueuedAttempts(deps, row.id, CANCEL_REASON);
+    await cancelPendingContacts(deps.store, row.id, now);
     if ((await countContactsInStatus(deps.store, row.id, 'in_progress')) === 0) await updateCampaignColumns(deps.store, row.id, { finished_at: now });
     return { created: 0, settled };
   }
+  if (row.state === 'paused') await stopQueuedAttempts(deps, row.id, PAUSE_REASON);
   if (row.state !== 'running') return { created: 0, settled };
 
   const since = Math.max(row.breaker_since ?? 0, now - rules.breaker.windowSeconds * 1000);

@@ -4,6 +4,7 @@
 // runs. Run state is never written here: attempts are created by runs/create-run.ts and ended by
 // runs/lifecycle.ts; these only read it.
 import { sql } from 'kysely';
+import { explainQuery } from './query-plans.js';
 import { lockingFreeRows } from './row-locks.js';
 import { runDetailsQuery, type RunDetailsRow } from './run-reads.js';
 import type { CampaignContactRow, CampaignRow, CampaignState, CampaignsTable, ContactStatus, RunMode, RunState } from './schema.js';
@@ -365,8 +366,30 @@ export async function selectContactAttempts(store: Pick<Store, 'db'>, contactIds
 
 /** Ids of a campaign's runs still queued (not claimed), up to `limit`. */
 export async function selectQueuedCampaignRuns(store: Pick<Store, 'db'>, campaignId: number, limit: number): Promise<number[]> {
-  const rows = await store.db.selectFrom('workflow_runs').select('id').where('campaign_id', '=', campaignId).where('state', '=', 'queued').orderBy('id').limit(limit).execute();
+  const rows = await queuedCampaignRunsQuery(store, campaignId, limit).execute();
   return rows.map((r) => r.id);
+}
+
+/**
+ * A queued attempt's contact is in progress with the attempt as its last run (set in the attempt's
+ * creating transaction), so the campaign's queued runs are found through its contacts in progress
+ * (migration 010's (campaign_id, status, …) index: at most max_concurrent_calls of them), never
+ * by reading every run the campaign ever made, which a tick outside the window would do all night.
+ */
+function queuedCampaignRunsQuery(store: Pick<Store, 'db'>, campaignId: number, limit: number) {
+  return store.db
+    .selectFrom('campaign_contacts as c')
+    .innerJoin('workflow_runs as r', 'r.id', 'c.last_run_id')
+    .select('r.id')
+    .where('c.campaign_id', '=', campaignId)
+    .where('c.status', '=', 'in_progress')
+    .where('r.state', '=', 'queued')
+    .limit(limit);
+}
+
+/** The plan of selectQueuedCampaignRuns's statement, as text (a test checks it reads the queue, not the campaign's history). */
+export function explainQueuedCampaignRuns(store: Store, campaignId: number, limit: number): Promise<string> {
+  return explainQuery(store, queuedCampaignRunsQuery(store, campaignId, limit));
 }
 
 /** How many of a campaign's runs are in each state. */
