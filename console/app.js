@@ -1,6 +1,5 @@
 // The Dialtone console: sign in with an API key, then the pages below. Each page is one entry of
-// PAGES (path pattern, label, component); a later feature's page (campaigns) is one more entry and
-// one more module.
+// PAGES (path pattern, label, component); a new page is one more entry and one more module.
 import { html, render, useEffect, useState } from './vendor-htm-preact.js';
 import { api, ApiError, EventStream, onUnauthorized, session } from './api.js';
 import { CallPage, CallsPage } from './calls.js';
