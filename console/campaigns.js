@@ -15,11 +15,12 @@ const ACTIONS = [
   { action: 'cancel', label: 'Cancel', from: ['draft', 'running', 'paused'] },
 ];
 
-/** The parts of the progress bar: contacts settled one way or the other, and those still waiting. */
+/** The parts of the progress bar: contacts settled one way or the other, those being called, and those still waiting. */
 const PARTS = [
   { key: 'reached', label: 'reached' },
   { key: 'exhausted', label: 'exhausted' },
   { key: 'suppressed', label: 'suppressed' },
+  { key: 'in_progress', label: 'in progress' },
   { key: 'pending', label: 'pending' },
 ];
 

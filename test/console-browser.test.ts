@@ -9,6 +9,7 @@ import type { TestContext } from 'node:test';
 import pino from 'pino';
 import type { BrowserContext, Page } from 'puppeteer-core';
 import { buildApp } from '../src/app.js';
+import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { buildDeps } from '../src/deps.js';
 import { postJson, testConfig, type TestEnv } from './helpers/app.js';
 import { ARTIFACTS, chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from './helpers/browser.js';
@@ -385,11 +386,14 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.deepEqual(await buttons(), ['Start', 'Cancel']);
     const bar = await page.$eval(`${row} [role="progressbar"]`, (el) => ({ max: el.getAttribute('aria-valuemax'), now: el.getAttribute('aria-valuenow'), label: el.getAttribute('aria-label') }));
     assert.deepEqual(bar, { max: '3', now: '0', label: `Progress of ${payload}` });
-    assert.equal(await page.$eval(`${row} [data-testid="campaign-progress"]`, (el) => el.textContent), '0 reached · 0 exhausted · 0 suppressed · 3 pending · 3 total');
+    assert.equal(await page.$eval(`${row} [data-testid="campaign-progress"]`, (el) => el.textContent), '0 reached · 0 exhausted · 0 suppressed · 0 in progress · 3 pending · 3 total');
 
     await page.click(`${row} button[aria-label="Start ${payload.replace(/"/g, '\\"')}"]`);
     await stateIs('running');
     assert.deepEqual(await buttons(), ['Pause', 'Cancel']);
+    // One scheduler pass by hand (no dispatcher runs here): an attempt per contact, queued.
+    await runCampaignTick(env.deps);
+    const direct = await call(env, f, '+12025550199');
     await page.click(`${row} button[aria-label^="Pause "]`);
     await stateIs('paused');
     assert.equal(await page.$eval(`${row} [data-testid="campaign-paused-reason"]`, (el) => el.textContent), ' (request)');
@@ -419,6 +423,15 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     await stateIs('canceled');
     assert.deepEqual(await buttons(), []);
     assert.equal(await page.evaluate('window.pwned'), undefined, 'no handler ran');
+
+    // Its calls: the Calls page filtered by campaign_id, the three attempts and not the direct call.
+    await page.click(`${row} a`);
+    await page.locator('[data-testid="campaign-filter"]').wait();
+    await page.waitForFunction(`document.querySelectorAll('tr[data-run-id]').length === 3`);
+    const attempts = (await env.app.inject({ method: 'GET', url: `/api/v1/public/campaigns/${campaign.id}/runs`, headers: { 'x-api-key': f.apiKey } })).json() as { data: { id: number }[] };
+    const shown = await page.$$eval('tr[data-run-id]', (rows) => rows.map((r) => Number(r.getAttribute('data-run-id'))));
+    assert.deepEqual([...shown].sort(), attempts.data.map((r) => r.id).sort());
+    assert.ok(!shown.includes(direct.id), 'the direct call is not listed');
     assert.deepEqual(problems, []);
   });
 
