@@ -1,9 +1,9 @@
 // The Dialtone console: sign in with an API key, then the pages below. Each page is one entry of
-// PAGES (path pattern, label, component); a later feature's page (campaigns) is one more entry and
-// one more module.
+// PAGES (path pattern, label, component); a new page is one more entry and one more module.
 import { html, render, useEffect, useState } from './vendor-htm-preact.js';
 import { api, ApiError, EventStream, onUnauthorized, session } from './api.js';
 import { CallPage, CallsPage } from './calls.js';
+import { CampaignsPage } from './campaigns.js';
 import { OverviewPage, TestCallPage, WebhooksPage } from './pages.js';
 import { SuppressionsPage } from './suppressions.js';
 import { ErrorBox, Link } from './ui.js';
@@ -14,6 +14,7 @@ const PAGES = [
   { path: /^\/console\/test-call$/, href: '/console/test-call', label: 'Test call', component: TestCallPage, nav: true },
   { path: /^\/console\/overview$/, href: '/console/overview', label: 'Overview', component: OverviewPage, nav: true },
   { path: /^\/console\/webhooks$/, href: '/console/webhooks', label: 'Webhook endpoints', component: WebhooksPage, nav: true },
+  { path: /^\/console\/campaigns$/, href: '/console/campaigns', label: 'Campaigns', component: CampaignsPage, nav: true },
   { path: /^\/console\/suppressions$/, href: '/console/suppressions', label: 'Suppressions', component: SuppressionsPage, nav: true },
 ];
 

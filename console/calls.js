@@ -30,9 +30,15 @@ function query(filters, after) {
   return `?${params}`;
 }
 
+/** The filters a link may carry: the Campaigns page links to a campaign's calls as ?campaign_id=N. */
+function filtersFromUrl() {
+  const campaignId = new URLSearchParams(location.search).get('campaign_id');
+  return campaignId && /^[1-9][0-9]{0,14}$/.test(campaignId) ? { ...EMPTY_FILTERS, campaign_id: campaignId } : EMPTY_FILTERS;
+}
+
 export function CallsPage({ stream }) {
-  const [draft, setDraft] = useState(EMPTY_FILTERS);
-  const [filters, setFilters] = useState(EMPTY_FILTERS);
+  const [draft, setDraft] = useState(filtersFromUrl);
+  const [filters, setFilters] = useState(filtersFromUrl);
   const [cursors, setCursors] = useState([]); // the `after` of each page before this one
   const [page, setPage] = useState({ data: [], next_after: null });
   const [workflows, setWorkflows] = useState([]);
@@ -94,6 +100,7 @@ export function CallsPage({ stream }) {
 
   return html`<section>
     <h1>Calls</h1>
+    ${filters.campaign_id ? html`<p class="hint" data-testid="campaign-filter">Only the calls of campaign ${filters.campaign_id} (Clear shows every call).</p>` : null}
     <form class="filters" onSubmit=${apply} aria-label="Filter calls">
       <label>State <select name="state" value=${draft.state} onChange=${set('state')}>
         <option value="">Any</option>

@@ -1,10 +1,12 @@
 // The console's reads through the public API: the run list (filters, paging, the index that serves
 // each filter), the workflows and telephony configurations, and the stats.
 import assert from 'node:assert/strict';
+import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { explainRunPage } from '../src/store/run-listing-statements.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { createWorkflow } from '../src/workflows/workflows.js';
 import { build, getJson, postJson, type TestEnv } from './helpers/app.js';
+import { act, addContacts, createCampaign } from './helpers/campaigns.js';
 import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { storeCases } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
@@ -93,6 +95,26 @@ for (const store of await storeCases()) {
       assert.deepEqual((await list(env, otherOrg.apiKey, `?workflow_uuid=${second.workflow_uuid}`)).data, [], 'another organization\'s workflow matches none of its runs');
     });
 
+    it('filters by campaign, another organization\'s campaign id matching none of its runs, with time bounds only filtering', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const direct = await call(env, f, '+12025550111');
+      const campaign = await createCampaign(env.app, f, { name: 'Drive' });
+      await addContacts(env.app, f, campaign.id, [{ phone_number: '+12025550123' }, { phone_number: '+12025550124' }]);
+      assert.equal((await act(env.app, f, campaign.id, 'start')).statusCode, 200);
+      await runCampaignTick(env.deps);
+      const attempts = await env.deps.store.db.selectFrom('workflow_runs').select('id').where('campaign_id', '=', campaign.id).orderBy('id', 'desc').execute();
+      assert.equal(attempts.length, 2, 'the tick created an attempt per contact');
+
+      const ids = async (key: string, query: string) => (await list(env, key, query)).data.map((r) => r.id);
+      assert.deepEqual(await ids(f.apiKey, `?campaign_id=${campaign.id}`), attempts.map((r) => r.id));
+      assert.ok(!(await ids(f.apiKey, `?campaign_id=${campaign.id}`)).includes(direct), 'a direct run is no campaign\'s');
+      assert.deepEqual(await ids(f.apiKey, `?campaign_id=${campaign.id}&created_after=2000-01-01T00:00:00Z&created_before=2999-01-01T00:00:00Z`), attempts.map((r) => r.id));
+      assert.deepEqual(await ids(f.apiKey, `?campaign_id=${campaign.id}&created_before=2000-01-01T00:00:00Z`), []);
+      const other = await createOrgFixture(env.deps, 'Other');
+      assert.deepEqual(await ids(other.apiKey, `?campaign_id=${campaign.id}`), [], 'another organization\'s campaign matches none of its runs');
+    });
+
     it('refuses a malformed filter with a 422 problem naming the parameter', async (t) => {
       const env = await build(t, store.kind);
       const f = await createOrgFixture(env.deps);
@@ -103,7 +125,7 @@ for (const store of await storeCases()) {
         ['?after=-1', 'after'],
         ['?created_after=yesterday', 'created_after'],
         ['?workflow_uuid=not-a-uuid', 'workflow_uuid'],
-        ['?campaign_id=1', 'campaign_id'],
+        ['?campaign_id=abc', 'campaign_id'],
       ] as const) {
         const response = await getJson(env.app, `${LIST}${query}`, f.apiKey);
         assert.equal(response.statusCode, 422, `${query}: ${response.body}`);
@@ -129,7 +151,9 @@ for (const store of await storeCases()) {
       assert.match(await plan({ phoneNumber: '+12025550123', createdAfter: hourAgo }), /workflow_runs_org_phone_idx/);
       assert.match(await plan({ phoneNumber: '+12025550123', createdBefore: hourAgo }), /workflow_runs_org_phone_idx/);
       assert.match(await plan({ workflowId: 1, createdAfter: hourAgo, createdBefore: Date.now() }), /workflow_runs_org_workflow_idx/);
-      for (const filter of [{}, { phoneNumber: '+12025550123' }, { workflowId: 1 }]) {
+      assert.match(await plan({ campaignId: 1 }), /workflow_runs_campaign_idx/);
+      assert.match(await plan({ campaignId: 1, createdAfter: hourAgo, createdBefore: Date.now() }), /workflow_runs_campaign_idx/, 'time bounds do not steer it to the (org_id, created_at) index');
+      for (const filter of [{}, { phoneNumber: '+12025550123' }, { workflowId: 1 }, { campaignId: 1 }]) {
         assert.doesNotMatch(await plan(filter), /SCAN (r|workflow_runs)\b(?! USING)|Seq Scan on workflow_runs/, `no full scan of the runs for ${JSON.stringify(filter)}`);
       }
     });

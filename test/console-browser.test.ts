@@ -1,6 +1,6 @@
 // The console in a real browser (Debian's chromium, headless): signing in, following calls live,
 // a call's page, cancelling, text that looks like HTML, a wrong key, two widths, suppressions (add,
-// refuse, remove, import), and the stream resuming across a node restart.
+// refuse, remove, import), campaigns (start, pause, contacts import, cancel), and the stream resuming across a node restart.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,9 +9,11 @@ import type { TestContext } from 'node:test';
 import pino from 'pino';
 import type { BrowserContext, Page } from 'puppeteer-core';
 import { buildApp } from '../src/app.js';
+import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { buildDeps } from '../src/deps.js';
 import { postJson, testConfig, type TestEnv } from './helpers/app.js';
 import { ARTIFACTS, chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from './helpers/browser.js';
+import { addContacts, createCampaign } from './helpers/campaigns.js';
 import { buildWithDispatcher } from './helpers/dispatch.js';
 import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
@@ -355,6 +357,81 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     await page.locator('::-p-aria([name="Previous"][role="button"])').click();
     await page.waitForFunction(`document.querySelectorAll('tr[data-testid="suppression-row"]').length === 50`);
     assert.deepEqual(await shown(), numbers.slice(0, 50));
+    assert.deepEqual(problems, []);
+  });
+
+  it('lists a campaign on the Campaigns page as draft with its progress, starts, pauses and cancels it with the buttons its state allows, imports a contacts CSV reporting its invalid line, and shows an HTML-looking name as text', async (t) => {
+    // No dispatcher and no scheduler: the campaign stays where the buttons put it.
+    const { env, url, f } = await serve(t, { dispatch: false });
+    const payload = 'Spring <img src=x onerror="window.pwned=1">';
+    const campaign = await createCampaign(env.app, f, { name: payload });
+    await addContacts(env.app, f, campaign.id, ['+12025550100', '+12025550101', '+12025550102'].map((phone_number) => ({ phone_number })));
+    const dir = mkdtempSync(join(tmpdir(), 'dialtone-contacts-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'contacts.csv');
+    writeFileSync(file, 'phone_number\n+12025550103\nnot-a-number\n+12025550100\n');
+
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Campaigns"][role="link"])').click();
+    await page.locator('::-p-aria([name="Campaigns"][role="heading"])').wait();
+    const row = `tr[data-testid="campaign-row"][data-id="${campaign.id}"]`;
+    await page.waitForSelector(row);
+    const stateIs = (state: string) => page.waitForFunction(`document.querySelector(${JSON.stringify(`${row} [data-testid="campaign-state"]`)})?.textContent === ${JSON.stringify(state)}`);
+    const buttons = () => page.$$eval(`${row} td .actions button`, (els) => els.map((el) => el.textContent));
+
+    assert.equal(await page.$eval(`${row} [data-testid="campaign-name"]`, (el) => el.textContent), payload, 'the name as text');
+    assert.equal(await page.$$eval('main img, main script', (els) => els.length), 0, 'no img or script element');
+    await stateIs('draft');
+    assert.deepEqual(await buttons(), ['Start', 'Cancel']);
+    const bar = await page.$eval(`${row} [role="progressbar"]`, (el) => ({ max: el.getAttribute('aria-valuemax'), now: el.getAttribute('aria-valuenow'), label: el.getAttribute('aria-label') }));
+    assert.deepEqual(bar, { max: '3', now: '0', label: `Progress of ${payload}` });
+    assert.equal(await page.$eval(`${row} [data-testid="campaign-progress"]`, (el) => el.textContent), '0 reached · 0 exhausted · 0 suppressed · 0 in progress · 3 pending · 3 total');
+
+    await page.click(`${row} button[aria-label="Start ${payload.replace(/"/g, '\\"')}"]`);
+    await stateIs('running');
+    assert.deepEqual(await buttons(), ['Pause', 'Cancel']);
+    // One scheduler pass by hand (no dispatcher runs here): an attempt per contact, queued.
+    await runCampaignTick(env.deps);
+    const direct = await call(env, f, '+12025550199');
+    await page.click(`${row} button[aria-label^="Pause "]`);
+    await stateIs('paused');
+    assert.equal(await page.$eval(`${row} [data-testid="campaign-paused-reason"]`, (el) => el.textContent), ' (request)');
+    assert.deepEqual(await buttons(), ['Resume', 'Cancel']);
+    const stored = (await env.app.inject({ method: 'GET', url: `/api/v1/public/campaigns/${campaign.id}`, headers: { 'x-api-key': f.apiKey } })).json() as { state: string; paused_reason: string };
+    assert.deepEqual([stored.state, stored.paused_reason], ['paused', 'request']);
+
+    const input = await page.waitForSelector(`${row} input[type="file"]`);
+    assert.ok(input);
+    assert.equal(await input.evaluate((el) => el.labels?.[0]?.textContent), 'Contacts CSV', 'the file input is labelled');
+    await input.uploadFile(file);
+    await page.click(`${row} button[type="submit"]`);
+    await page.waitForFunction(`document.querySelector(${JSON.stringify(`${row} [data-testid="contacts-report"] p`)}) !== null`);
+    const report = await page.$eval(`${row} [data-testid="contacts-report"]`, (el) => ({ text: el.querySelector('p')?.textContent, lines: [...el.querySelectorAll('li')].map((li) => li.textContent) }));
+    assert.equal(report.text, 'Added 1, duplicates 1, invalid 1.');
+    assert.equal(report.lines.length, 1);
+    assert.match(report.lines[0] ?? '', /^Line 3: ./);
+    // Refreshed after the import: the new contact is counted.
+    await page.waitForFunction(`document.querySelector(${JSON.stringify(`${row} [data-testid="campaign-progress"]`)})?.textContent?.endsWith('4 total')`);
+    await screenshot(page, 'campaigns');
+
+    await page.click(`${row} button[aria-label^="Cancel "]`);
+    const confirm = await page.waitForSelector(`${row} button[aria-label^="Confirm: cancel "]`);
+    assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Confirm cancel', 'the confirmation has the focus');
+    assert.equal((await env.app.inject({ method: 'GET', url: `/api/v1/public/campaigns/${campaign.id}`, headers: { 'x-api-key': f.apiKey } })).json().state, 'paused', 'not canceled before the confirmation');
+    await confirm?.click();
+    await stateIs('canceled');
+    assert.deepEqual(await buttons(), []);
+    assert.equal(await page.evaluate('window.pwned'), undefined, 'no handler ran');
+
+    // Its calls: the Calls page filtered by campaign_id, the three attempts and not the direct call.
+    await page.click(`${row} a`);
+    await page.locator('[data-testid="campaign-filter"]').wait();
+    await page.waitForFunction(`document.querySelectorAll('tr[data-run-id]').length === 3`);
+    const attempts = (await env.app.inject({ method: 'GET', url: `/api/v1/public/campaigns/${campaign.id}/runs`, headers: { 'x-api-key': f.apiKey } })).json() as { data: { id: number }[] };
+    const shown = await page.$$eval('tr[data-run-id]', (rows) => rows.map((r) => Number(r.getAttribute('data-run-id'))));
+    assert.deepEqual([...shown].sort(), attempts.data.map((r) => r.id).sort());
+    assert.ok(!shown.includes(direct.id), 'the direct call is not listed');
     assert.deepEqual(problems, []);
   });
 

@@ -9,7 +9,7 @@ import { describe, it } from './helpers/suite.js';
 describe('GET /console', () => {
   it('answers the app\'s page for every console path, with a strict Content-Security-Policy, X-Frame-Options DENY and nosniff', async (t) => {
     const { app } = await build(t, 'sqlite');
-    for (const url of ['/console', '/console/', '/console/runs/42', '/console/test-call', '/console/overview', '/console/webhooks', '/console/suppressions']) {
+    for (const url of ['/console', '/console/', '/console/runs/42', '/console/test-call', '/console/overview', '/console/webhooks', '/console/suppressions', '/console/campaigns']) {
       const response = await app.inject({ method: 'GET', url });
       assert.equal(response.statusCode, 200, url);
       assert.match(String(response.headers['content-type']), /^text\/html/);
@@ -35,7 +35,7 @@ describe('GET /console', () => {
 
   it('serves its files from the package with their types and the same headers, a 404 problem for anything else, and imports nothing from the network', async (t) => {
     const { app } = await build(t, 'sqlite');
-    const scripts = ['app.js', 'api.js', 'calls.js', 'pages.js', 'suppressions.js', 'ui.js', 'vendor-htm-preact.js'];
+    const scripts = ['app.js', 'api.js', 'calls.js', 'campaigns.js', 'pages.js', 'suppressions.js', 'ui.js', 'vendor-htm-preact.js'];
     let gzipped = 0;
     for (const name of [...scripts, 'console.css', 'favicon.svg']) {
       const response = await app.inject({ method: 'GET', url: `/console/assets/${name}` });

@@ -13,6 +13,8 @@ export interface RunListQuery {
   state?: RunState;
   workflowUuid?: string;
   phoneNumber?: string;
+  /** A campaign's id; matched together with the organization, so another's campaign gives an empty page. */
+  campaignId?: number;
   createdAfter?: number;
   createdBefore?: number;
   /** The `next_after` of the previous page: runs older than this id. */
@@ -40,6 +42,7 @@ export async function listRunPage(store: Store, orgId: number, query: RunListQue
     const parsed = parseDestination(query.phoneNumber);
     filter.phoneNumber = parsed.ok ? parsed.destination.value : query.phoneNumber;
   }
+  if (query.campaignId !== undefined) filter.campaignId = query.campaignId;
   if (query.createdAfter !== undefined) filter.createdAfter = query.createdAfter;
   if (query.createdBefore !== undefined) filter.createdBefore = query.createdBefore;
   if (query.after !== undefined) filter.beforeId = query.after;

@@ -10,6 +10,8 @@ export interface RunPageFilter {
   state?: RunState;
   workflowId?: number;
   phoneNumber?: string;
+  /** Only the attempts of this campaign (served by migration 010's workflow_runs_campaign_idx). */
+  campaignId?: number;
   /** Epoch ms, inclusive. */
   createdAfter?: number;
   /** Epoch ms, exclusive. */
@@ -19,15 +21,18 @@ export interface RunPageFilter {
 }
 
 function runPageQuery(store: Store, orgId: number, filter: RunPageFilter, limit: number) {
-  // With a number or a workflow to match, the time bounds are only filters (notIndexed): SQLite's
-  // planner, which has no statistics, would otherwise prefer the (org_id, created_at) range to the
-  // (org_id, phone_number, id) equality and sort the organization's whole window to find a page.
-  const createdAt = filter.phoneNumber !== undefined || filter.workflowId !== undefined ? notIndexed('r.created_at') : sql.ref<number>('r.created_at');
+  // With a number, a workflow or a campaign to match, the time bounds are only filters (notIndexed):
+  // SQLite's planner, which has no statistics, would otherwise prefer the (org_id, created_at) range
+  // to the more specific equality index and sort the organization's whole window to find a page.
+  const specific = filter.phoneNumber !== undefined || filter.workflowId !== undefined || filter.campaignId !== undefined;
+  const createdAt = specific ? notIndexed('r.created_at') : sql.ref<number>('r.created_at');
   return runDetailsQuery(store)
     .where('r.org_id', '=', orgId)
     .$if(filter.state !== undefined, (q) => q.where('r.state', '=', filter.state as RunState))
     .$if(filter.workflowId !== undefined, (q) => q.where('r.workflow_id', '=', filter.workflowId as number))
     .$if(filter.phoneNumber !== undefined, (q) => q.where('r.phone_number', '=', filter.phoneNumber as string))
+    // Kept beside the org_id condition, so another organization's campaign id matches no run.
+    .$if(filter.campaignId !== undefined, (q) => q.where('r.campaign_id', '=', filter.campaignId as number))
     .$if(filter.createdAfter !== undefined, (q) => q.where(createdAt, '>=', filter.createdAfter as number))
     .$if(filter.createdBefore !== undefined, (q) => q.where(createdAt, '<', filter.createdBefore as number))
     .$if(filter.beforeId !== undefined, (q) => q.where('r.id', '<', filter.beforeId as number))

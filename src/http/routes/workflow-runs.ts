@@ -32,7 +32,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           operationId: 'listWorkflowRuns',
           summary: 'List Workflow Runs',
           description:
-            'The organization\'s runs, newest first, filtered by any of state, workflow, phone number and creation time. Page with `after` (the `next_after` of the previous page). The phone number is matched in E.164, however it is written here.',
+            'The organization\'s runs, newest first, filtered by any of state, workflow, campaign, phone number and creation time. Page with `after` (the `next_after` of the previous page). The phone number is matched in E.164, however it is written here.',
           tags: ['Workflow runs'],
           security: [{ ApiKey: [] }],
           querystring: Type.Object(
@@ -40,6 +40,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
               state: Type.Optional(Type.Union(RUN_STATES.map((s) => Type.Literal(s)), { description: 'Only runs in this state' })),
               workflow_uuid: Type.Optional(Type.String({ format: 'uuid', description: 'Only runs of this workflow' })),
               phone_number: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Only runs to this number (E.164, or a SIP URI as given)' })),
+              campaign_id: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Only the attempts of this campaign (another organization\'s campaign matches no run)' })),
               created_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs created at or after this time (RFC 3339)' })),
               created_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs created before this time (RFC 3339)' })),
               after: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return runs older than this run id (the previous page\'s `next_after`)' })),
@@ -51,11 +52,12 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
         },
       },
       async (request) => {
-        const query = request.query as { state?: RunState; workflow_uuid?: string; phone_number?: string; created_after?: string; created_before?: string; after?: string; limit?: string };
+        const query = request.query as { state?: RunState; workflow_uuid?: string; phone_number?: string; campaign_id?: string; created_after?: string; created_before?: string; after?: string; limit?: string };
         return listRunPage(deps.store, authOf(request).orgId, {
           ...(query.state !== undefined ? { state: query.state } : {}),
           ...(query.workflow_uuid !== undefined ? { workflowUuid: query.workflow_uuid.toLowerCase() } : {}),
           ...(query.phone_number !== undefined ? { phoneNumber: query.phone_number } : {}),
+          ...(query.campaign_id !== undefined ? { campaignId: Number(query.campaign_id) } : {}),
           ...(query.created_after !== undefined ? { createdAfter: Date.parse(query.created_after) } : {}),
           ...(query.created_before !== undefined ? { createdBefore: Date.parse(query.created_before) } : {}),
           ...(query.after !== undefined ? { after: Number(query.after) } : {}),

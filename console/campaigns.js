@@ -1,0 +1,144 @@
+// Campaigns: the organization's campaigns (newest first, paged) with their state, why a paused one
+// is paused and their progress; Start / Pause / Resume / Cancel where the state allows it (Cancel
+// asks once more: it cannot be undone), and a CSV contacts import per campaign with its report.
+import { html, useCallback, useEffect, useState } from './vendor-htm-preact.js';
+import { api } from './api.js';
+import { ErrorBox, Link } from './ui.js';
+
+const PAGE_SIZE = 20;
+
+/** The states each action moves a campaign from (the API's own rule; it refuses others with 409). */
+const ACTIONS = [
+  { action: 'start', label: 'Start', from: ['draft'] },
+  { action: 'pause', label: 'Pause', from: ['running'] },
+  { action: 'resume', label: 'Resume', from: ['paused'] },
+  { action: 'cancel', label: 'Cancel', from: ['draft', 'running', 'paused'] },
+];
+
+/** The parts of the progress bar: contacts settled one way or the other, those being called, and those still waiting. */
+const PARTS = [
+  { key: 'reached', label: 'reached' },
+  { key: 'exhausted', label: 'exhausted' },
+  { key: 'suppressed', label: 'suppressed' },
+  { key: 'in_progress', label: 'in progress' },
+  { key: 'pending', label: 'pending' },
+];
+
+function Progress({ campaign }) {
+  const p = campaign.progress;
+  const done = p.reached + p.exhausted + p.suppressed;
+  // The figures beside the bar carry the meaning; the colours only repeat them.
+  return html`<div class="campaign-progress">
+    <div class="bar-track stacked-bar" role="progressbar" aria-label=${`Progress of ${campaign.name}`} aria-valuemin="0" aria-valuemax=${p.total} aria-valuenow=${done}
+      aria-valuetext=${`${done} of ${p.total} contacts settled`}>
+      ${PARTS.map(({ key }) => (p.total && p[key] ? html`<span key=${key} class=${`bar part-${key}`} style=${{ width: `${(100 * p[key]) / p.total}%` }}></span>` : null))}
+    </div>
+    <p class="progress-figures" data-testid="campaign-progress">${PARTS.map(({ key, label }) => `${p[key]} ${label}`).join(' · ')} · ${p.total} total</p>
+  </div>`;
+}
+
+function ImportContacts({ campaign, onChanged }) {
+  const [file, setFile] = useState(null);
+  const [report, setReport] = useState(null);
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const id = `contacts-file-${campaign.id}`;
+  const submit = async (event) => {
+    event.preventDefault();
+    if (!file) return;
+    setError(null);
+    setReport(null);
+    setBusy(true);
+    try {
+      setReport(await api(`/campaigns/${campaign.id}/contacts`, { method: 'POST', csv: await file.text() }));
+      onChanged();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<form class="import-contacts" onSubmit=${submit} aria-label=${`Import contacts into ${campaign.name}`}>
+    <label for=${id}>Contacts CSV</label>
+    <input id=${id} type="file" accept=".csv,text/csv" required onChange=${(e) => setFile(e.currentTarget.files?.[0] ?? null)} />
+    <button type="submit" class="secondary" disabled=${busy || !file}>Import contacts</button>
+    <${ErrorBox} error=${error} />
+    <div role="status" data-testid="contacts-report">
+      ${report
+        ? html`<p>Added ${report.added}, duplicates ${report.duplicates}, invalid ${report.invalid_count ?? report.invalid.length}.</p>
+          ${report.invalid.length ? html`<ul class="invalid-lines">${report.invalid.map((i, n) => html`<li key=${n}>${i.line !== undefined ? `Line ${i.line}` : `Item ${i.index}`}: ${i.detail}</li>`)}</ul>` : null}`
+        : null}
+    </div>
+  </form>`;
+}
+
+export function CampaignsPage() {
+  const [cursors, setCursors] = useState([]); // the `after` of each page before this one
+  const [page, setPage] = useState(null);
+  const [error, setError] = useState(null);
+  const [confirming, setConfirming] = useState(null); // the id whose Cancel asks "are you sure?"
+  const [busy, setBusy] = useState(false);
+  const after = cursors[cursors.length - 1];
+  // A stable ref, so focus moves to the confirm button once, when it appears.
+  const focusOnMount = useCallback((el) => el?.focus(), []);
+  const load = useCallback(async () => {
+    try {
+      const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
+      if (after) params.set('after', after);
+      setPage(await api(`/campaigns?${params}`));
+      setError(null);
+    } catch (e) {
+      setError(e);
+    }
+  }, [after]);
+  useEffect(() => void load(), [load]);
+  const act = async (campaign, action) => {
+    setConfirming(null);
+    setError(null);
+    setBusy(true);
+    try {
+      await api(`/campaigns/${campaign.id}/${action}`, { method: 'POST' });
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+      // Refresh either way: a refusal (409) usually means the state moved under us.
+      await load();
+    }
+  };
+  const buttons = (c) =>
+    ACTIONS.filter((a) => a.from.includes(c.state)).map((a) =>
+      a.action === 'cancel' && confirming === c.id
+        ? // Canceling ends the campaign for good: one more press, focused, to be sure.
+          html`<button key="confirm" type="button" class="danger" ref=${focusOnMount} disabled=${busy} aria-label=${`Confirm: cancel ${c.name}`} onClick=${() => act(c, 'cancel')}>Confirm cancel</button>
+            <button key="keep" type="button" class="secondary" aria-label=${`Keep ${c.name}`} onClick=${() => setConfirming(null)}>Keep</button>`
+        : html`<button key=${a.action} type="button" class=${a.action === 'cancel' ? 'secondary' : ''} disabled=${busy} aria-label=${`${a.label} ${c.name}`}
+            onClick=${() => (a.action === 'cancel' ? setConfirming(c.id) : act(c, a.action))}>${a.label}</button>`,
+    );
+  return html`<section>
+    <h1>Campaigns</h1>
+    <p>Lists of contacts called with retries, within the campaign's schedule. Create one through the API (<code>POST /api/v1/public/campaigns</code>); start, pause, resume, cancel and add contacts here.</p>
+    <${ErrorBox} error=${error} />
+    ${page === null
+      ? html`<p>Loading…</p>`
+      : page.data.length === 0
+        ? html`<p class="empty">${cursors.length ? 'No more campaigns.' : 'No campaigns yet.'}</p>`
+        : html`<div class="table-wrap"><table class="cards">
+            <caption class="visually-hidden">Campaigns, newest first</caption>
+            <thead><tr><th scope="col">Name</th><th scope="col">State</th><th scope="col">Progress</th><th scope="col"><span class="visually-hidden">Actions</span></th><th scope="col">Contacts</th></tr></thead>
+            <tbody>${page.data.map(
+              (c) => html`<tr key=${c.id} data-testid="campaign-row" data-id=${c.id}>
+                <td data-label="Name" class="reason"><span data-testid="campaign-name">${c.name}</span><br /><${Link} href=${`/console?campaign_id=${c.id}`}>Its calls</${Link}></td>
+                <td data-label="State"><span class=${`state campaign-${c.state}`} data-testid="campaign-state">${c.state}</span>${c.paused_reason ? html`<span class="hint" data-testid="campaign-paused-reason"> (${c.paused_reason.replace('_', ' ')})</span>` : null}</td>
+                <td data-label="Progress"><${Progress} campaign=${c} /></td>
+                <td><div class="actions">${buttons(c)}</div></td>
+                <td data-label="Contacts">${['draft', 'running', 'paused'].includes(c.state) ? html`<${ImportContacts} campaign=${c} onChanged=${load} />` : html`<span class="hint">Ended</span>`}</td>
+              </tr>`,
+            )}</tbody>
+          </table></div>`}
+    <div class="pager">
+      <button type="button" class="secondary" disabled=${cursors.length === 0} onClick=${() => setCursors(cursors.slice(0, -1))}>Previous</button>
+      <button type="button" class="secondary" disabled=${!page || page.next_after === null} onClick=${() => setCursors([...cursors, page.next_after])}>Next</button>
+    </div>
+  </section>`;
+}
