@@ -254,6 +254,19 @@ for (const store of await storeCases()) {
     });
   });
 
+  describe(`Suppression and the Idempotency-Key (${store.kind})`, { skip: store.skip }, () => {
+    it('refuses a suppressed number as number_suppressed before looking at the Idempotency-Key, as the check order says', async (t) => {
+      const { app, deps } = await build(t, store.kind);
+      const f = await createOrgFixture(deps);
+      const send = (phone: string, key: string) => postJson(app, PATHS.initiateCall(f.agentUuid), { phone_number: phone }, { key: f.apiKey, headers: { 'idempotency-key': key } });
+      assert.equal((await send('+12025550123', 'order-1')).statusCode, 200);
+      assert.equal((await put(app, f.apiKey, '+12025550124')).statusCode, 200);
+      // The same key with another payload would be idempotency_key_reused; the policy comes first.
+      assertProblem(await send('+12025550124', 'order-1'), 422, 'number_suppressed');
+      assert.equal(await countRuns(deps), 1);
+    });
+  });
+
   describe(`Per-number frequency cap (${store.kind})`, { skip: store.skip }, () => {
     it("counts through the number's own index, not by walking the organization's runs in the window (the plan names it)", async (t) => {
       const { deps } = await build(t, store.kind);

@@ -102,10 +102,10 @@ async function checkRequest(deps: Deps, caller: InitiateCaller, target: Target, 
 }
 
 /** The calling policy (suppression, per-number cap, calling hours; DESIGN.md section 7), counting a real request's refusals (a dry run's are not refusals). */
-async function checkPolicy(deps: Deps, caller: InitiateCaller, destination: Destination, persisting: boolean): Promise<PolicyDecision> {
+async function checkPolicy(deps: Deps, caller: InitiateCaller, destination: Destination, persisting: boolean, options: { beforeIdempotency?: boolean } = {}): Promise<PolicyDecision> {
   const settings = { numberCap: caller.limits.numberCap, callingHours: caller.callingHours };
   try {
-    return await checkCallingPolicy(deps, caller.orgId, settings, destination, deps.clock.now(), { persisting });
+    return await checkCallingPolicy(deps, caller.orgId, settings, destination, deps.clock.now(), { persisting, ...options });
   } catch (error) {
     if (persisting) countPolicyRefusal(deps, error);
     throw error;
@@ -154,7 +154,10 @@ export async function initiateCall(
     // The suppression list is read and the cap counted once, exactly, by the creating insert
     // (after the Idempotency-Key claim, which a refusal there releases): reading them here too
     // would cost a query per request.
-    policy = await checkPolicy(deps, caller, destination, true);
+    // With an Idempotency-Key the suppression list is read now too, so that it is refused before the
+    // key is looked at (DESIGN.md's check order); without one nothing stands between, and the
+    // insert's own check is the only read.
+    policy = await checkPolicy(deps, caller, destination, true, { beforeIdempotency: idempotencyKey !== undefined });
   } catch (error) {
     // The retry of a request that created its run must get that answer again, not a refusal
     // caused by a suppression added (or calling hours closed) since.

@@ -1,6 +1,7 @@
 // The calling policy's request-time check (DESIGN.md section 7): whether a number may be dialed
 // now, for the four initiate operations. It runs after the template variables and before
-// idempotency (DESIGN.md section 2), so a refused request stores nothing and consumes no key.
+// idempotency (DESIGN.md section 2), so a refused request stores nothing and consumes no key
+// (the creating insert checks the list and the cap again, exactly: see below).
 // The checks, in order: the organization's suppression list, the per-number frequency cap, and
 // calling hours in the callee's time zones (calling-hours-check.ts). A request that persists its
 // run hands the first two to the creating insert, the one place where they are exact (and, on
@@ -47,6 +48,11 @@ export interface PolicyCheckOptions {
    * own). False (a check that creates nothing, like a dry run) reads and counts now.
    */
   persisting?: boolean;
+  /**
+   * With `persisting`: read the suppression list now as well (the insert checks it again), because
+   * a step that must come after the policy (an Idempotency-Key's claim) stands before the insert.
+   */
+  beforeIdempotency?: boolean;
 }
 
 /**
@@ -75,6 +81,7 @@ export async function checkCallingPolicy(
     },
   };
   if (options.persisting) {
+    if (options.beforeIdempotency) await refuseWhenSuppressed(deps, orgId, phoneNumber, now);
     try {
       return { atInsert, scheduledFor: enforceCallingHours(settings.callingHours, destination, now) };
     } catch (error) {
