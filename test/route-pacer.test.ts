@@ -147,6 +147,30 @@ describe('Route pacer', () => {
     assert.deepEqual(h.dials.map((d) => d.runId), [2, 1], 'each run dialed once, in slot order');
   });
 
+  it('keeps the slots a claim reserved when it is added while the pacer re-slots the runs that were late', async () => {
+    const settings = { spacingMs: 10, toleranceMs: 40, maxReslots: 20 };
+    const h = harness(settings);
+    const pacerDeps = h.pacer as unknown as { deps: { takeSlots: (count: number, now: number) => Promise<number> } };
+    const taken: number[] = [];
+    pacerDeps.deps.takeSlots = async (count, now) => {
+      taken.push(count);
+      // A claim of another batch commits (its slots reserved in the store) during this round trip.
+      await Promise.resolve();
+      if (taken.length === 1) void h.pacer.add([{ runId: 9, dialAt: 500 }], settings);
+      const first = Math.max(h.store.next, now);
+      h.store.next = first + count * settings.spacingMs;
+      return first;
+    };
+    h.clock.at = 100;
+    h.store.next = 300;
+    const late = claimed(2, 0, 10);
+    await h.pacer.add(late, settings);
+    assert.deepEqual(taken, [2], 'fresh slots for the two late runs only');
+    const nine = h.dials.find((d) => d.runId === 9);
+    assert.equal(nine?.at, 500, 'the added run was dialed at the slot its claim reserved');
+    assert.deepEqual(h.dials.map((d) => d.runId), [1, 2, 9]);
+  });
+
   it('dials a run anyway, and says so, once it was re-slotted maxReslots times in a row', async () => {
     const settings = { spacingMs: 10, toleranceMs: 1, maxReslots: 3 };
     const h = harness(settings, 0);

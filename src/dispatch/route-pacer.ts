@@ -114,11 +114,15 @@ export class RoutePacer<T extends PacedDial> {
           // A re-slot in a row: the previous fresh slots were missed, by at least the store's round trip.
           if (this.reslots > 0) this.reslotLeadMs = Math.min(MAX_RESLOT_LEAD_MS, Math.max(2 * this.reslotLeadMs, this.lastReslotMs));
           this.reslots++;
-          const count = this.queue.length;
-          const first = await deps.takeSlots(count, now + this.reslotLeadMs);
+          // Only the runs waiting now get the new slots: a claim added during the store's round
+          // trip keeps the slots its own claim reserved (handing it unreserved times could land
+          // in another node's slots).
+          const late = this.queue.slice();
+          const first = await deps.takeSlots(late.length, now + this.reslotLeadMs);
           this.lastReslotMs = deps.now() - now;
-          this.queue.forEach((item, i) => (item.dialAt = first + i * spacingMs));
-          deps.onReslot(count);
+          late.forEach((item, i) => (item.dialAt = first + i * spacingMs));
+          this.queue.sort((a, b) => a.dialAt - b.dialAt);
+          deps.onReslot(late.length);
           continue;
         }
         deps.onGaveUp(head, lateness);
