@@ -2,6 +2,9 @@
 // as JSON and CSV with invalid ones reported by index or line and duplicates counted, and
 // Idempotency-Key on the import.
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { importContactCsv } from '../src/campaigns/contacts.js';
+import { DialtoneError } from '../src/errors.js';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { messageBody } from '../src/webhooks/message.js';
 import { build, getJson, postJson } from './helpers/app.js';
@@ -170,6 +173,27 @@ for (const store of await storeCases()) {
       assert.equal(again.headers['idempotent-replayed'], 'true');
       assert.deepEqual(again.json(), first.json(), 'the first answer, not "1 duplicate"');
       assertProblem(await send([{ phone_number: '+12025550124' }]), 422, 'idempotency_key_reused');
+
+      assert.equal((await postJson(app, `${CAMPAIGNS}/${id}/cancel`, {}, { key: f.apiKey })).statusCode, 200);
+      const afterEnd = await send([{ phone_number: '+12025550123' }]);
+      assert.equal(afterEnd.statusCode, 200, 'a retry after the campaign ended still gets the answer its import got');
+      assert.equal(afterEnd.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(afterEnd.json(), first.json());
+      const newKey = await postJson(app, `${CAMPAIGNS}/${id}/contacts`, [{ phone_number: '+12025550125' }], { key: f.apiKey, headers: { 'idempotency-key': 'import-2' } });
+      assertProblem(newKey, 409, 'campaign_state_conflict');
+      assert.equal((await getJson(app, `${CAMPAIGNS}/${id}`, f.apiKey)).json().progress.total, 1);
+    });
+
+    it('ends a CSV import whose upload is cut off with bad_request, writing nothing, instead of waiting for ever', async (t) => {
+      const { app, deps } = await build(t, store.kind);
+      const f = await createOrgFixture(deps);
+      const { id } = await createCampaign(app, f);
+      const body = new PassThrough();
+      const importing = importContactCsv(deps, f.orgId, id, body, { idempotencyKey: undefined, path: `${CAMPAIGNS}/${id}/contacts` });
+      body.write('phone_number\n+12025550123\n+120255');
+      setImmediate(() => body.destroy());
+      await assert.rejects(importing, (error: unknown) => error instanceof DialtoneError && error.code === 'bad_request');
+      assert.equal((await getJson(app, `${CAMPAIGNS}/${id}`, f.apiKey)).json().progress.total, 0);
     });
   });
 }

@@ -6,9 +6,10 @@
 // request's) and the agent's required template variables. Invalid contacts are reported by index
 // (JSON) or line (CSV) and skipped; a number given twice, or already in the campaign, counts as a
 // duplicate. The valid ones are then written in one durable transaction, with the Idempotency-Key
-// record when the request carries one (calls/idempotency.ts), so a retry gets the same answer.
+// record when the request carries one (calls/idempotency.ts), so a retry gets the same answer, even
+// once the campaign has ended: a key's stored answer is looked up before the campaign's state.
 import { createHash } from 'node:crypto';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { Transform, finished, type Readable, type TransformCallback } from 'node:stream';
 import { parse as parseCsv, CsvError } from 'csv-parse';
 import type { Deps } from '../deps.js';
 import { DialtoneError, validationFailed } from '../errors.js';
@@ -106,9 +107,11 @@ class ContactBatch {
   }
 }
 
-async function openCampaign(deps: Deps, orgId: number | undefined, campaignId: number): Promise<{ campaign: CampaignRow; graph: DefinitionGraph | undefined }> {
+async function openCampaign(deps: Deps, orgId: number | undefined, campaignId: number, request: ImportRequest): Promise<{ campaign: CampaignRow; graph: DefinitionGraph | undefined }> {
   const campaign = await findCampaign(deps, orgId, campaignId);
-  if (!OPEN_STATES.includes(campaign.state)) throw closed(campaign);
+  // Without a key an ended campaign is refused at once; with one, the refusal waits until the key
+  // is looked up (write()), so a retry of an import that succeeded gets its answer again.
+  if (parseIdempotencyKey(request.idempotencyKey) === undefined && !OPEN_STATES.includes(campaign.state)) throw closed(campaign);
   // The agent's required variables, checked now so a contact missing one is reported, not dialed;
   // an agent not runnable now is checked again when each attempt is created.
   const graph = await resolveTarget(deps.store, campaign.org_id, await campaignTarget(deps, campaign), campaign.mode, deps.lookups).then(
@@ -124,7 +127,7 @@ function closed(campaign: CampaignRow): DialtoneError {
 
 /** Imports a JSON array of contacts. */
 export async function importContactList(deps: Deps, orgId: number, campaignId: number, items: readonly ContactInput[], request: ImportRequest): Promise<{ status: number; json: string; replayed: boolean }> {
-  const { campaign, graph } = await openCampaign(deps, orgId, campaignId);
+  const { campaign, graph } = await openCampaign(deps, orgId, campaignId, request);
   const batch = new ContactBatch(deps, graph);
   items.forEach((item, index) => batch.add({ index }, item));
   return write(deps, campaign, batch, request, () => requestFingerprint('POST', request.path, items));
@@ -149,7 +152,7 @@ function meteredBody(maxBytes: number, hash: ReturnType<typeof createHash>): Tra
  */
 /** `orgId` undefined: the administration CLI. */
 export async function importContactCsv(deps: Deps, orgId: number | undefined, campaignId: number, body: Readable, request: ImportRequest): Promise<{ status: number; json: string; replayed: boolean }> {
-  const { campaign, graph } = await openCampaign(deps, orgId, campaignId);
+  const { campaign, graph } = await openCampaign(deps, orgId, campaignId, request);
   const batch = new ContactBatch(deps, graph);
   const hash = createHash('sha256').update(`POST ${request.path}\ntext/csv\n`);
   const parser = parseCsv({
@@ -163,6 +166,12 @@ export async function importContactCsv(deps: Deps, orgId: number | undefined, ca
   const source = body.pipe(meteredBody(deps.config.CAMPAIGN_CONTACTS_MAX_BYTES, hash));
   source.on('error', (error) => parser.destroy(error));
   source.pipe(parser);
+  // pipe() does not forward the body's own end: an upload the client aborts would leave the parser
+  // waiting for ever. finished() reports it (an error, or a premature close) without destroying the
+  // body, which pipeline() would do, taking the socket and the 413 answer with it.
+  finished(body, (error) => {
+    if (error) parser.destroy(new DialtoneError('bad_request', 'The contacts upload ended before its end; nothing was imported.'));
+  });
   let headerChecked = false;
   try {
     for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string | undefined>; info: { lines: number } }>) {
@@ -204,6 +213,7 @@ async function write(deps: Deps, campaign: CampaignRow, batch: ContactBatch, req
   }
   const contacts = [...batch.valid.values()];
   try {
+    if (!OPEN_STATES.includes(campaign.state)) throw closed(campaign);
     const json = await deps.store.transaction('durable', async (trx) => {
       const now = deps.clock.now();
       // Ended while the import was checked (completed, or canceled): nothing is written.

@@ -254,7 +254,7 @@ export function campaignRoutes(deps: Deps): FastifyPluginAsync {
           operationId: 'addCampaignContacts',
           summary: 'Add Campaign Contacts',
           description:
-            'Adds contacts, as a JSON array (each with phone_number, and optionally initial_context and timezone) or as CSV (a header with a phone_number column, optionally timezone; every other column becomes an initial_context string value). A number appears once per campaign: repeats are counted as duplicates. Invalid contacts are listed by index (JSON) or line (CSV) and skipped. At most CAMPAIGN_CONTACTS_MAX_PER_REQUEST contacts (10,000) and CAMPAIGN_CONTACTS_MAX_BYTES per request. Honours Idempotency-Key.',
+            'Adds contacts, as a JSON array (each with phone_number, and optionally initial_context and timezone) or as CSV (a header with a phone_number column, optionally timezone; every other column becomes an initial_context string value). A number appears once per campaign: repeats are counted as duplicates. Invalid contacts are listed by index (JSON) or line (CSV) and skipped. At most CAMPAIGN_CONTACTS_MAX_PER_REQUEST contacts (10,000) and CAMPAIGN_CONTACTS_MAX_BYTES per request. Honours Idempotency-Key: a retry with the key gets the first answer again, even after the campaign has ended. An upload cut off before its end imports nothing (400 bad_request).',
           params: IdParams,
           headers: IdempotencyHeaders,
           body: {
