@@ -59,6 +59,38 @@ describe('dialtone campaign (CLI)', { concurrency: true }, () => {
     assert.equal((await json('campaign', 'cancel', id)).state, 'canceled');
   });
 
+  it('creates a campaign with its window, retry states and circuit breaker from flags, lists campaigns, and refuses out-of-range values like the API', async (t) => {
+    const { env, f } = await workspace(t);
+    const cli = (...args: string[]) => runToCompletion(process.execPath, [BIN, ...args], env);
+    const created = await cli(
+      '--json', 'campaign', 'create', '--org', String(f.orgId), '--name', 'Window', '--agent', f.agentUuid,
+      '--starts-at', '2030-01-06T09:00:00Z', '--ends-at', '2030-01-10T17:00:00Z', '--calls-per-second', '2',
+      '--retry-on', 'busy,no_answer', '--failure-ratio', '0.3', '--breaker-window', '300', '--breaker-min-calls', '5',
+    );
+    assert.equal(created.code, 0, created.stderr);
+    const view = JSON.parse(created.stdout) as { id: number; starts_at: string; ends_at: string; calls_per_second: number; retry: { on: string[] }; circuit_breaker: Record<string, number> };
+    assert.deepEqual(
+      [view.starts_at, view.ends_at, view.calls_per_second, view.retry.on, view.circuit_breaker],
+      ['2030-01-06T09:00:00.000Z', '2030-01-10T17:00:00.000Z', 2, ['busy', 'no_answer'], { failure_ratio: 0.3, window_seconds: 300, min_calls: 5 }],
+    );
+
+    const refused = await cli('--json', 'campaign', 'create', '--org', String(f.orgId), '--name', 'Bad', '--agent', f.agentUuid, '--failure-ratio', '2', '--max-attempts', '11', '--retry-on', 'completed');
+    assert.notEqual(refused.code, 0);
+    const error = JSON.parse(refused.stderr).error as { code: string; errors: { pointer: string }[] };
+    assert.equal(error.code, 'validation_failed');
+    assert.deepEqual(error.errors.map((e) => e.pointer).sort(), ['/circuit_breaker/failure_ratio', '/retry/max_attempts', '/retry/on/0']);
+
+    const second = await cli('--json', 'campaign', 'create', '--org', String(f.orgId), '--name', 'Second', '--agent', f.agentUuid);
+    assert.equal(second.code, 0, second.stderr);
+    const page = JSON.parse((await cli('--json', 'campaign', 'list', '--org', String(f.orgId), '--limit', '1')).stdout) as { data: { id: number; name: string }[]; next_after: number | null };
+    assert.deepEqual(page.data.map((c) => c.name), ['Second'], 'newest first, one per page, the refused one never created');
+    const rest = JSON.parse((await cli('--json', 'campaign', 'list', '--org', String(f.orgId), '--after', String(page.next_after))).stdout) as { data: { name: string }[]; next_after: number | null };
+    assert.deepEqual([rest.data.map((c) => c.name), rest.next_after], [['Window'], null]);
+    const text = await cli('campaign', 'list', '--org', String(f.orgId));
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /Window\s+draft\s+\[/);
+  });
+
   it('redraws the progress with status --watch until the campaign ends, as text lines or one JSON object per line', async (t) => {
     const { env, f } = await workspace(t);
     const cli = (...args: string[]) => runToCompletion(process.execPath, [BIN, ...args], env);

@@ -37,7 +37,7 @@ import { campaignMessageId, type CampaignEventType } from '../webhooks/event-typ
 import { campaignMessageBody } from '../webhooks/message.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { selectWorkflowUuid } from '../store/workflow-statements.js';
-import { breakerOf, CANCEL_REASON, PAUSE_REASON, retryRule, scheduleOf, type BreakerInput, type CampaignSchedule, type CircuitBreaker, type RetryInput, type RetryRule } from './settings.js';
+import { breakerOf, CANCEL_REASON, limitProblems, PAUSE_REASON, retryRule, scheduleOf, type BreakerInput, type CampaignSchedule, type CircuitBreaker, type RetryInput, type RetryRule } from './settings.js';
 
 export interface CreateCampaignBody {
   name: string;
@@ -133,6 +133,7 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
   const schedule = scheduleOf(body.schedule, problems);
   const retry = retryRule(body.retry, problems);
   const breaker = breakerOf(body.circuit_breaker);
+  limitProblems(body, problems);
   if (problems.length > 0) throw validationFailed(problems);
 
   const target: Target = body.agent_uuid !== undefined ? { kind: 'agent', uuid: body.agent_uuid } : { kind: 'workflow', uuid: body.workflow_uuid ?? '' };

@@ -27,6 +27,46 @@ export interface CampaignSchedule {
   windows: CallingHours['windows'];
 }
 
+/**
+ * The bounds of a campaign's numbers, one source for the HTTP schema (which refuses first) and for
+ * createCampaign, which checks them again for callers that skip HTTP (the administration CLI).
+ * Inclusive unless named exclusive.
+ */
+export const CAMPAIGN_LIMITS = {
+  maxAttempts: { min: 1, max: 10 },
+  delaySeconds: { min: 30, max: 30 * 86_400 },
+  failureRatio: { exclusiveMin: 0, max: 1 },
+  windowSeconds: { min: 10, max: 86_400 },
+  minCalls: { min: 1, max: 100_000 },
+  maxConcurrentCalls: { min: 1, max: 10_000 },
+  callsPerSecond: { exclusiveMin: 0, max: 1_000 },
+} as const;
+
+type Bound = { min?: number; exclusiveMin?: number; max: number };
+
+function checkNumber(value: number | null | undefined, bound: Bound, integer: boolean, pointer: string, problems: FieldError[]): void {
+  if (value === undefined || value === null) return;
+  const low = bound.min !== undefined ? `at least ${bound.min}` : `above ${bound.exclusiveMin ?? 0}`;
+  const inRange = (bound.min === undefined || value >= bound.min) && (bound.exclusiveMin === undefined || value > bound.exclusiveMin) && value <= bound.max;
+  if (!Number.isFinite(value) || !inRange || (integer && !Number.isInteger(value))) {
+    problems.push({ pointer, detail: `Must be ${integer ? 'an integer ' : ''}${low} and at most ${bound.max}.` });
+  }
+}
+
+/** The campaign's numbers against CAMPAIGN_LIMITS, every problem listed. */
+export function limitProblems(
+  body: { max_concurrent_calls?: number | undefined; calls_per_second?: number | undefined; retry?: RetryInput | undefined; circuit_breaker?: BreakerInput | undefined },
+  problems: FieldError[],
+): void {
+  checkNumber(body.max_concurrent_calls, CAMPAIGN_LIMITS.maxConcurrentCalls, true, '/max_concurrent_calls', problems);
+  checkNumber(body.calls_per_second, CAMPAIGN_LIMITS.callsPerSecond, false, '/calls_per_second', problems);
+  checkNumber(body.retry?.max_attempts, CAMPAIGN_LIMITS.maxAttempts, true, '/retry/max_attempts', problems);
+  checkNumber(body.retry?.delay_seconds, CAMPAIGN_LIMITS.delaySeconds, true, '/retry/delay_seconds', problems);
+  checkNumber(body.circuit_breaker?.failure_ratio, CAMPAIGN_LIMITS.failureRatio, false, '/circuit_breaker/failure_ratio', problems);
+  checkNumber(body.circuit_breaker?.window_seconds, CAMPAIGN_LIMITS.windowSeconds, true, '/circuit_breaker/window_seconds', problems);
+  checkNumber(body.circuit_breaker?.min_calls, CAMPAIGN_LIMITS.minCalls, true, '/circuit_breaker/min_calls', problems);
+}
+
 export const DEFAULT_RETRY: RetryRule = { maxAttempts: 1, delaySeconds: 600, on: ['busy', 'no_answer', 'failed'] };
 export const DEFAULT_BREAKER: CircuitBreaker = { failureRatio: 0.5, windowSeconds: 120, minCalls: 10 };
 

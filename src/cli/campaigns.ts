@@ -6,7 +6,8 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { Deps } from '../deps.js';
 import type { CampaignView } from '../campaigns/campaigns.js';
 import { CliError } from './errors.js';
-import { formatRecord, type Printable } from './output.js';
+import { formatRecord, formatTable, type Printable } from './output.js';
+import { RETRYABLE_STATES } from '../campaigns/settings.js';
 
 export interface Output {
   json: unknown;
@@ -25,6 +26,10 @@ export interface CampaignCommandHelpers {
   requireOrg(deps: Deps, orgId: number): Promise<void>;
   /** True when this invocation prints JSON. */
   wantsJson(command: Command): boolean;
+}
+
+function commaList(text: string): string[] {
+  return text.split(',').map((item) => item.trim()).filter((item) => item !== '');
 }
 
 function mode(text: string): 'published' | 'test' {
@@ -81,9 +86,15 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
     .option('--contacts <file.csv>', 'CSV with a phone_number column (optional timezone; other columns become initial_context)')
     .option('--telephony <id>', 'telephony configuration id (default: the organization\'s default)', positiveInt)
     .option('--max-concurrent <n>', 'attempts queued or live at once', positiveInt)
-    .option('--calls-per-second <n>', 'attempts created per second at most', positiveNumber)
+    .option('--calls-per-second <n>', 'the campaign\'s dials per second at most (the route\'s pacing also applies)', positiveNumber)
+    .option('--starts-at <time>', 'no attempt before this ISO 8601 time, e.g. 2026-12-01T09:00:00Z')
+    .option('--ends-at <time>', 'the campaign pauses (ends_at) at this ISO 8601 time')
     .option('--max-attempts <n>', 'attempts per contact (1 to 10, default 1)', positiveInt)
     .option('--retry-delay <seconds>', 'seconds between attempts (at least 30, default 600)', positiveInt)
+    .option('--retry-on <states>', `comma-separated states that earn another attempt (of ${RETRYABLE_STATES.join(', ')}; default busy,no_answer,failed)`, commaList)
+    .option('--failure-ratio <ratio>', 'circuit breaker: share of ended attempts ending failed that pauses the campaign (default 0.5)', positiveNumber)
+    .option('--breaker-window <seconds>', 'circuit breaker: window the attempts are counted over (default 120)', positiveInt)
+    .option('--breaker-min-calls <n>', 'circuit breaker: ended attempts needed in the window before it can trip (default 10)', positiveInt)
     .option('--schedule <file.json>', 'JSON file: { "timezone", "windows": { "mon": ["09:00-17:00"], … } }')
     .option('--start', 'start it once created')
     .action(
@@ -100,15 +111,30 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
             telephony?: number;
             maxConcurrent?: number;
             callsPerSecond?: number;
+            startsAt?: string;
+            endsAt?: string;
             maxAttempts?: number;
             retryDelay?: number;
+            retryOn?: string[];
+            failureRatio?: number;
+            breakerWindow?: number;
+            breakerMinCalls?: number;
             schedule?: string;
             start?: boolean;
           },
         ) => {
           await helpers.requireOrg(deps, opts.org);
           const { actOnCampaign, createCampaign, getCampaign } = await import('../campaigns/campaigns.js');
-          const retry = { ...(opts.maxAttempts !== undefined ? { max_attempts: opts.maxAttempts } : {}), ...(opts.retryDelay !== undefined ? { delay_seconds: opts.retryDelay } : {}) };
+          const retry = {
+            ...(opts.maxAttempts !== undefined ? { max_attempts: opts.maxAttempts } : {}),
+            ...(opts.retryDelay !== undefined ? { delay_seconds: opts.retryDelay } : {}),
+            ...(opts.retryOn !== undefined ? { on: opts.retryOn } : {}),
+          };
+          const breaker = {
+            ...(opts.failureRatio !== undefined ? { failure_ratio: opts.failureRatio } : {}),
+            ...(opts.breakerWindow !== undefined ? { window_seconds: opts.breakerWindow } : {}),
+            ...(opts.breakerMinCalls !== undefined ? { min_calls: opts.breakerMinCalls } : {}),
+          };
           const created = await createCampaign(deps, opts.org, {
             name: opts.name,
             ...(opts.agent !== undefined ? { agent_uuid: opts.agent } : {}),
@@ -117,7 +143,10 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
             ...(opts.telephony !== undefined ? { telephony_configuration_id: opts.telephony } : {}),
             ...(opts.maxConcurrent !== undefined ? { max_concurrent_calls: opts.maxConcurrent } : {}),
             ...(opts.callsPerSecond !== undefined ? { calls_per_second: opts.callsPerSecond } : {}),
+            ...(opts.startsAt !== undefined ? { starts_at: opts.startsAt } : {}),
+            ...(opts.endsAt !== undefined ? { ends_at: opts.endsAt } : {}),
             ...(Object.keys(retry).length > 0 ? { retry } : {}),
+            ...(Object.keys(breaker).length > 0 ? { circuit_breaker: breaker } : {}),
             ...(opts.schedule !== undefined ? { schedule: helpers.readJsonFile(opts.schedule) as { timezone: string; windows: Record<string, unknown> } } : {}),
           });
           const contacts = opts.contacts !== undefined ? await importFile(deps, created.id, opts.contacts) : undefined;
@@ -155,6 +184,24 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
         }),
       );
   }
+
+  campaign
+    .command('list')
+    .description('list an organization\'s campaigns, newest first, with their progress')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .option('--after <id>', 'the page after this campaign id (next_after of the previous page)', positiveInt)
+    .option('--limit <n>', 'campaigns per page (default 50, at most 200)', positiveInt, 50)
+    .action(
+      action(async (deps, opts: { org: number; after?: number; limit: number }) => {
+        await helpers.requireOrg(deps, opts.org);
+        if (opts.limit > 200) throw new CliError('invalid_input', '--limit is at most 200.');
+        const { listCampaigns } = await import('../campaigns/campaigns.js');
+        const page = await listCampaigns(deps, opts.org, { after: opts.after, limit: opts.limit });
+        const rows = page.data.map((view) => ({ id: view.id, name: view.name, state: view.state, progress: progressLine(view).replace(/^campaign \d+ /, '') }));
+        const more = page.next_after !== null ? `\n\nMore: --after ${page.next_after}` : '';
+        return { json: page, text: `${rows.length === 0 ? 'No campaigns.' : formatTable(rows as unknown as Printable[], ['id', 'name', 'state', 'progress'])}${more}` };
+      }),
+    );
 
   campaign
     .command('status')

@@ -8,7 +8,7 @@ import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
 import { actOnCampaign, createCampaign, getCampaign, listCampaignRuns, listCampaigns, type CampaignAction, type CreateCampaignBody } from '../../campaigns/campaigns.js';
 import { importContactCsv, importContactList, listContacts, type ContactInput } from '../../campaigns/contacts.js';
-import { RETRYABLE_STATES } from '../../campaigns/settings.js';
+import { CAMPAIGN_LIMITS as L, RETRYABLE_STATES } from '../../campaigns/settings.js';
 import { RUN_STATES, TERMINAL_STATES } from '../../runs/states.js';
 import { CAMPAIGN_STATES, CONTACT_STATUSES, PAUSED_REASONS, type ContactStatus } from '../../store/schema.js';
 import { WEEKDAYS } from '../../policy/calling-hours.js';
@@ -31,8 +31,8 @@ const Schedule = Type.Object(
 
 const Retry = Type.Object(
   {
-    max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 10, description: 'Attempts per contact, the first included (default 1)' })),
-    delay_seconds: Type.Optional(Type.Integer({ minimum: 30, maximum: 30 * 86_400, description: 'Wait after an attempt ends before the next (default 600)' })),
+    max_attempts: Type.Optional(Type.Integer({ minimum: L.maxAttempts.min, maximum: L.maxAttempts.max, description: 'Attempts per contact, the first included (default 1)' })),
+    delay_seconds: Type.Optional(Type.Integer({ minimum: L.delaySeconds.min, maximum: L.delaySeconds.max, description: 'Wait after an attempt ends before the next (default 600)' })),
     on: Type.Optional(Type.Array(literals(RETRYABLE_STATES), { uniqueItems: true, description: 'Run states that earn another attempt (default busy, no_answer, failed)' })),
   },
   { additionalProperties: false },
@@ -40,9 +40,9 @@ const Retry = Type.Object(
 
 const Breaker = Type.Object(
   {
-    failure_ratio: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1, description: 'Share of ended attempts that ended failed which pauses the campaign (default 0.5)' })),
-    window_seconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 86_400, description: 'The window attempts are counted over (default 120)' })),
-    min_calls: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, description: 'Ended attempts needed in the window before it can trip (default 10)' })),
+    failure_ratio: Type.Optional(Type.Number({ exclusiveMinimum: L.failureRatio.exclusiveMin, maximum: L.failureRatio.max, description: 'Share of ended attempts that ended failed which pauses the campaign (default 0.5)' })),
+    window_seconds: Type.Optional(Type.Integer({ minimum: L.windowSeconds.min, maximum: L.windowSeconds.max, description: 'The window attempts are counted over (default 120)' })),
+    min_calls: Type.Optional(Type.Integer({ minimum: L.minCalls.min, maximum: L.minCalls.max, description: 'Ended attempts needed in the window before it can trip (default 10)' })),
   },
   { additionalProperties: false },
 );
@@ -54,8 +54,8 @@ const CampaignBody = Type.Object(
     workflow_uuid: Type.Optional(Type.String({ description: 'The workflow to call with (or agent_uuid)' })),
     mode: literals(['published', 'test'] as const, { description: 'published runs the published definition; test the draft, else the published one' }),
     telephony_configuration_id: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: MAX_ID }), Type.Null()], { description: 'Omitted or null: the organization\'s default route, fixed now' })),
-    max_concurrent_calls: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'Attempts queued or live at once (default: the route\'s max_concurrent_calls); the route\'s own cap also applies' })),
-    calls_per_second: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000, description: 'Attempts created per second at most; the route\'s own pacing also applies' })),
+    max_concurrent_calls: Type.Optional(Type.Integer({ minimum: L.maxConcurrentCalls.min, maximum: L.maxConcurrentCalls.max, description: 'Attempts queued or live at once (default: the route\'s max_concurrent_calls); the route\'s own cap also applies' })),
+    calls_per_second: Type.Optional(Type.Number({ exclusiveMinimum: L.callsPerSecond.exclusiveMin, maximum: L.callsPerSecond.max, description: 'Attempts created per second at most; the route\'s own pacing also applies' })),
     starts_at: Type.Optional(Type.String({ format: 'date-time', description: 'No attempt before this time' })),
     ends_at: Type.Optional(Type.String({ format: 'date-time', description: 'The campaign pauses (paused_reason ends_at) at this time' })),
     schedule: Type.Optional(Schedule),
