@@ -19,7 +19,7 @@ app.post('/floor', async (request) => {
   const now = Date.now();
   // One insert, as durable as the service's: on PostgreSQL a statement outside a transaction
   // commits durably on its own (one round trip); SQLite needs the store's durable transaction to
-  // fsync (synchronous = FULL).
+  // flush its WAL (store/wal-sync.ts).
   const insert = (db: typeof store.db) =>
     db
       .insertInto('workflow_runs')

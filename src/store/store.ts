@@ -11,6 +11,7 @@ import type Pg from 'pg';
 import type { Database } from './schema.js';
 import { GroupCommit } from './group-commit.js';
 import { withStatementCache } from './statement-cache.js';
+import { WalSync, type FlushFile } from './wal-sync.js';
 
 /** Most writes one group commit carries: bounds how long it holds the store. */
 const GROUP_COMMIT_MAX = 200;
@@ -47,15 +48,17 @@ export interface Store {
 
 export interface StoreOptions {
   poolSize?: number;
+  /** SQLite: how the WAL file is flushed for a durable commit (fdatasync); tests observe it. */
+  flushWal?: FlushFile;
 }
 
 export function openStore(url: string, options: StoreOptions = {}): Store {
-  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length));
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
   if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options.poolSize ?? 10);
   throw new Error(`Unsupported DATABASE_URL scheme: ${url.split(':')[0]}`);
 }
 
-function openSqlite(path: string): Store {
+function openSqlite(path: string, options: StoreOptions): Store {
   const inMemory = path === ':memory:' || path === '';
   if (!inMemory) {
     // The database holds API key hashes, encrypted credentials and callees' numbers: only the
@@ -65,32 +68,28 @@ function openSqlite(path: string): Store {
     closeSync(openSync(path, 'a', 0o600));
   }
   const sqlite = new SqliteDatabase(inMemory ? ':memory:' : path);
-  // WAL lets readers proceed while the dispatcher writes. The connection commits with
-  // synchronous=NORMAL (durable against process crashes); durable transactions switch it to FULL
-  // (fsync on commit) around themselves.
+  // WAL lets readers proceed while the dispatcher writes. Every transaction commits with
+  // synchronous=NORMAL (durable against process crashes, no fsync on the event loop); a durable
+  // one is answered only once the WAL file is flushed on the thread pool (wal-sync.ts).
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-  // Kysely runs every statement of this store on one connection, in order. While at least one
-  // durable transaction is pending the connection stays at FULL, so none of them can commit after
-  // another one switched it back.
-  let durablePending = 0;
+  // An in-memory database has no file to make durable.
+  const walSync = inMemory ? undefined : new WalSync(`${resolve(path)}-wal`, options.flushWal);
   const transaction: Store['transaction'] = async (durability, work) => {
-    if (durability === 'relaxed') return db.transaction().execute(work);
-    if (durablePending++ === 0) await sql`pragma synchronous = FULL`.execute(db);
-    try {
-      return await db.transaction().execute(work);
-    } finally {
-      if (--durablePending === 0) await sql`pragma synchronous = NORMAL`.execute(db);
-    }
+    const result = await db.transaction().execute(work);
+    if (durability === 'durable' && walSync) await walSync.sync();
+    return result;
   };
   const group = new GroupCommit((work) => transaction('relaxed', work), GROUP_COMMIT_MAX, 1);
   // Durable transactions of the same moment share one fsync (group-commit.ts): on one connection
   // the fsync is what a durable write waits for, so each one alone would cap the node at one
   // accepted call per fsync.
-  const durableGroup = new GroupCommit((work) => transaction('durable', work), GROUP_COMMIT_MAX, 1, 'savepoint');
+  // Two batches at once: while one waits for its flush (off the event loop), the next runs its
+  // statements, so the connection is not idle during the flush; its own flush follows.
+  const durableGroup = new GroupCommit((work) => transaction('durable', work), GROUP_COMMIT_MAX, 2, 'savepoint');
   return {
     db,
     dialect: 'sqlite',
@@ -101,7 +100,10 @@ function openSqlite(path: string): Store {
     async ping() {
       sqlite.prepare('select 1').get();
     },
-    close: () => db.destroy(),
+    close: async () => {
+      await db.destroy();
+      await walSync?.close();
+    },
   };
 }
 
