@@ -182,6 +182,8 @@ export const ConfigSchema = Type.Object({
   CAMPAIGN_CONTACTS_MAX_PER_REQUEST: Integer(1, 1_000_000, 10_000),
   /** Most invalid contacts an import answer lists (every one is counted in invalid_count). */
   CAMPAIGN_CONTACTS_MAX_INVALID_LISTED: Integer(0, 100_000, 1_000),
+  /** How long a campaign's counted progress serves its reads on a node (0: count on every read); the actions always count afresh. */
+  CAMPAIGN_PROGRESS_CACHE_MS: Integer(0, 60_000, 1_000),
 
   // The event stream (GET /api/v1/public/stream) and the console (README "Console").
   /** A comment line is sent on every open stream this often, so proxies and clients see it alive. */

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { importContactCsv } from '../src/campaigns/contacts.js';
 import { DialtoneError } from '../src/errors.js';
+import { insertContacts } from '../src/store/campaign-statements.js';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { messageBody } from '../src/webhooks/message.js';
 import { build, getJson, postJson } from './helpers/app.js';
@@ -182,6 +183,28 @@ for (const store of await storeCases()) {
       const newKey = await postJson(app, `${CAMPAIGNS}/${id}/contacts`, [{ phone_number: '+12025550125' }], { key: f.apiKey, headers: { 'idempotency-key': 'import-2' } });
       assertProblem(newKey, 409, 'campaign_state_conflict');
       assert.equal((await getJson(app, `${CAMPAIGNS}/${id}`, f.apiKey)).json().progress.total, 1);
+    });
+
+    it('serves a campaign\'s progress counted within CAMPAIGN_PROGRESS_CACHE_MS to reads, counts afresh after it, after an import, and for every action', async (t) => {
+      // A clock moved by hand (the cache reads deps.clock).
+      const clock = { at: Date.UTC(2026, 10, 24, 12), now(): number { return this.at; } };
+      const { app, deps } = await build(t, store.kind, { clock, env: { CAMPAIGN_PROGRESS_CACHE_MS: '1000' } });
+      const f = await createOrgFixture(deps);
+      const { id } = await createCampaign(app, f);
+      const total = async () => (await getJson(app, `${CAMPAIGNS}/${id}`, f.apiKey)).json().progress.total as number;
+      await addContacts(app, f, id, [{ phone_number: '+12025550123' }]);
+      assert.equal(await total(), 1, 'an import is seen at once by the node that made it');
+      // A contact written behind this node's back, as another node's import would.
+      await deps.store.transaction('durable', (trx) => insertContacts(trx, id, [{ phoneNumber: '+12025550124', initialContextJson: null, timezone: null }], clock.now()));
+      assert.equal(await total(), 1, 'within the window a read is served the count already made');
+      const listed = (await getJson(app, CAMPAIGNS, f.apiKey)).json().data[0].progress.total;
+      assert.equal(listed, 1);
+      clock.at += 1000;
+      assert.equal(await total(), 2, 'past the window a read counts again');
+      await deps.store.transaction('durable', (trx) => insertContacts(trx, id, [{ phoneNumber: '+12025550125', initialContextJson: null, timezone: null }], clock.now()));
+      const started = await postJson(app, `${CAMPAIGNS}/${id}/start`, {}, { key: f.apiKey });
+      assert.equal(started.json().progress.total, 3, 'an action answers a fresh count');
+      assert.equal(await total(), 3, 'and the reads after it see that count');
     });
 
     it('ends a CSV import whose upload is cut off with bad_request, writing nothing, instead of waiting for ever', async (t) => {

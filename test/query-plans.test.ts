@@ -2,7 +2,7 @@
 // the plan each store would use names the index. SQLite's planner has no statistics, so a plan
 // that looks right on PostgreSQL can still scan there (store/query-plans.ts).
 import assert from 'node:assert/strict';
-import { explainQueuedCampaignRuns } from '../src/store/campaign-statements.js';
+import { explainCampaignRunStates, explainQueuedCampaignRuns } from '../src/store/campaign-statements.js';
 import { explainRunEvents } from '../src/store/event-stream-statements.js';
 import { explainQueuedPerRoute } from '../src/store/run-listing-statements.js';
 import { explainReconcileCandidates, explainRecordedCallIds } from '../src/store/run-reads.js';
@@ -60,6 +60,15 @@ for (const store of await storeCases()) {
       const plan = await explainQueuedCampaignRuns(deps.store, 1, 500);
       assert.match(plan, /campaign_contacts_due_idx/, plan);
       assert.doesNotMatch(plan, /workflow_runs_campaign_(ended_)?idx/, plan);
+      assert.doesNotMatch(plan, FULL_SCAN, plan);
+    });
+
+    it("counts a campaign's attempts by state from the index alone, never visiting the runs' rows", async (t) => {
+      const { deps } = await build(t, store.kind);
+      const plan = await explainCampaignRunStates(deps.store, 1);
+      // SQLite says COVERING INDEX; PostgreSQL, on an empty table, may choose either access path
+      // over the index, so there only the index's name is checked.
+      assert.match(plan, store.kind === 'sqlite' ? /COVERING INDEX workflow_runs_campaign_state_idx/ : /workflow_runs_campaign_state_idx/, plan);
       assert.doesNotMatch(plan, FULL_SCAN, plan);
     });
   });

@@ -37,6 +37,7 @@ import { campaignMessageId, type CampaignEventType } from '../webhooks/event-typ
 import { campaignMessageBody } from '../webhooks/message.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { selectWorkflowUuid } from '../store/workflow-statements.js';
+import { cachedProgress, remember } from './progress-cache.js';
 import { breakerOf, CANCEL_REASON, limitProblems, PAUSE_REASON, retryRule, scheduleOf, type BreakerInput, type CampaignSchedule, type CircuitBreaker, type RetryInput, type RetryRule } from './settings.js';
 
 export interface CreateCampaignBody {
@@ -157,7 +158,7 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
     circuitBreakerJson: JSON.stringify(breaker),
     at: now,
   });
-  return viewOf(deps, row, resolved.workflow.workflow_uuid);
+  return viewOf(deps, row, 'fresh', resolved.workflow.workflow_uuid);
 }
 
 /** A campaign of the organization; another organization's is "not found", never "forbidden". */
@@ -167,13 +168,14 @@ export async function findCampaign(deps: Pick<Deps, 'store'>, orgId: number | un
   return row;
 }
 
-export async function getCampaign(deps: Deps, orgId: number | undefined, campaignId: number): Promise<CampaignView> {
-  return viewOf(deps, await findCampaign(deps, orgId, campaignId));
+/** `progress` 'fresh' for a lone reader that polls at its own pace (the CLI's --watch): no cache helps it. */
+export async function getCampaign(deps: Deps, orgId: number | undefined, campaignId: number, progress: 'fresh' | 'cached' = 'cached'): Promise<CampaignView> {
+  return viewOf(deps, await findCampaign(deps, orgId, campaignId), progress);
 }
 
 export async function listCampaigns(deps: Deps, orgId: number, page: { after?: number | undefined; limit: number }): Promise<{ data: CampaignView[]; next_after: number | null }> {
   const rows = await selectCampaignPage(deps.store, orgId, page.after, page.limit + 1);
-  const data = await Promise.all(rows.slice(0, page.limit).map((row) => viewOf(deps, row)));
+  const data = await Promise.all(rows.slice(0, page.limit).map((row) => viewOf(deps, row, 'cached')));
   return { data, next_after: rows.length > page.limit ? (data[data.length - 1]?.id ?? null) : null };
 }
 
@@ -204,7 +206,11 @@ export async function progressOf(deps: Pick<Deps, 'store'>, campaignId: number):
   };
 }
 
-async function viewOf(deps: Pick<Deps, 'store'>, row: CampaignRow, workflowUuid?: string): Promise<CampaignView> {
+/**
+ * The campaign as the API shows it. `progress`: 'fresh' counts now (an action's answer, kept for
+ * the reads after it); 'cached' may serve a count up to CAMPAIGN_PROGRESS_CACHE_MS old (reads).
+ */
+async function viewOf(deps: Pick<Deps, 'store' | 'clock' | 'config'>, row: CampaignRow, progress: 'fresh' | 'cached', workflowUuid?: string): Promise<CampaignView> {
   const rules = rulesOf(row);
   const uuid = workflowUuid ?? (await selectWorkflowUuid(deps.store, row.workflow_id)) ?? '';
   return {
@@ -223,7 +229,7 @@ async function viewOf(deps: Pick<Deps, 'store'>, row: CampaignRow, workflowUuid?
     schedule: rules.schedule,
     retry: { max_attempts: rules.retry.maxAttempts, delay_seconds: rules.retry.delaySeconds, on: rules.retry.on },
     circuit_breaker: { failure_ratio: rules.breaker.failureRatio, window_seconds: rules.breaker.windowSeconds, min_calls: rules.breaker.minCalls },
-    progress: await progressOf(deps, row.id),
+    progress: await (progress === 'fresh' ? remember(deps, row.id, progressOf(deps, row.id)) : cachedProgress(deps, row.id, () => progressOf(deps, row.id))),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
     started_at: row.started_at === null ? null : iso(row.started_at),
@@ -269,7 +275,7 @@ export async function actOnCampaign(deps: Deps, orgId: number | undefined, campa
     await cancelPendingContacts(deps.store, campaignId, now);
   }
   if (action === 'start' || action === 'resume' || action === 'cancel') deps.signals.campaigns();
-  return viewOf(deps, moved);
+  return viewOf(deps, moved, 'fresh');
 }
 
 /**

@@ -23,6 +23,7 @@ import { bumpContactsVersion, insertContacts, selectContactAttempts, selectConta
 import type { CampaignRow, ContactStatus, RunState } from '../store/schema.js';
 import { missingRequiredVariables, templateContext, type DefinitionGraph } from '../workflows/definition.js';
 import { campaignTarget, findCampaign } from './campaigns.js';
+import { forget } from './progress-cache.js';
 
 export interface ContactInput {
   phone_number: string;
@@ -226,6 +227,7 @@ async function write(deps: Deps, campaign: CampaignRow, batch: ContactBatch, req
       if (claim) await completeClaim(trx, claim, 200, text, null, now);
       return text;
     });
+    forget(deps, campaign.id);
     if (campaign.state === 'running') deps.signals.campaigns();
     return { status: 200, json, replayed: false };
   } catch (error) {

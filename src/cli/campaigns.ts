@@ -212,7 +212,7 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
     .action(
       action(async (deps, id: number, opts: { watch?: boolean; interval: number }, command: Command) => {
         const { getCampaign } = await import('../campaigns/campaigns.js');
-        let view = await getCampaign(deps, undefined, id);
+        let view = await getCampaign(deps, undefined, id, 'fresh');
         if (!opts.watch) return { json: view, text: formatRecord(record(view)) };
         const json = helpers.wantsJson(command);
         const tty = process.stdout.isTTY === true;
@@ -229,7 +229,7 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
           last = line;
           if (ended(view)) break;
           await new Promise((resolve) => setTimeout(resolve, opts.interval));
-          view = await getCampaign(deps, undefined, id);
+          view = await getCampaign(deps, undefined, id, 'fresh');
         }
         if (!json && tty) process.stdout.write('\r\x1b[2K');
         return { json: view, text: progressLine(view), compact: json };

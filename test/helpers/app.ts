@@ -39,6 +39,9 @@ export function testConfig(databaseUrl: string, env: Record<string, string> = {}
     // Most tests change a key, an agent or a route and expect the next request to see it at once;
     // the lookup-cache tests turn the cache on and move a fake clock past its TTL.
     LOOKUP_CACHE_TTL_MS: '0',
+    // Likewise a campaign's progress is read right after the ticks that change it; the
+    // campaigns API test turns its cache on with a fake clock.
+    CAMPAIGN_PROGRESS_CACHE_MS: '0',
     ...env,
   });
 }
