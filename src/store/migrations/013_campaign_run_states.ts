@@ -5,7 +5,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../store.js';
 
-export function up012(_dialect: DialectName) {
+export function up013(_dialect: DialectName) {
   return async (db: Kysely<unknown>): Promise<void> => {
     await db.schema
       .createIndex('workflow_runs_campaign_state_idx')
