@@ -7,7 +7,9 @@
 //     └──cancel──► canceled ◄──cancel──────┘ (also from running)
 //
 // Every move is a compare-and-set on the state (store/campaign-statements.ts), so a move that lost
-// a race, or is not allowed, answers 409 campaign_state_conflict and changes nothing. The scheduler
+// a race, or is not allowed, answers 409 campaign_state_conflict and changes nothing. Creation and
+// every move are journalled for the event stream (campaign.created, started, paused, resumed,
+// completed, canceled) in their own transaction (moveCampaign). The scheduler
 // (scheduler.ts) also pauses a campaign (circuit breaker, ends_at) and completes it.
 //
 // Pause stops new dials at once: attempts created but not yet claimed by a dispatcher are canceled
