@@ -452,6 +452,11 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     const progress = (id: number) => `${row(id)} [data-testid="campaign-progress"]`;
     await textIs(state(campaign.id), 'draft');
     await page.evaluate('window.notReloaded = true');
+    // Every read of the list from here on comes from the stream (nothing is clicked): at most one a second.
+    const reads: number[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'GET' && new URL(request.url()).pathname === '/api/v1/public/campaigns') reads.push(Date.now());
+    });
     const api = async (id: number, action: string) => assert.equal((await act(env.app, f, id, action)).statusCode, 200);
 
     await api(campaign.id, 'start');
@@ -489,6 +494,8 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     await textIs(state(winter.id), 'paused');
     await textIs(progress(winter.id), '0 reached · 0 exhausted · 0 suppressed · 0 in progress · 4 pending · 4 total');
     assert.equal(await page.evaluate('window.notReloaded'), true, 'no reload');
+    const gaps = reads.slice(1).map((at, i) => at - (reads[i] as number));
+    assert.ok(reads.length >= 3 && gaps.every((gap) => gap >= 900), `the list was read at most once a second (${reads.length} reads, gaps ${gaps.join(', ')} ms)`);
     await screenshot(page, 'campaigns-live');
     assert.deepEqual(problems, []);
   });
