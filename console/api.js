@@ -64,12 +64,14 @@ export async function api(path, { method = 'GET', body, csv, key = session.key }
  * The organization's event stream, read with fetch() so the key goes in a header (EventSource
  * cannot send one). On any break it reconnects, sending the id of the last event it got as
  * Last-Event-ID, so the service resends whatever happened meanwhile: no event is lost. Run events
- * go to `subscribe` listeners, webhook delivery attempts to `subscribeDeliveries` ones.
+ * go to `subscribe` listeners, webhook delivery attempts to `subscribeDeliveries` ones, campaign
+ * state changes (`campaign.<change>`) to `subscribeCampaigns` ones.
  */
 export class EventStream {
   constructor() {
     this.listeners = new Set();
     this.deliveryListeners = new Set();
+    this.campaignListeners = new Set();
     this.statusListeners = new Set();
     this.lastEventId = undefined;
     this.status = 'connecting';
@@ -86,6 +88,11 @@ export class EventStream {
   subscribeDeliveries(listener) {
     this.deliveryListeners.add(listener);
     return () => this.deliveryListeners.delete(listener);
+  }
+
+  subscribeCampaigns(listener) {
+    this.campaignListeners.add(listener);
+    return () => this.campaignListeners.delete(listener);
   }
 
   onStatus(listener) {
@@ -168,7 +175,7 @@ export class EventStream {
       return;
     }
     if (data.length === 0) return;
-    const listeners = event === 'run' ? this.listeners : event === 'webhook.delivery' ? this.deliveryListeners : undefined;
+    const listeners = event === 'run' ? this.listeners : event === 'webhook.delivery' ? this.deliveryListeners : event.startsWith('campaign.') ? this.campaignListeners : undefined;
     if (!listeners) return;
     const message = JSON.parse(data.join('\n'));
     for (const listener of listeners) listener(message);

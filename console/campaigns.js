@@ -1,11 +1,43 @@
 // Campaigns: the organization's campaigns (newest first, paged) with their state, why a paused one
 // is paused and their progress; Start / Pause / Resume / Cancel where the state allows it (Cancel
 // asks once more: it cannot be undone), and a CSV contacts import per campaign with its report.
-import { html, useCallback, useEffect, useState } from './vendor-htm-preact.js';
+// Kept live from the event stream: a campaign.<change> of a campaign shown sets its state at once,
+// and that change or a run event of one of its attempts reads the page again (at most once a
+// second), for its progress; a new campaign appears on the first page the same way. While contacts
+// are being called the page is also read every few seconds (SETTLING_POLL_MS).
+import { html, useCallback, useEffect, useRef, useState } from './vendor-htm-preact.js';
 import { api } from './api.js';
 import { ErrorBox, Link } from './ui.js';
 
 const PAGE_SIZE = 20;
+/** The page is read again at most this often while events come. */
+const REFRESH_MS = 1_000;
+/**
+ * How often the page is read while a campaign shown has contacts being called: an attempt's end
+ * settles its contact on the scheduler's next pass (reached, exhausted, pending again), which no
+ * event reports; the run's end that came before it was read too early to show it.
+ */
+const SETTLING_POLL_MS = 5_000;
+
+/** `work` at most once per `ms`: at once after a quiet spell, else once at the end of the wait for every call during it. */
+function useThrottled(work, ms) {
+  const latest = useRef(work);
+  latest.current = work;
+  const state = useRef({ last: 0, timer: undefined });
+  useEffect(() => () => clearTimeout(state.current.timer), []);
+  return useCallback(() => {
+    const s = state.current;
+    if (s.timer !== undefined) return;
+    const run = () => {
+      s.timer = undefined;
+      s.last = Date.now();
+      void latest.current();
+    };
+    const wait = s.last + ms - Date.now();
+    if (wait <= 0) run();
+    else s.timer = setTimeout(run, wait);
+  }, [ms]);
+}
 
 /** The states each action moves a campaign from (the API's own rule; it refuses others with 409). */
 const ACTIONS = [
@@ -72,7 +104,7 @@ function ImportContacts({ campaign, onChanged }) {
   </form>`;
 }
 
-export function CampaignsPage() {
+export function CampaignsPage({ stream }) {
   const [cursors, setCursors] = useState([]); // the `after` of each page before this one
   const [page, setPage] = useState(null);
   const [error, setError] = useState(null);
@@ -92,6 +124,34 @@ export function CampaignsPage() {
     }
   }, [after]);
   useEffect(() => void load(), [load]);
+  const shown = useRef(page);
+  shown.current = page;
+  const refresh = useThrottled(load, REFRESH_MS);
+  const firstPage = cursors.length === 0;
+  useEffect(() => {
+    const showing = (id) => Boolean(shown.current?.data.some((c) => c.id === id));
+    const stopCampaigns = stream.subscribeCampaigns((event) => {
+      const { id, state, paused_reason } = event.campaign;
+      if (showing(id)) {
+        setPage((current) => ({ ...current, data: current.data.map((c) => (c.id === id ? { ...c, state, paused_reason } : c)) }));
+        refresh();
+      } else if (event.type === 'campaign.created' && firstPage) refresh();
+    });
+    // An attempt moved: the campaign's progress did too.
+    const stopRuns = stream.subscribe((event) => {
+      if (event.campaign_id != null && showing(event.campaign_id)) refresh();
+    });
+    return () => {
+      stopCampaigns();
+      stopRuns();
+    };
+  }, [stream, refresh, firstPage]);
+  const settling = Boolean(page?.data.some((c) => c.progress.in_progress > 0));
+  useEffect(() => {
+    if (!settling) return undefined;
+    const timer = setInterval(refresh, SETTLING_POLL_MS);
+    return () => clearInterval(timer);
+  }, [settling, refresh]);
   const act = async (campaign, action) => {
     setConfirming(null);
     setError(null);

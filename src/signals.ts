@@ -1,7 +1,7 @@
 // In-process signals between the parts of one node: "there is work to dispatch" (so an idle
 // dispatcher wakes at once instead of waiting for its next poll) and provider events on their way
 // to the lifecycle code, cancel requests for calls this node holds, webhook deliveries written,
-// delivery attempts recorded (for the event stream). Other nodes learn of work and cancel
+// delivery attempts and campaign changes journalled (for the event stream). Other nodes learn of work and cancel
 // requests by polling the store.
 import type { ProviderEvent } from './telephony/provider.js';
 
@@ -52,7 +52,7 @@ export class Signals {
     return () => this.journalListeners.delete(listener);
   }
 
-  /** A webhook delivery attempt was recorded on this node: its open event streams read at once. */
+  /** A webhook delivery attempt or a campaign's change was journalled on this node: its open event streams read at once. */
   journal(): void {
     for (const listener of this.journalListeners) listener();
   }

@@ -1,6 +1,7 @@
 // The console in a real browser (Debian's chromium, headless): signing in, following calls live,
 // a call's page, cancelling, text that looks like HTML, a wrong key, two widths, suppressions (add,
-// refuse, remove, import), campaigns (start, pause, contacts import, cancel), and the stream resuming across a node restart.
+// refuse, remove, import), campaigns (start, pause, contacts import, cancel; followed live from the
+// stream), and the stream resuming across a node restart.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { buildDeps } from '../src/deps.js';
 import { postJson, testConfig, type TestEnv } from './helpers/app.js';
 import { ARTIFACTS, chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from './helpers/browser.js';
-import { addContacts, createCampaign } from './helpers/campaigns.js';
+import { act, addContacts, createCampaign } from './helpers/campaigns.js';
 import { buildWithDispatcher } from './helpers/dispatch.js';
 import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
@@ -432,6 +433,70 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     const shown = await page.$$eval('tr[data-run-id]', (rows) => rows.map((r) => Number(r.getAttribute('data-run-id'))));
     assert.deepEqual([...shown].sort(), attempts.data.map((r) => r.id).sort());
     assert.ok(!shown.includes(direct.id), 'the direct call is not listed');
+    assert.deepEqual(problems, []);
+  });
+
+  it('follows campaigns started, paused and created through the API on the open Campaigns page without a reload: state, paused reason and progress', async (t) => {
+    // No dispatcher: attempts stay queued, so progress moves only with the scheduler passes the test makes.
+    const { env, url, f } = await serve(t, { dispatch: false });
+    const campaign = await createCampaign(env.app, f, { name: 'Spring renewals' });
+    await addContacts(env.app, f, campaign.id, ['+12025550100', '+12025550101', '+12025550102'].map((phone_number) => ({ phone_number })));
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Campaigns"][role="link"])').click();
+    await page.locator('::-p-aria([name="Campaigns"][role="heading"])').wait();
+    await page.locator('::-p-text(Live)').wait();
+    const row = (id: number) => `tr[data-testid="campaign-row"][data-id="${id}"]`;
+    const textIs = (selector: string, text: string, timeout = 5_000) => page.waitForFunction(`document.querySelector(${JSON.stringify(selector)})?.textContent === ${JSON.stringify(text)}`, { timeout });
+    const state = (id: number) => `${row(id)} [data-testid="campaign-state"]`;
+    const progress = (id: number) => `${row(id)} [data-testid="campaign-progress"]`;
+    await textIs(state(campaign.id), 'draft');
+    await page.evaluate('window.notReloaded = true');
+    // Every read of the list from here on comes from the stream (nothing is clicked): at most one a second.
+    const reads: number[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'GET' && new URL(request.url()).pathname === '/api/v1/public/campaigns') reads.push(Date.now());
+    });
+    const api = async (id: number, action: string) => assert.equal((await act(env.app, f, id, action)).statusCode, 200);
+
+    await api(campaign.id, 'start');
+    await textIs(state(campaign.id), 'running');
+    assert.deepEqual(await page.$$eval(`${row(campaign.id)} td .actions button`, (els) => els.map((el) => el.textContent)), ['Pause', 'Cancel'], 'the buttons follow the state');
+    // A scheduler pass queues an attempt per contact: their run events bring the progress.
+    assert.equal((await runCampaignTick(env.deps)).created, 3);
+    await textIs(progress(campaign.id), '0 reached · 0 exhausted · 0 suppressed · 3 in progress · 0 pending · 3 total');
+    await api(campaign.id, 'pause');
+    await textIs(state(campaign.id), 'paused');
+    await textIs(`${row(campaign.id)} [data-testid="campaign-paused-reason"]`, ' (request)');
+    // The pause canceled the queued attempts; the next pass gives them back to their contacts, which
+    // no event reports: the page reads it while contacts are being called (every 5 s).
+    await runCampaignTick(env.deps);
+    await textIs(progress(campaign.id), '0 reached · 0 exhausted · 0 suppressed · 0 in progress · 3 pending · 3 total', 10_000);
+
+    // A campaign created through the API appears on the first page; one that runs out of contacts completes.
+    const empty = await createCampaign(env.app, f, { name: 'Follow-ups' });
+    await page.waitForSelector(row(empty.id), { timeout: 5_000 });
+    await api(empty.id, 'start');
+    await runCampaignTick(env.deps);
+    await textIs(state(empty.id), 'completed');
+    const draft = await createCampaign(env.app, f, { name: 'Autumn survey' });
+    await addContacts(env.app, f, draft.id, ['+12025550103', '+12025550104'].map((phone_number) => ({ phone_number })));
+    await api(campaign.id, 'resume');
+    await textIs(state(campaign.id), 'running');
+    await runCampaignTick(env.deps);
+    await textIs(progress(campaign.id), '0 reached · 0 exhausted · 0 suppressed · 3 in progress · 0 pending · 3 total');
+    // The draft's contacts were added without an event: the refresh after the resume counted them.
+    await textIs(progress(draft.id), '0 reached · 0 exhausted · 0 suppressed · 0 in progress · 2 pending · 2 total');
+    const winter = await createCampaign(env.app, f, { name: 'Winter check-ins' });
+    await addContacts(env.app, f, winter.id, ['+12025550105', '+12025550106', '+12025550107', '+12025550108'].map((phone_number) => ({ phone_number })));
+    await api(winter.id, 'start');
+    await api(winter.id, 'pause');
+    await textIs(state(winter.id), 'paused');
+    await textIs(progress(winter.id), '0 reached · 0 exhausted · 0 suppressed · 0 in progress · 4 pending · 4 total');
+    assert.equal(await page.evaluate('window.notReloaded'), true, 'no reload');
+    const gaps = reads.slice(1).map((at, i) => at - (reads[i] as number));
+    assert.ok(reads.length >= 3 && gaps.every((gap) => gap >= 900), `the list was read at most once a second (${reads.length} reads, gaps ${gaps.join(', ')} ms)`);
+    await screenshot(page, 'campaigns-live');
     assert.deepEqual(problems, []);
   });
 

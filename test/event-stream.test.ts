@@ -1,6 +1,6 @@
-// GET /api/v1/public/stream: the organization's run events and webhook delivery attempts as
-// Server-Sent Events, resumable by event id, with a heartbeat, a bounded buffer per connection,
-// and events from other nodes.
+// GET /api/v1/public/stream: the organization's run events, webhook delivery attempts and campaign
+// state changes as Server-Sent Events, resumable by event id, with a heartbeat, a bounded buffer
+// per connection, and events from other nodes.
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import pino from 'pino';
@@ -10,6 +10,8 @@ import { packageInfo } from '../src/package-info.js';
 import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
 import { build, postJson, testConfig, type TestEnv } from './helpers/app.js';
 import { buildWithDispatcher } from './helpers/dispatch.js';
+import { act, addContacts, createCampaign } from './helpers/campaigns.js';
+import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { SseClient } from './helpers/sse-client.js';
 import { createTestDatabase, openTestStore, storeCases } from './helpers/stores.js';
@@ -46,10 +48,11 @@ async function storedEventIds(env: Pick<TestEnv, 'deps'>, orgId: number, afterId
   return rows.map((r) => Number(r.id));
 }
 
-/** The organization's stream ids in the store, of both kinds (run events, delivery attempts), in order. */
+/** The organization's stream ids in the store, of every kind (run events, delivery attempts, campaign changes), in order. */
 async function storedStreamIds(env: Pick<TestEnv, 'deps'>, orgId: number, afterId = 0): Promise<number[]> {
   const deliveries = await env.deps.store.db.selectFrom('webhook_delivery_events').select('id').where('org_id', '=', orgId).where('id', '>', afterId).execute();
-  return [...(await storedEventIds(env, orgId, afterId)), ...deliveries.map((r) => Number(r.id))].sort((a, b) => a - b);
+  const campaigns = await env.deps.store.db.selectFrom('campaign_events').select('id').where('org_id', '=', orgId).where('id', '>', afterId).execute();
+  return [...(await storedEventIds(env, orgId, afterId)), ...deliveries.map((r) => Number(r.id)), ...campaigns.map((r) => Number(r.id))].sort((a, b) => a - b);
 }
 
 async function subscribeEndpoint(env: Pick<TestEnv, 'app'>, f: OrgFixture, url: string): Promise<{ id: number; secret: string }> {
@@ -303,6 +306,109 @@ for (const store of await storeCases()) {
   });
 }
 
+for (const store of await storeCases()) {
+  describe(`Campaign state changes on GET /api/v1/public/stream (${store.kind})`, { skip: store.skip }, () => {
+    // The dispatcher stays stopped (attempts stay queued until a pause cancels them); the test ticks the scheduler itself.
+    const serve = (t: TestContext) => buildWithDispatcher(t, store.kind, { env: FAST_STREAM, start: false });
+    const moved = async (env: Pick<TestEnv, 'app'>, f: OrgFixture, id: number, action: string) => {
+      const response = await act(env.app, f, id, action);
+      assert.equal(response.statusCode, 200, response.body);
+    };
+    const summary = (e: { type: string; campaign: { id: number; state: string; paused_reason: string | null } }) => [e.type, e.campaign.id, e.campaign.state, e.campaign.paused_reason];
+
+    it('sends every change of the organization\'s campaigns (created, started, paused with its reason, resumed, canceled; completed and paused at ends_at by the scheduler) as campaign.<change> messages, in one id order with its attempts\' run events, never another organization\'s', async (t) => {
+      const env = await serve(t);
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const other = await createOrgFixture(env.deps, 'Other');
+      const client = await open(t, url, f.apiKey);
+      await client.waitFor(() => client.messages.length >= 1);
+
+      const spring = await createCampaign(env.app, f, { name: 'Spring <b>drive</b>' });
+      await addContacts(env.app, f, spring.id, [{ phone_number: '+12025550160' }, { phone_number: '+12025550161' }]);
+      const theirs = await createCampaign(env.app, other, { name: 'Theirs' });
+      await moved(env, other, theirs.id, 'start');
+      await moved(env, f, spring.id, 'start');
+      assert.equal((await runCampaignTick(env.deps)).created, 2, 'two attempts queued');
+      await moved(env, f, spring.id, 'pause'); // cancels both queued attempts
+      await moved(env, f, spring.id, 'resume');
+      await moved(env, f, spring.id, 'cancel');
+      // A running campaign with nothing to call completes on the next tick.
+      const empty = await createCampaign(env.app, f, { name: 'Empty' });
+      await moved(env, f, empty.id, 'start');
+      // One whose ends_at passes is paused by the tick.
+      const brief = await createCampaign(env.app, f, { name: 'Brief', ends_at: new Date(Date.now() + 600).toISOString() });
+      await addContacts(env.app, f, brief.id, [{ phone_number: '+12025550162' }]);
+      await moved(env, f, brief.id, 'start');
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      await runCampaignTick(env.deps);
+      await runCampaignTick(env.deps);
+
+      await client.waitFor(() => client.campaignEvents.length >= 11, 5_000, 'every change');
+      assert.deepEqual(client.campaignEvents.map(summary), [
+        ['campaign.created', spring.id, 'draft', null],
+        ['campaign.started', spring.id, 'running', null],
+        ['campaign.paused', spring.id, 'paused', 'request'],
+        ['campaign.resumed', spring.id, 'running', null],
+        ['campaign.canceled', spring.id, 'canceled', null],
+        ['campaign.created', empty.id, 'draft', null],
+        ['campaign.started', empty.id, 'running', null],
+        ['campaign.created', brief.id, 'draft', null],
+        ['campaign.started', brief.id, 'running', null],
+        ['campaign.completed', empty.id, 'completed', null],
+        ['campaign.paused', brief.id, 'paused', 'ends_at'],
+      ]);
+      const campaignMessages = client.messages.filter((m) => m.event?.startsWith('campaign.'));
+      assert.ok(campaignMessages.every((m) => (m.data as { type: string; id: number }).type === m.event && (m.data as { id: number }).id === m.id), 'the event names the change; data.id is the message id');
+      assert.equal(client.campaignEvents[0]?.campaign.name, 'Spring <b>drive</b>', 'the name as the change left it');
+      assert.match(client.campaignEvents[0]?.at ?? '', /^\d{4}-\d\d-\d\dT/);
+
+      // The attempts' run events name their campaign and fall between the changes that made and ended them.
+      const label = (m: (typeof client.messages)[number]) => (m.event === 'run' ? `run.${(m.data as { type: string }).type}` : m.event);
+      const springs = client.messages.slice(1).filter((m) => m.event === 'run' || (m.data as { campaign?: { id: number } }).campaign?.id === spring.id);
+      assert.deepEqual(springs.map(label), ['campaign.created', 'campaign.started', 'run.queued', 'run.queued', 'campaign.paused', 'run.canceled', 'run.canceled', 'campaign.resumed', 'campaign.canceled']);
+      const attempts = client.runEvents;
+      assert.equal(attempts.length, 4);
+      assert.ok(attempts.every((e) => e.campaign_id === spring.id), 'each attempt\'s run event carries its campaign_id');
+      assert.deepEqual(client.messages.slice(1).map((m) => m.id), await storedStreamIds(env, f.orgId, client.messages[0]?.id), 'every event of every kind, in id order, each id its row\'s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.ok(!client.campaignEvents.some((e) => e.campaign.id === theirs.id), 'nothing of the other organization\'s');
+    });
+
+    it('resumes after Last-Event-ID with every campaign change, run event and delivery attempt after it, in one order, none missing or repeated, then the live ones', async (t) => {
+      const env = await buildWithDispatcher(t, store.kind, { env: { ...FAST_STREAM, ...WEBHOOK_TEST_ENV }, start: false });
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const other = await createOrgFixture(env.deps, 'Other');
+      const receiver = await startReceiver(t);
+      await subscribeEndpoint(env, f, receiver.url);
+      // Campaign changes, run events and attempts of both organizations, interleaved.
+      for (let i = 0; i < 3; i++) {
+        const mine = await createCampaign(env.app, f, { name: `Mine ${i}` });
+        const theirs = await createCampaign(env.app, other, { name: `Theirs ${i}` });
+        await moved(env, f, mine.id, 'start');
+        await cancel(env, f, await call(env, f));
+        await moved(env, other, theirs.id, 'start');
+        await env.webhooks.deliverDue();
+        await moved(env, f, mine.id, 'pause');
+        await call(env, other);
+      }
+      const all = await storedStreamIds(env, f.orgId);
+      const campaignRows = await env.deps.store.db.selectFrom('campaign_events').select('id').where('org_id', '=', f.orgId).execute();
+      assert.equal(campaignRows.length, 9, 'three changes of each of three campaigns');
+      assert.equal(new Set(all).size, all.length, 'no two events share an id');
+      const from = all[4] as number;
+      const client = await open(t, url, f.apiKey, { lastEventId: from });
+      await client.waitFor(() => client.messages.length >= all.length - 5 + 1, 5_000, 'the backlog');
+      const live = await createCampaign(env.app, f, { name: 'Live' });
+      await client.waitFor(() => client.campaignEvents.some((e) => e.campaign.id === live.id), 5_000, 'the live change');
+      const received = client.messages.slice(1);
+      assert.deepEqual(received.map((m) => m.id), await storedStreamIds(env, f.orgId, from), 'every event of every kind after the cursor, in order, once');
+      assert.ok(['run', 'webhook.delivery', 'campaign.started', 'campaign.paused'].every((kind) => received.some((m) => m.event === kind)), received.map((m) => m.event).join(', '));
+    });
+  });
+}
+
 describe('GET /api/v1/public/stream on PostgreSQL, where event ids can become visible out of order', { skip: (await storeCases()).find((c) => c.kind === 'postgres')?.skip ?? false }, () => {
   const insertEvent = (db: TestEnv['deps']['store']['db'], runId: number, seq: number) =>
     db.insertInto('run_events').values({ run_id: runId, seq, type: 'note', at: Date.now(), data: JSON.stringify({ seq }) }).returning('id').executeTakeFirstOrThrow();
@@ -402,5 +508,24 @@ describe('GET /api/v1/public/stream with several nodes on one PostgreSQL databas
     assert.equal(await worker.deliverDue(), 1);
     await client.waitFor(() => client.deliveryEvents.length >= 1, 5_000, 'the other node\'s attempt');
     assert.deepEqual(client.deliveryEvents.map((d) => [d.run_id, d.status, d.http_status]), [[runId, 'succeeded', 204]]);
+  });
+
+  it('sends a stream on one node the campaign changes made through another node, in order with their attempts\' run events', async (t) => {
+    const [writer, reader] = await twoNodes(t);
+    const f = await createOrgFixture(writer.deps);
+    const url = await listen(reader);
+    const client = await open(t, url, f.apiKey);
+    await client.waitFor(() => client.messages.length >= 1);
+    const campaign = await createCampaign(writer.app, f, { name: 'Elsewhere' });
+    await addContacts(writer.app, f, campaign.id, [{ phone_number: '+12025550160' }]);
+    assert.equal((await act(writer.app, f, campaign.id, 'start')).statusCode, 200);
+    assert.equal((await runCampaignTick(writer.deps)).created, 1);
+    assert.equal((await act(writer.app, f, campaign.id, 'pause')).statusCode, 200);
+    await client.waitFor(() => client.campaignEvents.length >= 3 && client.runEvents.length >= 2, 5_000, 'the other node\'s changes');
+    assert.deepEqual(
+      client.messages.slice(1).map((m) => (m.event === 'run' ? `run.${(m.data as { type: string }).type}` : `${m.event} ${(m.data as { campaign: { state: string } }).campaign.state}`)),
+      ['campaign.created draft', 'campaign.started running', 'run.queued', 'campaign.paused paused', 'run.canceled'],
+    );
+    assert.ok(client.runEvents.every((e) => e.campaign_id === campaign.id));
   });
 });

@@ -7,7 +7,9 @@
 //     └──cancel──► canceled ◄──cancel──────┘ (also from running)
 //
 // Every move is a compare-and-set on the state (store/campaign-statements.ts), so a move that lost
-// a race, or is not allowed, answers 409 campaign_state_conflict and changes nothing. The scheduler
+// a race, or is not allowed, answers 409 campaign_state_conflict and changes nothing. Creation and
+// every move are journalled for the event stream (campaign.created, started, paused, resumed,
+// completed, canceled) in their own transaction (moveCampaign). The scheduler
 // (scheduler.ts) also pauses a campaign (circuit breaker, ends_at) and completes it.
 //
 // Pause stops new dials at once: attempts created but not yet claimed by a dispatcher are canceled
@@ -29,11 +31,12 @@ import {
   selectQueuedCampaignRuns,
   updateCampaignState,
 } from '../store/campaign-statements.js';
-import type { CampaignRow, CampaignState, ContactStatus, PausedReason, RunMode } from '../store/schema.js';
+import type { CampaignRow, CampaignState, CampaignStreamEvent, ContactStatus, PausedReason, RunMode } from '../store/schema.js';
 import type { CampaignChange } from '../store/campaign-statements.js';
-import { decodeJson } from '../store/store.js';
+import { insertCampaignEvent } from '../store/event-stream-statements.js';
+import { decodeJson, type StoreTransaction } from '../store/store.js';
 import { insertOrganizationDeliveries, WEBHOOK_CHANNEL } from '../store/webhook-statements.js';
-import { campaignMessageId, type CampaignEventType } from '../webhooks/event-types.js';
+import { campaignMessageId, isWebhookEventType } from '../webhooks/event-types.js';
 import { campaignMessageBody } from '../webhooks/message.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { selectWorkflowUuid } from '../store/workflow-statements.js';
@@ -141,23 +144,28 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
   const resolved = await resolveTarget(deps.store, orgId, target, body.mode, deps.lookups);
   const route = await selectTelephonyConfiguration(deps.store, orgId, body.telephony_configuration_id, deps.lookups);
   const now = deps.clock.now();
-  const row = await insertCampaign(deps.store, {
-    orgId,
-    name: body.name,
-    workflowId: resolved.workflow.id,
-    triggerUuid: resolved.triggerUuid,
-    mode: body.mode,
-    telephonyConfigurationId: route.id,
-    // Without its own cap a campaign may fill its route, and no more: the route's cap holds anyway.
-    maxConcurrentCalls: body.max_concurrent_calls ?? route.max_concurrent_calls,
-    callsPerSecond: body.calls_per_second ?? null,
-    startsAt,
-    endsAt,
-    scheduleJson: schedule === null ? null : JSON.stringify(schedule),
-    retryJson: JSON.stringify(retry),
-    circuitBreakerJson: JSON.stringify(breaker),
-    at: now,
+  const row = await deps.store.transaction('durable', async (trx) => {
+    const inserted = await insertCampaign(trx, {
+      orgId,
+      name: body.name,
+      workflowId: resolved.workflow.id,
+      triggerUuid: resolved.triggerUuid,
+      mode: body.mode,
+      telephonyConfigurationId: route.id,
+      // Without its own cap a campaign may fill its route, and no more: the route's cap holds anyway.
+      maxConcurrentCalls: body.max_concurrent_calls ?? route.max_concurrent_calls,
+      callsPerSecond: body.calls_per_second ?? null,
+      startsAt,
+      endsAt,
+      scheduleJson: schedule === null ? null : JSON.stringify(schedule),
+      retryJson: JSON.stringify(retry),
+      circuitBreakerJson: JSON.stringify(breaker),
+      at: now,
+    });
+    await journal(deps.store, trx, 'campaign.created', inserted, now);
+    return inserted;
   });
+  deps.signals.journal();
   return viewOf(deps, row, 'fresh', resolved.workflow.workflow_uuid);
 }
 
@@ -265,8 +273,8 @@ export async function actOnCampaign(deps: Deps, orgId: number | undefined, campa
       : action === 'pause'
         ? await moveCampaign(deps, campaignId, { from, to: 'paused', at: now }, { paused_reason: 'request' }, 'campaign.paused')
         : action === 'resume'
-          ? await moveCampaign(deps, campaignId, { from, to: 'running', at: now }, { paused_reason: null, breaker_since: now })
-          : await moveCampaign(deps, campaignId, { from, to: 'canceled', at: now }, { paused_reason: null });
+          ? await moveCampaign(deps, campaignId, { from, to: 'running', at: now }, { paused_reason: null, breaker_since: now }, 'campaign.resumed')
+          : await moveCampaign(deps, campaignId, { from, to: 'canceled', at: now }, { paused_reason: null }, 'campaign.canceled');
   // Moved by someone else between the read and the write.
   if (!moved) throw conflict(await findCampaign(deps, orgId, campaignId), action);
   if (action === 'pause') await stopQueuedAttempts(deps, campaignId, PAUSE_REASON);
@@ -278,32 +286,41 @@ export async function actOnCampaign(deps: Deps, orgId: number | undefined, campa
   return viewOf(deps, moved, 'fresh');
 }
 
+/** Journals a campaign's change for the event stream, in the change's transaction. */
+function journal(store: Deps['store'], trx: StoreTransaction, type: CampaignStreamEvent, row: CampaignRow, at: number): Promise<void> {
+  return insertCampaignEvent(store, trx, { org_id: row.org_id, campaign_id: row.id, type, name: row.name, state: row.state, paused_reason: row.paused_reason, at });
+}
+
 /**
  * Moves a campaign (compare-and-set, updateCampaignState) and, in the same durable transaction,
- * writes the webhook message reporting it to the organization's subscribed endpoints (an outbox,
- * like run events': the message is sent if and only if the move committed). Undefined when the
- * campaign was not in a state the move starts from.
+ * journals the change for the event stream (`event`) and, for the changes webhooks report
+ * (campaign.started, paused, completed), writes the message to the organization's subscribed
+ * endpoints (an outbox, like run events': the event is streamed and the message sent if and only
+ * if the move committed). Undefined when the campaign was not in a state the move starts from.
  */
 export async function moveCampaign(
   deps: Pick<Deps, 'store' | 'signals'>,
   campaignId: number,
   move: Parameters<typeof updateCampaignState>[2],
   change: CampaignChange,
-  webhook?: CampaignEventType,
+  event: CampaignStreamEvent,
 ): Promise<CampaignRow | undefined> {
   const { moved, deliveries } = await deps.store.transaction('durable', async (trx) => {
     const row = await updateCampaignState(trx, campaignId, move, change);
-    if (!row || !webhook) return { moved: row, deliveries: 0 };
+    if (!row) return { moved: row, deliveries: 0 };
+    await journal(deps.store, trx, event, row, move.at);
+    if (!isWebhookEventType(event)) return { moved: row, deliveries: 0 };
     const written = await insertOrganizationDeliveries(trx, row.org_id, {
-      messageId: campaignMessageId(row.id, webhook, move.at),
-      eventType: webhook,
-      payload: campaignMessageBody(webhook, move.at, row),
+      messageId: campaignMessageId(row.id, event, move.at),
+      eventType: event,
+      payload: campaignMessageBody(event, move.at, row),
       at: move.at,
     });
     // Other nodes' delivery workers look at once (PostgreSQL); this node's is signalled below.
     if (written > 0) await deps.store.notify(trx, WEBHOOK_CHANNEL);
     return { moved: row, deliveries: written };
   });
+  if (moved) deps.signals.journal();
   if (deliveries > 0) deps.signals.outbox();
   return moved;
 }

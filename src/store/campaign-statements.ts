@@ -27,8 +27,8 @@ export interface NewCampaignValues {
   at: number;
 }
 
-export function insertCampaign(store: Pick<Store, 'db'>, values: NewCampaignValues): Promise<CampaignRow> {
-  return store.db
+export function insertCampaign(on: Queryable, values: NewCampaignValues): Promise<CampaignRow> {
+  return queryable(on)
     .insertInto('campaigns')
     .values({
       org_id: values.orgId,

@@ -262,6 +262,7 @@ export interface Database {
   suppressions: SuppressionsTable;
   campaigns: CampaignsTable;
   campaign_contacts: CampaignContactsTable;
+  campaign_events: CampaignEventsTable;
 }
 
 export const CAMPAIGN_STATES = ['draft', 'running', 'paused', 'completed', 'canceled'] as const;
@@ -296,6 +297,26 @@ export interface CampaignsTable {
   updated_at: number;
   started_at: number | null;
   finished_at: number | null;
+}
+
+/** The changes of a campaign's state that the event stream reports (`event: campaign.<change>`). */
+export const CAMPAIGN_STREAM_EVENTS = ['campaign.created', 'campaign.started', 'campaign.paused', 'campaign.resumed', 'campaign.completed', 'campaign.canceled'] as const;
+export type CampaignStreamEvent = (typeof CAMPAIGN_STREAM_EVENTS)[number];
+
+/**
+ * One change of a campaign's state, for the organization's event stream (migration 012): what the
+ * change fixed, in its transaction. Its id comes from run_events' sequence, like a delivery event's.
+ */
+export interface CampaignEventsTable {
+  id: Generated<number>;
+  org_id: number;
+  campaign_id: number;
+  type: CampaignStreamEvent;
+  /** The campaign's name, state and paused reason as the change left them. */
+  name: string;
+  state: CampaignState;
+  paused_reason: PausedReason | null;
+  at: number;
 }
 
 export const CONTACT_STATUSES = ['pending', 'in_progress', 'reached', 'exhausted', 'suppressed', 'invalid', 'canceled'] as const;
@@ -341,3 +362,5 @@ export type RunEventRow = Selectable<RunEventsTable>;
 export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+export type WebhookDeliveryEventRow = Selectable<WebhookDeliveryEventsTable>;
+export type CampaignEventRow = Selectable<CampaignEventsTable>;

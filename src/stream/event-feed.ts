@@ -1,6 +1,6 @@
-// One node's feed of stream events (run events and recorded webhook delivery attempts, in their
-// one id order: store/event-stream-statements.ts), for every stream connection it serves: while at
-// least one connection listens, it reads both tables past its horizon every
+// One node's feed of stream events (run events, recorded webhook delivery attempts and campaign
+// state changes, in their one id order: store/event-stream-statements.ts), for every stream
+// connection it serves: while at least one connection listens, it reads the tables past its horizon every
 // STREAM_POLL_INTERVAL_MS (and at once when this node wrote something), so events written on any
 // node reach every node's streams. Polling, not LISTEN/NOTIFY: a NOTIFY per event would add a statement and a commit-time
 // queue lock to every run transition, the hot path; one read per node per interval costs the
@@ -12,7 +12,7 @@
 // visible after id 42: the feed stops at a gap and waits for it up to STREAM_GAP_WAIT_MS (an id
 // whose transaction rolled back never appears), so a stream resuming after N never skips an event
 // committed late below N. A transaction that holds a drawn event id uncommitted for longer than the
-// wait would be missed by streams; run transitions and attempt records are short transactions, so
+// wait would be missed by streams; run transitions, attempt records and campaign moves are short transactions, so
 // the wait is set far above their duration.
 //
 // The same holds when the feed starts: the last id written may have an id below it still in flight,

@@ -1,15 +1,15 @@
-// The organization's run events and webhook delivery attempts as Server-Sent Events (GET
-// /api/v1/public/stream). Each message's `id:` is the event's id, drawn from one sequence for both
-// kinds (store/event-stream-statements.ts): the one order of events across all runs, deliveries
-// and nodes. A client that reconnects with `Last-Event-ID: N` first gets its organization's events
-// of both kinds after N from the store (at the reader's pace), then the live ones, with none
-// missing or repeated in between.
+// The organization's run events, webhook delivery attempts and campaign state changes as
+// Server-Sent Events (GET /api/v1/public/stream). Each message's `id:` is the event's id, drawn
+// from one sequence for every kind (store/event-stream-statements.ts): the one order of events
+// across all runs, deliveries, campaigns and nodes. A client that reconnects with `Last-Event-ID:
+// N` first gets its organization's events of every kind after N from the store (at the reader's
+// pace), then the live ones, with none missing or repeated in between.
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Clock } from '../deps.js';
 import { iso } from '../runs/read-run.js';
-import { selectOrganizationEventsBetween, type DeliveryStreamRow, type RunStreamRow, type StreamEventRow } from '../store/event-stream-statements.js';
-import type { DeliveryStatus } from '../store/schema.js';
+import { selectOrganizationEventsBetween, type CampaignStreamRow, type DeliveryStreamRow, type RunStreamRow, type StreamEventRow } from '../store/event-stream-statements.js';
+import type { CampaignEventRow, CampaignStreamEvent, WebhookDeliveryEventRow } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 import { EventFeed } from './event-feed.js';
 import { encodeSse, SseConnection, type SseCloseReason, type SseMessage } from './sse-connection.js';
@@ -28,6 +28,8 @@ export interface RunEventMessage {
   id: number;
   run_id: number;
   run_name: string;
+  /** The campaign the run is an attempt of; null for a direct run. */
+  campaign_id: number | null;
   seq: number;
   /** The state the run entered. */
   type: string;
@@ -39,6 +41,7 @@ export const toMessage = (row: RunStreamRow): RunEventMessage => ({
   id: row.id,
   run_id: row.run_id,
   run_name: row.run_name ?? '',
+  campaign_id: row.campaign_id,
   seq: row.seq,
   type: row.type,
   at: iso(row.at),
@@ -50,24 +53,7 @@ export const toMessage = (row: RunStreamRow): RunEventMessage => ({
  * Never the endpoint's URL or secret, the payload or the receiver's answer: the deliveries API
  * shows those to whoever needs them.
  */
-export interface DeliveryEventMessage {
-  id: number;
-  delivery_id: number;
-  endpoint_id: number;
-  message_id: string;
-  event_type: string;
-  run_id: number | null;
-  /** The attempt's number since the delivery was (re)queued, from 1. */
-  attempt: number;
-  /** The delivery's status after it: `pending` is tried again at `next_attempt_at`. */
-  status: DeliveryStatus;
-  http_status: number | null;
-  error: string | null;
-  next_attempt_at: string | null;
-  /** Why this attempt disabled the endpoint (`gone`: it answered 410; `failing`), else null. */
-  endpoint_disabled: 'gone' | 'failing' | null;
-  at: string;
-}
+export type DeliveryEventMessage = Omit<WebhookDeliveryEventRow, 'org_id' | 'next_attempt_at' | 'at'> & { next_attempt_at: string | null; at: string };
 
 export const toDeliveryMessage = (row: DeliveryStreamRow): DeliveryEventMessage => ({
   id: row.id,
@@ -85,9 +71,37 @@ export const toDeliveryMessage = (row: DeliveryStreamRow): DeliveryEventMessage 
   at: iso(row.at),
 });
 
+/**
+ * What a `campaign.<change>` message carries: the change (`type`, the message's event too, and
+ * when) and the campaign as the change left it, in the shape of a campaign webhook's
+ * `data.campaign`. Not the campaign's progress or settings: those move on without an event, and
+ * GET /campaigns/{id} reads them as they are now.
+ */
+export interface CampaignEventMessage {
+  id: number;
+  type: CampaignStreamEvent;
+  campaign: Pick<CampaignEventRow, 'name' | 'state' | 'paused_reason'> & { id: number };
+  at: string;
+}
+
+export const toCampaignMessage = (row: CampaignStreamRow): CampaignEventMessage => ({
+  id: row.id,
+  type: row.type,
+  campaign: { id: row.campaign_id, name: row.name, state: row.state, paused_reason: row.paused_reason },
+  at: iso(row.at),
+});
+
 /** The SSE message of a stream event, whichever its kind. */
-export const sseMessage = (row: StreamEventRow): SseMessage =>
-  row.kind === 'run' ? { id: row.id, event: 'run', data: toMessage(row) } : { id: row.id, event: 'webhook.delivery', data: toDeliveryMessage(row) };
+export function sseMessage(row: StreamEventRow): SseMessage {
+  switch (row.kind) {
+    case 'run':
+      return { id: row.id, event: 'run', data: toMessage(row) };
+    case 'delivery':
+      return { id: row.id, event: 'webhook.delivery', data: toDeliveryMessage(row) };
+    case 'campaign':
+      return { id: row.id, event: row.type, data: toCampaignMessage(row) };
+  }
+}
 
 export class RunEventStreams {
   readonly feed: EventFeed;

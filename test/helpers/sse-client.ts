@@ -24,6 +24,13 @@ export interface DeliveryEventData {
   at: string;
 }
 
+export interface CampaignEventData {
+  id: number;
+  type: string;
+  campaign: { id: number; name: string; state: string; paused_reason: string | null };
+  at: string;
+}
+
 export class SseClient {
   readonly messages: SseMessage[] = [];
   readonly comments: string[] = [];
@@ -58,13 +65,18 @@ export class SseClient {
   }
 
   /** The `run` messages' data, in order. */
-  get runEvents(): { id: number; run_id: number; run_name: string; seq: number; type: string }[] {
-    return this.messages.filter((m) => m.event === 'run').map((m) => m.data as { id: number; run_id: number; run_name: string; seq: number; type: string });
+  get runEvents(): { id: number; run_id: number; run_name: string; campaign_id: number | null; seq: number; type: string }[] {
+    return this.messages.filter((m) => m.event === 'run').map((m) => m.data as { id: number; run_id: number; run_name: string; campaign_id: number | null; seq: number; type: string });
   }
 
   /** The `webhook.delivery` messages' data, in order. */
   get deliveryEvents(): DeliveryEventData[] {
     return this.messages.filter((m) => m.event === 'webhook.delivery').map((m) => m.data as DeliveryEventData);
+  }
+
+  /** The `campaign.<change>` messages' data, in order. */
+  get campaignEvents(): CampaignEventData[] {
+    return this.messages.filter((m) => m.event?.startsWith('campaign.')).map((m) => m.data as CampaignEventData);
   }
 
   get lastId(): number | undefined {

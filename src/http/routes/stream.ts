@@ -1,5 +1,5 @@
-// GET /api/v1/public/stream: the organization's run events and webhook delivery attempts as
-// Server-Sent Events (stream/ does the work). The key travels in X-API-Key like on every other route, so a browser reads the stream with
+// GET /api/v1/public/stream: the organization's run events, webhook delivery attempts and campaign
+// state changes as Server-Sent Events (stream/ does the work). The key travels in X-API-Key like on every other route, so a browser reads the stream with
 // fetch() and a stream reader (EventSource cannot send headers, and a key in a URL ends up in logs).
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -45,13 +45,16 @@ export function streamRoutes(deps: Deps): FastifyPluginAsync {
           operationId: 'streamEvents',
           summary: 'Stream Events',
           description: [
-            'The organization\'s run events and webhook delivery attempts as Server-Sent Events (`text/event-stream`), as they happen on any node.',
+            'The organization\'s run events, webhook delivery attempts and campaign state changes as Server-Sent Events (`text/event-stream`), as they happen on any node.',
             'The first message is `event: ready` whose `id` is the stream\'s starting point. Each `event: run` message\'s `data` is a JSON object',
-            '(`id`, `run_id`, `run_name`, `seq`, `type`: the state entered, `at`, `data`); each `event: webhook.delivery` message\'s `data` reports one recorded attempt',
+            '(`id`, `run_id`, `run_name`, `campaign_id`: the campaign the run is an attempt of, or null, `seq`, `type`: the state entered, `at`, `data`); each `event: webhook.delivery` message\'s `data` reports one recorded attempt',
             '(`id`, `delivery_id`, `endpoint_id`, `message_id`, `event_type`, `run_id`, `attempt`, `status`: the delivery\'s after it, `pending` meaning it is tried again at `next_attempt_at`,',
             '`http_status`, `error`, `next_attempt_at`, `endpoint_disabled`: `gone` or `failing` when this attempt disabled the endpoint, `at`; never the URL, the secret or the payload).',
-            'Both kinds share one order, and a message\'s `id` is a cursor: reconnect with `Last-Event-ID` set to the last one',
-            'received (or `last_event_id` in the query) to get every event of both kinds after it, none missing or repeated.',
+            'Each change of a campaign\'s state is an `event: campaign.created`, `campaign.started`, `campaign.paused`, `campaign.resumed`, `campaign.completed` or `campaign.canceled` message',
+            'whose `data` is `id`, `type` (the event\'s name again), `campaign` as the change left it (`id`, `name`, `state`, `paused_reason`: `request`, `circuit_breaker` or `ends_at` when paused, else null) and `at`;',
+            'a campaign\'s progress is not in it (GET /campaigns/{id} reads it; its attempts\' run events carry its `campaign_id`).',
+            'All kinds share one order, and a message\'s `id` is a cursor: reconnect with `Last-Event-ID` set to the last one',
+            'received (or `last_event_id` in the query) to get every event of every kind after it, none missing or repeated.',
             `A \`: heartbeat\` comment comes every STREAM_HEARTBEAT_MS (default 15 s). A reader that leaves more than STREAM_MAX_BUFFER_BYTES unread is disconnected; it resumes with its last id.`,
             'Send the key in `X-API-Key` (from a browser, read the stream with `fetch()`: EventSource cannot send headers).',
           ].join(' '),
@@ -70,7 +73,8 @@ export function streamRoutes(deps: Deps): FastifyPluginAsync {
                 'text/event-stream': {
                   schema: Type.String({
                     examples: [
-                      'id: 42\nevent: run\ndata: {"id":42,"run_id":7,"run_name":"WR-API-7","seq":3,"type":"ringing","at":"2026-01-01T00:00:00.000Z","data":{}}\n\n' +
+                      'id: 41\nevent: campaign.started\ndata: {"id":41,"type":"campaign.started","campaign":{"id":3,"name":"Spring renewals","state":"running","paused_reason":null},"at":"2026-01-01T00:00:00.000Z"}\n\n' +
+                        'id: 42\nevent: run\ndata: {"id":42,"run_id":7,"run_name":"WR-API-7","campaign_id":3,"seq":3,"type":"ringing","at":"2026-01-01T00:00:00.000Z","data":{}}\n\n' +
                         'id: 43\nevent: webhook.delivery\ndata: {"id":43,"delivery_id":12,"endpoint_id":2,"message_id":"msg_run7_3","event_type":"run.ringing","run_id":7,"attempt":1,"status":"pending","http_status":503,"error":null,"next_attempt_at":"2026-01-01T00:00:05.000Z","endpoint_disabled":null,"at":"2026-01-01T00:00:00.100Z"}\n\n',
                     ],
                   }),

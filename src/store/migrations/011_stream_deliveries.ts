@@ -5,24 +5,17 @@
 // run_events, as before), and the attempt's write, already a transaction, carries the new row.
 // On PostgreSQL the id's default is run_events' identity sequence; SQLite has no shared
 // sequences, so store/event-stream-statements.ts takes the id from run_events'
-// sqlite_sequence row and moves that row on (writes are serialized there, so this is exact).
+// sqlite_sequence row and moves that row on (writes are serialized there, so this is exact):
+// columns.ts's createJournalTable, which migration 012's campaign_events shares.
 // Rows carry their organization, so a resuming stream reads only its own with (org_id, id).
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { DialectName } from '../store.js';
-import { column } from './columns.js';
+import { column, createJournalTable } from './columns.js';
 
 export function up011(dialect: DialectName) {
   return async (db: Kysely<unknown>): Promise<void> => {
     const c = column(dialect);
-    let table = db.schema.createTable('webhook_delivery_events');
-    if (dialect === 'postgres') {
-      const found = await sql<{ name: string }>`select pg_get_serial_sequence('run_events', 'id') as name`.execute(db);
-      const sequence = found.rows[0]?.name;
-      if (!sequence) throw new Error('run_events.id has no sequence');
-      table = table.addColumn('id', 'bigint', (col) => col.primaryKey().defaultTo(sql`nextval(${sql.lit(sequence)}::regclass)`));
-    } else {
-      table = table.addColumn('id', 'integer', (col) => col.primaryKey());
-    }
+    const table = await createJournalTable(db, dialect, 'webhook_delivery_events');
     await table
       .addColumn('org_id', c.refType, (col) => col.notNull().references('organizations.id'))
       // No foreign keys to the endpoint and delivery: like run_events, the journal is append-only
