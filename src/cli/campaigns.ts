@@ -57,8 +57,11 @@ function record(view: CampaignView): Printable {
   return { ...view, progress: progressLine(view) };
 }
 
-/** True once a campaign will not change any more. */
-const ended = (view: CampaignView) => view.state === 'completed' || (view.state === 'canceled' && view.progress.in_progress === 0);
+/**
+ * True once a campaign will not change any more. A cancel commits the move before it ends the
+ * pending contacts (and a tick finishes that if the node died between): wait for both.
+ */
+const ended = (view: CampaignView) => view.state === 'completed' || (view.state === 'canceled' && view.progress.in_progress === 0 && view.progress.pending === 0);
 
 async function importFile(deps: Deps, campaignId: number, file: string) {
   const { importContactCsv } = await import('../campaigns/contacts.js');
