@@ -13,6 +13,7 @@ import { up008 } from './migrations/008_reconciliation.js';
 import { up009 } from './migrations/009_run_listing.js';
 import { up010 } from './migrations/010_campaigns.js';
 import { up011 } from './migrations/011_stream_deliveries.js';
+import { up012 } from './migrations/012_campaign_dial_pacing.js';
 import type { DialectName, Store } from './store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
@@ -28,6 +29,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '009_run_listing': { up: up009(dialect) },
     '010_campaigns': { up: up010(dialect) },
     '011_stream_deliveries': { up: up011(dialect) },
+    '012_campaign_dial_pacing': { up: up012(dialect) },
   };
 }
 

@@ -262,6 +262,7 @@ export interface Database {
   suppressions: SuppressionsTable;
   campaigns: CampaignsTable;
   campaign_contacts: CampaignContactsTable;
+  campaign_dial_pacing: CampaignDialPacingTable;
 }
 
 export const CAMPAIGN_STATES = ['draft', 'running', 'paused', 'completed', 'canceled'] as const;
@@ -341,3 +342,10 @@ export type RunEventRow = Selectable<RunEventsTable>;
 export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+
+/** A paced campaign's next free dial slot (migration 012), taken under its route's configuration row lock. */
+export interface CampaignDialPacingTable {
+  campaign_id: number;
+  telephony_configuration_id: number;
+  next_at: number;
+}
