@@ -112,8 +112,10 @@ export async function claimRuns(store: Store, configurationId: number, options: 
     const campaigns = await selectCampaignDialPacing(trx, configurationId, options.now);
     const campaignNextAt = new Map(campaigns.map((c) => [c.campaign_id, c.next_at]));
     const waiting = campaigns.filter((c) => c.next_at > horizon);
-    // When a waiting campaign's slot comes within reach, a claim could take its runs.
-    const campaignRetryAt = waiting.length > 0 ? Math.min(...waiting.map((c) => c.next_at)) - options.lookaheadMs : undefined;
+    // When a waiting campaign's slot comes within half the lookahead, a claim takes its runs: a few
+    // slots at a time, still ahead of the first (not one claim per slot, as at the lookahead's edge).
+    const campaignRetry = (nextAt: number) => nextAt - options.lookaheadMs / 2;
+    const campaignRetryAt = waiting.length > 0 ? campaignRetry(Math.min(...waiting.map((c) => c.next_at))) : undefined;
 
     const slotsInWindow = Math.floor((horizon - firstSlot) / spacingMs) + 1;
     const wanted = Math.min(free, options.batchSize, slotsInWindow);
@@ -156,7 +158,7 @@ export async function claimRuns(store: Store, configurationId: number, options: 
       [...campaignsAfter].map(([campaignId, nextAt]) => ({ campaignId, nextAt: Math.ceil(nextAt) })),
     );
     // A campaign whose pace left runs behind: a claim may take them once its next slot is within reach.
-    const pacedRetryAt = [...campaignsAfter.values()].reduce<number | undefined>((at, nextAt) => earliest(at, nextAt > horizon ? nextAt - options.lookaheadMs : undefined), campaignRetryAt);
+    const pacedRetryAt = [...campaignsAfter.values()].reduce<number | undefined>((at, nextAt) => earliest(at, nextAt > horizon ? campaignRetry(nextAt) : undefined), campaignRetryAt);
 
     return {
       claimed: rows
