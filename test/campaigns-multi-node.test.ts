@@ -1,6 +1,7 @@
 // A campaign worked by three real service processes on one PostgreSQL database, the node holding
 // the campaign killed with SIGKILL mid-way: every attempt is created once and dialed at most once,
-// another node takes the campaign over when its lease runs out, and every contact ends.
+// another node takes the campaign over when its lease runs out, and every contact ends. And a
+// campaign's calls_per_second held across the nodes dialing its attempts.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -88,6 +89,75 @@ describe('A campaign on several nodes', { skip: postgres?.skip ?? 'PostgreSQL no
       assert.ok(['dispatch_interrupted', 'provider_silent', 'node_lost'].includes(String(run.outcome_reason)), `unexpected end: ${run.state} ${run.outcome_reason}`);
     }
     for (const node of nodes.filter((n) => n !== victim)) {
+      node.child.kill('SIGTERM');
+      assert.equal(await node.exited, 0, node.output());
+    }
+  });
+
+  it("holds a campaign's calls_per_second across three nodes dialing its attempts on a much faster route: no one-second window over it, and each attempt dialed once", { timeout: 180_000 }, async (t) => {
+    const { url, observer, deps, fixture, dir } = await prepareDatabase(t, 'postgres');
+    // Spaced 105 ms apart, more than the pacer's 40 ms tolerance: the closest two dials say whether
+    // the campaign's spacing held, not only its count per second (which attempt creation alone
+    // bounds, a second's worth at a time, created together and dialed at the route's pace).
+    const cps = 10;
+    const contacts = 100;
+    const route = await createTelephonyConfiguration(observer, deps.cipher, { orgId: fixture.orgId, name: 'Fast', provider: 'simulator', callsPerSecond: 300, maxConcurrentCalls: 200 }, Date.now());
+    const campaign = await createCampaign(deps, fixture.orgId, {
+      name: 'Paced drive',
+      agent_uuid: fixture.agentUuid,
+      mode: 'published',
+      telephony_configuration_id: route.id,
+      max_concurrent_calls: 200,
+      calls_per_second: cps,
+    });
+    const numbers = Array.from({ length: contacts }, (_, i) => ({ phone_number: `+1415556${String(i).padStart(4, '0')}` }));
+    await importContactList(deps, fixture.orgId, campaign.id, numbers, { idempotencyKey: undefined, path: '' });
+    const dialLog = join(dir, 'dials.jsonl');
+    const env = {
+      DATABASE_URL: url,
+      SIMULATOR_DIAL_LOG: dialLog,
+      SIMULATOR_LATENCY_MS: '5',
+      SIMULATOR_RING_MS: '10',
+      SIMULATOR_TALK_MS: '20',
+      DISPATCH_POLL_INTERVAL_MS: '100',
+      // Nothing dies here: nothing but its own call may end a run (see multi-node.test.ts).
+      DISPATCH_LEASE_MS: '120000',
+      REAPER_GRACE_MS: '120000',
+      NODE_HEARTBEAT_TIMEOUT_MS: '120000',
+      RING_TIMEOUT_MS: '30000',
+      DATABASE_POOL_SIZE: '8',
+      CAMPAIGN_TICK_INTERVAL_MS: '1000',
+      LOG_LEVEL: 'info',
+    };
+    const nodes: ServiceProcess[] = await Promise.all([0, 1, 2].map(() => startServiceProcess(env)));
+    t.after(() => nodes.forEach((n) => n.child.kill('SIGKILL')));
+    await actOnCampaign(deps, fixture.orgId, campaign.id, 'start');
+
+    const end = Date.now() + 120_000;
+    let view = await getCampaign(deps, undefined, campaign.id);
+    while (view.state !== 'completed') {
+      assert.ok(Date.now() < end, `the campaign completed (${JSON.stringify(view.progress)})`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      view = await getCampaign(deps, undefined, campaign.id);
+    }
+    assert.equal(view.progress.reached, contacts);
+    const dials = readFileSync(dialLog, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as { runId: number; at: number });
+    assert.equal(dials.length, contacts);
+    assert.equal(new Set(dials.map((d) => d.runId)).size, contacts, 'no attempt was dialed twice');
+    // Measured where the contract is kept (the simulator's dial time; see multi-node.test.ts's assertPaced):
+    // slots a campaign's spacing apart, each dial at most the pacer's tolerance past its slot.
+    const times = dials.map((d) => d.at).sort((a, b) => a - b);
+    let busiest = 0;
+    for (let start = 0, last = 0; last < times.length; last++) {
+      while ((times[last] as number) - (times[start] as number) >= 1000) start++;
+      busiest = Math.max(busiest, last - start + 1);
+    }
+    assert.ok(busiest <= cps, `busiest one-second window had ${busiest} dials; the campaign's calls_per_second is ${cps}`);
+    const headroom = 0.05;
+    const tolerance = 800 * headroom;
+    const gaps = times.slice(1).map((at, i) => at - (times[i] as number));
+    assert.ok(Math.min(...gaps) >= (1000 * (1 + headroom)) / cps - tolerance, `dials ${Math.min(...gaps)} ms apart at the closest`);
+    for (const node of nodes) {
       node.child.kill('SIGTERM');
       assert.equal(await node.exited, 0, node.output());
     }

@@ -22,11 +22,11 @@ function harness(settings: PacerSettings, dialCostMs = 0, { frozen = false } = {
     now: () => h.clock.at,
     // A frozen pacer waits for ever: what it holds can be inspected at any time.
     sleep: (ms) => (frozen ? new Promise<void>(() => undefined) : Promise.resolve(void (h.clock.at += ms))),
-    takeSlots: async (count, now) => {
+    takeSlots: async (items, now) => {
       h.store.transactions++;
       const first = Math.max(h.store.next, now);
-      h.store.next = first + count * settings.spacingMs;
-      return first;
+      h.store.next = first + items.length * settings.spacingMs;
+      return consecutive(first, items.length, settings.spacingMs);
     },
     dial: (item) => {
       h.dials.push({ runId: item.runId, at: h.clock.at });
@@ -38,6 +38,11 @@ function harness(settings: PacerSettings, dialCostMs = 0, { frozen = false } = {
     onIdle: () => h.idle++,
   });
   return h;
+}
+
+/** `count` consecutive slots from `first`, as the store hands them out to direct runs. */
+function consecutive(first: number, count: number, spacingMs: number): number[] {
+  return Array.from({ length: count }, (_, i) => first + i * spacingMs);
 }
 
 /** Claimed runs 1..count with consecutive slots from `start`, as a claim hands them over. */
@@ -104,13 +109,13 @@ describe('Route pacer', () => {
     // bunched its dial with the other nodes' punctual ones (a one-second window over the limit).
     const settings = { spacingMs: 7, toleranceMs: 40, maxReslots: 20 };
     const h = harness(settings);
-    const pacerDeps = h.pacer as unknown as { deps: { takeSlots: (count: number, now: number) => Promise<number> } };
-    pacerDeps.deps.takeSlots = async (count, now) => {
+    const pacerDeps = h.pacer as unknown as { deps: { takeSlots: (items: readonly PacedDial[], now: number) => Promise<number[]> } };
+    pacerDeps.deps.takeSlots = async (items, now) => {
       h.store.transactions++;
       h.clock.at += 60;
       const first = Math.max(h.store.next, now);
-      h.store.next = first + count * settings.spacingMs;
-      return first;
+      h.store.next = first + items.length * settings.spacingMs;
+      return consecutive(first, items.length, settings.spacingMs);
     };
     // Its node stalled: every run is 100 ms past its slot when the pacer gets to it.
     h.clock.at = 100;
@@ -150,16 +155,16 @@ describe('Route pacer', () => {
   it('keeps the slots a claim reserved when it is added while the pacer re-slots the runs that were late', async () => {
     const settings = { spacingMs: 10, toleranceMs: 40, maxReslots: 20 };
     const h = harness(settings);
-    const pacerDeps = h.pacer as unknown as { deps: { takeSlots: (count: number, now: number) => Promise<number> } };
+    const pacerDeps = h.pacer as unknown as { deps: { takeSlots: (items: readonly PacedDial[], now: number) => Promise<number[]> } };
     const taken: number[] = [];
-    pacerDeps.deps.takeSlots = async (count, now) => {
-      taken.push(count);
+    pacerDeps.deps.takeSlots = async (items, now) => {
+      taken.push(items.length);
       // A claim of another batch commits (its slots reserved in the store) during this round trip.
       await Promise.resolve();
       if (taken.length === 1) void h.pacer.add([{ runId: 9, dialAt: 500 }], settings);
       const first = Math.max(h.store.next, now);
-      h.store.next = first + count * settings.spacingMs;
-      return first;
+      h.store.next = first + items.length * settings.spacingMs;
+      return consecutive(first, items.length, settings.spacingMs);
     };
     h.clock.at = 100;
     h.store.next = 300;
@@ -175,10 +180,10 @@ describe('Route pacer', () => {
     const settings = { spacingMs: 10, toleranceMs: 1, maxReslots: 3 };
     const h = harness(settings, 0);
     // Every fresh slot is already 5 ms in the past when the pacer gets it (another node keeps taking the next ones).
-    const pacerDeps = h.pacer as unknown as { deps: { takeSlots: (count: number, now: number) => Promise<number> } };
-    pacerDeps.deps.takeSlots = async (_count, now) => {
+    const pacerDeps = h.pacer as unknown as { deps: { takeSlots: (items: readonly PacedDial[], now: number) => Promise<number[]> } };
+    pacerDeps.deps.takeSlots = async (items, now) => {
       h.store.transactions++;
-      return now - 5;
+      return consecutive(now - 5, items.length, settings.spacingMs);
     };
     await h.pacer.add([{ runId: 1, dialAt: -100 }], settings);
     assert.equal(h.store.transactions, 3);

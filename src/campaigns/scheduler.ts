@@ -10,7 +10,8 @@
 //    share that ended `failed` reaches `failure_ratio`, pause (reason circuit_breaker).
 // 3. `ends_at` passed: pause (reason ends_at). Nothing pending or in progress: `completed`.
 // 4. Create due attempts, lazily: at most max_concurrent_calls in progress at once, at most what
-//    calls_per_second allows since the last tick, at most CAMPAIGN_BATCH_SIZE a tick, and none
+//    calls_per_second allows since the last tick (the dispatcher then spaces the dials themselves
+//    at calls_per_second, dispatch/claim-runs.ts), at most CAMPAIGN_BATCH_SIZE a tick, and none
 //    outside the schedule's windows or before starts_at. Attempts still queued when a window
 //    closes end canceled undialed (reason outside_campaign_schedule), given back to their contacts. Each contact passes the calling policy
 //    first (policy/): suppressed → contact `suppressed`; per-number cap → deferred; outside the

@@ -6,7 +6,16 @@
 // - pacing: dials are spaced 1/`calls_per_second` apart. The configuration row carries the time of
 //   the next free slot (`pacing_next_at`); each claim takes consecutive slots and moves it on. Evenly
 //   spaced slots keep any one-second window at or under `calls_per_second` dials, which a token
-//   bucket with a burst would not; a small headroom in the spacing absorbs timer jitter.
+//   bucket with a burst would not; a small headroom in the spacing absorbs timer jitter;
+// - a campaign's pacing inside its route's: a campaign with its own `calls_per_second` has its own
+//   next free slot (migration 014's `campaign_dial_pacing`), and its run's slot is the later of the
+//   route's and the campaign's, both moved on past it (pacing-slots.ts: direct runs and other
+//   campaigns take the route's slots in between). The campaign's row is taken under the
+//   configuration's lock, like the route's own slot, so its spacing holds across nodes too. A
+//   campaign with no slot within the lookahead has its runs passed over by the claim, which takes
+//   the others; the claim comes back when that campaign's slot is within reach. A campaign's
+//   `max_concurrent_calls` needs nothing here: the scheduler never has more of its attempts queued
+//   or live than that (campaigns/scheduler.ts), and the route's cap applies on top;
 //
 // On PostgreSQL the configuration row is locked (`FOR UPDATE`) for the claim, so concurrent claims
 // for one configuration from several nodes take turns, and the queued rows are taken with
@@ -20,7 +29,7 @@
 //
 // The calling policy's screen (policy/claim-screen.ts) cancels, in one statement per batch, runs
 // whose number was suppressed after they were queued.
-import { countLiveRuns, selectConfigurationForClaim, selectPacingForUpdate, setPacingNextAt } from '../store/dispatch-statements.js';
+import { countLiveRuns, selectCampaignDialPacing, selectConfigurationForClaim, selectPacingForUpdate, setCampaignDialPacing, setPacingNextAt } from '../store/dispatch-statements.js';
 import type { Store } from '../store/store.js';
 import type { TelephonyConfigurationRow } from '../store/schema.js';
 import { claimQueuedRuns, type ClaimCandidate, type ClaimedRow, type HoldDecision, type ClaimScreen } from '../runs/claim.js';
@@ -28,6 +37,7 @@ import { decodeCallingHours } from '../orgs/organizations.js';
 import { claimCallingHoursVerdict, storedDestination } from '../policy/calling-hours-check.js';
 import type { CallingHours } from '../policy/calling-hours.js';
 import { LIVE_STATES } from '../runs/states.js';
+import { planSlots, type SlotPlan, type SlotRequest } from './pacing-slots.js';
 
 export interface ClaimOptions {
   nodeId: string;
@@ -91,14 +101,27 @@ export async function claimRuns(store: Store, configurationId: number, options: 
 
     const spacingMs = (1000 * (1 + options.pacingHeadroom)) / configuration.calls_per_second;
     const firstSlot = Math.max(configuration.pacing_next_at ?? 0, options.now);
-    if (firstSlot > options.now + options.lookaheadMs) return { claimed: [], retryAt: firstSlot - options.lookaheadMs };
+    const horizon = options.now + options.lookaheadMs;
+    if (firstSlot > horizon) return { claimed: [], retryAt: firstSlot - options.lookaheadMs };
 
     const free = configuration.max_concurrent_calls - (await countLiveRuns(trx, configurationId, LIVE_STATES));
     if (free <= 0) return { claimed: [], retryAt: undefined };
 
-    const slotsInWindow = Math.floor((options.now + options.lookaheadMs - firstSlot) / spacingMs) + 1;
+    // The route's paced campaigns whose next dial slot is still ahead (under the route's lock, like
+    // its own slot). Those with none within reach are passed over: their runs wait, others go first.
+    const campaigns = await selectCampaignDialPacing(trx, configurationId, options.now);
+    const campaignNextAt = new Map(campaigns.map((c) => [c.campaign_id, c.next_at]));
+    const waiting = campaigns.filter((c) => c.next_at > horizon);
+    // When a waiting campaign's slot comes within half the lookahead, a claim takes its runs: a few
+    // slots at a time, still ahead of the first (not one claim per slot, as at the lookahead's edge).
+    const campaignRetry = (nextAt: number) => nextAt - options.lookaheadMs / 2;
+    const campaignRetryAt = waiting.length > 0 ? campaignRetry(Math.min(...waiting.map((c) => c.next_at))) : undefined;
+
+    const slotsInWindow = Math.floor((horizon - firstSlot) / spacingMs) + 1;
     const wanted = Math.min(free, options.batchSize, slotsInWindow);
-    const { rows, webhookDeliveries, deferred, canceled } = await claimQueuedRuns(store, trx, {
+    let plan: SlotPlan | undefined;
+    const slotOf = new Map<number, number>();
+    const { rows, webhookDeliveries, deferred, canceled, passed } = await claimQueuedRuns(store, trx, {
       configurationId,
       limit: wanted,
       nodeId: options.nodeId,
@@ -107,18 +130,41 @@ export async function claimRuns(store: Store, configurationId: number, options: 
       hold: callingHoursHold(options.now, options.lookaheadMs),
       deferredDue: options.deferredDue ?? true,
       ...(options.screen ? { screen: options.screen } : {}),
+      ...(waiting.length > 0 ? { excludeCampaigns: waiting.map((c) => c.campaign_id) } : {}),
+      // Each dialable run's slot: the route's, and its campaign's too; runs without one by the
+      // horizon (their campaign's pace allows no more now) stay queued.
+      pick: (dialable) => {
+        const requests = dialable.map((c) => ({ campaignId: c.campaign_id, campaignCallsPerSecond: c.campaign_calls_per_second }));
+        plan = planSlots(requests, { firstAt: firstSlot, spacingMs }, campaignNextAt, options.pacingHeadroom, horizon);
+        const slots = plan.slots;
+        dialable.forEach((c, i) => {
+          const slot = slots[i];
+          if (slot !== undefined) slotOf.set(c.id, slot);
+        });
+        return dialable.filter((c) => slotOf.has(c.id));
+      },
     });
+    const earliest = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
     // Every candidate taken one way or another: more may be queued behind them.
-    const more = rows.length + deferred + canceled === wanted;
-    if (rows.length === 0) return { claimed: [], retryAt: more ? options.now : undefined, webhookDeliveries, deferred, canceled };
+    const more = rows.length + deferred + canceled + passed === wanted;
+    if (rows.length === 0 || !plan) return { claimed: [], retryAt: earliest(more ? options.now : undefined, campaignRetryAt), webhookDeliveries, deferred, canceled };
     const deadline = options.now + options.leaseMs;
 
-    const nextSlot = firstSlot + rows.length * spacingMs;
-    await setPacingNextAt(trx, configurationId, Math.ceil(nextSlot));
+    const { routeNextAt, campaignNextAt: campaignsAfter } = plan;
+    await setPacingNextAt(trx, configurationId, Math.ceil(routeNextAt));
+    await setCampaignDialPacing(
+      trx,
+      configurationId,
+      [...campaignsAfter].map(([campaignId, nextAt]) => ({ campaignId, nextAt: Math.ceil(nextAt) })),
+    );
+    // A campaign whose pace left runs behind: a claim may take them once its next slot is within reach.
+    const pacedRetryAt = [...campaignsAfter.values()].reduce<number | undefined>((at, nextAt) => earliest(at, nextAt > horizon ? campaignRetry(nextAt) : undefined), campaignRetryAt);
 
     return {
-      claimed: rows.map((run, i) => ({ run, configuration, dialAt: firstSlot + i * spacingMs, leaseExpiresAt: deadline })),
-      retryAt: more ? nextSlot - options.lookaheadMs : undefined,
+      claimed: rows
+        .map((run) => ({ run, configuration, dialAt: slotOf.get(run.id) as number, leaseExpiresAt: deadline }))
+        .sort((a, b) => a.dialAt - b.dialAt),
+      retryAt: earliest(more ? routeNextAt - options.lookaheadMs : undefined, pacedRetryAt),
       webhookDeliveries,
       deferred,
       canceled,
@@ -127,16 +173,25 @@ export async function claimRuns(store: Store, configurationId: number, options: 
 }
 
 /**
- * Takes `count` consecutive fresh pacing slots of a configuration for runs whose slots passed unused
- * (their node was too busy to dial in time; route-pacer.ts): late dials would otherwise bunch up
- * with punctual ones. Returns the first; the others follow at the configuration's spacing.
+ * Takes fresh pacing slots of a configuration for runs whose slots passed unused (their node was
+ * too busy to dial in time; route-pacer.ts): late dials would otherwise bunch up with punctual ones.
+ * Every run gets a slot, in the order given, from `now` at the earliest; a campaign run's slot
+ * also keeps its campaign's spacing (pacing-slots.ts), so a catch-up never bunches a campaign's dials
+ * either. Returns each run's slot.
  */
-export async function takePacingSlots(store: Store, configurationId: number, count: number, now: number, pacingHeadroom: number): Promise<number> {
+export async function takePacingSlots(store: Store, configurationId: number, runs: readonly SlotRequest[], now: number, pacingHeadroom: number): Promise<number[]> {
   return store.transaction('relaxed', async (trx) => {
     const configuration = await selectPacingForUpdate(store, trx, configurationId);
-    const slot = Math.max(configuration.pacing_next_at ?? 0, now);
     const spacingMs = (1000 * (1 + pacingHeadroom)) / configuration.calls_per_second;
-    await setPacingNextAt(trx, configurationId, Math.ceil(slot + count * spacingMs));
-    return slot;
+    const firstAt = Math.max(configuration.pacing_next_at ?? 0, now);
+    const campaigns = runs.some((r) => r.campaignId !== null) ? await selectCampaignDialPacing(trx, configurationId, now) : [];
+    const plan = planSlots(runs, { firstAt, spacingMs }, new Map(campaigns.map((c) => [c.campaign_id, c.next_at])), pacingHeadroom, Number.POSITIVE_INFINITY);
+    await setPacingNextAt(trx, configurationId, Math.ceil(plan.routeNextAt));
+    await setCampaignDialPacing(
+      trx,
+      configurationId,
+      [...plan.campaignNextAt].map(([campaignId, nextAt]) => ({ campaignId, nextAt: Math.ceil(nextAt) })),
+    );
+    return plan.slots.map((slot) => slot as number);
   });
 }

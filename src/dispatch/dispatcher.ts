@@ -183,7 +183,14 @@ export class Dispatcher {
       pacer = new RoutePacer<PendingDial>(settings, {
         now: () => deps.clock.now(),
         sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-        takeSlots: (count, now) => takePacingSlots(deps.store, configurationId, count, now, deps.config.DISPATCH_PACING_HEADROOM),
+        takeSlots: (late, now) =>
+          takePacingSlots(
+            deps.store,
+            configurationId,
+            late.map(({ claimed: { run } }) => ({ campaignId: run.campaign_id, campaignCallsPerSecond: run.campaign_calls_per_second })),
+            now,
+            deps.config.DISPATCH_PACING_HEADROOM,
+          ),
         dial: (pending) => this.track(this.dialClaimed(pending.claimed)),
         onReslot: () => deps.metrics.pacingReslots.inc(),
         onGaveUp: (pending, lateness) => deps.logger.warn({ runId: pending.runId, lateness }, 'dialing late: this node keeps missing its pacing slots'),

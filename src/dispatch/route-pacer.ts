@@ -11,7 +11,8 @@
 // - a dial more than `toleranceMs` past its slot would eat into the next slots, which may be another
 //   node's: then every dial still waiting here takes fresh slots in ONE store transaction (one row
 //   lock per catch-up, not one per late dial, which under backlog queued the nodes behind each
-//   other's locks);
+//   other's locks). The store hands them out as a claim does: a paced campaign's runs also at its
+//   own spacing, after its slots already taken (pacing-slots.ts), so a catch-up never bunches them;
 // - fresh slots are worth having only if the node is there in time for them. When they arrive
 //   already late (the store took longer than the tolerance to hand them over), the next re-slot
 //   asks for slots that far ahead, doubling on each miss in a row (up to `MAX_RESLOT_LEAD_MS`).
@@ -35,8 +36,11 @@ export interface PacedDial {
 export interface PacerDeps<T extends PacedDial> {
   now(): number;
   sleep(ms: number): Promise<void>;
-  /** Takes `count` consecutive fresh slots of the configuration (from `now` at the earliest); returns the first. */
-  takeSlots(count: number, now: number): Promise<number>;
+  /**
+   * Takes fresh slots of the configuration for these runs, in this order (from `now` at the
+   * earliest; a campaign's runs also at its own spacing, claim-runs.ts); returns each one's slot.
+   */
+  takeSlots(items: readonly T[], now: number): Promise<number[]>;
   /** Starts the dial (the pacer does not wait for the provider's answer). */
   dial(item: T): void;
   /** A batch of fresh slots was taken (a metric). */
@@ -118,9 +122,9 @@ export class RoutePacer<T extends PacedDial> {
           // trip keeps the slots its own claim reserved (handing it unreserved times could land
           // in another node's slots).
           const late = this.queue.slice();
-          const first = await deps.takeSlots(late.length, now + this.reslotLeadMs);
+          const slots = await deps.takeSlots(late, now + this.reslotLeadMs);
           this.lastReslotMs = deps.now() - now;
-          late.forEach((item, i) => (item.dialAt = first + i * spacingMs));
+          late.forEach((item, i) => (item.dialAt = slots[i] as number));
           this.queue.sort((a, b) => a.dialAt - b.dialAt);
           deps.onReslot(late.length);
           continue;

@@ -35,6 +35,13 @@ export interface ClaimWrite {
   deferredDue: boolean;
   /** The calling policy's check of the whole batch: runs it names end canceled, never dialed. */
   screen?: ClaimScreen;
+  /** Campaigns whose runs are not candidates this time (their pace allows no dial within the claim's reach). */
+  excludeCampaigns?: readonly number[];
+  /**
+   * Of the runs that may be dialed now, the ones to claim (the pacing slots the caller has for
+   * them); the others stay queued, untouched. Absent: all of them.
+   */
+  pick?: (dialable: readonly ClaimCandidate[]) => readonly ClaimCandidate[];
 }
 
 export interface ClaimWritten {
@@ -44,14 +51,22 @@ export interface ClaimWritten {
   /** Runs deferred instead of claimed, and runs canceled as never dialable (by the screen or the hold). */
   deferred: number;
   canceled: number;
+  /** Runs that could have been dialed but that `pick` left queued. */
+  passed: number;
 }
 
 /** Claims up to `limit` queued runs; returns them in id order (empty when none is queued), and the webhook deliveries written. */
 export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreTransaction, claim: ClaimWrite): Promise<ClaimWritten> {
-  const candidates = await selectClaimCandidates(store, trx, { configurationId: claim.configurationId, limit: claim.limit, now: claim.now, deferredDue: claim.deferredDue });
-  if (candidates.length === 0) return { rows: [], webhookDeliveries: 0, deferred: 0, canceled: 0 };
+  const candidates = await selectClaimCandidates(store, trx, {
+    configurationId: claim.configurationId,
+    limit: claim.limit,
+    now: claim.now,
+    deferredDue: claim.deferredDue,
+    ...(claim.excludeCampaigns ? { excludeCampaigns: claim.excludeCampaigns } : {}),
+  });
+  if (candidates.length === 0) return { rows: [], webhookDeliveries: 0, deferred: 0, canceled: 0, passed: 0 };
   const refused = claim.screen ? await claim.screen(trx, candidates) : new Map<number, string>();
-  const dialable: number[] = [];
+  const dialable: ClaimCandidate[] = [];
   let webhookDeliveries = 0;
   let deferred = 0;
   let canceled = 0;
@@ -59,7 +74,7 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
     if (refused.has(candidate.id)) continue;
     const decision = claim.hold?.(candidate) ?? { kind: 'dial' };
     if (decision.kind === 'dial') {
-      dialable.push(candidate.id);
+      dialable.push(candidate);
     } else if (decision.kind === 'defer') {
       const written = await writeTransition(
         trx,
@@ -81,11 +96,16 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
       }
     }
   }
-  const rows = await setQueuedRunsDialing(trx, dialable, {
+  const picked = claim.pick ? claim.pick(dialable) : dialable;
+  const rows = await setQueuedRunsDialing(
+    trx,
+    picked.map((c) => c.id),
+    {
     nodeId: claim.nodeId,
     now: claim.now,
-    leaseExpiresAt: claim.now + claim.leaseMs,
-  });
+      leaseExpiresAt: claim.now + claim.leaseMs,
+    },
+  );
   const screened: WorkflowRunRow[] = [];
   for (const reason of new Set(refused.values())) {
     const ids = [...refused].filter(([, r]) => r === reason).map(([id]) => id);
@@ -110,6 +130,16 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
       messageId: runMessageId(run.id, run.last_event_seq),
     })),
   ]);
-  const claimed = rows.map((r) => ({ id: r.id, created_at: r.created_at, phone_number: r.phone_number, caller_id: r.caller_id, telephony_configuration_id: r.telephony_configuration_id, mode: r.mode }));
-  return { rows: claimed, webhookDeliveries, deferred, canceled };
+  const rates = new Map(picked.map((c) => [c.id, c.campaign_calls_per_second]));
+  const claimed = rows.map((r) => ({
+    id: r.id,
+    created_at: r.created_at,
+    phone_number: r.phone_number,
+    caller_id: r.caller_id,
+    telephony_configuration_id: r.telephony_configuration_id,
+    mode: r.mode,
+    campaign_id: r.campaign_id,
+    campaign_calls_per_second: rates.get(r.id) ?? null,
+  }));
+  return { rows: claimed, webhookDeliveries, deferred, canceled, passed: dialable.length - picked.length };
 }

@@ -1,5 +1,5 @@
-// The dispatcher's statements on telephony configurations (pacing state, live-call counts, which
-// have work) and on dispatcher nodes (heartbeats, lost nodes). dispatch/ decides what to claim and
+// The dispatcher's statements on telephony configurations (pacing state, its campaigns' dial
+// pacing, live-call counts, which have work) and on dispatcher nodes (heartbeats, lost nodes). dispatch/ decides what to claim and
 // when; these say how, in SQL.
 import type { Transaction } from 'kysely';
 import { lockingRows } from './row-locks.js';
@@ -18,6 +18,31 @@ export function selectPacingForUpdate(store: Pick<Store, 'dialect'>, trx: Transa
 
 export async function setPacingNextAt(trx: Transaction<Database>, configurationId: number, nextAt: number): Promise<void> {
   await trx.updateTable('telephony_configurations').set({ pacing_next_at: nextAt }).where('id', '=', configurationId).execute();
+}
+
+/**
+ * The paced campaigns of a configuration whose next dial slot (migration 014) is after `after`, with
+ * their rate. Read inside a claim or re-slot, under the configuration's row lock, which every
+ * writer of these rows holds (a campaign dials only its own route).
+ */
+export function selectCampaignDialPacing(trx: Transaction<Database>, configurationId: number, after: number): Promise<{ campaign_id: number; next_at: number; calls_per_second: number | null }[]> {
+  return trx
+    .selectFrom('campaign_dial_pacing as p')
+    .innerJoin('campaigns as c', 'c.id', 'p.campaign_id')
+    .select(['p.campaign_id', 'p.next_at', 'c.calls_per_second'])
+    .where('p.telephony_configuration_id', '=', configurationId)
+    .where('p.next_at', '>', after)
+    .execute();
+}
+
+/** Moves on the next dial slot of these campaigns of a configuration (under its row lock, like the read). */
+export async function setCampaignDialPacing(trx: Transaction<Database>, configurationId: number, next: readonly { campaignId: number; nextAt: number }[]): Promise<void> {
+  if (next.length === 0) return;
+  await trx
+    .insertInto('campaign_dial_pacing')
+    .values(next.map((n) => ({ campaign_id: n.campaignId, telephony_configuration_id: configurationId, next_at: n.nextAt })))
+    .onConflict((oc) => oc.column('campaign_id').doUpdateSet((eb) => ({ next_at: eb.ref('excluded.next_at') })))
+    .execute();
 }
 
 /** Runs of a configuration that hold a line (live, with a deadline). */

@@ -31,7 +31,10 @@ function guardedRunUpdate(trx: Transaction<Database>, runId: number, columns: Ru
     .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number));
 }
 
-export type ClaimedRow = Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode'>;
+export type ClaimedRow = Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode' | 'campaign_id'> & {
+  /** The calls_per_second of the run's campaign (null: a direct run, or a campaign paced only by its route). */
+  campaign_calls_per_second: number | null;
+};
 
 export interface ClaimValues {
   nodeId: string;
@@ -46,25 +49,39 @@ export interface ClaimCandidate {
   phone_number: string;
   /** The organization's calling hours as stored (null: off), read with the run, without locking the organization. */
   calling_hours: unknown;
+  /** The run's campaign (null: a direct run) and its calls_per_second (null: paced only by the route), read without locking the campaign. */
+  campaign_id: number | null;
+  campaign_calls_per_second: number | null;
 }
 
 /**
  * Up to `limit` queued runs of a configuration that are due at `now`, locked for the claim: first
  * deferred runs whose scheduled_for has come (they have waited longest), then runs due at once,
  * oldest first. Each part reads its own partial index (migration 007), so deferred runs that are
- * not due yet are never scanned; the first is skipped when the caller knows none is due.
+ * not due yet are never scanned; the first is skipped when the caller knows none is due. Runs of
+ * the campaigns in `excludeCampaigns` (no dial slot of theirs within the claim's reach) are passed over.
  */
 export async function selectClaimCandidates(
   store: Pick<Store, 'dialect'>,
   trx: Transaction<Database>,
-  claim: { configurationId: number; limit: number; now: number; deferredDue: boolean },
+  claim: { configurationId: number; limit: number; now: number; deferredDue: boolean; excludeCampaigns?: readonly number[] },
 ): Promise<ClaimCandidate[]> {
+  const exclude = claim.excludeCampaigns ?? [];
   const base = () =>
     trx
       .selectFrom('workflow_runs')
-      .select(['id', 'org_id', 'phone_number', (eb) => eb.selectFrom('organizations').select('calling_hours').whereRef('organizations.id', '=', 'workflow_runs.org_id').as('calling_hours')])
+      .select([
+        'id',
+        'org_id',
+        'phone_number',
+        'campaign_id',
+        (eb) => eb.selectFrom('organizations').select('calling_hours').whereRef('organizations.id', '=', 'workflow_runs.org_id').as('calling_hours'),
+        (eb) => eb.selectFrom('campaigns').select('calls_per_second').whereRef('campaigns.id', '=', 'workflow_runs.campaign_id').as('campaign_calls_per_second'),
+      ])
       .where('telephony_configuration_id', '=', claim.configurationId)
-      .where('state', '=', 'queued');
+      .where('state', '=', 'queued')
+      // Runs of campaigns with no dial slot within the claim's reach wait, and leave their place to others.
+      .$if(exclude.length > 0, (q) => q.where((eb) => eb.or([eb('campaign_id', 'is', null), eb('campaign_id', 'not in', exclude)])));
   const due = !claim.deferredDue ? [] : await lockingFreeRows(store, base().where('scheduled_for', 'is not', null).where('scheduled_for', '<=', claim.now).orderBy('scheduled_for').orderBy('id').limit(claim.limit)).execute();
   if (due.length >= claim.limit) return due;
   const immediate = await lockingFreeRows(store, base().where('scheduled_for', 'is', null).orderBy('id').limit(claim.limit - due.length)).execute();

@@ -263,6 +263,7 @@ export interface Database {
   campaigns: CampaignsTable;
   campaign_contacts: CampaignContactsTable;
   campaign_events: CampaignEventsTable;
+  campaign_dial_pacing: CampaignDialPacingTable;
 }
 
 export const CAMPAIGN_STATES = ['draft', 'running', 'paused', 'completed', 'canceled'] as const;
@@ -364,3 +365,10 @@ export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 export type WebhookDeliveryEventRow = Selectable<WebhookDeliveryEventsTable>;
 export type CampaignEventRow = Selectable<CampaignEventsTable>;
+
+/** A paced campaign's next free dial slot (migration 014), taken under its route's configuration row lock. */
+export interface CampaignDialPacingTable {
+  campaign_id: number;
+  telephony_configuration_id: number;
+  next_at: number;
+}

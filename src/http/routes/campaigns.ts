@@ -55,7 +55,7 @@ const CampaignBody = Type.Object(
     mode: literals(['published', 'test'] as const, { description: 'published runs the published definition; test the draft, else the published one' }),
     telephony_configuration_id: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: MAX_ID }), Type.Null()], { description: 'Omitted or null: the organization\'s default route, fixed now' })),
     max_concurrent_calls: Type.Optional(Type.Integer({ minimum: L.maxConcurrentCalls.min, maximum: L.maxConcurrentCalls.max, description: 'Attempts queued or live at once (default: the route\'s max_concurrent_calls); the route\'s own cap also applies' })),
-    calls_per_second: Type.Optional(Type.Number({ exclusiveMinimum: L.callsPerSecond.exclusiveMin, maximum: L.callsPerSecond.max, description: 'Attempts created per second at most; the route\'s own pacing also applies' })),
+    calls_per_second: Type.Optional(Type.Number({ exclusiveMinimum: L.callsPerSecond.exclusiveMin, maximum: L.callsPerSecond.max, description: 'Dials per second at most, evenly spaced across every node (attempts are created no faster either); inside the route\'s own pacing, which also applies' })),
     starts_at: Type.Optional(Type.String({ format: 'date-time', description: 'No attempt before this time' })),
     ends_at: Type.Optional(Type.String({ format: 'date-time', description: 'The campaign pauses (paused_reason ends_at) at this time' })),
     schedule: Type.Optional(Schedule),
