@@ -59,6 +59,8 @@ import { breakerTrips, insideSchedule, pacingAllowance, settle, CANCEL_REASON, P
 
 /** Ended attempts settled per campaign per tick: bounds one tick's work; the rest wait for the next. */
 const SETTLE_BATCH = 1_000;
+/** Attempts of one campaign created at once (concurrent transactions): bounds a wave's hold on the store's connections. */
+const ATTEMPTS_AT_ONCE = 32;
 /** Campaigns one node leases per tick. */
 const CAMPAIGNS_PER_TICK = 50;
 
@@ -202,12 +204,21 @@ async function createDueAttempts(deps: Deps, row: CampaignRow, rules: CampaignRu
 
   let created = 0;
   // Read a little more than the room: contacts deferred by the policy leave their place to the next.
-  for (const contact of await selectDueContacts(deps.store, row.id, now, room * 2)) {
-    if (created >= room) break;
-    if (await createAttempt(deps, row, context, contact)) created++;
+  const due = await selectDueContacts(deps.store, row.id, now, room * 2);
+  // Attempts are created in waves of concurrent transactions, never more than the room left: each
+  // is durable, and one at a time each would wait for its own flush (on SQLite the writes of a
+  // wave share one; on PostgreSQL they use the pool's connections), so a busy node fell behind a
+  // campaign's calls_per_second.
+  while (created < room && due.length > 0) {
+    const wave = due.splice(0, Math.min(room - created, ATTEMPTS_AT_ONCE));
+    const outcomes = await Promise.allSettled(wave.map((contact) => createAttempt(deps, row, context, contact)));
+    for (const outcome of outcomes) {
+      if (outcome.status === 'rejected') throw outcome.reason;
+      if (outcome.value) created++;
+    }
+    if (created > 0) deps.signals.work();
   }
   if (row.calls_per_second !== null) await updateCampaignColumns(deps.store, row.id, { pacing_next_at: pacing.after(created) });
-  if (created > 0) deps.signals.work();
   return created;
 }
 
