@@ -81,27 +81,22 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
       }
     }
   }
-  const rows = await setQueuedRunsDialing(trx, dialable, {
+  const dialing = await setQueuedRunsDialing(trx, store.dialect, dialable, {
     nodeId: claim.nodeId,
     now: claim.now,
     leaseExpiresAt: claim.now + claim.leaseMs,
   });
+  webhookDeliveries += dialing.webhookDeliveries;
   const screened: WorkflowRunRow[] = [];
   for (const reason of new Set(refused.values())) {
     const ids = [...refused].filter(([, r]) => r === reason).map(([id]) => id);
     screened.push(...(await setQueuedRunsCanceled(trx, ids, claim.now, reason)));
   }
   canceled += screened.length;
-  webhookDeliveries += await appendRunEvents(trx, store.dialect, [
-    ...rows.map((run) => ({
-      run,
-      type: 'dialing' as const,
-      at: claim.now,
-      data: { node: claim.nodeId },
-      webhookType: webhookTypeForState('dialing'),
-      messageId: runMessageId(run.id, run.last_event_seq),
-    })),
-    ...screened.map((run) => ({
+  webhookDeliveries += await appendRunEvents(
+    trx,
+    store.dialect,
+    screened.map((run) => ({
       run,
       type: 'canceled' as const,
       at: claim.now,
@@ -109,7 +104,6 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
       webhookType: webhookTypeForState('canceled'),
       messageId: runMessageId(run.id, run.last_event_seq),
     })),
-  ]);
-  const claimed = rows.map((r) => ({ id: r.id, created_at: r.created_at, phone_number: r.phone_number, caller_id: r.caller_id, telephony_configuration_id: r.telephony_configuration_id, mode: r.mode }));
-  return { rows: claimed, webhookDeliveries, deferred, canceled };
+  );
+  return { rows: dialing.rows, webhookDeliveries, deferred, canceled };
 }

@@ -2,7 +2,7 @@
 // what changes and when (runs/lifecycle.ts); these say how, in SQL, so the lifecycle's code holds
 // no query builder and one file lists every way a run's row is written.
 import { sql, type Transaction, type Updateable } from 'kysely';
-import { runMessageId } from '../webhooks/event-types.js';
+import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
 import { appendRunEvents } from './run-event-outbox.js';
 import { explainQuery } from './query-plans.js';
 import { lockingFreeRows } from './row-locks.js';
@@ -71,9 +71,36 @@ export async function selectClaimCandidates(
   return [...due, ...immediate];
 }
 
-/** Moves the given queued runs of a claim to `dialing` under a lease; returns their rows as changed, in id order. */
-export async function setQueuedRunsDialing(trx: Transaction<Database>, ids: readonly number[], claim: ClaimValues): Promise<WorkflowRunRow[]> {
-  if (ids.length === 0) return [];
+/**
+ * Moves the given queued runs of a claim to `dialing` under a lease, each with its `dialing` event
+ * (data: the claiming node) and that event's webhook deliveries. Returns the runs as claimed, in id
+ * order, and the deliveries to announce in-process (SQLite only). On PostgreSQL one statement: the
+ * update, and the events' insert (whose outbox trigger, migration 005, writes the deliveries) in
+ * the same round trip; on SQLite the update, then run-event-outbox.ts.
+ */
+export async function setQueuedRunsDialing(
+  trx: Transaction<Database>,
+  dialect: DialectName,
+  ids: readonly number[],
+  claim: ClaimValues,
+): Promise<{ rows: ClaimedRow[]; webhookDeliveries: number }> {
+  if (ids.length === 0) return { rows: [], webhookDeliveries: 0 };
+  const data = { node: claim.nodeId };
+  if (dialect === 'postgres') {
+    const result = await sql<ClaimedRow>`
+      with run as (
+        update workflow_runs set state = 'dialing', lease_owner = ${claim.nodeId}, lease_expires_at = ${claim.leaseExpiresAt}::bigint,
+          deadline_at = ${claim.leaseExpiresAt}::bigint, claimed_at = ${claim.now}::bigint, updated_at = ${claim.now}::bigint, last_event_seq = last_event_seq + 1
+        where id = any(${[...ids]}::bigint[]) and state = 'queued'
+        returning id, created_at, phone_number, caller_id, telephony_configuration_id, mode, last_event_seq
+      ),
+      event as (
+        insert into run_events (run_id, seq, type, at, data)
+        select id, last_event_seq, 'dialing', ${claim.now}::bigint, ${JSON.stringify(data)}::jsonb from run
+      )
+      select id, created_at, phone_number, caller_id, telephony_configuration_id, mode from run order by id`.execute(trx);
+    return { rows: result.rows, webhookDeliveries: 0 };
+  }
   const rows = await trx
     .updateTable('workflow_runs')
     .set((eb) => ({
@@ -89,7 +116,14 @@ export async function setQueuedRunsDialing(trx: Transaction<Database>, ids: read
     .where('state', '=', 'queued')
     .returningAll()
     .execute();
-  return rows.sort((a, b) => a.id - b.id);
+  rows.sort((a, b) => a.id - b.id);
+  const webhookDeliveries = await appendRunEvents(
+    trx,
+    dialect,
+    rows.map((run) => ({ run, type: 'dialing', at: claim.now, data, webhookType: webhookTypeForState('dialing'), messageId: runMessageId(run.id, run.last_event_seq) })),
+  );
+  const claimed = rows.map((r) => ({ id: r.id, created_at: r.created_at, phone_number: r.phone_number, caller_id: r.caller_id, telephony_configuration_id: r.telephony_configuration_id, mode: r.mode }));
+  return { rows: claimed, webhookDeliveries };
 }
 
 /** Ends these queued runs (selected by selectClaimCandidates) `canceled` with `reason`, never dialed; returns their rows as changed, in id order. */
