@@ -156,6 +156,22 @@ for (const store of await storeCases()) {
       assert.deepEqual(await eventTypes(env, runId), ['queued', 'dialing', 'ringing', 'in_progress', 'completed']);
     });
 
+    it('claims queued runs in id order, each moved to dialing under the node\'s lease with its dialing event naming the node', async (t) => {
+      const env = await buildWithDispatcher(t, store.kind, { start: false });
+      const f = await createOrgFixture(env.deps);
+      const ids = [await startCall(env, f, '+12025550123'), await startCall(env, f, '+12025550124'), await startCall(env, f, '+12025550125')];
+      const now = Date.now();
+      const { claimed } = await claimRuns(env.deps.store, f.telephonyId, { nodeId: 'node-a', now, leaseMs: 30_000, lookaheadMs: 1_000, batchSize: 2, pacingHeadroom: 0 });
+      assert.deepEqual(claimed.map((c) => [c.run.id, c.run.phone_number, c.leaseExpiresAt]), [[ids[0], '+12025550123', now + 30_000], [ids[1], '+12025550124', now + 30_000]]);
+      for (const id of ids.slice(0, 2)) {
+        const row = await env.deps.store.db.selectFrom('workflow_runs').selectAll().where('id', '=', id as number).executeTakeFirstOrThrow();
+        assert.deepEqual([row.state, row.lease_owner, row.lease_expires_at, row.deadline_at, row.claimed_at, row.last_event_seq], ['dialing', 'node-a', now + 30_000, now + 30_000, now, 2]);
+        const event = await env.deps.store.db.selectFrom('run_events').select(['type', 'at', 'data']).where('run_id', '=', id as number).where('seq', '=', 2).executeTakeFirstOrThrow();
+        assert.deepEqual([event.type, event.at, typeof event.data === 'string' ? JSON.parse(event.data) : event.data], ['dialing', now, { node: 'node-a' }]);
+      }
+      assert.deepEqual(await eventTypes(env, ids[2] as number), ['queued'], 'beyond the batch, left queued');
+    });
+
     it('ends a run left dialing by a node that died before dialing it as failed (dispatch_interrupted), never dialing it', async (t) => {
       const env = await buildWithDispatcher(t, store.kind, { start: false });
       const f = await createOrgFixture(env.deps);

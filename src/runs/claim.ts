@@ -97,31 +97,23 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
     }
   }
   const picked = claim.pick ? claim.pick(dialable) : dialable;
-  const rows = await setQueuedRunsDialing(
+  const dialing = await setQueuedRunsDialing(
     trx,
+    store.dialect,
     picked.map((c) => c.id),
-    {
-    nodeId: claim.nodeId,
-    now: claim.now,
-      leaseExpiresAt: claim.now + claim.leaseMs,
-    },
+    { nodeId: claim.nodeId, now: claim.now, leaseExpiresAt: claim.now + claim.leaseMs },
   );
+  webhookDeliveries += dialing.webhookDeliveries;
   const screened: WorkflowRunRow[] = [];
   for (const reason of new Set(refused.values())) {
     const ids = [...refused].filter(([, r]) => r === reason).map(([id]) => id);
     screened.push(...(await setQueuedRunsCanceled(trx, ids, claim.now, reason)));
   }
   canceled += screened.length;
-  webhookDeliveries += await appendRunEvents(trx, store.dialect, [
-    ...rows.map((run) => ({
-      run,
-      type: 'dialing' as const,
-      at: claim.now,
-      data: { node: claim.nodeId },
-      webhookType: webhookTypeForState('dialing'),
-      messageId: runMessageId(run.id, run.last_event_seq),
-    })),
-    ...screened.map((run) => ({
+  webhookDeliveries += await appendRunEvents(
+    trx,
+    store.dialect,
+    screened.map((run) => ({
       run,
       type: 'canceled' as const,
       at: claim.now,
@@ -129,17 +121,13 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
       webhookType: webhookTypeForState('canceled'),
       messageId: runMessageId(run.id, run.last_event_seq),
     })),
-  ]);
-  const rates = new Map(picked.map((c) => [c.id, c.campaign_calls_per_second]));
-  const claimed = rows.map((r) => ({
-    id: r.id,
-    created_at: r.created_at,
-    phone_number: r.phone_number,
-    caller_id: r.caller_id,
-    telephony_configuration_id: r.telephony_configuration_id,
-    mode: r.mode,
-    campaign_id: r.campaign_id,
-    campaign_calls_per_second: rates.get(r.id) ?? null,
+  );
+  // The statement returns the run's own columns; its campaign and pace come from the candidate.
+  const campaigns = new Map(picked.map((c) => [c.id, c]));
+  const claimed = dialing.rows.map((r) => ({
+    ...r,
+    campaign_id: campaigns.get(r.id)?.campaign_id ?? null,
+    campaign_calls_per_second: campaigns.get(r.id)?.campaign_calls_per_second ?? null,
   }));
   return { rows: claimed, webhookDeliveries, deferred, canceled, passed: dialable.length - picked.length };
 }

@@ -5,7 +5,8 @@
 // once, in dialtone_run_transitions_total. The webhook outbox is written with each event, in the
 // same transaction (store/run-event-outbox.ts). Callers elsewhere decide *which* runs to move (dispatch/ picks overdue ones,
 // providers report events); only this module writes them.
-import { extendUndialedClaim, markCancelRequested, markReconciled, releaseNodeCalls, setDialRecorded, setFoundCall, type DialValues } from '../store/run-writes.js';
+import { RunWriteQueue } from '../store/run-write-queue.js';
+import { extendUndialedClaim, markCancelRequested, markReconciled, releaseNodeCalls, setFoundCall, type DialValues } from '../store/run-writes.js';
 import type { Store } from '../store/store.js';
 import { LIVE_STATES, type RunState } from './states.js';
 import { transitionRun, type AppliedTransition, type TransitionDetails } from './transition-run.js';
@@ -19,16 +20,21 @@ export interface TransitionCounter {
 export type DialRecorded = DialValues;
 
 export class RunLifecycle {
+  /** Call progress (the dial recorded, transitions that are not durable), written together per moment. */
+  private readonly writes: RunWriteQueue;
+
   constructor(
     private readonly store: Store,
     private readonly transitions: TransitionCounter,
     /** Called after a commit that wrote webhook deliveries (the delivery worker looks at once). */
     private readonly deliveriesWritten: () => void = () => undefined,
-  ) {}
+  ) {
+    this.writes = new RunWriteQueue(store);
+  }
 
   /** Applies one transition (see transition-run.ts); undefined when the run was not in a predecessor state. */
   async transition(runId: number, to: RunState, details: TransitionDetails): Promise<AppliedTransition | undefined> {
-    const applied = await transitionRun(this.store, runId, to, details);
+    const applied = await transitionRun(this.store, this.writes, runId, to, details);
     if (applied) this.transitions.inc({ state: to });
     if (applied && applied.webhookDeliveries > 0) this.deliveriesWritten();
     return applied;
@@ -50,7 +56,7 @@ export class RunLifecycle {
    * line down. Undefined when the run no longer exists.
    */
   async recordDial(runId: number, dial: DialRecorded): Promise<{ state: RunState; cancelRequested: boolean } | undefined> {
-    const row = await this.store.batched((trx) => setDialRecorded(trx, runId, dial));
+    const row = await this.writes.dialRecorded(runId, dial);
     return row ? { state: row.state, cancelRequested: row.cancel_requested_at !== null } : undefined;
   }
 

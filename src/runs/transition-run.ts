@@ -2,7 +2,8 @@
 // atomically. The UPDATE only matches when the current state is an allowed predecessor of the
 // target (compare-and-set), so concurrent or repeated events on any node cannot move a run
 // backwards or out of a terminal state.
-import { writeTransition, type RunColumns } from '../store/run-writes.js';
+import { writeTransition, type RunColumns, type TransitionWrite, type TransitionWritten } from '../store/run-writes.js';
+import type { RunWriteQueue } from '../store/run-write-queue.js';
 import type { RunState } from '../store/schema.js';
 import type { DialectName, Store, StoreTransaction } from '../store/store.js';
 import { webhookTypeForState } from '../webhooks/event-types.js';
@@ -48,15 +49,9 @@ function phaseColumns(to: RunState, at: number): RunUpdate {
   }
 }
 
-/** Applies one transition inside the caller's transaction (the claim cancels runs it may never dial this way). */
-export async function transitionRunInTransaction(
-  trx: StoreTransaction,
-  dialect: DialectName,
-  runId: number,
-  to: RunState,
-  details: TransitionDetails,
-): Promise<AppliedTransition | undefined> {
-  const set: RunUpdate = {
+/** The writes of one transition: the run's new columns, the compare-and-set guard, its event. */
+export function transitionWrite(runId: number, to: RunState, details: TransitionDetails): TransitionWrite {
+  const columns: RunUpdate = {
     state: to,
     updated_at: details.at,
     ...(details.reason !== undefined ? { outcome_reason: details.reason } : {}),
@@ -66,13 +61,11 @@ export async function transitionRunInTransaction(
     ...(details.requestedAt !== undefined ? { cancel_requested_at: details.requestedAt } : {}),
     ...phaseColumns(to, details.at),
   };
-  const written = await writeTransition(
-    trx,
-    dialect,
+  return {
     runId,
-    set,
-    { from: PREDECESSORS[to], onlyFrom: details.onlyFrom, deadlineBefore: details.onlyIfDeadlineBefore },
-    {
+    columns,
+    guard: { from: PREDECESSORS[to], onlyFrom: details.onlyFrom, deadlineBefore: details.onlyIfDeadlineBefore },
+    event: {
       type: to,
       at: details.at,
       webhookType: webhookTypeForState(to),
@@ -83,14 +76,31 @@ export async function transitionRunInTransaction(
         ...details.data,
       },
     },
-  );
-  if (written === undefined) return undefined;
-  const { seq, webhookDeliveries } = written;
-  return { runId, to, seq, webhookDeliveries };
+  };
 }
 
-/** Applies one transition in its own transaction; undefined when the run was not in a predecessor state. */
-export async function transitionRun(store: Store, runId: number, to: RunState, details: TransitionDetails): Promise<AppliedTransition | undefined> {
-  const work = (trx: StoreTransaction) => transitionRunInTransaction(trx, store.dialect, runId, to, details);
-  return details.durable ? store.transaction('durable', work) : store.batched(work);
+function applied(runId: number, to: RunState, written: TransitionWritten | undefined): AppliedTransition | undefined {
+  return written === undefined ? undefined : { runId, to, seq: written.seq, webhookDeliveries: written.webhookDeliveries };
+}
+
+/** Applies one transition inside the caller's transaction (the claim cancels runs it may never dial this way). */
+export async function transitionRunInTransaction(
+  trx: StoreTransaction,
+  dialect: DialectName,
+  runId: number,
+  to: RunState,
+  details: TransitionDetails,
+): Promise<AppliedTransition | undefined> {
+  const { columns, guard, event } = transitionWrite(runId, to, details);
+  return applied(runId, to, await writeTransition(trx, dialect, runId, columns, guard, event));
+}
+
+/**
+ * Applies one transition; undefined when the run was not in a predecessor state. A durable one
+ * commits in a transaction of its own; the others go through the run write queue
+ * (store/run-write-queue.ts), which writes the transitions of a moment together, in order per run.
+ */
+export async function transitionRun(store: Store, writes: RunWriteQueue, runId: number, to: RunState, details: TransitionDetails): Promise<AppliedTransition | undefined> {
+  if (details.durable) return store.transaction('durable', (trx) => transitionRunInTransaction(trx, store.dialect, runId, to, details));
+  return applied(runId, to, await writes.transition(transitionWrite(runId, to, details)));
 }

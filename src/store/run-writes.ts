@@ -2,7 +2,7 @@
 // what changes and when (runs/lifecycle.ts); these say how, in SQL, so the lifecycle's code holds
 // no query builder and one file lists every way a run's row is written.
 import { sql, type Transaction, type Updateable } from 'kysely';
-import { runMessageId } from '../webhooks/event-types.js';
+import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
 import { appendRunEvents } from './run-event-outbox.js';
 import { explainQuery } from './query-plans.js';
 import { lockingFreeRows } from './row-locks.js';
@@ -31,7 +31,10 @@ function guardedRunUpdate(trx: Transaction<Database>, runId: number, columns: Ru
     .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number));
 }
 
-export type ClaimedRow = Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode' | 'campaign_id'> & {
+/** A run the claim moved to dialing, as the statement returns it (the claim adds its campaign's pace). */
+export type DialingRow = Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode'>;
+
+export type ClaimedRow = DialingRow & Pick<WorkflowRunRow, 'campaign_id'> & {
   /** The calls_per_second of the run's campaign (null: a direct run, or a campaign paced only by its route). */
   campaign_calls_per_second: number | null;
 };
@@ -88,9 +91,36 @@ export async function selectClaimCandidates(
   return [...due, ...immediate];
 }
 
-/** Moves the given queued runs of a claim to `dialing` under a lease; returns their rows as changed, in id order. */
-export async function setQueuedRunsDialing(trx: Transaction<Database>, ids: readonly number[], claim: ClaimValues): Promise<WorkflowRunRow[]> {
-  if (ids.length === 0) return [];
+/**
+ * Moves the given queued runs of a claim to `dialing` under a lease, each with its `dialing` event
+ * (data: the claiming node) and that event's webhook deliveries. Returns the runs as claimed, in id
+ * order, and the deliveries to announce in-process (SQLite only). On PostgreSQL one statement: the
+ * update, and the events' insert (whose outbox trigger, migration 005, writes the deliveries) in
+ * the same round trip; on SQLite the update, then run-event-outbox.ts.
+ */
+export async function setQueuedRunsDialing(
+  trx: Transaction<Database>,
+  dialect: DialectName,
+  ids: readonly number[],
+  claim: ClaimValues,
+): Promise<{ rows: DialingRow[]; webhookDeliveries: number }> {
+  if (ids.length === 0) return { rows: [], webhookDeliveries: 0 };
+  const data = { node: claim.nodeId };
+  if (dialect === 'postgres') {
+    const result = await sql<DialingRow>`
+      with run as (
+        update workflow_runs set state = 'dialing', lease_owner = ${claim.nodeId}, lease_expires_at = ${claim.leaseExpiresAt}::bigint,
+          deadline_at = ${claim.leaseExpiresAt}::bigint, claimed_at = ${claim.now}::bigint, updated_at = ${claim.now}::bigint, last_event_seq = last_event_seq + 1
+        where id = any(${[...ids]}::bigint[]) and state = 'queued'
+        returning id, created_at, phone_number, caller_id, telephony_configuration_id, mode, last_event_seq
+      ),
+      event as (
+        insert into run_events (run_id, seq, type, at, data)
+        select id, last_event_seq, 'dialing', ${claim.now}::bigint, ${JSON.stringify(data)}::jsonb from run
+      )
+      select id, created_at, phone_number, caller_id, telephony_configuration_id, mode from run order by id`.execute(trx);
+    return { rows: result.rows, webhookDeliveries: 0 };
+  }
   const rows = await trx
     .updateTable('workflow_runs')
     .set((eb) => ({
@@ -106,7 +136,14 @@ export async function setQueuedRunsDialing(trx: Transaction<Database>, ids: read
     .where('state', '=', 'queued')
     .returningAll()
     .execute();
-  return rows.sort((a, b) => a.id - b.id);
+  rows.sort((a, b) => a.id - b.id);
+  const webhookDeliveries = await appendRunEvents(
+    trx,
+    dialect,
+    rows.map((run) => ({ run, type: 'dialing', at: claim.now, data, webhookType: webhookTypeForState('dialing'), messageId: runMessageId(run.id, run.last_event_seq) })),
+  );
+  const claimed = rows.map((r) => ({ id: r.id, created_at: r.created_at, phone_number: r.phone_number, caller_id: r.caller_id, telephony_configuration_id: r.telephony_configuration_id, mode: r.mode }));
+  return { rows: claimed, webhookDeliveries };
 }
 
 /** Ends these queued runs (selected by selectClaimCandidates) `canceled` with `reason`, never dialed; returns their rows as changed, in id order. */
@@ -233,6 +270,20 @@ export interface TransitionEvent {
   webhookType: string;
 }
 
+/** One transition's writes, as runs/transition-run.ts builds them and the write queue (run-write-queue.ts) holds them. */
+export interface TransitionWrite {
+  runId: number;
+  columns: RunColumns;
+  guard: StateGuard;
+  event: TransitionEvent;
+}
+
+/** A transition written: the event's seq, and the webhook deliveries to announce in-process (SQLite only). */
+export interface TransitionWritten {
+  seq: number;
+  webhookDeliveries: number;
+}
+
 /**
  * A transition's writes: the compare-and-set update, its event and the event's webhook deliveries.
  * On PostgreSQL one statement (one round trip; the outbox trigger writes the deliveries); on
@@ -246,7 +297,7 @@ export async function writeTransition(
   columns: RunColumns,
   guard: StateGuard,
   event: TransitionEvent,
-): Promise<{ seq: number; webhookDeliveries: number } | undefined> {
+): Promise<TransitionWritten | undefined> {
   if (dialect === 'postgres') {
     const update = guardedRunUpdate(trx, runId, columns, guard)
       .returning(['id', 'last_event_seq']);
@@ -265,4 +316,101 @@ export async function writeTransition(
     { run, type: event.type, at: event.at, data: event.data, webhookType: event.webhookType, messageId: runMessageId(runId, run.last_event_seq) },
   ]);
   return { seq: run.last_event_seq, webhookDeliveries };
+}
+
+/**
+ * The columns a set-based transition (writeTransitionsOnPostgres) may write, with their PostgreSQL
+ * types: the rows arrive as one JSON array, typed by jsonb_to_recordset.
+ */
+const SET_BASED_COLUMNS = {
+  state: 'text',
+  updated_at: 'bigint',
+  outcome_reason: 'text',
+  raw_provider_status: 'text',
+  provider_call_id: 'text',
+  deadline_at: 'bigint',
+  cancel_requested_at: 'bigint',
+  ringing_at: 'bigint',
+  answered_at: 'bigint',
+  ended_at: 'bigint',
+  lease_owner: 'text',
+  lease_expires_at: 'bigint',
+  scheduled_for: 'bigint',
+} as const;
+
+type SetBasedColumn = keyof typeof SET_BASED_COLUMNS;
+
+/**
+ * Which transitions one set-based statement can write together: the same event type, the same
+ * columns and the same guard (values may differ per run). Undefined when a write cannot be part
+ * of one (a column or value it does not know): it is written alone, by writeTransition.
+ */
+export function transitionShape(write: TransitionWrite): string | undefined {
+  const names = Object.keys(write.columns).sort();
+  for (const name of names) {
+    if (!Object.hasOwn(SET_BASED_COLUMNS, name)) return undefined;
+    const value: unknown = (write.columns as Record<string, unknown>)[name];
+    if (value !== null && typeof value !== 'number' && typeof value !== 'string') return undefined;
+  }
+  const { from, onlyFrom, deadlineBefore } = write.guard;
+  return JSON.stringify([write.event.type, names, from, onlyFrom ?? null, deadlineBefore !== undefined]);
+}
+
+/**
+ * Transitions of several runs that share one shape (transitionShape), at most one per run, in one
+ * PostgreSQL statement: the compare-and-set update of every run, joined to its values, and the
+ * insert of the events of those it moved (whose statement-level outbox trigger, migration 005,
+ * writes and announces their deliveries once for all). Returns, in the order given, each write's
+ * result: undefined where the guard did not hold.
+ */
+export async function writeTransitionsOnPostgres(trx: Transaction<Database>, writes: readonly TransitionWrite[]): Promise<(TransitionWritten | undefined)[]> {
+  const first = writes[0];
+  if (!first) return [];
+  const names = Object.keys(first.columns).sort() as SetBasedColumn[];
+  const rows = writes.map((w) => {
+    const row: Record<string, unknown> = { id: w.runId, event_at: w.event.at, event_data: w.event.data, deadline_before: w.guard.deadlineBefore ?? null };
+    for (const name of names) row[name] = w.columns[name];
+    return row;
+  });
+  const recordType = sql.join([sql`id bigint, event_at bigint, event_data jsonb, deadline_before bigint`, ...names.map((n) => sql`${sql.id(n)} ${sql.raw(SET_BASED_COLUMNS[n])}`)]);
+  const assignments = sql.join([...names.map((n) => sql`${sql.id(n)} = ${sql.id('i', n)}`), sql`last_event_seq = r.last_event_seq + 1`]);
+  const { from, onlyFrom, deadlineBefore } = first.guard;
+  const result = await sql<{ run_id: number; seq: number }>`
+    with i as (select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as i(${recordType})),
+    run as (
+      update workflow_runs r set ${assignments} from i
+      where r.id = i.id and r.state = any(${[...from]}::text[])
+        ${onlyFrom !== undefined ? sql`and r.state = ${onlyFrom}` : sql``}
+        ${deadlineBefore !== undefined ? sql`and r.deadline_at < i.deadline_before` : sql``}
+      returning r.id, r.last_event_seq
+    )
+    insert into run_events (run_id, seq, type, at, data)
+    select run.id, run.last_event_seq, ${first.event.type}, i.event_at, i.event_data from run join i on i.id = run.id
+    returning run_id, seq`.execute(trx);
+  const seqs = new Map(result.rows.map((row) => [Number(row.run_id), Number(row.seq)]));
+  return writes.map((w) => {
+    const seq = seqs.get(w.runId);
+    return seq === undefined ? undefined : { seq, webhookDeliveries: 0 };
+  });
+}
+
+/** A dial recorded for one run: its state and cancel request after the write. */
+export type DialRecordedRow = Pick<WorkflowRunRow, 'state' | 'cancel_requested_at'>;
+
+/**
+ * The dials of several runs (at most one per run) recorded in one PostgreSQL statement, as
+ * setDialRecorded records one. Returns, in the order given, each run's row after the write
+ * (undefined for a run that no longer exists).
+ */
+export async function setDialsRecordedOnPostgres(trx: Transaction<Database>, dials: readonly { runId: number; dial: DialValues }[]): Promise<(DialRecordedRow | undefined)[]> {
+  if (dials.length === 0) return [];
+  const rows = dials.map(({ runId, dial }) => ({ id: runId, provider_call_id: dial.providerCallId, sent_at: dial.sentAt, dialing_deadline_at: dial.dialingDeadlineAt }));
+  const result = await sql<{ id: number } & DialRecordedRow>`
+    update workflow_runs r set provider_call_id = i.provider_call_id, dial_sent_at = i.sent_at, lease_expires_at = null,
+      deadline_at = case when r.state = 'dialing' then i.dialing_deadline_at else r.deadline_at end
+    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as i(id bigint, provider_call_id text, sent_at bigint, dialing_deadline_at bigint)
+    where r.id = i.id
+    returning r.id, r.state, r.cancel_requested_at`.execute(trx);
+  const byId = new Map(result.rows.map((row) => [Number(row.id), { state: row.state, cancel_requested_at: row.cancel_requested_at }]));
+  return dials.map(({ runId }) => byId.get(runId));
 }
