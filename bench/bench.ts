@@ -25,10 +25,12 @@
 //   BENCH_NODE_OPTIONS  NODE_OPTIONS of the service processes (e.g. to compare V8 flags; default none)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cpus } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { buildDeps } from '../src/deps.js';
@@ -717,15 +719,43 @@ async function postgresReachable(): Promise<boolean> {
   }
 }
 
+/**
+ * The disk's flush latency where the SQLite databases live (the temporary directory): 500 writes of
+ * a page, each followed by fdatasync, the flush a durable SQLite commit waits for. Latency figures
+ * cannot beat it, so it is reported beside them, with the load average, at the start and the end.
+ */
+function diskAndLoad(): { flush_ms: { p50: number; p99: number; max: number }; load_average_1m: number } {
+  const dir = mkdtempSync(join(tmpdir(), 'dialtone-bench-disk-'));
+  const fd = openSync(join(dir, 'flush'), 'w');
+  const page = Buffer.alloc(4096, 1);
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < 500; i++) {
+      const start = performance.now();
+      writeSync(fd, page);
+      fdatasyncSync(fd);
+      times.push(performance.now() - start);
+    }
+  } finally {
+    closeSync(fd);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  times.sort((a, b) => a - b);
+  const at = (q: number) => Math.round((times[Math.min(times.length - 1, Math.floor(q * times.length))] as number) * 100) / 100;
+  return { flush_ms: { p50: at(0.5), p99: at(0.99), max: at(1) }, load_average_1m: Math.round((loadavg()[0] as number) * 100) / 100 };
+}
+
 const results: Record<string, unknown> = {
   at: new Date().toISOString(),
-  machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+  machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version, at_start: diskAndLoad() },
   settings: { seconds: SECONDS, rounds: ROUNDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG, deliveries: DELIVERIES, webhook_rate: WEBHOOK_RATE, suppressions: SUPPRESSIONS, campaign_contacts: CAMPAIGN_CONTACTS, campaign_calls: CAMPAIGN_CALLS, campaign_rate: CAMPAIGN_RATE, parts: [...PARTS], stores: [...STORES] },
 };
 if (STORES.has('sqlite')) results.sqlite = await benchStore('sqlite');
 if (!STORES.has('postgres')) results.postgres = 'skipped: not in BENCH_STORES';
 else if (await postgresReachable()) results.postgres = await benchStore('postgres');
 else results.postgres = `skipped: PostgreSQL not reachable at ${TEST_DATABASE_URL}`;
+
+(results.machine as Record<string, unknown>).at_end = diskAndLoad();
 
 const dir = fileURLToPath(new URL('./results/', import.meta.url));
 mkdirSync(dir, { recursive: true });
