@@ -3,7 +3,8 @@
 // 011) draw their ids from one sequence, run_events' (an identity column on PostgreSQL,
 // AUTOINCREMENT on SQLite: never reused), so an id is a position in both at once and a stream's
 // cursor stays one integer. Each read merges the two by id.
-import { sql, type Insertable, type Transaction } from 'kysely';
+import { sql } from './kysely.js';
+import type { Insertable, Transaction } from 'kysely';
 import type { Database, DeliveryStatus, WebhookDeliveryEventsTable } from './schema.js';
 import { explainQuery, notIndexed } from './query-plans.js';
 import type { Store } from './store.js';

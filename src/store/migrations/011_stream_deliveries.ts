@@ -7,7 +7,7 @@
 // sequences, so store/event-stream-statements.ts takes the id from run_events'
 // sqlite_sequence row and moves that row on (writes are serialized there, so this is exact).
 // Rows carry their organization, so a resuming stream reads only its own with (org_id, id).
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '../kysely.js';
 import type { DialectName } from '../store.js';
 import { column } from './columns.js';
 
