@@ -9,6 +9,7 @@ import { DialtoneError } from './errors.js';
 import { authenticateHook } from './http/authenticate.js';
 import { clientErrorHandler, guardHttpServer } from './http/client-errors.js';
 import { refuseUnreadableBodies, useJsonBodies } from './http/json-body.js';
+import { lazySerializers, lazyValidators } from './http/lazy-schemas.js';
 import { methodNotAllowed } from './http/method-not-allowed.js';
 import { DOCS_UI_OPTIONS, openApiOptions } from './http/openapi.js';
 import { problemSchemas } from './http/problem-schemas.js';
@@ -32,6 +33,12 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export interface AppOptions {
   /** Serve the public API; a dispatcher-only node serves just the operational endpoints. */
   publicApi?: boolean;
+  /**
+   * Compile every route's request validators and response serializers when the route is registered
+   * (Fastify's default), instead of on first use (http/lazy-schemas.ts). The tests use it to prove
+   * every declared schema compiles; a serving node has no reason to.
+   */
+  compileSchemasAtStart?: boolean;
 }
 
 export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
@@ -65,6 +72,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
     // While closing, requests on kept-alive connections get our own 503 problem (hook below).
     return503OnClosing: false,
+    // Request validators and response serializers are compiled on first use (http/lazy-schemas.ts).
+    ...(options.compileSchemasAtStart ? {} : { schemaController: { compilersFactory: { buildValidator: lazyValidators, buildSerializer: lazySerializers } } }),
     ajv: {
       // Unknown fields are refused, not silently dropped; types are never coerced; every problem
       // is reported at once.

@@ -4,10 +4,13 @@
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
 import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import type { TestContext } from 'node:test';
 import type * as sip from 'sip';
+import { createServer as createTlsServer } from 'node:tls';
 import { SipEndpoint } from '../src/telephony/sip/transport.js';
+import { PROXY_SERVER_NAME, testPki } from './helpers/kamailio.js';
 import { describe, it } from './helpers/suite.js';
 
 const sipLibrary = createRequire(import.meta.url)('sip') as typeof sip;
@@ -111,6 +114,35 @@ describe('SIP transport', () => {
     const peerPort = (server.address() as { port: number }).port;
     ep.request(options(`sip:peer@127.0.0.2:${peerPort};transport=tcp`), { transport: 'tcp', host: '127.0.0.2', port: peerPort }, {}, () => undefined);
     assert.match(await received, new RegExp(`^Via: SIP/2\\.0/TCP 127\\.0\\.0\\.1:${port};branch=z9hG4bK[0-9a-f]{24};alias\\r$`, 'm'));
+  });
+
+  it('over TLS checks the peer\'s certificate against the route\'s CA and server name, writes TLS in Via, and refuses a certificate for another name with a 503', async (t) => {
+    const { endpoint: ep, port } = await endpoint(t);
+    const pki = testPki();
+    const server = createTlsServer({ cert: readFileSync(pki.certFile), key: readFileSync(pki.keyFile) });
+    const sockets: Socket[] = [];
+    t.after(() => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    });
+    const received = new Promise<string>((resolve) =>
+      server.on('secureConnection', (socket) => {
+        sockets.push(socket);
+        let text = '';
+        socket.on('data', (chunk) => (text += chunk.toString()).includes('\r\n\r\n') && resolve(text));
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+    const peerPort = (server.address() as { port: number }).port;
+    const hop = { transport: 'tls' as const, host: '127.0.0.2', port: peerPort };
+    ep.request(options(`sip:peer@127.0.0.2:${peerPort};transport=tls`), hop, { serverName: PROXY_SERVER_NAME, ca: pki.caPem }, () => undefined);
+    assert.match(await received, new RegExp(`^Via: SIP/2\\.0/TLS 127\\.0\\.0\\.1:${port};branch=z9hG4bK[0-9a-f]{24};alias\\r$`, 'm'));
+
+    const got = responses();
+    ep.request(options(`sip:peer@127.0.0.2:${peerPort};transport=tls`), hop, { serverName: 'other.dialtone.test', ca: pki.caPem }, got.onResponse);
+    const refused = await got.next();
+    assert.equal(refused.status, 503);
+    assert.match(refused.reason ?? '', /TLS connection to 127\.0\.0\.2:\d+ failed: .*other\.dialtone\.test/);
   });
 
   it('answers a request it cannot deliver (connection refused) with a 503 naming the peer and the reason', async (t) => {

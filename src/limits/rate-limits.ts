@@ -7,8 +7,18 @@
 // remaining `r`, reset `t`), so every number a client reads is the one it is held to.
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type * as Flexible from 'rate-limiter-flexible';
 import type { Logger } from 'pino';
+
+// The package's index loads every store it can count in (MongoDB, DynamoDB, MySQL, Prisma, Drizzle,
+// Memcached, etcd...), about 1 MB of heap in every node: only its own files for the two used here
+// are loaded (the index's classes: `instanceof RateLimiterRes` holds across both), the Redis one
+// with REDIS_URL.
+const require = createRequire(import.meta.url);
+const RateLimiterMemory = require('rate-limiter-flexible/lib/RateLimiterMemory.js') as typeof Flexible.RateLimiterMemory;
+const RateLimiterRes = require('rate-limiter-flexible/lib/RateLimiterRes.js') as typeof Flexible.RateLimiterRes;
+type RateLimiterAbstract = Flexible.RateLimiterAbstract;
+type RateLimiterRes = Flexible.RateLimiterRes;
 
 export type PolicyName = 'key' | 'org';
 
@@ -60,7 +70,7 @@ export class RateLimits {
       // insurance limiter answers, instead of requests waiting on a reconnect. Lazy: a process
       // that never serves the API (the CLI, a dispatcher-only node) never connects.
       // Required here, not imported: a process without REDIS_URL (every CLI command) never loads it.
-      const { Redis: RedisClient } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+      const { Redis: RedisClient } = require('ioredis') as typeof import('ioredis');
       this.redis = new RedisClient(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true });
       this.redis.on('error', (error: Error) => {
         const now = Date.now();
@@ -141,7 +151,7 @@ export class RateLimits {
     if (!limiter) {
       const shape = { points: quota, duration: this.options.windowSeconds, keyPrefix: `${this.options.redisPrefix}:${id}` };
       limiter = this.redis
-        ? new RateLimiterRedis({ ...shape, storeClient: this.redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(shape) })
+        ? new (require('rate-limiter-flexible/lib/RateLimiterRedis.js') as typeof Flexible.RateLimiterRedis)({ ...shape, storeClient: this.redis, rejectIfRedisNotReady: true, insuranceLimiter: new RateLimiterMemory(shape) })
         : new RateLimiterMemory(shape);
       this.limiters.set(id, limiter);
     }

@@ -4,7 +4,14 @@
 // (Luxon over Intl), never a fixed offset, so daylight-saving days come out right: on a day that
 // springs forward a window's missing hour is simply never inside, and on a day that falls back
 // the repeated hour is inside twice.
-import { DateTime, IANAZone } from 'luxon';
+import { createRequire } from 'node:module';
+import type * as Luxon from 'luxon';
+
+// Luxon (over half a megabyte of heap once loaded) is required on the first question about a time
+// zone, not imported: the nodes of organizations without calling hours never ask one.
+const require = createRequire(import.meta.url);
+let luxon: typeof Luxon | undefined;
+const tzdb = (): typeof Luxon => (luxon ??= require('luxon') as typeof Luxon);
 
 export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
 export type Weekday = (typeof WEEKDAYS)[number];
@@ -43,7 +50,7 @@ function minutesOf(hours: string, minutes: string): number {
 
 /** True when the tz database knows this zone name. */
 export function isKnownTimeZone(zone: string): boolean {
-  return IANAZone.isValidZone(zone);
+  return tzdb().IANAZone.isValidZone(zone);
 }
 
 /** Validates a setting, listing every problem with its JSON pointer; the parsed setting when there is none. */
@@ -131,7 +138,7 @@ function parseWeekWindows(hours: CallingHours): WeekWindows {
 }
 
 function insideZone(week: WeekWindows, zone: string, instant: number): boolean {
-  const local = DateTime.fromMillis(instant, { zone });
+  const local = tzdb().DateTime.fromMillis(instant, { zone });
   const minute = local.hour * 60 + local.minute + local.second / 60;
   return (week[local.weekday] ?? []).some((w) => minute >= w.start && minute < w.end);
 }
@@ -160,7 +167,7 @@ class ZoneTimeline {
   private readonly offsets: number[] = [];
 
   constructor(zone: string, from: number, to: number) {
-    const tz = IANAZone.create(zone);
+    const tz = tzdb().IANAZone.create(zone);
     let at = from;
     let offset = tz.offset(at);
     this.starts.push(Number.NEGATIVE_INFINITY);
@@ -225,7 +232,7 @@ class ZoneTimeline {
 }
 
 /** The first millisecond of a new offset between `before` and `after` (which have different offsets). */
-function offsetChange(tz: IANAZone, before: number, after: number): number {
+function offsetChange(tz: Luxon.IANAZone, before: number, after: number): number {
   const initial = tz.offset(before);
   let low = before;
   let high = after;

@@ -3,7 +3,7 @@
 // step of an attempt as a compare-and-set on status and attempts) and the reads of a campaign's
 // runs. Run state is never written here: attempts are created by runs/create-run.ts and ended by
 // runs/lifecycle.ts; these only read it.
-import { sql } from 'kysely';
+import { sql } from './kysely.js';
 import { explainQuery } from './query-plans.js';
 import { lockingFreeRows } from './row-locks.js';
 import { runDetailsQuery, type RunDetailsRow } from './run-reads.js';

@@ -5,7 +5,8 @@
 // is a position in all of them at once and a stream's cursor stays one integer. Each read merges
 // them by id. The two journals are written by their changes' transactions (insertDeliveryEvent,
 // insertCampaignEvent); run events by runs/, as always.
-import { sql, type Insertable, type Transaction } from 'kysely';
+import { sql } from './kysely.js';
+import type { Insertable, Transaction } from 'kysely';
 import type { CampaignEventRow, CampaignEventsTable, Database, WebhookDeliveryEventRow, WebhookDeliveryEventsTable } from './schema.js';
 import { explainQuery, notIndexed } from './query-plans.js';
 import type { Store } from './store.js';

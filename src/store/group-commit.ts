@@ -14,7 +14,8 @@
 //   a savepoint of its own, so a write that refuses (a cap reached, a conflict) rolls back only
 //   itself and its caller gets its own error, while the others commit. No write is ever run twice:
 //   when the shared transaction itself fails, every caller in it gets that failure.
-import { sql, type Transaction } from 'kysely';
+import { sql } from './kysely.js';
+import type { Transaction } from 'kysely';
 import type { Database } from './schema.js';
 
 type Work<T> = (trx: Transaction<Database>) => Promise<T>;

@@ -3,7 +3,7 @@
 // part ways here. On
 // PostgreSQL it is one statement, one round trip (insertOnPostgres); on SQLite, in-process, the same
 // work is a few statements in the caller's transaction.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from './kysely.js';
 import { runMessageId } from '../webhooks/event-types.js';
 import { appendRunEvents } from './run-event-outbox.js';
 import { selectActiveSuppression, selectCapOpening } from './suppression-statements.js';

@@ -1,6 +1,6 @@
 // The statements behind the queue gauges of /metrics: the runs table is the queue, so every node
 // reads the same numbers from it when scraped.
-import { sql } from 'kysely';
+import { sql } from './kysely.js';
 import type { RunState } from './schema.js';
 import type { Store } from './store.js';
 

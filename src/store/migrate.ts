@@ -1,7 +1,8 @@
 // Applies the numbered migrations. Kysely's Migrator takes a lock (a row lock on PostgreSQL) so
 // that when several nodes start at once one applies the migrations and the others wait, then see
 // them applied.
-import { Migrator, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator } from './kysely.js';
+import type { Migration, MigrationProvider } from 'kysely';
 import { up001 } from './migrations/001_initial.js';
 import { up002 } from './migrations/002_dispatch.js';
 import { up003 } from './migrations/003_caller_safety.js';

@@ -3,7 +3,8 @@
 // walk every row in it; PostgreSQL's planner, with statistics, picks the equality. A term wrapped in
 // notIndexed stays a filter on both: `+column` is SQLite's documented way to keep a term from
 // choosing an index, and on PostgreSQL it is the same number, which no index is on either.
-import { CompiledQuery, sql, type Compilable, type RawBuilder } from 'kysely';
+import { CompiledQuery, sql } from './kysely.js';
+import type { Compilable, RawBuilder } from 'kysely';
 import type { Store } from './store.js';
 
 /** The column as a value no index serves: a WHERE term on it filters rows, never picks the index. */

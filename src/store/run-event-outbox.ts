@@ -4,7 +4,7 @@
 // per subscribed, enabled endpoint of the run's organization; its payload (the run's row and the
 // event, as JSON text) is fixed now, so every attempt sends the same message. On SQLite that is
 // done here; on PostgreSQL by a trigger on run_events (migration 005), in the inserting statement.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from './kysely.js';
 import type { Database, WorkflowRunRow } from './schema.js';
 import type { DialectName } from './store.js';
 

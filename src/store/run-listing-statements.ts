@@ -1,6 +1,6 @@
 // The statements behind the console's reads: a page of an organization's runs (newest first,
 // filtered), the counts of its runs since a time, and what is queued and live on each of its routes.
-import { sql } from 'kysely';
+import { sql } from './kysely.js';
 import { explainQuery, notIndexed } from './query-plans.js';
 import type { RunState } from './schema.js';
 import { runDetailsQuery, type RunDetailsRow } from './run-reads.js';

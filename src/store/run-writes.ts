@@ -1,7 +1,8 @@
 // The statements that change a run after its creation (its insert is insert-run.ts). runs/ decides
 // what changes and when (runs/lifecycle.ts); these say how, in SQL, so the lifecycle's code holds
 // no query builder and one file lists every way a run's row is written.
-import { sql, type Transaction, type Updateable } from 'kysely';
+import { sql } from './kysely.js';
+import type { Transaction, Updateable } from 'kysely';
 import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
 import { appendRunEvents } from './run-event-outbox.js';
 import { explainQuery } from './query-plans.js';

@@ -2,7 +2,7 @@
 // written by run-event-outbox.ts in the transaction of the event; this file holds everything else:
 // the endpoints' rows, the delivery worker's claim and its record of each attempt, and the reads
 // behind the deliveries API and the metrics.
-import { sql } from 'kysely';
+import { sql } from './kysely.js';
 import { insertDeliveryEvent } from './event-stream-statements.js';
 import { lockingFreeRows, lockingRows } from './row-locks.js';
 import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEndpointsTable } from './schema.js';

@@ -1,4 +1,6 @@
 // Telephony configurations: the routes an organization dials through.
+import { createRequire } from 'node:module';
+import type * as LibPhoneNumber from 'libphonenumber-js/max';
 import { DialtoneError, validationFailed, type FieldError } from '../errors.js';
 import type { ProviderName, TelephonyConfigurationRow } from '../store/schema.js';
 import { NO_CACHE, type LookupCache } from '../calls/lookup-cache.js';
@@ -59,9 +61,10 @@ export function viewConfiguration(row: TelephonyConfigurationRow): TelephonyConf
 }
 
 async function normalizeCallerIds(callerIds: string[]): Promise<{ values: string[]; errors: FieldError[] }> {
-  // Imported here: its full metadata is heavy, and only creating a configuration needs it (every
-  // other command that loads this module, such as telephony list, starts faster without it).
-  const { parsePhoneNumberFromString } = await import('libphonenumber-js/max');
+  // Required here: its full metadata is heavy, and only creating a configuration needs it (every
+  // other command that loads this module, such as telephony list, starts faster without it). The
+  // CommonJS build, as calls/phone-number.ts requires it: one copy per process.
+  const { parsePhoneNumberFromString } = createRequire(import.meta.url)('libphonenumber-js/max') as typeof LibPhoneNumber;
   const errors: FieldError[] = [];
   const values = callerIds.map((raw, i) => {
     const parsed = parsePhoneNumberFromString(raw);

@@ -1,5 +1,5 @@
 // Forward-only. Never edit a migration that has shipped: add the next number instead.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '../kysely.js';
 import type { DialectName } from '../store.js';
 import { column } from './columns.js';
 

@@ -1,5 +1,5 @@
 // Dispatch: leases, deadlines, phase times and pacing state.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '../kysely.js';
 import type { DialectName } from '../store.js';
 
 export function up002(_dialect: DialectName) {

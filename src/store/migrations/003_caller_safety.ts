@@ -1,6 +1,6 @@
 // Caller safety: idempotency records, per-organization limits, and the index that counts an
 // organization's queued runs for the queue cap.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '../kysely.js';
 import type { DialectName } from '../store.js';
 import { column } from './columns.js';
 

@@ -1,7 +1,7 @@
 // Webhooks: the organization's endpoints, the outbox of deliveries (one row per message and
 // endpoint, written in the transaction of the run event it reports) and each delivery's attempts.
 // On PostgreSQL the outbox is written by a trigger on run_events (see WEBHOOK_OUTBOX_TRIGGER).
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '../kysely.js';
 import type { DialectName } from '../store.js';
 import { column } from './columns.js';
 

@@ -1,7 +1,7 @@
 // Calling policy, part one: each organization's suppression (do-not-call) list and its per-number
 // frequency cap. The cap counts an organization's recent runs to one number through migration
 // 009's (org_id, phone_number, id) index: no index of its own, so creating a run costs no more.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '../kysely.js';
 import type { DialectName } from '../store.js';
 import { column } from './columns.js';
 

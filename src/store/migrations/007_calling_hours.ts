@@ -3,7 +3,7 @@
 // partial indexes part in two, so that deferred runs never sit in the way of due ones: the claim,
 // the expiry sweep and the queue cap read the runs due at once by id or age as before, and the
 // deferred ones by the time they become due.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '../kysely.js';
 import type { DialectName } from '../store.js';
 import { column } from './columns.js';
 

@@ -3,7 +3,7 @@
 // (campaigns/scheduler.ts), so the runs table stays the only queue. A run of a campaign names its
 // campaign, contact and attempt number; (contact_id, attempt) is unique, the store's own guarantee
 // that an attempt is created at most once whatever nodes or crashes do.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from '../kysely.js';
 import type { DialectName } from '../store.js';
 import { column } from './columns.js';
 

@@ -2,7 +2,8 @@
 // index the count reads only index entries, never the runs' rows (on SQLite a 270,000-attempt
 // campaign counted in 31 ms instead of 205 ms; the bare (campaign_id, id) index made it visit
 // every row).
-import { sql, type Kysely } from 'kysely';
+import { sql } from '../kysely.js';
+import type { Kysely } from 'kysely';
 import type { DialectName } from '../store.js';
 
 export function up013(_dialect: DialectName) {

@@ -1,5 +1,6 @@
 // Column shapes that differ between the two stores, for migrations only.
-import { sql, type ColumnDefinitionBuilder, type CreateTableBuilder, type Kysely } from 'kysely';
+import { sql } from '../kysely.js';
+import type { ColumnDefinitionBuilder, CreateTableBuilder, Kysely } from 'kysely';
 import type { DialectName } from '../store.js';
 
 export function column(dialect: DialectName) {

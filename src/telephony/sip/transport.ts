@@ -20,9 +20,16 @@ import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { createRequire } from 'node:module';
+import type * as tls from 'node:tls';
 import type * as sip from 'sip';
 import { isIpAddress, type Hop, type SipTransportName } from './route-set.js';
+
+// node:tls is required on the first TLS connection, not imported: an ES import of it builds the
+// module's namespace, which reads every export, `rootCertificates` too (Node's whole CA bundle as
+// strings, kept for the life of the process), in every node, SIP or not.
+const require = createRequire(import.meta.url);
+const tlsConnect = (options: tls.ConnectionOptions): tls.TLSSocket => (require('node:tls') as typeof tls).connect(options);
 
 type SipLibrary = typeof sip;
 
