@@ -56,7 +56,19 @@ export interface DepsOverrides {
 }
 
 export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
-  const store = overrides.store ?? openStore(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
+  const logger = overrides.logger ?? createLogger({ level: config.LOG_LEVEL, pretty: wantsPrettyLogs(config.NODE_ENV) });
+  const store =
+    overrides.store ??
+    openStore(config.DATABASE_URL, {
+      poolSize: config.DATABASE_POOL_SIZE,
+      // A write committed but perhaps not on the disk, and the disk refusing: nothing this process
+      // answers from now on can be trusted. Exit at once, answering no one (a caller that gets no
+      // answer retries with its Idempotency-Key); a restart reads what the disk really holds.
+      onFlushFailure: (error) => {
+        logger.fatal({ err: error }, 'the disk failed to flush committed writes (fdatasync); exiting');
+        process.exit(70);
+      },
+    });
   const clock = overrides.clock ?? systemClock;
   const signals = new Signals();
   const simulator = new SimulatorProvider(
@@ -65,7 +77,6 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     (event) => signals.providerEvent(event),
     config.SIMULATOR_DIAL_LOG,
   );
-  const logger = overrides.logger ?? createLogger({ level: config.LOG_LEVEL, pretty: wantsPrettyLogs(config.NODE_ENV) });
   const cipher = new CredentialsCipher(config.DIALTONE_SECRET_KEY);
   const metrics = new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' });
   const providers: Providers = {

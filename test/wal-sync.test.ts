@@ -1,7 +1,7 @@
 // SQLite's durable commits (store/wal-sync.ts): committed at synchronous=NORMAL, answered only once
 // the WAL file has been flushed on the thread pool; flushes coalesce, and none is skipped.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,7 +48,7 @@ describe('WAL flush for durable SQLite commits', () => {
     const dir = tempDir(t);
     const { flush, gates } = gatedFlush();
     const wal = new WalSync(join(dir, 'file'), flush);
-    t.after(() => wal.close());
+    t.after(() => wal.finishClose());
     const { writeFileSync } = await import('node:fs');
     writeFileSync(join(dir, 'file'), 'frames');
 
@@ -66,21 +66,23 @@ describe('WAL flush for durable SQLite commits', () => {
     assert.equal(wal.syncs, 2);
   });
 
-  it('rejects the callers of a flush that fails, and flushes again for the next caller', async (t) => {
+  it('rejects the callers of a flush that fails and every caller after them, without flushing again, and tells its owner once', async (t) => {
     const dir = tempDir(t);
     const { flush, gates } = gatedFlush();
     const { writeFileSync } = await import('node:fs');
     writeFileSync(join(dir, 'file'), 'frames');
-    const wal = new WalSync(join(dir, 'file'), flush);
-    t.after(() => wal.close());
+    const failures: unknown[] = [];
+    const wal = new WalSync(join(dir, 'file'), flush, (error) => failures.push(error));
+    t.after(() => wal.finishClose());
     const failing = wal.sync();
     await waitFor(() => gates.length === 1);
+    const queued = wal.sync();
     gates[0]?.fail(new Error('EIO'));
     await assert.rejects(failing, /EIO/);
-    const next = wal.sync();
-    await waitFor(() => gates.length === 2);
-    gates[1]?.release();
-    await next;
+    await assert.rejects(queued, /EIO/);
+    await assert.rejects(wal.sync(), /EIO/);
+    assert.equal(gates.length, 1, 'no flush after the failure');
+    assert.equal(failures.length, 1);
   });
 
   it('answers a durable write only after the WAL file itself is flushed, while the event loop keeps running; relaxed writes never wait for a flush', async (t) => {
@@ -130,5 +132,69 @@ describe('WAL flush for durable SQLite commits', () => {
     const count = await sql<{ n: number }>`select count(*) as n from notes`.execute(store.db);
     assert.equal(count.rows[0]?.n, 50);
     assert.ok(flushes >= 1 && flushes <= 3, `50 durable writes of one moment took ${flushes} flushes`);
+  });
+
+  it('treats a failed flush as fatal: its owner is told before any caller hears of it, and every flush after it fails too', async (t) => {
+    const dir = tempDir(t);
+    const heard: string[] = [];
+    let fail = false;
+    const store = openStore(`sqlite:${join(dir, 'dialtone.db')}`, {
+      flushWal: async (handle) => {
+        if (fail) throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+        await handle.datasync();
+      },
+      onFlushFailure: (error) => heard.push(`owner: ${(error as Error).message}`),
+    });
+    t.after(() => store.close());
+    await sql`create table notes (id integer primary key, text text not null)`.execute(store.db);
+    fail = true;
+    await store.transaction('durable', (trx) => sql`insert into notes (text) values ('x')`.execute(trx)).catch((error: unknown) => heard.push(`caller: ${(error as Error).message}`));
+    assert.deepEqual(heard, ['owner: EIO: i/o error, fdatasync', 'caller: EIO: i/o error, fdatasync'], 'the owner (production: exits) first');
+    fail = false;
+    await assert.rejects(store.transaction('durable', (trx) => sql`insert into notes (text) values ('y')`.execute(trx)), /EIO/, 'a later flush that succeeds would prove nothing');
+    await assert.rejects(store.durable(), /EIO/);
+    assert.equal(heard.length, 2, 'the owner is told once');
+  });
+
+  it('lets readers wait until every durable commit so far is flushed, at no cost once flushes cover them', async (t) => {
+    const dir = tempDir(t);
+    const { flush, gates } = gatedFlush();
+    const store = openStore(`sqlite:${join(dir, 'dialtone.db')}`, { flushWal: flush });
+    t.after(() => store.close());
+    await sql`create table notes (id integer primary key, text text not null)`.execute(store.db);
+    await store.durable();
+    assert.equal(gates.length, 0, 'nothing committed durably yet: no flush');
+    const write = store.transaction('durable', (trx) => sql`insert into notes (text) values ('x')`.execute(trx));
+    await waitFor(() => gates.length === 1);
+    const reader = store.durable();
+    assert.equal(await settled(reader), false, 'a reader of the committed row waits for its flush');
+    gates[0]?.release();
+    await waitFor(() => gates.length === 2);
+    gates[1]?.release();
+    await Promise.all([write, reader]);
+    await store.durable();
+    assert.equal(gates.length, 2, 'covered already: no further flush');
+  });
+
+  it('answers the durable writes waiting for a flush when the store closes (the close checkpoints them), opening nothing the close removed', async (t) => {
+    const dir = tempDir(t);
+    const path = join(dir, 'dialtone.db');
+    const { flush, gates } = gatedFlush();
+    const store = openStore(`sqlite:${path}`, { flushWal: async (handle) => { await flush(handle); await handle.datasync(); } });
+    await sql`create table notes (id integer primary key, text text not null)`.execute(store.db);
+    const first = store.transaction('durable', (trx) => sql`insert into notes (text) values ('one')`.execute(trx));
+    await waitFor(() => gates.length === 1);
+    const second = store.transaction('durable', (trx) => sql`insert into notes (text) values ('two')`.execute(trx));
+    await waitFor(() => existsSync(`${path}-wal`));
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the second has committed and waits for the next flush
+    const closing = store.close();
+    gates[0]?.release();
+    await Promise.all([first, second, closing]);
+    assert.equal(existsSync(`${path}-wal`), false, 'the close checkpointed the log and removed it');
+    assert.equal(gates.length, 1, 'no flush handle was opened on the removed log');
+    const reopened = openStore(`sqlite:${path}`);
+    t.after(() => reopened.close());
+    const rows = await sql<{ text: string }>`select text from notes order by id`.execute(reopened.db);
+    assert.deepEqual(rows.rows.map((r) => r.text), ['one', 'two']);
   });
 });

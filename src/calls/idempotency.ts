@@ -115,6 +115,9 @@ export async function claimIdempotencyKey(deps: Deps, orgId: number, request: Id
     if (row.state === 'in_flight' || row.response_status === null || row.response_body === null) {
       throw inUse();
     }
+    // The first request's answer goes out after its flush; a replay, which can read the record a
+    // moment before that flush ends (SQLite, store/wal-sync.ts), waits for it too.
+    await store.durable();
     return { kind: 'replay', status: row.response_status, body: row.response_body };
   }
   throw inUse();
@@ -129,6 +132,7 @@ export async function storedResponse(deps: Pick<Deps, 'store' | 'clock'>, orgId:
   const row = await selectIdempotencyRecord(deps.store, orgId, request.key);
   if (!row || row.expires_at <= deps.clock.now() || row.fingerprint !== request.fingerprint) return undefined;
   if (row.state === 'in_flight' || row.response_status === null || row.response_body === null) return undefined;
+  await deps.store.durable();
   return { status: row.response_status, body: row.response_body };
 }
 

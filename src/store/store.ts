@@ -42,6 +42,13 @@ export interface Store {
    */
   notify(trx: Transaction<Database>, channel: string): Promise<void>;
   listen(channel: string, onNotify: () => void, onError: (error: Error) => void): Promise<() => Promise<void>>;
+  /**
+   * Resolves once every durable commit made so far is on the disk. A durable transaction's own
+   * caller is answered after that already; readers that show committed data to the outside world
+   * (a replayed answer, a webhook message, the event stream) wait for it too, since they may read
+   * a write before its flush. PostgreSQL makes a commit visible only after its flush: nothing to wait.
+   */
+  durable(): Promise<void>;
   /** Cheap round trip used by readiness checks. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -51,6 +58,8 @@ export interface StoreOptions {
   poolSize?: number;
   /** SQLite: how the WAL file is flushed for a durable commit (fdatasync); tests observe it. */
   flushWal?: FlushFile;
+  /** SQLite: told when a flush fails, which is fatal (wal-sync.ts); the service exits the process. */
+  onFlushFailure?: (error: unknown) => void;
 }
 
 export function openStore(url: string, options: StoreOptions = {}): Store {
@@ -78,10 +87,13 @@ function openSqlite(path: string, options: StoreOptions): Store {
   sqlite.pragma('busy_timeout = 5000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   // An in-memory database has no file to make durable.
-  const walSync = inMemory ? undefined : new WalSync(`${resolve(path)}-wal`, options.flushWal);
+  const walSync = inMemory ? undefined : new WalSync(`${resolve(path)}-wal`, options.flushWal, options.onFlushFailure);
   const transaction: Store['transaction'] = async (durability, work) => {
     const result = await db.transaction().execute(work);
-    if (durability === 'durable' && walSync) await walSync.sync();
+    if (durability === 'durable' && walSync) {
+      walSync.committedOne();
+      await walSync.sync();
+    }
     return result;
   };
   const group = new GroupCommit((work) => transaction('relaxed', work), GROUP_COMMIT_MAX, 1);
@@ -101,9 +113,11 @@ function openSqlite(path: string, options: StoreOptions): Store {
     async ping() {
       sqlite.prepare('select 1').get();
     },
+    durable: () => walSync?.durable() ?? Promise.resolve(),
     close: async () => {
+      walSync?.beginClose();
       await db.destroy();
-      await walSync?.close();
+      await walSync?.finishClose();
     },
   };
 }
@@ -158,6 +172,7 @@ function openPostgres(url: string, poolSize: number): Store {
         await client.end().catch(() => undefined);
       };
     },
+    durable: () => Promise.resolve(),
     async ping() {
       await pool.query('select 1');
     },

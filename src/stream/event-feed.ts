@@ -188,6 +188,9 @@ export class EventFeed {
     if (!this.started) return;
     await this.started;
     const rows = await selectEventsAfter(this.store, this.horizonId, this.options.batchSize);
+    // A durable write is readable a moment before its flush ends (SQLite, store/wal-sync.ts): no
+    // event goes out before its write is on the disk (at once when flushes cover it already).
+    if (rows.length > 0) await this.store.durable();
     // The feed stopped meanwhile: what was read belongs to no one (a new start may have begun).
     if (generation !== this.generation) return;
     const ready: StreamEventRow[] = [];

@@ -165,6 +165,8 @@ export class RunEventStreams {
     connection.send({ id: lastSent, event: 'ready', data: { last_event_id: lastSent } });
     while (lastSent < subscription.horizon && !connection.isClosed) {
       const rows = await selectOrganizationEventsBetween(this.store, orgId, lastSent, subscription.horizon, this.options.batchSize);
+      // Not before their writes are on the disk (store.durable: at once when flushes cover them).
+      if (rows.length > 0) await this.store.durable();
       if (rows.length === 0) break;
       for (const row of rows) {
         if (!(await connection.sendPaced(sseMessage(row)))) break;

@@ -125,6 +125,9 @@ export class DeliveryWorker {
       limit: room,
       perEndpoint: this.deps.config.WEBHOOK_ENDPOINT_CONCURRENCY,
     });
+    // A message reports a write; it leaves only once that write is on the disk (SQLite may show a
+    // durable commit a moment before its flush ends: store/wal-sync.ts). At once when covered.
+    if (claimed.length > 0) await this.deps.store.durable();
     return claimed.map((delivery) => {
       const send = this.attempt(delivery).finally(() => {
         this.inFlight.delete(send);

@@ -27,6 +27,7 @@ export class FakeTime {
     batched: (work) => this.track(store.batched(work)),
     notify: (trx, channel) => store.notify(trx, channel),
     listen: (channel, onNotify, onError) => store.listen(channel, onNotify, onError),
+    durable: () => this.track(store.durable()),
     ping: () => this.track(store.ping()),
     close: () => store.close(),
   });
