@@ -59,7 +59,10 @@ import { breakerTrips, insideSchedule, pacingAllowance, settle, CANCEL_REASON, P
 
 /** Ended attempts settled per campaign per tick: bounds one tick's work; the rest wait for the next. */
 const SETTLE_BATCH = 1_000;
-/** Attempts of one campaign created at once (concurrent transactions): bounds a wave's hold on the store's connections. */
+/**
+ * Attempts of one campaign created at once on SQLite (concurrent transactions sharing a flush). On
+ * PostgreSQL half the pool, so API requests keep connections while a wave runs.
+ */
 const ATTEMPTS_AT_ONCE = 32;
 /** Campaigns one node leases per tick. */
 const CAMPAIGNS_PER_TICK = 50;
@@ -209,16 +212,20 @@ async function createDueAttempts(deps: Deps, row: CampaignRow, rules: CampaignRu
   // is durable, and one at a time each would wait for its own flush (on SQLite the writes of a
   // wave share one; on PostgreSQL they use the pool's connections), so a busy node fell behind a
   // campaign's calls_per_second.
-  while (created < room && due.length > 0) {
-    const wave = due.splice(0, Math.min(room - created, ATTEMPTS_AT_ONCE));
+  const atOnce = deps.store.dialect === 'postgres' ? Math.max(1, Math.floor(deps.config.DATABASE_POOL_SIZE / 2)) : ATTEMPTS_AT_ONCE;
+  let failure: { error: unknown } | undefined;
+  while (created < room && due.length > 0 && !failure) {
+    const wave = due.splice(0, Math.min(room - created, atOnce));
     const outcomes = await Promise.allSettled(wave.map((contact) => createAttempt(deps, row, context, contact)));
     for (const outcome of outcomes) {
-      if (outcome.status === 'rejected') throw outcome.reason;
-      if (outcome.value) created++;
+      if (outcome.status === 'rejected') failure ??= { error: outcome.reason };
+      else if (outcome.value) created++;
     }
     if (created > 0) deps.signals.work();
   }
+  // The attempts that committed take their pacing slots even when another of the wave failed.
   if (row.calls_per_second !== null) await updateCampaignColumns(deps.store, row.id, { pacing_next_at: pacing.after(created) });
+  if (failure) throw failure.error;
   return created;
 }
 

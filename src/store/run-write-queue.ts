@@ -18,7 +18,7 @@
 // On SQLite a statement is a function call: each write goes to the group commit alone, as it did
 // before this queue existed.
 import type { DialRecordedRow, DialValues, TransitionWrite, TransitionWritten } from './run-writes.js';
-import { setDialRecorded, setDialsRecordedOnPostgres, transitionShape, writeTransition, writeTransitionsOnPostgres } from './run-writes.js';
+import { lockRunsInIdOrder, setDialRecorded, setDialsRecordedOnPostgres, transitionShape, writeTransition, writeTransitionsOnPostgres } from './run-writes.js';
 import type { Store, StoreTransaction } from './store.js';
 
 /** Most writes one batch carries (one statement per kind and shape holds them). */
@@ -102,6 +102,7 @@ function writeOne(trx: StoreTransaction, store: Store, write: Write): Promise<un
 /** One statement per kind of write (and shape of transition) in the batch; a write alone keeps its own statement. */
 async function writeBatch(trx: StoreTransaction, store: Store, writes: readonly Write[]): Promise<unknown[]> {
   const results: unknown[] = new Array(writes.length);
+  if (store.dialect === 'postgres') await lockRunsInIdOrder(trx, writes.map((write) => (write.kind === 'dial' ? write.runId : write.write.runId)));
   const groups = new Map<string, number[]>();
   writes.forEach((write, i) => {
     const key = write.kind === 'dial' ? 'dial' : transitionShape(write.write);

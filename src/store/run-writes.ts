@@ -358,6 +358,17 @@ export function transitionShape(write: TransitionWrite): string | undefined {
 }
 
 /**
+ * Locks these runs in id order (PostgreSQL), before a batch's set-based statements: those lock rows
+ * in whatever order their join reads them, so two nodes' batches holding the same runs (provider
+ * callbacks reach any node) could each wait for the other until deadlock_timeout. In one order,
+ * the later batch simply waits.
+ */
+export async function lockRunsInIdOrder(trx: Transaction<Database>, runIds: readonly number[]): Promise<void> {
+  if (runIds.length < 2) return;
+  await sql`select id from workflow_runs where id = any(${[...new Set(runIds)].sort((a, b) => a - b)}::bigint[]) order by id for update`.execute(trx);
+}
+
+/**
  * Transitions of several runs that share one shape (transitionShape), at most one per run, in one
  * PostgreSQL statement: the compare-and-set update of every run, joined to its values, and the
  * insert of the events of those it moved (whose statement-level outbox trigger, migration 005,
