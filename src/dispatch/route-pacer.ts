@@ -13,7 +13,8 @@
 //   store transaction (one row lock per catch-up, not one per late dial, which under backlog
 //   queued the nodes behind each other's locks). Dials still on time keep their reserved slots. The
 //   store hands fresh slots out as a claim does: a paced campaign's runs also at its own spacing,
-//   after its slots already taken (pacing-slots.ts), so a catch-up never bunches them;
+//   after its slots already taken (pacing-slots.ts), so a catch-up never bunches them; a claim
+//   whose fresh slot would outlast its lease is renewed in the same transaction (claim-runs.ts);
 // - fresh slots are worth having only if the node is there in time for them. When they arrive
 //   already late (the store took longer than the tolerance to hand them over), the next re-slot
 //   asks for slots that far ahead, doubling on each miss in a row (up to `MAX_RESLOT_LEAD_MS`).
