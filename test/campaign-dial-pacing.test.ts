@@ -142,8 +142,8 @@ for (const store of await storeCases()) {
       const run = { campaignId, campaignCallsPerSecond: 2 };
       const headroom = env.deps.config.DISPATCH_PACING_HEADROOM;
       const now = env.deps.clock.now();
-      const first = await takePacingSlots(env.deps.store, routeId, [run, run], now, headroom);
-      const second = await takePacingSlots(env.deps.store, routeId, [run, { campaignId: null, campaignCallsPerSecond: null }, run], now, headroom);
+      const first = (await takePacingSlots(env.deps.store, routeId, [run, run], now, headroom)).map((s) => s.dialAt);
+      const second = (await takePacingSlots(env.deps.store, routeId, [run, { campaignId: null, campaignCallsPerSecond: null }, run], now, headroom)).map((s) => s.dialAt);
       const campaignSpacing = spacingOf(env, 2);
       const routeSpacing = spacingOf(env, ROUTE_CPS);
       assert.deepEqual(first, [now, now + campaignSpacing]);

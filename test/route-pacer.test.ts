@@ -149,7 +149,8 @@ describe('Route pacer', () => {
     };
     h.store.next = 1_000;
     await h.pacer.add([{ runId: 1, dialAt: 200 }], settings);
-    assert.deepEqual(h.dials.map((d) => d.runId), [2, 1], 'each run dialed once, in slot order');
+    // Run 2's slot had passed when it came first: it takes a fresh one; run 1 keeps its own.
+    assert.deepEqual(h.dials, [{ runId: 1, at: 200 }, { runId: 2, at: 1_000 }], 'each run dialed once, in slot order');
   });
 
   it('keeps the slots a claim reserved when it is added while the pacer re-slots the runs that were late', async () => {
@@ -174,6 +175,17 @@ describe('Route pacer', () => {
     const nine = h.dials.find((d) => d.runId === 9);
     assert.equal(nine?.at, 500, 'the added run was dialed at the slot its claim reserved');
     assert.deepEqual(h.dials.map((d) => d.runId), [1, 2, 9]);
+  });
+
+  it('re-slots only the runs whose slots have passed: a run still on time keeps the slot its claim reserved', async () => {
+    const settings = { spacingMs: 100, toleranceMs: 40, maxReslots: 20 };
+    const h = harness(settings);
+    h.store.next = 2_000;
+    // Run 1's slot passed 50 ms ago (the node fell behind); run 2 (a slow campaign's, say) is due in 950 ms.
+    h.clock.at = 50;
+    await h.pacer.add([{ runId: 1, dialAt: 0 }, { runId: 2, dialAt: 1_000 }], settings);
+    assert.deepEqual(h.reslots, [1], 'one fresh slot, for the late run only');
+    assert.deepEqual(h.dials, [{ runId: 2, at: 1_000 }, { runId: 1, at: 2_000 }]);
   });
 
   it('dials a run anyway, and says so, once it was re-slotted maxReslots times in a row', async () => {

@@ -32,7 +32,7 @@
 import { countLiveRuns, selectCampaignDialPacing, selectConfigurationForClaim, selectPacingForUpdate, setCampaignDialPacing, setPacingNextAt } from '../store/dispatch-statements.js';
 import type { Store } from '../store/store.js';
 import type { TelephonyConfigurationRow } from '../store/schema.js';
-import { claimQueuedRuns, type ClaimCandidate, type ClaimedRow, type HoldDecision, type ClaimScreen } from '../runs/claim.js';
+import { claimQueuedRuns, renewUndialedClaims, type ClaimCandidate, type ClaimedRow, type HoldDecision, type ClaimScreen } from '../runs/claim.js';
 import { decodeCallingHours } from '../orgs/organizations.js';
 import { claimCallingHoursVerdict, storedDestination } from '../policy/calling-hours-check.js';
 import type { CallingHours } from '../policy/calling-hours.js';
@@ -172,14 +172,51 @@ export async function claimRuns(store: Store, configurationId: number, options: 
   });
 }
 
+/** A run to re-slot: its campaign's pace and, when it is claimed, its claim (renewed if need be). */
+export interface ReslotRequest extends SlotRequest {
+  claim?: { runId: number; leaseExpiresAt: number };
+}
+
+/** The claims a re-slot renews: this node's, when a fresh slot leaves less than `renewBeforeMs` of the lease. */
+export interface ReslotLease {
+  nodeId: string;
+  /** A renewed lease runs this long past the run's fresh slot, as a claim made then would. */
+  leaseMs: number;
+  /** What the dial needs of the lease after the slot (the dial timeout and the margin to record its call id). */
+  renewBeforeMs: number;
+}
+
+export interface Reslot {
+  dialAt: number;
+  /** The claim's lease after the re-slot: renewed, or as it was (also when the run is no longer this node's). */
+  leaseExpiresAt: number | undefined;
+}
+
 /**
  * Takes fresh pacing slots of a configuration for runs whose slots passed unused (their node was
- * too busy to dial in time; route-pacer.ts): late dials would otherwise bunch up with punctual ones.
- * Every run gets a slot, in the order given, from `now` at the earliest; a campaign run's slot
- * also keeps its campaign's spacing (pacing-slots.ts), so a catch-up never bunches a campaign's dials
- * either. Returns each run's slot.
+ * too busy to dial in time; route-pacer.ts, which re-slots only those: the others keep the slots
+ * their claim reserved): late dials would otherwise bunch up with punctual ones. Every run gets a
+ * slot, in the order given, from `now` at the earliest; a campaign run's slot also keeps its
+ * campaign's spacing (pacing-slots.ts), so a catch-up never bunches a campaign's dials either.
+ *
+ * A slow campaign's fresh slot can be a full campaign spacing away (its next slot comes after the
+ * one it missed), past the claim's lease: the reaper would end the run `failed`
+ * (dispatch_interrupted) before its node dialed it. So a claimed run whose fresh slot leaves less
+ * than `renewBeforeMs` of its lease has its claim renewed, in this transaction, to `leaseMs` past
+ * the slot (runs/claim.ts, the statement the dispatcher renews with before a late dial). Renewing
+ * is the simpler of the two safe answers: handing the run back to the queue would need a move
+ * from `dialing` back to `queued`, which the lifecycle has no transition for, after the claim's
+ * `dialing` event (and webhook) went out. A claim the node no longer holds (canceled, reaped) is
+ * not renewed; its dial finds that out (dispatcher.ts) and does not happen.
  */
-export async function takePacingSlots(store: Store, configurationId: number, runs: readonly SlotRequest[], now: number, pacingHeadroom: number): Promise<number[]> {
+export async function takePacingSlots(
+  store: Store,
+  configurationId: number,
+  runs: readonly ReslotRequest[],
+  now: number,
+  pacingHeadroom: number,
+  lease?: ReslotLease,
+): Promise<Reslot[]> {
   return store.transaction('relaxed', async (trx) => {
     const configuration = await selectPacingForUpdate(store, trx, configurationId);
     const spacingMs = (1000 * (1 + pacingHeadroom)) / configuration.calls_per_second;
@@ -192,6 +229,15 @@ export async function takePacingSlots(store: Store, configurationId: number, run
       configurationId,
       [...plan.campaignNextAt].map(([campaignId, nextAt]) => ({ campaignId, nextAt: Math.ceil(nextAt) })),
     );
-    return plan.slots.map((slot) => slot as number);
+    const reslots: Reslot[] = runs.map((run, i) => ({ dialAt: plan.slots[i] as number, leaseExpiresAt: run.claim?.leaseExpiresAt }));
+    if (lease) {
+      const renewals = runs.flatMap((run, i) => {
+        const { dialAt } = reslots[i] as Reslot;
+        return run.claim && dialAt > run.claim.leaseExpiresAt - lease.renewBeforeMs ? [{ index: i, runId: run.claim.runId, until: Math.ceil(dialAt) + lease.leaseMs }] : [];
+      });
+      const renewed = await renewUndialedClaims(trx, lease.nodeId, renewals);
+      for (const { index, runId, until } of renewals) if (renewed.has(runId)) (reslots[index] as Reslot).leaseExpiresAt = until;
+    }
+    return reslots;
   });
 }

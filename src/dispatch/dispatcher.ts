@@ -183,14 +183,24 @@ export class Dispatcher {
       pacer = new RoutePacer<PendingDial>(settings, {
         now: () => deps.clock.now(),
         sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-        takeSlots: (late, now) =>
-          takePacingSlots(
+        takeSlots: async (late, now) => {
+          // A fresh slot too near the end of its claim's lease renews it (the same margin as
+          // dialClaimed's), in the re-slot's transaction: the reaper never ends a run still waiting here.
+          const reslots = await takePacingSlots(
             deps.store,
             configurationId,
-            late.map(({ claimed: { run } }) => ({ campaignId: run.campaign_id, campaignCallsPerSecond: run.campaign_calls_per_second })),
+            late.map(({ claimed }) => ({
+              campaignId: claimed.run.campaign_id,
+              campaignCallsPerSecond: claimed.run.campaign_calls_per_second,
+              claim: { runId: claimed.run.id, leaseExpiresAt: claimed.leaseExpiresAt },
+            })),
             now,
             deps.config.DISPATCH_PACING_HEADROOM,
-          ),
+            { nodeId: deps.nodeId, leaseMs: deps.config.DISPATCH_LEASE_MS, renewBeforeMs: deps.config.DIAL_TIMEOUT_MS + LEASE_MARGIN_MS },
+          );
+          late.forEach(({ claimed }, i) => (claimed.leaseExpiresAt = reslots[i]?.leaseExpiresAt ?? claimed.leaseExpiresAt));
+          return reslots.map((r) => r.dialAt);
+        },
         dial: (pending) => this.track(this.dialClaimed(pending.claimed)),
         onReslot: () => deps.metrics.pacingReslots.inc(),
         onGaveUp: (pending, lateness) => deps.logger.warn({ runId: pending.runId, lateness }, 'dialing late: this node keeps missing its pacing slots'),
@@ -299,7 +309,9 @@ export class Dispatcher {
     if (this.nextTick) clearTimeout(this.nextTick);
     await this.ticking;
     await this.reconciler.stop();
-    // Includes claimed runs waiting for their pacing slot, at most DISPATCH_LOOKAHEAD_MS away.
+    // Includes claimed runs waiting for their pacing slot, at most DISPATCH_LOOKAHEAD_MS away, or
+    // after a re-slot, up to a paced campaign's spacing away (its claim renewed to cover it): one
+    // not dialed by the deadline stays claimed, and ends failed (dispatch_interrupted) with its lease.
     const pending = Promise.allSettled([...this.inFlight]);
     await Promise.race([pending, new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
     await this.live.drainInProcessCalls(deadline);

@@ -9,10 +9,12 @@
 //   have a granularity of 1 ms: waits shorter than that are not slept (at 10,000 calls per second
 //   the spacing is 0.1 ms), and the due times, not the moments of dialing, keep the count right;
 // - a dial more than `toleranceMs` past its slot would eat into the next slots, which may be another
-//   node's: then every dial still waiting here takes fresh slots in ONE store transaction (one row
-//   lock per catch-up, not one per late dial, which under backlog queued the nodes behind each
-//   other's locks). The store hands them out as a claim does: a paced campaign's runs also at its
-//   own spacing, after its slots already taken (pacing-slots.ts), so a catch-up never bunches them;
+//   node's: then every dial still waiting here whose slot has passed takes a fresh slot, all in ONE
+//   store transaction (one row lock per catch-up, not one per late dial, which under backlog
+//   queued the nodes behind each other's locks). Dials still on time keep their reserved slots. The
+//   store hands fresh slots out as a claim does: a paced campaign's runs also at its own spacing,
+//   after its slots already taken (pacing-slots.ts), so a catch-up never bunches them; a claim
+//   whose fresh slot would outlast its lease is renewed in the same transaction (claim-runs.ts);
 // - fresh slots are worth having only if the node is there in time for them. When they arrive
 //   already late (the store took longer than the tolerance to hand them over), the next re-slot
 //   asks for slots that far ahead, doubling on each miss in a row (up to `MAX_RESLOT_LEAD_MS`).
@@ -37,8 +39,9 @@ export interface PacerDeps<T extends PacedDial> {
   now(): number;
   sleep(ms: number): Promise<void>;
   /**
-   * Takes fresh slots of the configuration for these runs, in this order (from `now` at the
-   * earliest; a campaign's runs also at its own spacing, claim-runs.ts); returns each one's slot.
+   * Takes fresh slots of the configuration for these runs (whose slots have passed), in this order
+   * (from `now` at the earliest; a campaign's runs also at its own spacing, claim-runs.ts);
+   * returns each one's slot.
    */
   takeSlots(items: readonly T[], now: number): Promise<number[]>;
   /** Starts the dial (the pacer does not wait for the provider's answer). */
@@ -118,11 +121,15 @@ export class RoutePacer<T extends PacedDial> {
           // A re-slot in a row: the previous fresh slots were missed, by at least the store's round trip.
           if (this.reslots > 0) this.reslotLeadMs = Math.min(MAX_RESLOT_LEAD_MS, Math.max(2 * this.reslotLeadMs, this.lastReslotMs));
           this.reslots++;
-          // Only the runs waiting now get the new slots: a claim added during the store's round
-          // trip keeps the slots its own claim reserved (handing it unreserved times could land
-          // in another node's slots).
-          const late = this.queue.slice();
-          const slots = await deps.takeSlots(late, now + this.reslotLeadMs);
+          // Only the runs whose slots have passed (or will have, by the time fresh slots start) get
+          // new ones. The others keep the slots their claim reserved: a fresh slot comes after
+          // every slot already taken, and for a paced campaign's run after its campaign's next
+          // one, a full campaign spacing on, so re-slotting a run still on time only delays it
+          // (and gives away a reserved slot). A claim added during the store's round trip keeps
+          // its slots too (handing it unreserved times could land in another node's slots).
+          const from = now + this.reslotLeadMs;
+          const late = this.queue.filter((item) => item.dialAt < from);
+          const slots = await deps.takeSlots(late, from);
           this.lastReslotMs = deps.now() - now;
           late.forEach((item, i) => (item.dialAt = slots[i] as number));
           this.queue.sort((a, b) => a.dialAt - b.dialAt);

@@ -8,8 +8,11 @@
 // `canceled` with the screen's reason, in one statement per reason. The caller's `hold` (calling
 // hours) says per run whether it may be dialed now, must wait (it stays queued with a new
 // scheduled_for and a `deferred` event) or can never be (canceled). All in the claim's transaction.
+//
+// A claim a node's catch-up re-slot would outlast (its fresh slot too near the lease's end) is
+// renewed here too, in the re-slot's transaction (dispatch/claim-runs.ts's takePacingSlots).
 import { appendRunEvents } from '../store/run-event-outbox.js';
-import { selectClaimCandidates, setQueuedRunsCanceled, setQueuedRunsDialing, writeTransition, type ClaimCandidate, type ClaimedRow } from '../store/run-writes.js';
+import { extendUndialedClaim, selectClaimCandidates, setQueuedRunsCanceled, setQueuedRunsDialing, writeTransition, type ClaimCandidate, type ClaimedRow } from '../store/run-writes.js';
 import type { WorkflowRunRow } from '../store/schema.js';
 import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
 import type { Store, StoreTransaction } from '../store/store.js';
@@ -130,4 +133,15 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
     campaign_calls_per_second: campaigns.get(r.id)?.campaign_calls_per_second ?? null,
   }));
   return { rows: claimed, webhookDeliveries, deferred, canceled, passed: dialable.length - picked.length };
+}
+
+/**
+ * Extends a node's claims on runs it has not dialed yet, inside the caller's transaction (a re-slot,
+ * dispatch/claim-runs.ts, whose fresh slots would outlast them). Returns the runs renewed: a run no
+ * longer that node's undialed claim (canceled, reaped) is left alone and must not be dialed.
+ */
+export async function renewUndialedClaims(trx: StoreTransaction, nodeId: string, renewals: readonly { runId: number; until: number }[]): Promise<Set<number>> {
+  const renewed = new Set<number>();
+  for (const { runId, until } of renewals) if (await extendUndialedClaim(trx, runId, nodeId, until)) renewed.add(runId);
+  return renewed;
 }
