@@ -132,6 +132,21 @@ for (const store of await storeCases()) {
       assert.deepEqual(created, [2, 0, 0, 1, 2, 2]);
     });
 
+    it('creates attempts of a campaign slower than one call a second, one per slot, none saved up', async (t) => {
+      let now = Date.parse('2026-03-02T15:00:00Z');
+      const { app, deps } = await build(t, store.kind, { clock: { now: () => now } });
+      const f = await createOrgFixture(deps);
+      const { id } = await createCampaign(app, f, { calls_per_second: 0.25 });
+      await addContacts(app, f, id, Array.from({ length: 10 }, (_, i) => ({ phone_number: `+1202555${String(1200 + i)}` })));
+      await act(app, f, id, 'start');
+      const created: number[] = [];
+      for (const step of [0, 1000, 2999, 1, 60_000]) {
+        now += step;
+        created.push((await runCampaignTick(deps)).created);
+      }
+      assert.deepEqual(created, [1, 0, 0, 1, 1], 'one every 4 s; a minute idle saves nothing up');
+    });
+
     it('pauses at once: queued attempts end canceled undialed and their contacts get the attempt back; resume dials them', async (t) => {
       const env = await buildWithDispatcher(t, store.kind, { start: false });
       const f = await createOrgFixture(env.deps);

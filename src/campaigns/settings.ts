@@ -171,13 +171,16 @@ export function breakerTrips(breaker: CircuitBreaker, counts: { ended: number; f
 
 /**
  * How many attempts pacing allows now, and the pacing state after taking `taken` of them:
- * `callsPerSecond` attempts a second, with at most one second's worth saved up.
+ * `callsPerSecond` attempts a second, with at most one second's worth saved up (and at least the
+ * one slot that is due, for a campaign slower than one call a second).
  */
 export function pacingAllowance(callsPerSecond: number | null, nextAt: number | null, now: number): { allowed: number; after: (taken: number) => number | null } {
   if (callsPerSecond === null) return { allowed: Number.POSITIVE_INFINITY, after: () => null };
   const spacing = 1000 / callsPerSecond;
   // At most one second's worth saved up: the slots within the last second, this instant included.
-  const from = Math.max(nextAt ?? Number.NEGATIVE_INFINITY, now - 1000 + spacing);
+  // Slower than one a second, that is the due slot alone (now − 1000 + spacing would lie ahead of
+  // now, and no attempt would ever be allowed).
+  const from = Math.max(nextAt ?? Number.NEGATIVE_INFINITY, now - Math.max(0, 1000 - spacing));
   const allowed = from > now ? 0 : Math.floor((now - from) / spacing) + 1;
   return { allowed, after: (taken) => from + taken * spacing };
 }
