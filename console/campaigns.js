@@ -7,6 +7,7 @@
 // are being called the page is also read every few seconds (SETTLING_POLL_MS).
 import { html, useCallback, useEffect, useRef, useState } from './vendor-htm-preact.js';
 import { api } from './api.js';
+import { Pager, useCursorPages } from './paging.js';
 import { ErrorBox, Link } from './ui.js';
 
 const PAGE_SIZE = 20;
@@ -105,29 +106,15 @@ function ImportContacts({ campaign, onChanged }) {
 }
 
 export function CampaignsPage({ stream }) {
-  const [cursors, setCursors] = useState([]); // the `after` of each page before this one
-  const [page, setPage] = useState(null);
-  const [error, setError] = useState(null);
+  const pages = useCursorPages('/campaigns', PAGE_SIZE);
+  const { page, setPage, error, setError, load, firstPage } = pages;
   const [confirming, setConfirming] = useState(null); // the id whose Cancel asks "are you sure?"
   const [busy, setBusy] = useState(false);
-  const after = cursors[cursors.length - 1];
   // A stable ref, so focus moves to the confirm button once, when it appears.
   const focusOnMount = useCallback((el) => el?.focus(), []);
-  const load = useCallback(async () => {
-    try {
-      const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
-      if (after) params.set('after', after);
-      setPage(await api(`/campaigns?${params}`));
-      setError(null);
-    } catch (e) {
-      setError(e);
-    }
-  }, [after]);
-  useEffect(() => void load(), [load]);
   const shown = useRef(page);
   shown.current = page;
   const refresh = useThrottled(load, REFRESH_MS);
-  const firstPage = cursors.length === 0;
   useEffect(() => {
     const showing = (id) => Boolean(shown.current?.data.some((c) => c.id === id));
     const stopCampaigns = stream.subscribeCampaigns((event) => {
@@ -182,7 +169,7 @@ export function CampaignsPage({ stream }) {
     ${page === null
       ? html`<p>Loading…</p>`
       : page.data.length === 0
-        ? html`<p class="empty">${cursors.length ? 'No more campaigns.' : 'No campaigns yet.'}</p>`
+        ? html`<p class="empty">${!firstPage ? 'No more campaigns.' : 'No campaigns yet.'}</p>`
         : html`<div class="table-wrap"><table class="cards">
             <caption class="visually-hidden">Campaigns, newest first</caption>
             <thead><tr><th scope="col">Name</th><th scope="col">State</th><th scope="col">Progress</th><th scope="col"><span class="visually-hidden">Actions</span></th><th scope="col">Contacts</th></tr></thead>
@@ -196,9 +183,6 @@ export function CampaignsPage({ stream }) {
               </tr>`,
             )}</tbody>
           </table></div>`}
-    <div class="pager">
-      <button type="button" class="secondary" disabled=${cursors.length === 0} onClick=${() => setCursors(cursors.slice(0, -1))}>Previous</button>
-      <button type="button" class="secondary" disabled=${!page || page.next_after === null} onClick=${() => setCursors([...cursors, page.next_after])}>Next</button>
-    </div>
+    <${Pager} pages=${pages} />
   </section>`;
 }

@@ -1,8 +1,9 @@
 // Suppressions: the organization's do-not-call list (paged in number order), adding a number with
 // an optional reason and expiry, removing one, and importing a CSV file (its report: how many
 // numbers were imported and which lines were skipped and why).
-import { html, useCallback, useEffect, useState } from './vendor-htm-preact.js';
+import { html, useCallback, useState } from './vendor-htm-preact.js';
 import { api } from './api.js';
+import { Pager, useCursorPages } from './paging.js';
 import { ErrorBox, formatTime } from './ui.js';
 
 const PAGE_SIZE = 50;
@@ -88,25 +89,12 @@ function ImportForm({ onChanged }) {
 }
 
 export function SuppressionsPage() {
-  const [cursors, setCursors] = useState([]); // the `after` of each page before this one
-  const [page, setPage] = useState(null);
-  const [error, setError] = useState(null);
+  const pages = useCursorPages('/suppressions', PAGE_SIZE);
+  const { page, error, setError, load, firstPage } = pages;
   const [removed, setRemoved] = useState(null);
   const [confirming, setConfirming] = useState(null); // the number whose Remove asks "are you sure?"
-  const after = cursors[cursors.length - 1];
   // A stable ref, so focus moves to the confirm button once, when it appears.
   const focusOnMount = useCallback((el) => el?.focus(), []);
-  const load = useCallback(async () => {
-    try {
-      const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
-      if (after) params.set('after', after);
-      setPage(await api(`/suppressions?${params}`));
-      setError(null);
-    } catch (e) {
-      setError(e);
-    }
-  }, [after]);
-  useEffect(() => void load(), [load]);
   const remove = async (suppression) => {
     setConfirming(null);
     setError(null);
@@ -136,7 +124,7 @@ export function SuppressionsPage() {
     ${page === null
       ? html`<p>Loading…</p>`
       : page.data.length === 0
-        ? html`<p class="empty">${cursors.length ? 'No more suppressed numbers.' : 'No suppressed numbers yet.'}</p>`
+        ? html`<p class="empty">${!firstPage ? 'No more suppressed numbers.' : 'No suppressed numbers yet.'}</p>`
         : html`<div class="table-wrap"><table class="cards">
             <caption class="visually-hidden">Suppressed numbers, in number order</caption>
             <thead><tr><th scope="col">Number</th><th scope="col">Reason</th><th scope="col">Until</th><th scope="col" class="wide">Added</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
@@ -154,9 +142,6 @@ export function SuppressionsPage() {
               </tr>`,
             )}</tbody>
           </table></div>`}
-    <div class="pager">
-      <button type="button" class="secondary" disabled=${cursors.length === 0} onClick=${() => setCursors(cursors.slice(0, -1))}>Previous</button>
-      <button type="button" class="secondary" disabled=${!page || page.next_after === null} onClick=${() => setCursors([...cursors, page.next_after])}>Next</button>
-    </div>
+    <${Pager} pages=${pages} />
   </section>`;
 }
