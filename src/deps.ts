@@ -65,9 +65,10 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
       // answers from now on can be trusted. Exit at once, answering no one (a caller that gets no
       // answer retries with its Idempotency-Key); a restart reads what the disk really holds.
       onFlushFailure: (error) => {
-        logger.fatal({ err: error }, 'the disk failed to flush committed writes (fdatasync); exiting');
+        logger.fatal({ err: error }, 'the disk failed to flush committed writes (fdatasync or a WAL checkpoint); exiting');
         process.exit(70);
       },
+      onCheckpointTrouble: (error) => logger.warn({ err: error }, 'a SQLite WAL checkpoint did not run; the next one tries again'),
     });
   const clock = overrides.clock ?? systemClock;
   const signals = new Signals();

@@ -12,6 +12,7 @@ import type Pg from 'pg';
 import type { Database } from './schema.js';
 import { GroupCommit } from './group-commit.js';
 import { withStatementCache } from './statement-cache.js';
+import { BACKSTOP_PAGES, checkpointWorker, WalCheckpointer, type CheckpointThread } from './wal-checkpointer.js';
 import { WalSync, type FlushFile } from './wal-sync.js';
 
 /** Most writes one group commit carries: bounds how long it holds the store. */
@@ -58,8 +59,12 @@ export interface StoreOptions {
   poolSize?: number;
   /** SQLite: how the WAL file is flushed for a durable commit (fdatasync); tests observe it. */
   flushWal?: FlushFile;
-  /** SQLite: told when a flush fails, which is fatal (wal-sync.ts); the service exits the process. */
+  /** SQLite: told when a flush or a checkpoint fails, which is fatal (wal-sync.ts, wal-checkpointer.ts); the service exits the process. */
   onFlushFailure?: (error: unknown) => void;
+  /** SQLite: told when a checkpoint could not run; the next one tries again (wal-checkpointer.ts). */
+  onCheckpointTrouble?: (error: Error) => void;
+  /** SQLite: the thread that checkpoints the WAL (a worker thread); tests observe or replace it. */
+  checkpointThread?: (path: string) => CheckpointThread;
 }
 
 export function openStore(url: string, options: StoreOptions = {}): Store {
@@ -88,8 +93,17 @@ function openSqlite(path: string, options: StoreOptions): Store {
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   // An in-memory database has no file to make durable.
   const walSync = inMemory ? undefined : new WalSync(`${resolve(path)}-wal`, options.flushWal, options.onFlushFailure);
+  // Checkpoints run on a worker thread (wal-checkpointer.ts); this connection checkpoints only if
+  // the WAL outgrows the backstop, which writes it is not told about could make it do.
+  let checkpointer: WalCheckpointer | undefined;
+  if (!inMemory) {
+    sqlite.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
+    const thread = options.checkpointThread ?? checkpointWorker;
+    checkpointer = new WalCheckpointer(() => thread(resolve(path)), options.onFlushFailure, options.onCheckpointTrouble);
+  }
   const transaction: Store['transaction'] = async (durability, work) => {
     const result = await db.transaction().execute(work);
+    checkpointer?.committed();
     if (durability === 'durable' && walSync) {
       walSync.committedOne();
       await walSync.sync();
@@ -115,6 +129,7 @@ function openSqlite(path: string, options: StoreOptions): Store {
     },
     durable: () => walSync?.durable() ?? Promise.resolve(),
     close: async () => {
+      await checkpointer?.close();
       walSync?.beginClose();
       await db.destroy();
       await walSync?.finishClose();

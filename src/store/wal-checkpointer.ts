@@ -1,0 +1,178 @@
+// Checkpoints SQLite's write-ahead log from a worker thread, off the event loop.
+//
+// SQLite copies the WAL back into the database (a checkpoint) from the connection whose commit
+// pushed the WAL past `wal_autocheckpoint` pages, inside that commit: on better-sqlite3 that is
+// the main thread. A checkpoint syncs the WAL, writes every page it changed into the database file
+// and syncs that too: two fsyncs and hundreds of page writes during which no request, timer or
+// provider event is served, several times a second under load (a queued run changes about a dozen
+// pages). wal-sync.ts took the commit's own fsync off the event loop; this takes the checkpoint's.
+//
+// The service's connection sets `wal_autocheckpoint` high (BACKSTOP_PAGES), as a bound for writes
+// this class is not told about, and counts its commits here; every CHECKPOINT_AFTER_COMMITS
+// commits a worker thread, with a connection of its own, runs a PASSIVE checkpoint, which never
+// blocks the writer: SQLite lets one connection checkpoint while another appends to the WAL. A
+// checkpoint is as safe from any connection: the frames it copies are committed, and it syncs the
+// WAL before writing the database and the database before the WAL may be reused.
+//
+// A worker thread is a V8 isolate, about 17 MB: it starts with the first checkpoint and ends after
+// IDLE_MS without one, so an idle node does not carry it. A checkpoint that fails on I/O is fatal,
+// as a failed flush is (wal-sync.ts): the database file may hold half of what it was given. A
+// busy database (another process checkpointing) is not: the next checkpoint tries again.
+// better-sqlite3 has no asynchronous calls and SQLite no checkpoint thread of its own, so this is a
+// few lines over node:worker_threads.
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+/** Commits between two checkpoints: about 1,000 WAL pages, SQLite's own default, at a dozen pages each. */
+export const CHECKPOINT_AFTER_COMMITS = 100;
+/** `wal_autocheckpoint` of the service's connection: the main thread checkpoints only past this (16 MB). */
+export const BACKSTOP_PAGES = 4_000;
+/** The worker ends after this long without a checkpoint to run. */
+export const IDLE_MS = 30_000;
+
+/** What `PRAGMA wal_checkpoint` answers: frames in the WAL, and how many of them are now in the database. */
+export interface CheckpointResult {
+  busy: number;
+  log: number;
+  checkpointed: number;
+}
+
+type Reply = { ok: true; result: CheckpointResult } | { ok: false; code: string; message: string };
+
+/** The thread that checkpoints; replaceable in tests. */
+export interface CheckpointThread {
+  checkpoint(): Promise<Reply>;
+  close(): Promise<void>;
+}
+
+/** The worker's code: plain CommonJS, so it runs the same from dist/ and under tsx. */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+const db = new Database(workerData.path, { fileMustExist: true });
+db.pragma('busy_timeout = 5000');
+// A checkpoint syncs as its own connection's setting says: the service's, NORMAL (both syncs).
+db.pragma('synchronous = NORMAL');
+parentPort.on('message', (message) => {
+  if (message === 'close') {
+    db.close();
+    parentPort.close();
+    return;
+  }
+  try {
+    const [result] = db.pragma('wal_checkpoint(PASSIVE)');
+    parentPort.postMessage({ ok: true, result });
+  } catch (error) {
+    parentPort.postMessage({ ok: false, code: String(error.code || 'UNKNOWN'), message: String(error.message) });
+  }
+});
+`;
+
+/** A worker thread with its own connection to the database at `path`. */
+export function checkpointWorker(path: string): CheckpointThread {
+  const worker = new Worker(WORKER_SOURCE, {
+    eval: true,
+    workerData: { path, driver: createRequire(import.meta.url).resolve('better-sqlite3') },
+    // It holds one connection and a few objects; a small heap keeps its cost to the isolate's own.
+    resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
+  });
+  worker.unref();
+  const waiting: Array<(reply: Reply) => void> = [];
+  let exited = false;
+  const fail = (message: string) => {
+    for (const answer of waiting.splice(0)) answer({ ok: false, code: 'WORKER_EXITED', message });
+  };
+  // Referenced only while a checkpoint is under way: an idle worker does not keep the process alive.
+  worker.on('message', (reply: Reply) => {
+    waiting.shift()?.(reply);
+    if (waiting.length === 0) worker.unref();
+  });
+  worker.on('error', (error) => fail(`the checkpoint worker failed: ${error.message}`));
+  worker.on('exit', (code) => {
+    exited = true;
+    fail(`the checkpoint worker exited with code ${code}`);
+  });
+  return {
+    checkpoint: () =>
+      new Promise<Reply>((resolve) => {
+        if (exited) return resolve({ ok: false, code: 'WORKER_EXITED', message: 'the checkpoint worker has exited' });
+        waiting.push(resolve);
+        worker.ref();
+        worker.postMessage('checkpoint');
+      }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (exited) return resolve();
+        worker.ref();
+        worker.once('exit', () => resolve());
+        worker.postMessage('close');
+      }),
+  };
+}
+
+/** An error of the checkpoint that leaves the database file in doubt (I/O, a full disk, corruption). */
+function isFatal(code: string): boolean {
+  return code.startsWith('SQLITE_IOERR') || code === 'SQLITE_FULL' || code.startsWith('SQLITE_CORRUPT');
+}
+
+export class WalCheckpointer {
+  private commits = 0;
+  private thread: CheckpointThread | undefined;
+  private running: Promise<void> | undefined;
+  private idleTimer: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
+  /** Checkpoints run, and the last one's answer; tests read them. */
+  checkpoints = 0;
+  last: CheckpointResult | undefined;
+
+  constructor(
+    private readonly startThread: () => CheckpointThread,
+    /** Told once, when a checkpoint fails on I/O (production: exits the process). */
+    private readonly onFailure: (error: unknown) => void = () => undefined,
+    /** Told when a checkpoint could not run (the worker died, the database was busy); the next one tries again. */
+    private readonly onTrouble: (error: Error) => void = () => undefined,
+    private readonly afterCommits = CHECKPOINT_AFTER_COMMITS,
+    private readonly idleMs = IDLE_MS,
+  ) {}
+
+  /** The service's connection committed a write: every so many, the WAL is checkpointed. */
+  committed(): void {
+    if (++this.commits < this.afterCommits || this.running || this.closed) return;
+    this.commits = 0;
+    this.running = this.run().finally(() => (this.running = undefined));
+  }
+
+  /** Ends the worker (after the checkpoint under way, if any). */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.idleTimer);
+    await this.running;
+    await this.stopThread();
+  }
+
+  private async run(): Promise<void> {
+    clearTimeout(this.idleTimer);
+    this.thread ??= this.startThread();
+    const reply = await this.thread.checkpoint();
+    this.checkpoints++;
+    if (reply.ok) this.last = reply.result;
+    else if (isFatal(reply.code)) {
+      this.closed = true;
+      this.onFailure(Object.assign(new Error(`WAL checkpoint failed: ${reply.message}`), { code: reply.code }));
+      return;
+    } else {
+      // A worker that died is started afresh by the next checkpoint; the backstop bounds the WAL meanwhile.
+      if (reply.code === 'WORKER_EXITED') this.thread = undefined;
+      this.onTrouble(Object.assign(new Error(`WAL checkpoint did not run: ${reply.message}`), { code: reply.code }));
+    }
+    if (this.closed) return;
+    this.idleTimer = setTimeout(() => void this.stopThread(), this.idleMs);
+    this.idleTimer.unref();
+  }
+
+  private async stopThread(): Promise<void> {
+    const thread = this.thread;
+    this.thread = undefined;
+    await thread?.close();
+  }
+}
