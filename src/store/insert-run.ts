@@ -86,10 +86,15 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
     if (opening !== null) return { refused: 'capped', capOpening: opening };
   }
   const campaign = run.campaignAttempt;
+  // The id is drawn the way AUTOINCREMENT would (one past the largest ever, kept in
+  // sqlite_sequence), so the name that embeds it is written with the row instead of by a second
+  // statement. SQLite has one writer: nothing else can take the id between this read and the insert.
+  const nextId = sql<number>`(select coalesce((select seq from sqlite_sequence where name = 'workflow_runs'), 0) + 1)`;
   const inserted = await db
     .insertInto('workflow_runs')
     .values({
-      name: null,
+      id: nextId,
+      name: sql<string>`${run.namePrefix} || ${nextId}`,
       org_id: run.orgId,
       workflow_id: run.workflowId,
       definition_id: run.definitionId,
@@ -111,10 +116,9 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
     .returningAll()
     .executeTakeFirstOrThrow();
   const name = `${run.namePrefix}${inserted.id}`;
-  await db.updateTable('workflow_runs').set({ name }).where('id', '=', inserted.id).execute();
   const deliveries = await appendRunEvents(db, 'sqlite', [
     {
-      run: { ...inserted, name },
+      run: inserted,
       type: 'queued',
       at: run.at,
       data: JSON.parse(run.eventDataJson) as Record<string, unknown>,
