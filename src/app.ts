@@ -11,6 +11,7 @@ import { clientErrorHandler, guardHttpServer } from './http/client-errors.js';
 import { refuseUnreadableBodies, useJsonBodies } from './http/json-body.js';
 import { lazySerializers, lazyValidators } from './http/lazy-schemas.js';
 import { methodNotAllowed } from './http/method-not-allowed.js';
+import { OneLinePerRequest } from './http/request-logging.js';
 import { DOCS_UI_OPTIONS, openApiOptions } from './http/openapi.js';
 import { problemSchemas } from './http/problem-schemas.js';
 import { errorHandler, sendProblem } from './http/problems.js';
@@ -72,6 +73,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
     // While closing, requests on kept-alive connections get our own 503 problem (hook below).
     return503OnClosing: false,
+    logController: new OneLinePerRequest(),
     // Request validators and response serializers are compiled on first use (http/lazy-schemas.ts).
     ...(options.compileSchemasAtStart ? {} : { schemaController: { compilersFactory: { buildValidator: lazyValidators, buildSerializer: lazySerializers } } }),
     ajv: {

@@ -51,9 +51,34 @@ describe('Logs', () => {
 
     const text = log.text();
     assert.match(text, /client error before routing/, 'the malformed requests were logged');
-    assert.match(text, /incoming request/, 'requests were logged at this level');
+    assert.match(text, /incoming request/, 'requests were logged at this level, on arrival');
+    assert.match(text, /request completed/, 'and when answered');
     assert.ok(!text.includes(f.apiKey), 'the API key is not in the log');
     assert.ok(!text.includes(DIGITS), 'the phone number is not in the log');
+  });
+
+  it('writes one line per request at info level, when it is answered: method, masked URL, status and response time', async (t) => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const { port, deps } = await listening(t, { logger: createLogger({ level: 'info' }, sink), env: { LOG_LEVEL: 'info' } });
+    const f = await createOrgFixture(deps);
+    const response = await fetch(`http://127.0.0.1:${port}/api/v1/public/suppressions/${encodeURIComponent(NUMBER)}`, { method: 'PUT', headers: { 'x-api-key': f.apiKey } });
+    assert.equal(response.status, 200);
+    const requestId = response.headers.get('x-request-id');
+    const about = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.reqId === requestId);
+    assert.equal(about.length, 1, JSON.stringify(about));
+    const [entry] = about as [{ msg: string; req: { method: string; url: string }; res: { statusCode: number }; responseTime: number }];
+    assert.equal(entry.msg, 'request completed');
+    assert.equal(entry.req.method, 'PUT');
+    assert.match(entry.req.url, /^\/api\/v1\/public\/suppressions\//);
+    assert.ok(!entry.req.url.includes(DIGITS), 'the number in the URL is masked');
+    assert.equal(entry.res.statusCode, 200);
+    assert.equal(typeof entry.responseTime, 'number');
   });
 
   it('masks a number in a logged URL in any form a caller types it: path or phone_number query, with or without +, spaced, bracketed or percent-encoded', () => {
