@@ -220,13 +220,14 @@ async function floorComparison(kind: StoreKind) {
     // like the throughput's, so a burst of noise on the shared machine falls on both alike; each
     // side's rounds are pooled, and each round's p99 is kept to show the spread.
     const halfRate = serviceSummary.initiations_per_second / 2;
+    const flushesBefore = await walFlushes(service);
     const serviceRuns: OpenLoopRun[] = [];
     const floorRuns: OpenLoopRun[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       floorRuns.push(await openLoopRun(floorTarget, halfRate, SECONDS / ROUNDS));
       serviceRuns.push(await openLoopRun(serviceTarget, halfRate, SECONDS / ROUNDS));
     }
-    const serviceAtHalf = pooledOpenLoops(serviceRuns);
+    const serviceAtHalf = { ...pooledOpenLoops(serviceRuns), ...(kind === 'sqlite' ? { wal_flush_ms: flushFigures(flushesBefore, await walFlushes(service)) } : {}) };
     const floorAtHalf = pooledOpenLoops(floorRuns);
     return {
       floor: floorSummary,
@@ -243,6 +244,32 @@ async function floorComparison(kind: StoreKind) {
     await serviceSetup.drop();
     await floorSetup.drop();
   }
+}
+
+/** The service's dialtone_sqlite_wal_flush_seconds histogram as scraped: cumulative count per bucket bound, sum and count. */
+async function walFlushes(service: ServiceProcess) {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  const buckets = new Map<number, number>();
+  for (const [, le = '', n = ''] of text.matchAll(/^dialtone_sqlite_wal_flush_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)) buckets.set(le === '+Inf' ? Infinity : Number(le), Number(n));
+  const value = (name: string) => Number(new RegExp(`^dialtone_sqlite_wal_flush_seconds_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { buckets, sum: value('sum'), count: value('count') };
+}
+
+/**
+ * The WAL flushes made between two scrapes (the latency rounds, floor rounds included: the floor is
+ * another process, so only the service's own): how many, their mean, and the bucket bound under
+ * which 99% of them fell. Every durable commit waits for one or two: read the p99 latency beside it.
+ */
+function flushFigures(before: Awaited<ReturnType<typeof walFlushes>>, after: Awaited<ReturnType<typeof walFlushes>>) {
+  const count = after.count - before.count;
+  let p99 = NaN;
+  for (const [le, n] of [...after.buckets].sort((a, b) => a[0] - b[0])) {
+    if (n - (before.buckets.get(le) ?? 0) >= 0.99 * count) {
+      p99 = le * 1000;
+      break;
+    }
+  }
+  return { flushes: count, mean: round(count > 0 ? ((after.sum - before.sum) / count) * 1000 : NaN), p99_at_most: p99 };
 }
 
 function summarize(samples: LoadSample[]) {

@@ -57,6 +57,8 @@ export interface DepsOverrides {
 
 export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
   const logger = overrides.logger ?? createLogger({ level: config.LOG_LEVEL, pretty: wantsPrettyLogs(config.NODE_ENV) });
+  // The store opens before the metrics (which read it); its flush timings reach them once both exist.
+  let observeWalFlush = (_seconds: number): void => undefined;
   const store =
     overrides.store ??
     openStore(config.DATABASE_URL, {
@@ -69,6 +71,7 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
         process.exit(70);
       },
       onCheckpointTrouble: (error) => logger.warn({ err: error }, 'a SQLite WAL checkpoint did not run; the next one tries again'),
+      onWalFlushed: (seconds) => observeWalFlush(seconds),
     });
   const clock = overrides.clock ?? systemClock;
   const signals = new Signals();
@@ -80,6 +83,7 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
   );
   const cipher = new CredentialsCipher(config.DIALTONE_SECRET_KEY);
   const metrics = new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' });
+  observeWalFlush = (seconds) => metrics.walFlush.observe(seconds);
   const providers: Providers = {
     simulator,
     twilio: new TwilioProvider(config),

@@ -25,6 +25,7 @@ export class Metrics {
   readonly webhookAttempts: Counter<'result'>;
   readonly webhookDeliveries: Counter<'outcome'>;
   readonly webhookAttemptDuration: Histogram;
+  readonly walFlush: Histogram;
 
   constructor(store: Store, options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -84,6 +85,12 @@ export class Metrics {
       name: 'dialtone_webhook_attempt_duration_seconds',
       help: 'Duration of a webhook delivery attempt, from connecting to the answer',
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.walFlush = new Histogram({
+      name: 'dialtone_sqlite_wal_flush_seconds',
+      help: "SQLite: duration of each flush (fdatasync) of the write-ahead log that durable commits wait for; every such commit's latency includes one or two",
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
     });
     new Gauge({

@@ -7,7 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { sql } from 'kysely';
+import { buildDeps } from '../src/deps.js';
 import { openStore } from '../src/store/store.js';
+import { testConfig } from './helpers/app.js';
 import { WalSync } from '../src/store/wal-sync.js';
 
 /** A flush the test releases by hand, recording each one begun. */
@@ -196,5 +198,20 @@ describe('WAL flush for durable SQLite commits', () => {
     t.after(() => reopened.close());
     const rows = await sql<{ text: string }>`select text from notes order by id`.execute(reopened.db);
     assert.deepEqual(rows.rows.map((r) => r.text), ['one', 'two']);
+  });
+
+  it('times every flush and reports it as dialtone_sqlite_wal_flush_seconds on the node that opened the store', async (t) => {
+    const dir = tempDir(t);
+    const deps = buildDeps(testConfig(`sqlite:${join(dir, 'db.sqlite')}`));
+    t.after(() => deps.store.close());
+    await sql`create table notes (id integer primary key)`.execute(deps.store.db);
+    const before = (await deps.metrics.walFlush.get()).values.find((v) => v.metricName === 'dialtone_sqlite_wal_flush_seconds_count')?.value ?? 0;
+    await Promise.all([1, 2, 3].map(() => deps.store.transaction('durable', (trx) => sql`insert into notes default values`.execute(trx))));
+    await deps.store.transaction('relaxed', (trx) => sql`insert into notes default values`.execute(trx));
+    const values = (await deps.metrics.walFlush.get()).values;
+    const count = values.find((v) => v.metricName === 'dialtone_sqlite_wal_flush_seconds_count')?.value ?? 0;
+    const sum = values.find((v) => v.metricName === 'dialtone_sqlite_wal_flush_seconds_sum')?.value ?? -1;
+    assert.equal(count - before, 1, 'the three durable writes of one moment shared one flush; the relaxed one needed none');
+    assert.ok(sum > 0 && sum < 10, `a flush took ${sum} s`);
   });
 });

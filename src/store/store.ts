@@ -61,6 +61,8 @@ export interface StoreOptions {
   flushWal?: FlushFile;
   /** SQLite: told when a flush or a checkpoint fails, which is fatal (wal-sync.ts, wal-checkpointer.ts); the service exits the process. */
   onFlushFailure?: (error: unknown) => void;
+  /** SQLite: told how long each flush of the WAL took, in seconds (wal-sync.ts). */
+  onWalFlushed?: (seconds: number) => void;
   /** SQLite: told when a checkpoint could not run; the next one tries again (wal-checkpointer.ts). */
   onCheckpointTrouble?: (error: Error) => void;
   /** SQLite: the thread that checkpoints the WAL (a worker thread); tests observe or replace it. */
@@ -92,7 +94,7 @@ function openSqlite(path: string, options: StoreOptions): Store {
   sqlite.pragma('busy_timeout = 5000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   // An in-memory database has no file to make durable.
-  const walSync = inMemory ? undefined : new WalSync(`${resolve(path)}-wal`, options.flushWal, options.onFlushFailure);
+  const walSync = inMemory ? undefined : new WalSync(`${resolve(path)}-wal`, options.flushWal, options.onFlushFailure, options.onWalFlushed);
   // Checkpoints run on a worker thread (wal-checkpointer.ts); this connection checkpoints only if
   // the WAL outgrows the backstop, which writes it is not told about could make it do.
   let checkpointer: WalCheckpointer | undefined;

@@ -30,6 +30,7 @@
 // frames are on the disk, and no handle is opened on a file the close removed.
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { performance } from 'node:perf_hooks';
 
 /** Flushes a file's data to the disk (fdatasync); replaceable in tests. */
 export type FlushFile = (handle: FileHandle) => Promise<void>;
@@ -53,6 +54,8 @@ export class WalSync {
     private readonly flush: FlushFile = fdatasync,
     /** Told once, when a flush fails (production: exits the process). */
     private readonly onFailure: (error: unknown) => void = () => undefined,
+    /** Told how long each flush took, in seconds (production: a metric; the disk's latency bounds every durable commit's). */
+    private readonly onFlushed: (seconds: number) => void = () => undefined,
   ) {}
 
   /** A durable transaction has committed: its frames are in the WAL, maybe not yet on the disk. */
@@ -137,7 +140,10 @@ export class WalSync {
       this.handle = undefined;
       throw error;
     });
-    await this.flush(await this.handle);
+    const handle = await this.handle;
+    const started = performance.now();
+    await this.flush(handle);
+    this.onFlushed((performance.now() - started) / 1000);
   }
 }
 
