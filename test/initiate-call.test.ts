@@ -103,3 +103,25 @@ for (const store of await storeCases()) {
     });
   });
 }
+
+for (const store of await storeCases()) {
+  describe(`Run names (${store.kind})`, { skip: store.skip }, () => {
+    it('names every run after its own id when refused creations share its moment (their writes rolled back)', async (t) => {
+      const { app, deps } = await build(t, store.kind);
+      const f = await createOrgFixture(deps);
+      const suppressed = '+12025550199';
+      const put = await app.inject({ method: 'PUT', url: `/api/v1/public/suppressions/${encodeURIComponent(suppressed)}`, headers: { 'x-api-key': f.apiKey } });
+      assert.equal(put.statusCode, 200, put.body);
+      const responses = await Promise.all(
+        Array.from({ length: 24 }, (_, i) => postJson(app, `/api/v1/public/agent/${f.agentUuid}`, { phone_number: i % 3 === 0 ? suppressed : PHONE }, { key: f.apiKey })),
+      );
+      const accepted = responses.filter((r) => r.statusCode === 200).map((r) => r.json() as { workflow_run_id: number; workflow_run_name: string });
+      assert.equal(accepted.length, 16, 'the suppressed number refused, every other accepted');
+      assert.equal(new Set(accepted.map((a) => a.workflow_run_id)).size, 16, 'no id twice');
+      for (const a of accepted) assert.equal(a.workflow_run_name, `WR-API-${a.workflow_run_id}`);
+      const stored = await deps.store.db.selectFrom('workflow_runs').select(['id', 'name']).execute();
+      assert.equal(stored.length, 16);
+      for (const row of stored) assert.equal(row.name, `WR-API-${row.id}`);
+    });
+  });
+}

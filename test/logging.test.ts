@@ -81,6 +81,31 @@ describe('Logs', () => {
     assert.equal(typeof entry.responseTime, 'number');
   });
 
+  it('writes the one line of a request the client ends before its answer (an event stream, a caller giving up) when it ends', async (t) => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const { port, deps } = await listening(t, { logger: createLogger({ level: 'info' }, sink), env: { LOG_LEVEL: 'info' } });
+    const f = await createOrgFixture(deps);
+    const requestId = 'stream-ended-by-client';
+    const abort = new AbortController();
+    const response = await fetch(`http://127.0.0.1:${port}/api/v1/public/stream`, { headers: { 'x-api-key': f.apiKey, 'x-request-id': requestId }, signal: abort.signal });
+    assert.equal(response.status, 200);
+    abort.abort();
+    let about: Array<{ msg: string; req?: { url: string } }> = [];
+    for (let i = 0; i < 100 && about.length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      about = lines.map((line) => JSON.parse(line) as { reqId?: string; msg: string; req?: { url: string } }).filter((entry) => entry.reqId === requestId);
+    }
+    assert.equal(about.length, 1, JSON.stringify(about));
+    assert.equal(about[0]?.msg, 'request ended by the client before its answer');
+    assert.equal(about[0]?.req?.url, '/api/v1/public/stream');
+  });
+
   it('masks a number in a logged URL in any form a caller types it: path or phone_number query, with or without +, spaced, bracketed or percent-encoded', () => {
     const typed = ['+12025550123', '%2B12025550123', '+1 (202) 555-0123', '%2B1%20(202)%20555-0123', '12025550123', '1 202 555 0123'];
     for (const form of typed) {

@@ -86,10 +86,11 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
     if (opening !== null) return { refused: 'capped', capOpening: opening };
   }
   const campaign = run.campaignAttempt;
-  // The id is drawn the way AUTOINCREMENT would (one past the largest ever, kept in
-  // sqlite_sequence), so the name that embeds it is written with the row instead of by a second
-  // statement. SQLite has one writer: nothing else can take the id between this read and the insert.
-  const nextId = sql<number>`(select coalesce((select seq from sqlite_sequence where name = 'workflow_runs'), 0) + 1)`;
+  // The id is drawn the way AUTOINCREMENT draws it (one past the larger of the largest ever, kept in
+  // sqlite_sequence, and the largest now in the table), so the name that embeds it is written with
+  // the row instead of by a second statement. SQLite has one writer: nothing else can take the id
+  // between this read and the insert.
+  const nextId = sql<number>`(select max(coalesce((select seq from sqlite_sequence where name = 'workflow_runs'), 0), coalesce((select max(id) from workflow_runs), 0)) + 1)`;
   const inserted = await db
     .insertInto('workflow_runs')
     .values({

@@ -13,6 +13,7 @@ import type { Database } from './schema.js';
 import { GroupCommit } from './group-commit.js';
 import { withStatementCache } from './statement-cache.js';
 import { BACKSTOP_PAGES, checkpointWorker, WalCheckpointer, type CheckpointThread } from './wal-checkpointer.js';
+import { WalIndex } from './wal-index.js';
 import { WalSync, type FlushFile } from './wal-sync.js';
 
 /** Most writes one group commit carries: bounds how long it holds the store. */
@@ -98,10 +99,13 @@ function openSqlite(path: string, options: StoreOptions): Store {
   // Checkpoints run on a worker thread (wal-checkpointer.ts); this connection checkpoints only if
   // the WAL outgrows the backstop, which writes it is not told about could make it do.
   let checkpointer: WalCheckpointer | undefined;
+  let walIndex: WalIndex | undefined;
   if (!inMemory) {
     sqlite.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
     const thread = options.checkpointThread ?? checkpointWorker;
-    checkpointer = new WalCheckpointer(() => thread(resolve(path)), options.onFlushFailure, options.onCheckpointTrouble);
+    walIndex = new WalIndex(`${resolve(path)}-shm`);
+    const index = walIndex;
+    checkpointer = new WalCheckpointer(() => thread(resolve(path)), () => index.pendingFrames(), options.onFlushFailure, options.onCheckpointTrouble);
   }
   const transaction: Store['transaction'] = async (durability, work) => {
     const result = await db.transaction().execute(work);
@@ -132,6 +136,7 @@ function openSqlite(path: string, options: StoreOptions): Store {
     durable: () => walSync?.durable() ?? Promise.resolve(),
     close: async () => {
       await checkpointer?.close();
+      walIndex?.close();
       walSync?.beginClose();
       await db.destroy();
       await walSync?.finishClose();

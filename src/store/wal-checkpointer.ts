@@ -7,26 +7,28 @@
 // provider event is served, several times a second under load (a queued run changes about a dozen
 // pages). wal-sync.ts took the commit's own fsync off the event loop; this takes the checkpoint's.
 //
-// The service's connection sets `wal_autocheckpoint` high (BACKSTOP_PAGES), as a bound for writes
-// this class is not told about, and counts its commits here; every CHECKPOINT_AFTER_COMMITS
-// commits a worker thread, with a connection of its own, runs a PASSIVE checkpoint, which never
-// blocks the writer: SQLite lets one connection checkpoint while another appends to the WAL. A
-// checkpoint is as safe from any connection: the frames it copies are committed, and it syncs the
-// WAL before writing the database and the database before the WAL may be reused.
+// After each commit the service's connection reads how many frames wait in the WAL (wal-index.ts);
+// from CHECKPOINT_PAGES on (SQLite's own default threshold), a worker thread with a connection of
+// its own runs a PASSIVE checkpoint, which never blocks the writer: SQLite lets one connection
+// checkpoint while another appends to the WAL. A checkpoint is as safe from any connection: the
+// frames it copies are committed, and it syncs the WAL before writing the database and the
+// database before the WAL may be reused. The service's connection keeps `wal_autocheckpoint` at
+// BACKSTOP_PAGES, ten times that: it checkpoints itself only if the worker cannot keep up (and
+// while the worker holds the checkpoint, SQLite's automatic one gives way at once).
 //
 // A worker thread is a V8 isolate, about 17 MB: it starts with the first checkpoint and ends after
 // IDLE_MS without one, so an idle node does not carry it. A checkpoint that fails on I/O is fatal,
 // as a failed flush is (wal-sync.ts): the database file may hold half of what it was given. A
-// busy database (another process checkpointing) is not: the next checkpoint tries again.
-// better-sqlite3 has no asynchronous calls and SQLite no checkpoint thread of its own, so this is a
-// few lines over node:worker_threads.
+// busy database, a worker that died or could not start, are not: they are reported, and the next
+// commit past the threshold tries again. better-sqlite3 has no asynchronous calls and SQLite no
+// checkpoint thread of its own, so this is a few lines over node:worker_threads.
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
-/** Commits between two checkpoints: about 1,000 WAL pages, SQLite's own default, at a dozen pages each. */
-export const CHECKPOINT_AFTER_COMMITS = 100;
-/** `wal_autocheckpoint` of the service's connection: the main thread checkpoints only past this (16 MB). */
-export const BACKSTOP_PAGES = 4_000;
+/** Frames waiting in the WAL from which the worker checkpoints: SQLite's own default threshold. */
+export const CHECKPOINT_PAGES = 1_000;
+/** `wal_autocheckpoint` of the service's connection: it checkpoints itself only past this (40 MB of 4 KB pages). */
+export const BACKSTOP_PAGES = 10_000;
 /** The worker ends after this long without a checkpoint to run. */
 export const IDLE_MS = 30_000;
 
@@ -116,9 +118,10 @@ function isFatal(code: string): boolean {
 }
 
 export class WalCheckpointer {
-  private commits = 0;
   private thread: CheckpointThread | undefined;
   private running: Promise<void> | undefined;
+  /** A worker being ended (idle, or by close): close waits for it, so no connection outlives the store's. */
+  private stopping: Promise<void> | undefined;
   private idleTimer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
   /** Checkpoints run, and the last one's answer; tests read them. */
@@ -127,22 +130,26 @@ export class WalCheckpointer {
 
   constructor(
     private readonly startThread: () => CheckpointThread,
+    /** Frames written to the WAL and not yet checkpointed (wal-index.ts). */
+    private readonly pendingFrames: () => number,
     /** Told once, when a checkpoint fails on I/O (production: exits the process). */
     private readonly onFailure: (error: unknown) => void = () => undefined,
     /** Told when a checkpoint could not run (the worker died, the database was busy); the next one tries again. */
     private readonly onTrouble: (error: Error) => void = () => undefined,
-    private readonly afterCommits = CHECKPOINT_AFTER_COMMITS,
+    private readonly thresholdPages = CHECKPOINT_PAGES,
     private readonly idleMs = IDLE_MS,
   ) {}
 
-  /** The service's connection committed a write: every so many, the WAL is checkpointed. */
+  /** The service's connection committed a write: once enough frames wait in the WAL, the worker checkpoints them. */
   committed(): void {
-    if (++this.commits < this.afterCommits || this.running || this.closed) return;
-    this.commits = 0;
-    this.running = this.run().finally(() => (this.running = undefined));
+    if (this.running || this.closed || this.pendingFrames() < this.thresholdPages) return;
+    // run() reports its own troubles; nothing it does may become an unhandled rejection.
+    this.running = this.run()
+      .catch((error: unknown) => this.onTrouble(error instanceof Error ? error : new Error(String(error))))
+      .finally(() => (this.running = undefined));
   }
 
-  /** Ends the worker (after the checkpoint under way, if any). */
+  /** Ends the worker (after the checkpoint under way, if any, and a stop already begun). */
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.idleTimer);
@@ -152,7 +159,15 @@ export class WalCheckpointer {
 
   private async run(): Promise<void> {
     clearTimeout(this.idleTimer);
-    this.thread ??= this.startThread();
+    // A worker the idle timer is ending is let go; a new one serves this checkpoint.
+    if (!this.thread) {
+      try {
+        this.thread = this.startThread();
+      } catch (error) {
+        this.onTrouble(Object.assign(new Error(`WAL checkpoint did not run: the worker could not start: ${(error as Error).message}`), { code: 'WORKER_START_FAILED' }));
+        return;
+      }
+    }
     const reply = await this.thread.checkpoint();
     this.checkpoints++;
     if (reply.ok) this.last = reply.result;
@@ -173,6 +188,11 @@ export class WalCheckpointer {
   private async stopThread(): Promise<void> {
     const thread = this.thread;
     this.thread = undefined;
-    await thread?.close();
+    if (thread) {
+      const stopped = thread.close();
+      const previous = this.stopping;
+      this.stopping = Promise.allSettled([previous, stopped]).then(() => undefined);
+    }
+    await this.stopping;
   }
 }
