@@ -10,8 +10,8 @@ import { exchange, listening } from './helpers/raw-http.js';
 const NUMBER = '+12025550123';
 const DIGITS = NUMBER.slice(1);
 
-/** A logger writing every line, at every level, into memory. */
-function capturedLogger() {
+/** A logger writing every line at `level` and above into memory. */
+function capturedLogger(level = 'trace') {
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -19,7 +19,12 @@ function capturedLogger() {
       done();
     },
   });
-  return { logger: createLogger({ level: 'trace' }, sink), text: () => lines.join('') };
+  return {
+    logger: createLogger({ level }, sink),
+    text: () => lines.join(''),
+    /** The lines about one request, parsed. */
+    about: (requestId: string | null) => lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.reqId === requestId),
+  };
 }
 
 describe('Logs', () => {
@@ -58,19 +63,13 @@ describe('Logs', () => {
   });
 
   it('writes one line per request at info level, when it is answered: method, masked URL, status and response time', async (t) => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
-    const { port, deps } = await listening(t, { logger: createLogger({ level: 'info' }, sink), env: { LOG_LEVEL: 'info' } });
+    const log = capturedLogger('info');
+    const { port, deps } = await listening(t, { logger: log.logger, env: { LOG_LEVEL: 'info' } });
     const f = await createOrgFixture(deps);
     const response = await fetch(`http://127.0.0.1:${port}/api/v1/public/suppressions/${encodeURIComponent(NUMBER)}`, { method: 'PUT', headers: { 'x-api-key': f.apiKey } });
     assert.equal(response.status, 200);
     const requestId = response.headers.get('x-request-id');
-    const about = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.reqId === requestId);
+    const about = log.about(requestId);
     assert.equal(about.length, 1, JSON.stringify(about));
     const [entry] = about as [{ msg: string; req: { method: string; url: string }; res: { statusCode: number }; responseTime: number }];
     assert.equal(entry.msg, 'request completed');
@@ -82,28 +81,23 @@ describe('Logs', () => {
   });
 
   it('writes the one line of a request the client ends before its answer (an event stream, a caller giving up) when it ends', async (t) => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
-    const { port, deps } = await listening(t, { logger: createLogger({ level: 'info' }, sink), env: { LOG_LEVEL: 'info' } });
+    const log = capturedLogger('info');
+    const { port, deps } = await listening(t, { logger: log.logger, env: { LOG_LEVEL: 'info' } });
     const f = await createOrgFixture(deps);
     const requestId = 'stream-ended-by-client';
     const abort = new AbortController();
     const response = await fetch(`http://127.0.0.1:${port}/api/v1/public/stream`, { headers: { 'x-api-key': f.apiKey, 'x-request-id': requestId }, signal: abort.signal });
     assert.equal(response.status, 200);
     abort.abort();
-    let about: Array<{ msg: string; req?: { url: string } }> = [];
+    let about = log.about(requestId);
     for (let i = 0; i < 100 && about.length === 0; i++) {
       await new Promise((resolve) => setTimeout(resolve, 10));
-      about = lines.map((line) => JSON.parse(line) as { reqId?: string; msg: string; req?: { url: string } }).filter((entry) => entry.reqId === requestId);
+      about = log.about(requestId);
     }
     assert.equal(about.length, 1, JSON.stringify(about));
-    assert.equal(about[0]?.msg, 'request ended by the client before its answer');
-    assert.equal(about[0]?.req?.url, '/api/v1/public/stream');
+    const [entry] = about as [{ msg: string; req: { url: string } }];
+    assert.equal(entry.msg, 'request ended by the client before its answer');
+    assert.equal(entry.req.url, '/api/v1/public/stream');
   });
 
   it('masks a number in a logged URL in any form a caller types it: path or phone_number query, with or without +, spaced, bracketed or percent-encoded', () => {
