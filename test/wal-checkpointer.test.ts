@@ -45,6 +45,19 @@ const full = () => CHECKPOINT_PAGES;
 /** Lets the checkpoint under way (a chain of promise reactions) finish. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** Two commits past the threshold, the first checkpoint answered with `reply`: what the worker saw and what was reported. */
+async function afterTwoCheckpoints(reply: Reply) {
+  const { start, record } = scriptedThread([reply]);
+  const troubles: Error[] = [];
+  const failures: unknown[] = [];
+  const checkpointer = new WalCheckpointer(start, full, (error) => failures.push(error), (error) => troubles.push(error));
+  checkpointer.committed();
+  await settle();
+  checkpointer.committed();
+  await settle();
+  return { checkpointer, record, troubles, failures };
+}
+
 /** A store whose worker's answers the test sees. */
 function observedStore(t: TestContext, file: string) {
   const replies: Reply[] = [];
@@ -209,14 +222,7 @@ describe('SQLite WAL checkpoints off the event loop', () => {
   });
 
   it('reports a worker that died and starts a new one for the next checkpoint', async () => {
-    const { start, record } = scriptedThread([{ ok: false, code: 'WORKER_EXITED', message: 'the checkpoint worker exited with code 1' }]);
-    const troubles: Error[] = [];
-    const failures: unknown[] = [];
-    const checkpointer = new WalCheckpointer(start, full, (error) => failures.push(error), (error) => troubles.push(error));
-    checkpointer.committed();
-    await settle();
-    checkpointer.committed();
-    await settle();
+    const { checkpointer, record, troubles, failures } = await afterTwoCheckpoints({ ok: false, code: 'WORKER_EXITED', message: 'the checkpoint worker exited with code 1' });
     assert.equal(record.started, 2, 'a fresh worker');
     assert.equal(record.checkpoints, 2);
     assert.equal(troubles.length, 1);
@@ -256,14 +262,7 @@ describe('SQLite WAL checkpoints off the event loop', () => {
   });
 
   it('treats a busy database as trouble, not failure: the next checkpoint runs on the same worker', async () => {
-    const { start, record } = scriptedThread([{ ok: false, code: 'SQLITE_BUSY', message: 'database is locked' }]);
-    const troubles: Error[] = [];
-    const failures: unknown[] = [];
-    const checkpointer = new WalCheckpointer(start, full, (error) => failures.push(error), (error) => troubles.push(error));
-    checkpointer.committed();
-    await settle();
-    checkpointer.committed();
-    await settle();
+    const { checkpointer, record, troubles, failures } = await afterTwoCheckpoints({ ok: false, code: 'SQLITE_BUSY', message: 'database is locked' });
     assert.deepEqual(record, { started: 1, checkpoints: 2, closed: 0 });
     assert.equal(troubles.length, 1);
     assert.deepEqual(failures, []);

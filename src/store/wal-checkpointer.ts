@@ -124,9 +124,6 @@ export class WalCheckpointer {
   private stopping: Promise<void> | undefined;
   private idleTimer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
-  /** Checkpoints run, and the last one's answer; tests read them. */
-  checkpoints = 0;
-  last: CheckpointResult | undefined;
 
   constructor(
     private readonly startThread: () => CheckpointThread,
@@ -169,13 +166,12 @@ export class WalCheckpointer {
       }
     }
     const reply = await this.thread.checkpoint();
-    this.checkpoints++;
-    if (reply.ok) this.last = reply.result;
-    else if (isFatal(reply.code)) {
+    if (!reply.ok && isFatal(reply.code)) {
       this.closed = true;
       this.onFailure(Object.assign(new Error(`WAL checkpoint failed: ${reply.message}`), { code: reply.code }));
       return;
-    } else {
+    }
+    if (!reply.ok) {
       // A worker that died is started afresh by the next checkpoint; the backstop bounds the WAL meanwhile.
       if (reply.code === 'WORKER_EXITED') this.thread = undefined;
       this.onTrouble(Object.assign(new Error(`WAL checkpoint did not run: ${reply.message}`), { code: reply.code }));
