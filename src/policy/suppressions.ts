@@ -20,7 +20,7 @@ import {
 import type { Store } from '../store/store.js';
 
 /** True when the organization must not call the number (E.164) at `now`: what a campaign checks before each attempt. */
-export async function isSuppressed(store: Pick<Store, 'db'>, orgId: number, phoneNumber: string, now: number): Promise<boolean> {
+export async function isSuppressed(store: Pick<Store, 'db' | 'dialect'>, orgId: number, phoneNumber: string, now: number): Promise<boolean> {
   return (await selectActiveSuppression(store, orgId, phoneNumber, now)) !== undefined;
 }
 

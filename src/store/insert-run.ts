@@ -5,6 +5,7 @@
 // work is a few statements in the caller's transaction.
 import { sql, type Kysely } from './kysely.js';
 import { runMessageId } from '../webhooks/event-types.js';
+import { executeCompiled } from './compiled-statements.js';
 import { appendRunEvents } from './run-event-outbox.js';
 import { selectActiveSuppression, selectCapOpening } from './suppression-statements.js';
 import type { Database, RunMode } from './schema.js';
@@ -78,7 +79,7 @@ export type InsertRefused = { refused: 'suppressed'; expiresAt: number | null } 
 export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName, run: QueuedRunValues, guards: InsertGuards = {}): Promise<InsertedRun | InsertRefused> {
   if (dialect === 'postgres') return insertOnPostgres(db, run, guards);
   if (guards.suppressedAt !== undefined) {
-    const suppression = await selectActiveSuppression({ db }, run.orgId, run.phoneNumber, guards.suppressedAt);
+    const suppression = await selectActiveSuppression({ db, dialect }, run.orgId, run.phoneNumber, guards.suppressedAt);
     if (suppression) return { refused: 'suppressed', expiresAt: suppression.expires_at };
   }
   if (guards.cap) {
@@ -86,36 +87,58 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
     if (opening !== null) return { refused: 'capped', capOpening: opening };
   }
   const campaign = run.campaignAttempt;
+  const values = {
+    namePrefix: run.namePrefix,
+    orgId: run.orgId,
+    workflowId: run.workflowId,
+    definitionId: run.definitionId,
+    mode: run.mode,
+    triggerUuid: run.triggerUuid,
+    phoneNumber: run.phoneNumber,
+    callerId: run.callerId,
+    telephonyConfigurationId: run.telephonyConfigurationId,
+    initialContextJson: run.initialContextJson,
+    scheduledFor: run.scheduledFor,
+    at: run.at,
+    campaignId: campaign?.campaignId ?? null,
+    contactId: campaign?.contactId ?? null,
+    attempt: campaign?.attempt ?? null,
+  };
   // The id is drawn the way AUTOINCREMENT draws it (one past the larger of the largest ever, kept in
   // sqlite_sequence, and the largest now in the table), so the name that embeds it is written with
   // the row instead of by a second statement. SQLite has one writer: nothing else can take the id
   // between this read and the insert.
   const nextId = sql<number>`(select max(coalesce((select seq from sqlite_sequence where name = 'workflow_runs'), 0), coalesce((select max(id) from workflow_runs), 0)) + 1)`;
-  const inserted = await db
-    .insertInto('workflow_runs')
-    .values({
-      id: nextId,
-      name: sql<string>`${run.namePrefix} || ${nextId}`,
-      org_id: run.orgId,
-      workflow_id: run.workflowId,
-      definition_id: run.definitionId,
-      mode: run.mode,
-      trigger_uuid: run.triggerUuid,
-      phone_number: run.phoneNumber,
-      caller_id: run.callerId,
-      telephony_configuration_id: run.telephonyConfigurationId,
-      initial_context: run.initialContextJson,
-      scheduled_for: run.scheduledFor,
-      state: 'queued',
-      outcome_reason: null,
-      provider_call_id: null,
-      created_at: run.at,
-      updated_at: run.at,
-      ended_at: null,
-      ...(campaign ? { campaign_id: campaign.campaignId, contact_id: campaign.contactId, attempt: campaign.attempt } : {}),
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const result = await executeCompiled(db, 'sqlite', 'insert-queued-run', values, (p) =>
+    db
+      .insertInto('workflow_runs')
+      .values({
+        id: nextId,
+        name: sql<string>`${p('namePrefix')} || ${nextId}`,
+        org_id: p('orgId'),
+        workflow_id: p('workflowId'),
+        definition_id: p('definitionId'),
+        mode: p('mode'),
+        trigger_uuid: p('triggerUuid'),
+        phone_number: p('phoneNumber'),
+        caller_id: p('callerId'),
+        telephony_configuration_id: p('telephonyConfigurationId'),
+        initial_context: p('initialContextJson'),
+        scheduled_for: p('scheduledFor'),
+        state: 'queued',
+        outcome_reason: null,
+        provider_call_id: null,
+        created_at: p('at'),
+        updated_at: p('at'),
+        ended_at: null,
+        campaign_id: p('campaignId'),
+        contact_id: p('contactId'),
+        attempt: p('attempt'),
+      })
+      .returningAll(),
+  );
+  const inserted = result.rows[0];
+  if (!inserted) throw new Error('inserting a run returned no row');
   const name = `${run.namePrefix}${inserted.id}`;
   const deliveries = await appendRunEvents(db, 'sqlite', [
     {

@@ -14,6 +14,7 @@ export type Kysely<DB> = K.Kysely<DB>;
 export const CompiledQuery: typeof K.CompiledQuery = kysely.CompiledQuery;
 export type CompiledQuery<O = unknown> = K.CompiledQuery<O>;
 export const Migrator: typeof K.Migrator = kysely.Migrator;
+export const createQueryId: typeof K.createQueryId = kysely.createQueryId;
 export const PostgresDialect: typeof K.PostgresDialect = kysely.PostgresDialect;
 export const SqliteDialect: typeof K.SqliteDialect = kysely.SqliteDialect;
 export const sql: typeof K.sql = kysely.sql;

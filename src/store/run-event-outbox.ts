@@ -4,6 +4,7 @@
 // per subscribed, enabled endpoint of the run's organization; its payload (the run's row and the
 // event, as JSON text) is fixed now, so every attempt sends the same message. On SQLite that is
 // done here; on PostgreSQL by a trigger on run_events (migration 005), in the inserting statement.
+import { executeCompiled } from './compiled-statements.js';
 import { sql, type Kysely } from './kysely.js';
 import type { Database, WorkflowRunRow } from './schema.js';
 import type { DialectName } from './store.js';
@@ -33,11 +34,27 @@ function outboxRecord(e: RunEventWrite) {
   };
 }
 
-function insertEvents(trx: Kysely<Database>, events: readonly RunEventWrite[]) {
-  return trx
-    .insertInto('run_events')
-    .values(events.map((e) => ({ run_id: e.run.id, seq: e.run.last_event_seq, type: e.type, at: e.at, data: JSON.stringify(e.data) })))
-    .execute();
+/** The events' insert: one event (a transition, a creation) from its compiled template, several (a claim's) built as they come. */
+async function insertEvents(trx: Kysely<Database>, dialect: DialectName, events: readonly RunEventWrite[]): Promise<void> {
+  const row = (e: RunEventWrite) => ({ run_id: e.run.id, seq: e.run.last_event_seq, type: e.type, at: e.at, data: JSON.stringify(e.data) });
+  const [only] = events;
+  if (events.length === 1 && only) {
+    await executeCompiled(trx, dialect, 'run-event', row(only), (p) =>
+      trx.insertInto('run_events').values({ run_id: p('run_id'), seq: p('seq'), type: p('type'), at: p('at'), data: p('data') }),
+    );
+    return;
+  }
+  await trx.insertInto('run_events').values(events.map(row)).execute();
+}
+
+/** Whether any of these organizations has an enabled webhook endpoint. */
+async function anySubscribed(trx: Kysely<Database>, dialect: DialectName, orgIds: readonly number[]): Promise<boolean> {
+  const [only] = orgIds;
+  const rows =
+    orgIds.length === 1 && only !== undefined
+      ? (await executeCompiled(trx, dialect, 'org-subscribed', { orgId: only }, (p) => trx.selectFrom('webhook_endpoints').select('org_id').where('org_id', '=', p('orgId')).where('enabled', '=', 1).limit(1))).rows
+      : await trx.selectFrom('webhook_endpoints').select('org_id').where('org_id', 'in', orgIds).where('enabled', '=', 1).limit(1).execute();
+  return rows.length > 0;
 }
 
 /**
@@ -49,19 +66,18 @@ export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectNam
   if (dialect === 'postgres') {
     // The outbox trigger (migration 005) writes the deliveries in this statement and notifies
     // WEBHOOK_CHANNEL: nothing for this node to announce in-process.
-    await insertEvents(trx, events);
+    await insertEvents(trx, dialect, events);
     return 0;
   }
-  await insertEvents(trx, events);
+  await insertEvents(trx, dialect, events);
   // In-process: asking first is cheaper than building payloads nobody is subscribed to.
-  const orgIds = [...new Set(events.map((e) => e.run.org_id))];
-  const subscribed = await trx.selectFrom('webhook_endpoints').select('org_id').where('org_id', 'in', orgIds).where('enabled', '=', 1).limit(1).execute();
-  if (subscribed.length === 0) return 0;
-  const result = await sql`
+  if (!(await anySubscribed(trx, dialect, [...new Set(events.map((e) => e.run.org_id))]))) return 0;
+  const records = JSON.stringify(events.map(outboxRecord));
+  const result = await executeCompiled(trx, dialect, 'outbox-deliveries', { records }, (p) => sql`
     insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
     select e.id, i.value ->> '$.message_id', i.value ->> '$.webhook_type', i.value ->> '$.run_id', i.value ->> '$.seq', i.value ->> '$.payload',
       'pending', 0, i.value ->> '$.at', i.value ->> '$.at', i.value ->> '$.at'
-    from json_each(${JSON.stringify(events.map(outboxRecord))}) i join webhook_endpoints e on e.org_id = i.value ->> '$.org_id' and e.enabled = 1
-      and (e.event_filter = '' or instr(e.event_filter, ',' || (i.value ->> '$.webhook_type') || ',') > 0)`.execute(trx);
+    from json_each(${p('records')}) i join webhook_endpoints e on e.org_id = i.value ->> '$.org_id' and e.enabled = 1
+      and (e.event_filter = '' or instr(e.event_filter, ',' || (i.value ->> '$.webhook_type') || ',') > 0)`);
   return Number(result.numAffectedRows ?? 0);
 }

@@ -94,7 +94,7 @@ export class RunWriteQueue {
 }
 
 function writeOne(trx: StoreTransaction, store: Store, write: Write): Promise<unknown> {
-  if (write.kind === 'dial') return setDialRecorded(trx, write.runId, write.dial);
+  if (write.kind === 'dial') return setDialRecorded(trx, store.dialect, write.runId, write.dial);
   const { runId, columns, guard, event } = write.write;
   return writeTransition(trx, store.dialect, runId, columns, guard, event);
 }

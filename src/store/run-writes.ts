@@ -4,6 +4,7 @@
 import { sql } from './kysely.js';
 import type { Transaction, Updateable } from 'kysely';
 import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
+import { executeCompiled } from './compiled-statements.js';
 import { appendRunEvents } from './run-event-outbox.js';
 import { explainQuery } from './query-plans.js';
 import { lockingFreeRows } from './row-locks.js';
@@ -30,6 +31,32 @@ function guardedRunUpdate(trx: Transaction<Database>, runId: number, columns: Ru
     .where('state', 'in', guard.from)
     .$if(guard.onlyFrom !== undefined, (q) => q.where('state', '=', guard.onlyFrom as RunState))
     .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number));
+}
+
+/**
+ * guardedRunUpdate returning the run's row, from a compiled template per shape (its columns and
+ * guard), as every transition of a call on SQLite writes it. A column whose value is not a plain
+ * value (an expression) is built as it comes.
+ */
+async function guardedRunUpdateReturningRow(trx: Transaction<Database>, dialect: DialectName, runId: number, columns: RunColumns, guard: StateGuard): Promise<WorkflowRunRow | undefined> {
+  const entries = Object.entries(columns).filter(([, value]) => value !== undefined);
+  const plain = entries.every(([, value]) => value === null || typeof value === 'number' || typeof value === 'string');
+  const names = entries.map(([name]) => name);
+  const shape = plain ? JSON.stringify(['guarded-run-update', names, guard.from, guard.onlyFrom ?? null, guard.deadlineBefore !== undefined]) : undefined;
+  const values: Record<string, unknown> = { runId, deadlineBefore: guard.deadlineBefore };
+  for (const [name, value] of entries) values[`set:${name}`] = value;
+  const { rows } = await executeCompiled(trx, dialect, shape, values, (p) => {
+    const set = Object.fromEntries(names.map((name) => [name, p(`set:${name}`)])) as RunColumns;
+    return trx
+      .updateTable('workflow_runs')
+      .set((eb) => ({ ...set, last_event_seq: eb('last_event_seq', '+', 1) }))
+      .where('id', '=', p('runId') as number)
+      .where('state', 'in', guard.from)
+      .$if(guard.onlyFrom !== undefined, (q) => q.where('state', '=', guard.onlyFrom as RunState))
+      .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', p('deadlineBefore') as number))
+      .returningAll();
+  });
+  return rows[0];
 }
 
 /** A run the claim moved to dialing, as the statement returns it (the claim adds its campaign's pace). */
@@ -174,18 +201,22 @@ export interface DialValues {
 }
 
 /** Records a dial the provider took; returns the run's state and cancel request, or undefined when it no longer exists. */
-export function setDialRecorded(trx: Transaction<Database>, runId: number, dial: DialValues) {
-  return trx
-    .updateTable('workflow_runs')
-    .set((eb) => ({
-      provider_call_id: dial.providerCallId,
-      dial_sent_at: dial.sentAt,
-      lease_expires_at: null,
-      deadline_at: eb.case().when('state', '=', 'dialing').then(dial.dialingDeadlineAt).else(eb.ref('deadline_at')).end(),
-    }))
-    .where('id', '=', runId)
-    .returning(['state', 'cancel_requested_at'])
-    .executeTakeFirst();
+export async function setDialRecorded(trx: Transaction<Database>, dialect: DialectName, runId: number, dial: DialValues) {
+  const { rows } = await executeCompiled(trx, dialect, 'dial-recorded', { runId, ...dial }, (p) =>
+    trx
+      .updateTable('workflow_runs')
+      .set((eb) => ({
+        provider_call_id: p('providerCallId'),
+        dial_sent_at: p('sentAt'),
+        lease_expires_at: null,
+        // eb.val: a number given to then() as it is would be written into the SQL text, a new text
+        // (and a new prepared statement) for every dial.
+        deadline_at: eb.case().when('state', '=', 'dialing').then(eb.val(p('dialingDeadlineAt'))).else(eb.ref('deadline_at')).end(),
+      }))
+      .where('id', '=', p('runId'))
+      .returning(['state', 'cancel_requested_at']),
+  );
+  return rows[0];
 }
 
 /** Extends a node's lease on a run it claimed and has not dialed; false when that is no longer the case. */
@@ -311,7 +342,7 @@ export async function writeTransition(
     const row = result.rows[0];
     return row ? { seq: Number(row.seq), webhookDeliveries: 0 } : undefined;
   }
-  const run = await guardedRunUpdate(trx, runId, columns, guard).returningAll().executeTakeFirst();
+  const run = await guardedRunUpdateReturningRow(trx, dialect, runId, columns, guard);
   if (run === undefined) return undefined;
   const webhookDeliveries = await appendRunEvents(trx, dialect, [
     { run, type: event.type, at: event.at, data: event.data, webhookType: event.webhookType, messageId: runMessageId(runId, run.last_event_seq) },

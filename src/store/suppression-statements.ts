@@ -3,6 +3,7 @@
 // is replaced or deleted, and suppresses nothing.
 import type { ExpressionBuilder, OnConflictBuilder, Transaction } from 'kysely';
 import type { Database, SuppressionRow } from './schema.js';
+import { executeCompiled } from './compiled-statements.js';
 import { explainQuery, notIndexed } from './query-plans.js';
 import { queryable, type Queryable, type Store } from './store.js';
 
@@ -74,15 +75,17 @@ export function selectSuppressionPage(store: Pick<Store, 'db'>, orgId: number, a
     .execute();
 }
 
-/** The active suppression of one number, if any (the request-time check: one primary-key lookup). */
-export function selectActiveSuppression(on: Queryable, orgId: number, phoneNumber: string, now: number): Promise<Pick<SuppressionRow, 'reason' | 'expires_at'> | undefined> {
-  return queryable(on)
-    .selectFrom('suppressions')
-    .select(['reason', 'expires_at'])
-    .where('org_id', '=', orgId)
-    .where('phone_number', '=', phoneNumber)
-    .where(active(now))
-    .executeTakeFirst();
+/** The active suppression of one number, if any (the request-time check: one primary-key lookup, from its compiled template). */
+export async function selectActiveSuppression(
+  on: Pick<Store, 'db' | 'dialect'>,
+  orgId: number,
+  phoneNumber: string,
+  now: number,
+): Promise<Pick<SuppressionRow, 'reason' | 'expires_at'> | undefined> {
+  const { rows } = await executeCompiled(on.db, on.dialect, 'active-suppression', { orgId, phoneNumber, now }, (p) =>
+    on.db.selectFrom('suppressions').select(['reason', 'expires_at']).where('org_id', '=', p('orgId')).where('phone_number', '=', p('phoneNumber')).where(active(p('now'))),
+  );
+  return rows[0];
 }
 
 /** Which of these numbers the organization suppresses now: one statement for a whole claim batch. */

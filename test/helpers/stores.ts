@@ -10,8 +10,13 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { checkCompiledStatements } from '../../src/store/compiled-statements.js';
 import { migrateToLatest } from '../../src/store/migrate.js';
 import { openStore, type Store } from '../../src/store/store.js';
+
+// Every statement that runs from a compiled template is checked against a fresh build with its real
+// values, so a shape key that leaves something out fails the test that runs it twice.
+checkCompiledStatements(true);
 
 export type StoreKind = 'sqlite' | 'postgres';
 
