@@ -7,9 +7,9 @@ import { checkCompiledStatements, executeCompiled } from '../src/store/compiled-
 import type { Store } from '../src/store/store.js';
 import { createTestDatabase, openTestStore, storeCases, type TestDatabase } from './helpers/stores.js';
 
-interface ProbeTables {
+type ProbeTables = {
   compiled_probe: { id: number; label: string; state: string; score: number | null };
-}
+};
 
 for (const { kind, skip } of await storeCases()) {
   describe(`Compiled statements (${kind})`, { skip }, () => {

@@ -104,13 +104,15 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
     contactId: campaign?.contactId ?? null,
     attempt: campaign?.attempt ?? null,
   };
-  // The id is drawn the way AUTOINCREMENT draws it (one past the larger of the largest ever, kept in
-  // sqlite_sequence, and the largest now in the table), so the name that embeds it is written with
-  // the row instead of by a second statement. SQLite has one writer: nothing else can take the id
-  // between this read and the insert.
-  const nextId = sql<number>`(select max(coalesce((select seq from sqlite_sequence where name = 'workflow_runs'), 0), coalesce((select max(id) from workflow_runs), 0)) + 1)`;
-  const result = await executeCompiled(db, 'sqlite', 'insert-queued-run', values, (p) =>
-    db
+  // Every column is written, campaign ones as null for a direct run, so one compiled statement
+  // (compiled-statements.ts) serves every run.
+  const result = await executeCompiled(db, 'sqlite', 'insert-queued-run', values, (p) => {
+    // The id is drawn the way AUTOINCREMENT draws it (one past the larger of the largest ever, kept
+    // in sqlite_sequence, and the largest now in the table), so the name that embeds it is written
+    // with the row instead of by a second statement. SQLite has one writer: nothing else can take
+    // the id between this read and the insert.
+    const nextId = sql<number>`(select max(coalesce((select seq from sqlite_sequence where name = 'workflow_runs'), 0), coalesce((select max(id) from workflow_runs), 0)) + 1)`;
+    return db
       .insertInto('workflow_runs')
       .values({
         id: nextId,
@@ -135,8 +137,8 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
         contact_id: p('contactId'),
         attempt: p('attempt'),
       })
-      .returningAll(),
-  );
+      .returningAll();
+  });
   const inserted = result.rows[0];
   if (!inserted) throw new Error('inserting a run returned no row');
   const name = `${run.namePrefix}${inserted.id}`;
