@@ -29,7 +29,7 @@ for (const { kind, skip } of await storeCases()) {
     });
 
     const insertProbe = (values: { id: number; label: string; score: number | null }) =>
-      executeCompiled(db, store.dialect, 'test:insert-probe', values, (p) =>
+      executeCompiled(db, store.dialect, 'compiled-statements-test:insert-probe', values, (p) =>
         db.insertInto('compiled_probe').values({ id: p('id'), label: p('label'), state: 'new', score: p('score') }).returningAll(),
       );
 
@@ -38,7 +38,7 @@ for (const { kind, skip } of await storeCases()) {
       let builds = 0;
       try {
         for (let id = 1; id <= 5; id++) {
-          const { rows } = await executeCompiled(db, store.dialect, 'test:insert-probe-counted', { id, label: `run ${id}`, score: id === 3 ? null : id * 10 }, (p) => {
+          const { rows } = await executeCompiled(db, store.dialect, 'compiled-statements-test:insert-probe-counted', { id, label: `run ${id}`, score: id === 3 ? null : id * 10 }, (p) => {
             builds++;
             return db.insertInto('compiled_probe').values({ id: p('id'), label: p('label'), state: 'new', score: p('score') }).returningAll();
           });
@@ -62,7 +62,7 @@ for (const { kind, skip } of await storeCases()) {
       await insertProbe({ id: 10, label: 'ten', score: 1 });
       await insertProbe({ id: 11, label: 'eleven', score: 2 });
       const relabel = (trx: Kysely<ProbeTables>, id: number, label: string) =>
-        executeCompiled(trx, store.dialect, 'test:relabel', { id, label }, (p) => sql`update compiled_probe set label = ${p('label')} where id = ${p('id')}`);
+        executeCompiled(trx, store.dialect, 'compiled-statements-test:relabel', { id, label }, (p) => sql`update compiled_probe set label = ${p('label')} where id = ${p('id')}`);
       await assert.rejects(
         db.transaction().execute(async (trx) => {
           await relabel(trx, 10, 'rolled back');
@@ -83,9 +83,9 @@ for (const { kind, skip } of await storeCases()) {
       await insertProbe({ id: 21, label: 'b', score: 2 });
       // The state is written into the statement as it is on the first run, and the key does not say so.
       const setState = (id: number, state: string) =>
-        executeCompiled(db, store.dialect, 'test:set-state-badly', { id }, (p) => db.updateTable('compiled_probe').set({ state }).where('id', '=', p('id')));
+        executeCompiled(db, store.dialect, 'compiled-statements-test:set-state-badly', { id }, (p) => db.updateTable('compiled_probe').set({ state }).where('id', '=', p('id')));
       await setState(20, 'first');
-      await assert.rejects(setState(21, 'second'), /compiled statement of shape test:set-state-badly differs from a fresh build/);
+      await assert.rejects(setState(21, 'second'), /compiled statement of shape compiled-statements-test:set-state-badly differs from a fresh build/);
       const row = await db.selectFrom('compiled_probe').select('state').where('id', '=', 21).executeTakeFirstOrThrow();
       assert.equal(row.state, 'new', 'nothing was written with the stale value');
     });

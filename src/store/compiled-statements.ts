@@ -53,6 +53,11 @@ export type Param<V> = <K extends keyof V & string>(name: K) => V[K];
  */
 const MAX_SHAPES = 500;
 
+/**
+ * Templates per dialect, shared by every store of the process: the SQL of a shape depends only on
+ * the dialect's compiler while no store adds a plugin that rewrites queries (none does). Shape keys
+ * are one namespace: each starts with its module's name.
+ */
 const templates: Record<DialectName, LRUCache<string, Template>> = {
   sqlite: new LRUCache({ max: MAX_SHAPES }),
   postgres: new LRUCache({ max: MAX_SHAPES }),

@@ -106,7 +106,7 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
   };
   // Every column is written, campaign ones as null for a direct run, so one compiled statement
   // (compiled-statements.ts) serves every run.
-  const result = await executeCompiled(db, 'sqlite', 'insert-queued-run', values, (p) => {
+  const result = await executeCompiled(db, 'sqlite', 'insert-run:queued', values, (p) => {
     // The id is drawn the way AUTOINCREMENT draws it (one past the larger of the largest ever, kept
     // in sqlite_sequence, and the largest now in the table), so the name that embeds it is written
     // with the row instead of by a second statement. SQLite has one writer: nothing else can take

@@ -39,7 +39,7 @@ async function insertEvents(trx: Kysely<Database>, dialect: DialectName, events:
   const row = (e: RunEventWrite) => ({ run_id: e.run.id, seq: e.run.last_event_seq, type: e.type, at: e.at, data: JSON.stringify(e.data) });
   const [only] = events;
   if (events.length === 1 && only) {
-    await executeCompiled(trx, dialect, 'run-event', row(only), (p) =>
+    await executeCompiled(trx, dialect, 'run-event-outbox:event', row(only), (p) =>
       trx.insertInto('run_events').values({ run_id: p('run_id'), seq: p('seq'), type: p('type'), at: p('at'), data: p('data') }),
     );
     return;
@@ -52,7 +52,7 @@ async function anySubscribed(trx: Kysely<Database>, dialect: DialectName, orgIds
   const [only] = orgIds;
   const rows =
     orgIds.length === 1 && only !== undefined
-      ? (await executeCompiled(trx, dialect, 'org-subscribed', { orgId: only }, (p) => trx.selectFrom('webhook_endpoints').select('org_id').where('org_id', '=', p('orgId')).where('enabled', '=', 1).limit(1))).rows
+      ? (await executeCompiled(trx, dialect, 'run-event-outbox:org-subscribed', { orgId: only }, (p) => trx.selectFrom('webhook_endpoints').select('org_id').where('org_id', '=', p('orgId')).where('enabled', '=', 1).limit(1))).rows
       : await trx.selectFrom('webhook_endpoints').select('org_id').where('org_id', 'in', orgIds).where('enabled', '=', 1).limit(1).execute();
   return rows.length > 0;
 }
@@ -73,7 +73,7 @@ export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectNam
   // In-process: asking first is cheaper than building payloads nobody is subscribed to.
   if (!(await anySubscribed(trx, dialect, [...new Set(events.map((e) => e.run.org_id))]))) return 0;
   const records = JSON.stringify(events.map(outboxRecord));
-  const result = await executeCompiled(trx, dialect, 'outbox-deliveries', { records }, (p) => sql`
+  const result = await executeCompiled(trx, dialect, 'run-event-outbox:deliveries', { records }, (p) => sql`
     insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
     select e.id, i.value ->> '$.message_id', i.value ->> '$.webhook_type', i.value ->> '$.run_id', i.value ->> '$.seq', i.value ->> '$.payload',
       'pending', 0, i.value ->> '$.at', i.value ->> '$.at', i.value ->> '$.at'

@@ -42,7 +42,7 @@ async function guardedRunUpdateReturningRow(trx: Transaction<Database>, dialect:
   const entries = Object.entries(columns).filter(([, value]) => value !== undefined);
   const plain = entries.every(([, value]) => value === null || typeof value === 'number' || typeof value === 'string');
   const names = entries.map(([name]) => name);
-  const shape = plain ? JSON.stringify(['guarded-run-update', names, guard.from, guard.onlyFrom ?? null, guard.deadlineBefore !== undefined]) : undefined;
+  const shape = plain ? JSON.stringify(['run-writes:guarded-update', names, guard.from, guard.onlyFrom ?? null, guard.deadlineBefore !== undefined]) : undefined;
   const values: Record<string, unknown> = { runId, deadlineBefore: guard.deadlineBefore };
   for (const [name, value] of entries) values[`set:${name}`] = value;
   const { rows } = await executeCompiled(trx, dialect, shape, values, (p) => {
@@ -202,7 +202,7 @@ export interface DialValues {
 
 /** Records a dial the provider took; returns the run's state and cancel request, or undefined when it no longer exists. */
 export async function setDialRecorded(trx: Transaction<Database>, dialect: DialectName, runId: number, dial: DialValues) {
-  const { rows } = await executeCompiled(trx, dialect, 'dial-recorded', { runId, ...dial }, (p) =>
+  const { rows } = await executeCompiled(trx, dialect, 'run-writes:dial-recorded', { runId, ...dial }, (p) =>
     trx
       .updateTable('workflow_runs')
       .set((eb) => ({

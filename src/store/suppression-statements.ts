@@ -82,7 +82,7 @@ export async function selectActiveSuppression(
   phoneNumber: string,
   now: number,
 ): Promise<Pick<SuppressionRow, 'reason' | 'expires_at'> | undefined> {
-  const { rows } = await executeCompiled(on.db, on.dialect, 'active-suppression', { orgId, phoneNumber, now }, (p) =>
+  const { rows } = await executeCompiled(on.db, on.dialect, 'suppression-statements:active', { orgId, phoneNumber, now }, (p) =>
     on.db.selectFrom('suppressions').select(['reason', 'expires_at']).where('org_id', '=', p('orgId')).where('phone_number', '=', p('phoneNumber')).where(active(p('now'))),
   );
   return rows[0];
