@@ -17,10 +17,10 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Compilable, CompiledQuery, QueryExecutorProvider, QueryResult, RawBuilder } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import { createQueryId, type Kysely } from './kysely.js';
+import type { DialectName } from './store.js';
 
 /** What a statement runs on: a Kysely instance or one of its transactions, whatever its schema. */
 type Runner = Pick<Kysely<unknown>, 'executeQuery'> & QueryExecutorProvider;
-import type { DialectName } from './store.js';
 
 /** Stands in for the value named `name` while a statement is built for its template. */
 class Placeholder {

@@ -47,14 +47,8 @@ async function guardedRunUpdateReturningRow(trx: Transaction<Database>, dialect:
   for (const [name, value] of entries) values[`set:${name}`] = value;
   const { rows } = await executeCompiled(trx, dialect, shape, values, (p) => {
     const set = Object.fromEntries(names.map((name) => [name, p(`set:${name}`)])) as RunColumns;
-    return trx
-      .updateTable('workflow_runs')
-      .set((eb) => ({ ...set, last_event_seq: eb('last_event_seq', '+', 1) }))
-      .where('id', '=', p('runId') as number)
-      .where('state', 'in', guard.from)
-      .$if(guard.onlyFrom !== undefined, (q) => q.where('state', '=', guard.onlyFrom as RunState))
-      .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', p('deadlineBefore') as number))
-      .returningAll();
+    const deadlineBefore = guard.deadlineBefore === undefined ? undefined : (p('deadlineBefore') as number);
+    return guardedRunUpdate(trx, p('runId') as number, set, { ...guard, deadlineBefore }).returningAll();
   });
   return rows[0];
 }
