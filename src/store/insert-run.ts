@@ -87,23 +87,7 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
     if (opening !== null) return { refused: 'capped', capOpening: opening };
   }
   const campaign = run.campaignAttempt;
-  const values = {
-    namePrefix: run.namePrefix,
-    orgId: run.orgId,
-    workflowId: run.workflowId,
-    definitionId: run.definitionId,
-    mode: run.mode,
-    triggerUuid: run.triggerUuid,
-    phoneNumber: run.phoneNumber,
-    callerId: run.callerId,
-    telephonyConfigurationId: run.telephonyConfigurationId,
-    initialContextJson: run.initialContextJson,
-    scheduledFor: run.scheduledFor,
-    at: run.at,
-    campaignId: campaign?.campaignId ?? null,
-    contactId: campaign?.contactId ?? null,
-    attempt: campaign?.attempt ?? null,
-  };
+  const values = { ...run, campaignId: campaign?.campaignId ?? null, contactId: campaign?.contactId ?? null, attempt: campaign?.attempt ?? null };
   // Every column is written, campaign ones as null for a direct run, so one compiled statement
   // (compiled-statements.ts) serves every run.
   const result = await executeCompiled(db, 'sqlite', 'insert-run:queued', values, (p) => {
