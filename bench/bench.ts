@@ -26,6 +26,8 @@
 //   BENCH_CAMPAIGN_RATE      that campaign's calls_per_second (default 200)
 //   BENCH_STORES        which stores, comma-separated, of sqlite,postgres (default both; postgres when reachable)
 //   BENCH_NODE_OPTIONS  NODE_OPTIONS of the service processes (e.g. to compare V8 flags; default none)
+//   BENCH_IDLE_SETTLE_SECONDS  how long a node is left without work before its idle memory is read
+//                       again (default 30: V8's memory reducer starts 8 s after allocation stops)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
 import { randomUUID } from 'node:crypto';
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
@@ -62,6 +64,7 @@ const CAMPAIGN_CONTACTS = Number(process.env.BENCH_CAMPAIGN_CONTACTS ?? 100_000)
 const CAMPAIGN_CALLS = Number(process.env.BENCH_CAMPAIGN_CALLS ?? 10_000);
 const CAMPAIGN_RATE = Number(process.env.BENCH_CAMPAIGN_RATE ?? 200);
 const STORES = new Set((process.env.BENCH_STORES ?? 'sqlite,postgres').split(','));
+const IDLE_SETTLE_SECONDS = Number(process.env.BENCH_IDLE_SETTLE_SECONDS ?? 30);
 
 /** Simulated calls end at once, so capacity stays free and the figures measure Dialtone itself. */
 const INSTANT_SIMULATOR = {
@@ -180,6 +183,36 @@ function memoryOf(pid: number | undefined): { rss_mb: number; peak_rss_mb: numbe
   }
 }
 
+/**
+ * A node's memory with nothing to do: as it starts listening, and once it has been left without
+ * work for IDLE_SETTLE_SECONDS. The two differ by what start-up allocated: V8 keeps the heap it
+ * grew to until its memory reducer collects and shrinks it, 15-18 s after start on one machine
+ * (its first look comes 8 s after allocation stops): 15-20 MB with npm start's flags, whose young
+ * generation start-up grows to 8 MB per semi-space. `settled` is what an idle node holds;
+ * `at_start` is kept beside it so the difference stays visible.
+ */
+async function idleMemory(pid: number | undefined) {
+  const atStart = memoryOf(pid);
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_SECONDS * 1000));
+  return { at_start: atStart, settled: memoryOf(pid), settle_seconds: IDLE_SETTLE_SECONDS };
+}
+
+/** A dispatcher node's idle memory, on a database with nothing to dial. */
+async function idleDispatcher(kind: StoreKind) {
+  const setup = await setUp(kind);
+  try {
+    const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'dispatcher' });
+    try {
+      return await idleMemory(service.child.pid);
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    }
+  } finally {
+    await setup.drop();
+  }
+}
+
 /** The floor process (bench/floor-server.ts) on the given setup's database. */
 async function startFloor(setup: Setup) {
   const definition = await setup.store.db.selectFrom('workflow_definitions').select(['id', 'workflow_id']).executeTakeFirstOrThrow();
@@ -200,7 +233,7 @@ async function floorComparison(kind: StoreKind) {
   const serviceSetup = await setUp(kind);
   const floorSetup = await setUp(kind);
   const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: serviceSetup.url, DIALTONE_ROLE: 'api' });
-  const idle = memoryOf(service.child.pid);
+  const idle = await idleMemory(service.child.pid);
   const { floor, url } = await startFloor(floorSetup);
   try {
     const floorTarget: Target = { url: `${url}/floor`, headers: () => ({ 'content-type': 'application/json' }), body: bodyOf(initiationTarget(service, serviceSetup)) };
@@ -330,7 +363,8 @@ async function dispatcherThroughput(setup: Setup) {
     await setup.store.db.insertInto('workflow_runs').values(rows).execute();
   }
   const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'dispatcher', DISPATCH_BATCH_SIZE: '1000' });
-  const idle = memoryOf(service.child.pid);
+  // Read as it starts, with the backlog already there: its idle memory is read by idleDispatcher.
+  const atStart = memoryOf(service.child.pid);
   const started = Date.now();
   let memory;
   let reslots = 'unknown';
@@ -356,7 +390,7 @@ async function dispatcherThroughput(setup: Setup) {
     pacing_reslots: reslots,
     runs_dialed: Number(dialed.runs),
     distinct_provider_calls: Number(dialed.calls),
-    memory: { idle, after_drain: memory },
+    memory: { at_start: atStart, after_drain: memory },
   };
 }
 
@@ -366,10 +400,11 @@ async function benchStore(kind: StoreKind) {
   const paced = PARTS.has('paced') ? await pacedLoad(kind) : undefined;
   let dispatcher;
   if (PARTS.has('drain')) {
-    process.stdout.write(`[${kind}] dispatcher throughput: draining ${BACKLOG} queued runs\n`);
+    process.stdout.write(`[${kind}] dispatcher: idle memory, then draining ${BACKLOG} queued runs\n`);
+    const idle = await idleDispatcher(kind);
     const drain = await setUp(kind);
     try {
-      dispatcher = await dispatcherThroughput(drain);
+      dispatcher = { idle_memory: idle, ...(await dispatcherThroughput(drain)) };
     } finally {
       await drain.drop();
     }
