@@ -25,9 +25,11 @@
 //   BENCH_CAMPAIGN_CALLS     simulator calls of the campaign whose pace is measured (default 10000)
 //   BENCH_CAMPAIGN_RATE      that campaign's calls_per_second (default 200)
 //   BENCH_STORES        which stores, comma-separated, of sqlite,postgres (default both; postgres when reachable)
-//   BENCH_NODE_OPTIONS  NODE_OPTIONS of the service processes (e.g. to compare V8 flags; default none)
+//   BENCH_NODE_OPTIONS  NODE_OPTIONS of the service processes (default none; node refuses most V8
+//                       flags there and npm start's command line overrides the rest: to compare V8
+//                       flags, edit scripts.start)
 //   BENCH_IDLE_SETTLE_SECONDS  how long a node is left without work before its idle memory is read
-//                       again (default 30: V8's memory reducer starts 8 s after allocation stops)
+//                       again (default 30: V8's memory reducer shrank idle nodes 15-18 s after start)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
 import { randomUUID } from 'node:crypto';
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
@@ -186,9 +188,9 @@ function memoryOf(pid: number | undefined): { rss_mb: number; peak_rss_mb: numbe
 /**
  * A node's memory with nothing to do: as it starts listening, and once it has been left without
  * work for IDLE_SETTLE_SECONDS. The two differ by what start-up allocated: V8 keeps the heap it
- * grew to until its memory reducer collects and shrinks it, 15-18 s after start on one machine
- * (its first look comes 8 s after allocation stops): 15-20 MB with npm start's flags, whose young
- * generation start-up grows to 8 MB per semi-space. `settled` is what an idle node holds;
+ * grew to until its memory reducer collects and shrinks it: it first looks 8 s in
+ * (--gc-memory-reducer-start-delay-ms), and on one machine it shrank idle nodes 15-18 s after start, by
+ * 15-20 MB with npm start's flags (start-up grows their young generation to 8 MB per semi-space). `settled` is what an idle node holds;
  * `at_start` is kept beside it so the difference stays visible.
  */
 async function idleMemory(pid: number | undefined) {
@@ -724,7 +726,7 @@ async function campaignBench(kind: StoreKind) {
     return ((await response.json()) as { id: number }).id;
   };
   try {
-    const idle = memoryOf(service.child.pid);
+    const atStart = memoryOf(service.child.pid);
     const listId = await create('Import', {});
     const importStarted = performance.now();
     let added = 0;
@@ -767,7 +769,7 @@ async function campaignBench(kind: StoreKind) {
         average_dials_per_second: round((dials.length - 1) / spanSeconds, 1),
         busiest_one_second_window: busiestSecond(dials),
       },
-      memory: { idle, peak_rss_mb_sampled_during_run: peakDuringRun, at_end: memoryOf(service.child.pid) },
+      memory: { at_start: atStart, peak_rss_mb_sampled_during_run: peakDuringRun, at_end: memoryOf(service.child.pid) },
     };
   } finally {
     service.child.kill('SIGTERM');
