@@ -188,10 +188,11 @@ function memoryOf(pid: number | undefined): { rss_mb: number; peak_rss_mb: numbe
 /**
  * A node's memory with nothing to do: as it starts listening, and once it has been left without
  * work for IDLE_SETTLE_SECONDS. The two differ by what start-up allocated: V8 keeps the heap it
- * grew to until its memory reducer collects and shrinks it: it first looks 8 s in
- * (--gc-memory-reducer-start-delay-ms), and on one machine it shrank idle nodes 15-18 s after start, by
- * 15-20 MB with npm start's flags (start-up grows their young generation to 8 MB per semi-space). `settled` is what an idle node holds;
- * `at_start` is kept beside it so the difference stays visible.
+ * grew to until its memory reducer collects and shrinks it. The reducer first looks 8 s in
+ * (--gc-memory-reducer-start-delay-ms); on one machine it shrank idle nodes 15-18 s after start,
+ * by 15-20 MB with npm start's flags (start-up grows their young generation to 8 MB per
+ * semi-space). `settled` is what an idle node holds; `at_start` is kept beside it so the
+ * difference stays visible.
  */
 async function idleMemory(pid: number | undefined) {
   const atStart = memoryOf(pid);
