@@ -125,6 +125,36 @@ describe('Logs', () => {
     assert.ok(!/auth_token_secret|QUMxMjM6c2VjcmV0|run_token_secret|12025550123/.test(text), text);
   });
 
+  it('censors a secret field one level down in any logged object, and at the top of a child logger\'s bindings, leaving the caller\'s objects as they were', () => {
+    const log = capturedLogger();
+    const route = { name: 'Twilio main', settings: { account_sid: 'AC123' }, auth_token: 'tw_secret', token: 'tok_secret' };
+    const child = log.logger.child({ reqId: 'req-1', secret: 'whsec_secret' });
+    child.info({ route, headers: { 'x-api-key': 'dt_live_hdr_secret', authorization: 'Bearer hdr_secret', accept: 'application/json' }, count: 2 }, 'configured');
+    const entry = JSON.parse(log.text()) as Record<string, Record<string, unknown>>;
+    assert.deepEqual(entry.route, { name: 'Twilio main', settings: { account_sid: 'AC123' }, auth_token: '[redacted]', token: '[redacted]' });
+    assert.deepEqual(entry.headers, { 'x-api-key': '[redacted]', authorization: '[redacted]', accept: 'application/json' });
+    assert.equal(entry.reqId, 'req-1');
+    assert.equal(entry.secret, '[redacted]');
+    assert.equal(route.auth_token, 'tw_secret', 'the logged object itself is not changed');
+    assert.ok(!/tw_secret|tok_secret|whsec_secret|hdr_secret/.test(log.text()), log.text());
+  });
+
+  it('keeps the JSON of a logged class instance whose secret field it censors', () => {
+    const log = capturedLogger();
+    class Credentials {
+      constructor(
+        readonly user: string,
+        readonly password: string,
+      ) {}
+      toJSON() {
+        return { user: this.user, password: this.password, kind: 'basic' };
+      }
+    }
+    log.logger.info({ login: new Credentials('ada', 'pw_secret') }, 'signed in');
+    const entry = JSON.parse(log.text()) as Record<string, unknown>;
+    assert.deepEqual(entry.login, { user: 'ada', password: '[redacted]', kind: 'basic' });
+  });
+
   it('masks numbers in logged errors and messages and redacts secret fields', () => {
     const log = capturedLogger();
     const error = Object.assign(new Error(`The 'To' number ${NUMBER} is not a valid phone number.`), { rawPacket: Buffer.from(`X-API-Key: dt_live_secret ${NUMBER}`) });
