@@ -148,6 +148,23 @@ for (const store of await storeCases()) {
       assert.ok(maxInFlight > 1, 'different runs go out in parallel');
     });
 
+    it("writes a run's deliveries only for its own organization's enabled endpoints: none where the only endpoint is disabled, none where there is none", async (t) => {
+      const receiver = await startReceiver(t);
+      const env = await buildWithDispatcher(t, store.kind, { env: WEBHOOK_TEST_ENV, webhooks: false });
+      const [subscribed, disabled, none] = [await createOrgFixture(env.deps), await createOrgFixture(env.deps), await createOrgFixture(env.deps)];
+      const endpoint = await subscribe(env, subscribed, receiver.url);
+      const off = await subscribe(env, disabled, receiver.url);
+      const patched = await env.app.inject({ method: 'PATCH', url: `/api/v1/public/webhook-endpoints/${off.id}`, payload: { enabled: false }, headers: { 'x-api-key': disabled.apiKey } });
+      assert.equal(patched.statusCode, 200, patched.body);
+      const runs = [await startCall(env, subscribed, '+12025550111'), await startCall(env, disabled, '+12025550112'), await startCall(env, none, '+12025550113')];
+      for (const runId of runs) await waitForRun(env, runId, ended);
+      const deliveries = await env.deps.store.db.selectFrom('webhook_deliveries').select(['run_id', 'endpoint_id', 'event_type']).orderBy('id').execute();
+      assert.deepEqual(
+        deliveries.map((d) => [Number(d.run_id), Number(d.endpoint_id), d.event_type]),
+        RUN_TYPES.map((type) => [runs[0], endpoint.id, type]),
+      );
+    });
+
     it('sends only the subscribed types', async (t) => {
       const receiver = await startReceiver(t);
       const env = await buildWithDispatcher(t, store.kind, { env: WEBHOOK_TEST_ENV });

@@ -34,26 +34,40 @@ function outboxRecord(e: RunEventWrite) {
   };
 }
 
+/** The events' row as run_events stores it. */
+const eventRow = (e: RunEventWrite) => ({ run_id: e.run.id, seq: e.run.last_event_seq, type: e.type, at: e.at, data: JSON.stringify(e.data) });
+
 /** The events' insert: one event (a transition, a creation) from its compiled template, several (a claim's) built as they come. */
 async function insertEvents(trx: Kysely<Database>, dialect: DialectName, events: readonly RunEventWrite[]): Promise<void> {
-  const row = (e: RunEventWrite) => ({ run_id: e.run.id, seq: e.run.last_event_seq, type: e.type, at: e.at, data: JSON.stringify(e.data) });
   const [only] = events;
   if (events.length === 1 && only) {
-    await executeCompiled(trx, dialect, 'run-event-outbox:event', row(only), (p) =>
+    await executeCompiled(trx, dialect, 'run-event-outbox:event', eventRow(only), (p) =>
       trx.insertInto('run_events').values({ run_id: p('run_id'), seq: p('seq'), type: p('type'), at: p('at'), data: p('data') }),
     );
     return;
   }
-  await trx.insertInto('run_events').values(events.map(row)).execute();
+  await trx.insertInto('run_events').values(events.map(eventRow)).execute();
+}
+
+/**
+ * SQLite: one event's insert, which also says whether its organization has an enabled webhook
+ * endpoint (a subquery in RETURNING). Every transition and every creation writes one event, and
+ * asking in the same statement spares each a second one.
+ */
+async function insertEventAskingSubscribed(trx: Kysely<Database>, event: RunEventWrite): Promise<boolean> {
+  const values = { ...eventRow(event), org_id: event.run.org_id };
+  const { rows } = await executeCompiled(trx, 'sqlite', 'run-event-outbox:event-subscribed', values, (p) =>
+    trx
+      .insertInto('run_events')
+      .values({ run_id: p('run_id'), seq: p('seq'), type: p('type'), at: p('at'), data: p('data') })
+      .returning((eb) => eb.exists(eb.selectFrom('webhook_endpoints').select('org_id').where('org_id', '=', p('org_id')).where('enabled', '=', 1)).as('subscribed')),
+  );
+  return Number(rows[0]?.subscribed ?? 0) === 1;
 }
 
 /** Whether any of these organizations has an enabled webhook endpoint. */
-async function anySubscribed(trx: Kysely<Database>, dialect: DialectName, orgIds: readonly number[]): Promise<boolean> {
-  const [only] = orgIds;
-  const rows =
-    orgIds.length === 1 && only !== undefined
-      ? (await executeCompiled(trx, dialect, 'run-event-outbox:org-subscribed', { orgId: only }, (p) => trx.selectFrom('webhook_endpoints').select('org_id').where('org_id', '=', p('orgId')).where('enabled', '=', 1).limit(1))).rows
-      : await trx.selectFrom('webhook_endpoints').select('org_id').where('org_id', 'in', orgIds).where('enabled', '=', 1).limit(1).execute();
+async function anySubscribed(trx: Kysely<Database>, orgIds: readonly number[]): Promise<boolean> {
+  const rows = await trx.selectFrom('webhook_endpoints').select('org_id').where('org_id', 'in', orgIds).where('enabled', '=', 1).limit(1).execute();
   return rows.length > 0;
 }
 
@@ -69,9 +83,16 @@ export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectNam
     await insertEvents(trx, dialect, events);
     return 0;
   }
-  await insertEvents(trx, dialect, events);
   // In-process: asking first is cheaper than building payloads nobody is subscribed to.
-  if (!(await anySubscribed(trx, dialect, [...new Set(events.map((e) => e.run.org_id))]))) return 0;
+  const [only] = events;
+  let subscribed: boolean;
+  if (events.length === 1 && only) {
+    subscribed = await insertEventAskingSubscribed(trx, only);
+  } else {
+    await insertEvents(trx, dialect, events);
+    subscribed = await anySubscribed(trx, [...new Set(events.map((e) => e.run.org_id))]);
+  }
+  if (!subscribed) return 0;
   const records = JSON.stringify(events.map(outboxRecord));
   const result = await executeCompiled(trx, dialect, 'run-event-outbox:deliveries', { records }, (p) => sql`
     insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
