@@ -9,7 +9,8 @@
 // ratios (service / floor). The machine is shared and noisy: only figures from one run compare.
 // Latency is measured at half the service's throughput with evenly spaced requests, floor and
 // service again in alternating rounds, from a load generator in a process of its own
-// (bench/open-loop.ts) so that the bench's own work is not counted as the server's.
+// (bench/open-loop.ts) so that the bench's own work is not counted as the server's; the CPU time
+// each server's process used per request in those rounds is read from /proc beside it.
 //
 //   BENCH_SECONDS       length of each load phase (default 10)
 //   BENCH_ROUNDS        alternating floor/service rounds of the floor comparison (default 4)
@@ -32,7 +33,7 @@
 //                       again (default 30: V8's memory reducer shrank idle nodes 15-18 s after start)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
 import { randomUUID } from 'node:crypto';
-import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -231,6 +232,49 @@ async function startFloor(setup: Setup) {
  * The service against the floor: alternating rounds of the same closed-loop load, then alternating
  * rounds of each at half the service's throughput in an open loop (evenly spaced requests) for latency.
  */
+/** CPU time a process has used so far, in ms: its main thread's and all its threads' (Linux: /proc). */
+function cpuTimeOf(pid: number | undefined): { main: number; all: number } | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // Fields 14 and 15 of a thread's stat line (utime, stime), in clock ticks of 10 ms (USER_HZ,
+    // 100 on Linux); the line is split after the command name, which may itself hold spaces, so
+    // they are the 12th and 13th here.
+    const msPerTick = 10;
+    let main = 0;
+    let all = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const fields = (readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
+      const ms = (Number(fields[11]) + Number(fields[12])) * msPerTick;
+      all += ms;
+      if (Number(tid) === pid) main = ms;
+    }
+    return { main, all };
+  } catch {
+    return undefined;
+  }
+}
+
+/** An open-loop round with the CPU time the server's process used during it. */
+async function openLoopWithCpu(target: Target, pid: number | undefined, rate: number, seconds: number, cpu: { main: number; all: number; requests: number }): Promise<OpenLoopRun> {
+  const before = cpuTimeOf(pid);
+  const run = await openLoopRun(target, rate, seconds);
+  const after = cpuTimeOf(pid);
+  if (before && after) {
+    cpu.main += after.main - before.main;
+    cpu.all += after.all - before.all;
+    cpu.requests += run.requests;
+  } else {
+    cpu.requests = NaN;
+  }
+  return run;
+}
+
+/** CPU time per request in µs (main thread and whole process), from clock ticks of 10 ms: read it over thousands of requests. */
+const cpuPerRequest = (cpu: { main: number; all: number; requests: number }) => ({
+  main_thread_us: round((cpu.main * 1000) / cpu.requests, 0),
+  process_us: round((cpu.all * 1000) / cpu.requests, 0),
+});
+
 async function floorComparison(kind: StoreKind) {
   process.stdout.write(`\n[${kind}] floor and service (API-only), ${ROUNDS} alternating rounds of ${SECONDS / ROUNDS} s, ${CONCURRENCY} clients\n`);
   const serviceSetup = await setUp(kind);
@@ -259,12 +303,18 @@ async function floorComparison(kind: StoreKind) {
     const flushesBefore = await walFlushes(service);
     const serviceRuns: OpenLoopRun[] = [];
     const floorRuns: OpenLoopRun[] = [];
+    const serviceCpu = { main: 0, all: 0, requests: 0 };
+    const floorCpu = { main: 0, all: 0, requests: 0 };
     for (let i = 0; i < ROUNDS; i++) {
-      floorRuns.push(await openLoopRun(floorTarget, halfRate, SECONDS / ROUNDS));
-      serviceRuns.push(await openLoopRun(serviceTarget, halfRate, SECONDS / ROUNDS));
+      floorRuns.push(await openLoopWithCpu(floorTarget, floor.child.pid, halfRate, SECONDS / ROUNDS, floorCpu));
+      serviceRuns.push(await openLoopWithCpu(serviceTarget, service.child.pid, halfRate, SECONDS / ROUNDS, serviceCpu));
     }
-    const serviceAtHalf = { ...pooledOpenLoops(serviceRuns), ...(kind === 'sqlite' ? { wal_flush_ms: flushFigures(flushesBefore, await walFlushes(service)) } : {}) };
-    const floorAtHalf = pooledOpenLoops(floorRuns);
+    const serviceAtHalf = {
+      ...pooledOpenLoops(serviceRuns),
+      cpu_per_request: cpuPerRequest(serviceCpu),
+      ...(kind === 'sqlite' ? { wal_flush_ms: flushFigures(flushesBefore, await walFlushes(service)) } : {}),
+    };
+    const floorAtHalf = { ...pooledOpenLoops(floorRuns), cpu_per_request: cpuPerRequest(floorCpu) };
     return {
       floor: floorSummary,
       service: serviceSummary,
@@ -275,6 +325,12 @@ async function floorComparison(kind: StoreKind) {
         // The service's p99 over the floor's at the same rate in the same run: the disk's flushes and
         // this machine's pauses weigh on both, so this reads what the service adds.
         p99_ratio_to_floor: round(serviceAtHalf.request_latency_ms.p99 / floorAtHalf.request_latency_ms.p99, 2),
+        // What the service spends per request over what the floor does, at the same rate: steadier
+        // than latency on a shared machine, whose pauses a busier process takes longer to absorb.
+        cpu_ratio_to_floor: {
+          main_thread: round(serviceAtHalf.cpu_per_request.main_thread_us / floorAtHalf.cpu_per_request.main_thread_us, 2),
+          process: round(serviceAtHalf.cpu_per_request.process_us / floorAtHalf.cpu_per_request.process_us, 2),
+        },
       },
       service_memory: { idle: idle, after_load: memoryOf(service.child.pid) },
     };
