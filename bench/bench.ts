@@ -269,10 +269,15 @@ async function openLoopWithCpu(target: Target, pid: number | undefined, rate: nu
   return run;
 }
 
-/** CPU time per request in µs (main thread and whole process), from clock ticks of 10 ms: read it over thousands of requests. */
-const cpuPerRequest = (cpu: { main: number; all: number; requests: number }) => ({
+/**
+ * CPU time per request in µs (main thread and whole process), from clock ticks of 10 ms: read it
+ * over thousands of requests. With it, the share of the time the main thread was busy at this
+ * rate: how much of a pause's backlog it can absorb.
+ */
+const cpuPerRequest = (cpu: { main: number; all: number; requests: number }, rate: number) => ({
   main_thread_us: round((cpu.main * 1000) / cpu.requests, 0),
   process_us: round((cpu.all * 1000) / cpu.requests, 0),
+  main_thread_busy: round((cpu.main / 1000) / (cpu.requests / rate), 2),
 });
 
 async function floorComparison(kind: StoreKind) {
@@ -311,10 +316,10 @@ async function floorComparison(kind: StoreKind) {
     }
     const serviceAtHalf = {
       ...pooledOpenLoops(serviceRuns),
-      cpu_per_request: cpuPerRequest(serviceCpu),
+      cpu_per_request: cpuPerRequest(serviceCpu, halfRate),
       ...(kind === 'sqlite' ? { wal_flush_ms: flushFigures(flushesBefore, await walFlushes(service)) } : {}),
     };
-    const floorAtHalf = { ...pooledOpenLoops(floorRuns), cpu_per_request: cpuPerRequest(floorCpu) };
+    const floorAtHalf = { ...pooledOpenLoops(floorRuns), cpu_per_request: cpuPerRequest(floorCpu, halfRate) };
     return {
       floor: floorSummary,
       service: serviceSummary,
