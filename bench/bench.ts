@@ -5,8 +5,9 @@
 //
 // First, and what the other figures are read against: the floor (bench/floor-server.ts, a bare
 // Fastify route doing one insert of a run row of the same shape and durability) and the service as
-// an API-only node, in alternating rounds against fresh databases of the same store, reported as
-// ratios (service / floor). The machine is shared and noisy: only figures from one run compare.
+// an API-only node, in alternating rounds against fresh databases of the same store, each loaded
+// by a closed loop from a generator process of its own (bench/open-loop.ts), reported as ratios
+// (service / floor). The machine is shared and noisy: only figures from one run compare.
 // Latency is measured at half the service's throughput with evenly spaced requests, floor and
 // service again in alternating rounds, from a load generator in a process of its own
 // (bench/open-loop.ts) so that the bench's own work is not counted as the server's; the CPU time
@@ -50,7 +51,7 @@ import { createTelephonyConfiguration } from '../src/telephony/configurations.js
 import { testConfig } from '../test/helpers/app.js';
 import { createOrgFixture, type OrgFixture } from '../test/helpers/fixtures.js';
 import { spawnProcess } from '../test/helpers/process.js';
-import { pooledOpenLoops, runOpenLoop, type OpenLoopResult, type OpenLoopRun } from './open-loop.js';
+import { pooledOpenLoops, runClosedLoop, runOpenLoop, type OpenLoopResult, type OpenLoopRun } from './open-loop.js';
 import { startServiceProcess, type ServiceProcess } from '../test/helpers/service-process.js';
 import { createTestDatabase, openTestStore, TEST_DATABASE_URL, type StoreKind } from '../test/helpers/stores.js';
 
@@ -280,6 +281,30 @@ const cpuPerRequest = (cpu: { main: number; all: number; requests: number }, rat
   main_thread_busy: round((cpu.main / 1000) / (cpu.requests / rate), 2),
 });
 
+/**
+ * The floor comparison's closed loop, from a generator process of its own (bench/open-loop.ts),
+ * with the CPU time the server's process used during it added to `cpu`.
+ */
+async function closedLoopApart(target: Target, pid: number | undefined, seconds: number, cpu?: { main: number; all: number; requests: number }): Promise<LoadSample> {
+  if (typeof target.body !== 'string') throw new Error('the generator process sends the same headers and body again and again');
+  const before = cpuTimeOf(pid);
+  const sample = await runClosedLoop({ url: target.url, headers: target.headers(), body: target.body, concurrency: CONCURRENCY, seconds });
+  const after = cpuTimeOf(pid);
+  if (cpu && before && after) {
+    cpu.main += after.main - before.main;
+    cpu.all += after.all - before.all;
+    cpu.requests += sample.latencies.length;
+  } else if (cpu) {
+    cpu.requests = NaN;
+  }
+  return sample;
+}
+
+/** A closed loop's summary with the server's CPU time per request and how busy its main thread was. */
+function withCpu(summary: ReturnType<typeof summarize>, cpu: { main: number; all: number; requests: number }) {
+  return { ...summary, cpu_per_request: cpuPerRequest(cpu, summary.initiations_per_second) };
+}
+
 async function floorComparison(kind: StoreKind) {
   process.stdout.write(`\n[${kind}] floor and service (API-only), ${ROUNDS} alternating rounds of ${SECONDS / ROUNDS} s, ${CONCURRENCY} clients\n`);
   const serviceSetup = await setUp(kind);
@@ -291,16 +316,18 @@ async function floorComparison(kind: StoreKind) {
     const floorTarget: Target = { url: `${url}/floor`, headers: () => ({ 'content-type': 'application/json' }), body: bodyOf(initiationTarget(service, serviceSetup)) };
     const serviceTarget = initiationTarget(service, serviceSetup);
     // Warm both (JIT, pools, caches) before anything counts.
-    await closedLoop(floorTarget, 1);
-    await closedLoop(serviceTarget, 1);
+    await closedLoopApart(floorTarget, undefined, 1);
+    await closedLoopApart(serviceTarget, undefined, 1);
     const floorSamples: LoadSample[] = [];
     const serviceSamples: LoadSample[] = [];
+    const floorLoopCpu = { main: 0, all: 0, requests: 0 };
+    const serviceLoopCpu = { main: 0, all: 0, requests: 0 };
     for (let i = 0; i < ROUNDS; i++) {
-      floorSamples.push(await closedLoop(floorTarget, SECONDS / ROUNDS));
-      serviceSamples.push(await closedLoop(serviceTarget, SECONDS / ROUNDS));
+      floorSamples.push(await closedLoopApart(floorTarget, floor.child.pid, SECONDS / ROUNDS, floorLoopCpu));
+      serviceSamples.push(await closedLoopApart(serviceTarget, service.child.pid, SECONDS / ROUNDS, serviceLoopCpu));
     }
-    const floorSummary = summarize(floorSamples);
-    const serviceSummary = summarize(serviceSamples);
+    const floorSummary = withCpu(summarize(floorSamples), floorLoopCpu);
+    const serviceSummary = withCpu(summarize(serviceSamples), serviceLoopCpu);
     // Latency at half the service's throughput, the floor at the same rate, in alternating rounds
     // like the throughput's, so a burst of noise on the shared machine falls on both alike; each
     // side's rounds are pooled, and each round's p99 is kept to show the spread.

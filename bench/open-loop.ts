@@ -1,11 +1,14 @@
-// The open-loop load generator of `npm run bench`: one request every 1/rate s, whatever the answers,
-// as many independent clients would send them, for the latency figures.
+// The load generators of `npm run bench`. The open loop sends one request every 1/rate s, whatever
+// the answers, as many independent clients would send them, for the latency figures. The closed
+// loop keeps `concurrency` clients sending back to back, for the floor comparison's throughput.
 //
-// It runs in a process of its own, with node:http and a keep-alive agent, because what it
-// measures is milliseconds: in the bench's main thread (which holds the setup's stores) or through
+// They run in a process of their own, with node:http and a keep-alive agent, because what they
+// measure is milliseconds: in the bench's main thread (which holds the setup's stores) or through
 // fetch (whose streams cost several times node:http's CPU per request), its own garbage collection
 // and event-loop turns showed up as the server's latency: a bare floor route measured a p99 of
-// 6–26 ms at a few hundred requests a second.
+// 6–26 ms at a few hundred requests a second. And a closed loop through fetch in the bench's
+// process was the floor's bottleneck, not the floor: on a machine of two cores it kept the
+// floor's main thread about half busy while its own was nearly always busy.
 //
 // Each latency is counted from the moment the request was due, not from when it was written, so a
 // generator that falls behind cannot hide a slow server (coordinated omission); how late the
@@ -59,23 +62,50 @@ function percentiles(values: number[]) {
   return { p50: round(at(0.5)), p99: round(at(0.99)), max: round(at(1)) };
 }
 
-/** Runs one open-loop job in a fresh process and resolves with its figures. */
-export function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopRun> {
+/** A closed-loop job: `concurrency` clients, each sending its next request when its last is answered. */
+export interface ClosedLoopJob {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  concurrency: number;
+  seconds: number;
+}
+
+/** A closed loop's answered requests' latencies (ms), its errors and how long it ran (s). */
+export interface ClosedLoopRun {
+  latencies: number[];
+  errors: number;
+  seconds: number;
+}
+
+type Job = ({ kind: 'open' } & OpenLoopJob) | ({ kind: 'closed' } & ClosedLoopJob);
+
+/** Runs one job in a fresh generator process and resolves with what it sends back. */
+function runInGenerator<R>(job: Job): Promise<R> {
   return new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(import.meta.url), [JSON.stringify(job)], { execArgv: ['--import', 'tsx'] });
-    let result: OpenLoopRun | undefined;
-    child.once('message', (message: OpenLoopRun) => (result = message));
+    let result: R | undefined;
+    child.once('message', (message: R) => (result = message));
     child.once('error', reject);
-    child.once('exit', (code) => (result && code === 0 ? resolve(result) : reject(new Error(`open-loop generator exited with code ${code}`))));
+    child.once('exit', (code) => (result && code === 0 ? resolve(result) : reject(new Error(`${job.kind}-loop generator exited with code ${code}`))));
   });
 }
 
-async function generate(job: OpenLoopJob): Promise<OpenLoopRun> {
+/** Runs one open-loop job in a fresh process and resolves with its figures. */
+export function runOpenLoop(job: OpenLoopJob): Promise<OpenLoopRun> {
+  return runInGenerator({ kind: 'open', ...job });
+}
+
+/** Runs one closed-loop job in a fresh process and resolves with its samples. */
+export function runClosedLoop(job: ClosedLoopJob): Promise<ClosedLoopRun> {
+  return runInGenerator({ kind: 'closed', ...job });
+}
+
+/** A function sending the job's request once over a keep-alive agent, resolving with the status (0: no answer). */
+function sender(job: { url: string; headers: Record<string, string>; body: string }, agent: Agent): () => Promise<number> {
   const target = new URL(job.url);
-  // Enough idle sockets for the requests in flight at once; each is opened once and reused.
-  const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 256 });
   const headers = { ...job.headers, 'content-length': String(Buffer.byteLength(job.body)) };
-  const send = () =>
+  return () =>
     new Promise<number>((resolve) => {
       const req = request({ host: target.hostname, port: target.port, path: target.pathname + target.search, method: 'POST', headers, agent }, (res) => {
         res.resume();
@@ -85,6 +115,32 @@ async function generate(job: OpenLoopJob): Promise<OpenLoopRun> {
       req.once('error', () => resolve(0));
       req.end(job.body);
     });
+}
+
+async function generateClosed(job: ClosedLoopJob): Promise<ClosedLoopRun> {
+  const agent = new Agent({ keepAlive: true, maxSockets: job.concurrency, maxFreeSockets: job.concurrency });
+  const send = sender(job, agent);
+  const latencies: number[] = [];
+  let errors = 0;
+  const started = performance.now();
+  const endAt = started + job.seconds * 1000;
+  const client = async () => {
+    while (performance.now() < endAt) {
+      const from = performance.now();
+      if ((await send()) === 200) latencies.push(performance.now() - from);
+      else errors++;
+    }
+  };
+  await Promise.all(Array.from({ length: job.concurrency }, client));
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  return { latencies, errors, seconds };
+}
+
+async function generate(job: OpenLoopJob): Promise<OpenLoopRun> {
+  // Enough idle sockets for the requests in flight at once; each is opened once and reused.
+  const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 256 });
+  const send = sender(job, agent);
   // Warm the sockets so connection set-up is not counted as latency.
   await Promise.all(Array.from({ length: 16 }, send));
 
@@ -122,8 +178,9 @@ async function generate(job: OpenLoopJob): Promise<OpenLoopRun> {
   };
 }
 
-// Run as the generator process (forked by runOpenLoop): the job comes as the argument, the figures go back by IPC.
+// Run as the generator process (forked by runInGenerator): the job comes as the argument, the figures go back by IPC.
 if (process.send && process.argv[1] === fileURLToPath(import.meta.url)) {
-  const result = await generate(JSON.parse(process.argv[2] ?? '{}') as OpenLoopJob);
+  const job = JSON.parse(process.argv[2] ?? '{}') as Job;
+  const result = job.kind === 'closed' ? await generateClosed(job) : await generate(job);
   process.send(result, () => process.disconnect());
 }
