@@ -17,6 +17,11 @@ export const ConfigSchema = Type.Object({
   DATABASE_URL: Type.String({ default: 'sqlite:./data/dialtone.db', pattern: '^(sqlite:|postgres(ql)?://)' }),
   /** Size of the PostgreSQL connection pool of one process. */
   DATABASE_POOL_SIZE: Integer(1, 200, 10),
+  /**
+   * PostgreSQL: prepare the hot statements once per connection (store/prepared-statements.ts).
+   * `false` behind a pooler that cannot keep named statements (PgBouncer in transaction mode before 1.21).
+   */
+  DATABASE_PREPARED_STATEMENTS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'true' }),
   /** 32 bytes, base64 or hex: the AES-256-GCM key for provider credentials. Optional until a credential is stored. */
   DIALTONE_SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
   /** `auto` creates the demo organization on an empty embedded (SQLite) database only. */

@@ -63,6 +63,7 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     overrides.store ??
     openStore(config.DATABASE_URL, {
       poolSize: config.DATABASE_POOL_SIZE,
+      preparedStatements: config.DATABASE_PREPARED_STATEMENTS === 'true',
       // A write committed but perhaps not on the disk, and the disk refusing: nothing this process
       // answers from now on can be trusted. Exit at once, answering no one (a caller that gets no
       // answer retries with its Idempotency-Key); a restart reads what the disk really holds.

@@ -17,6 +17,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Compilable, CompiledQuery, QueryExecutorProvider, QueryResult, RawBuilder } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import { createQueryId, type Kysely } from './kysely.js';
+import { prepareOnPostgres } from './prepared-statements.js';
 import type { DialectName } from './store.js';
 
 /** What a statement runs on: a Kysely instance or one of its transactions, whatever its schema. */
@@ -93,6 +94,7 @@ export async function executeCompiled<V extends Record<string, unknown>, O>(
   if (template === undefined) {
     template = compileTemplate(compileStatement(db, build((name) => new Placeholder(name) as V[typeof name])));
     templates[dialect].set(shape, template);
+    if (dialect === 'postgres') prepareOnPostgres(template.sql);
   }
   const parameters = template.slots.map((slot) => ('name' in slot ? values[slot.name] : slot.constant));
   if (checking) {

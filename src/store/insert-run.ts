@@ -161,14 +161,27 @@ export async function insertQueuedRunDurably(store: Store, run: QueuedRunValues,
 async function insertOnPostgres(db: Kysely<Database>, run: QueuedRunValues, guards: InsertGuards): Promise<InsertedRun | InsertRefused> {
   const { cap, suppressedAt } = guards;
   const campaign = run.campaignAttempt;
-  const opening = cap
-    ? sql`select dialtone_number_cap_opening(${run.orgId}::bigint, ${run.phoneNumber}::text, ${cap.since}::bigint, ${cap.maxCalls}::integer) as at`
-    : sql`select null::bigint as at`;
-  const suppression =
-    suppressedAt !== undefined
-      ? sql`select expires_at from suppressions where org_id = ${run.orgId} and phone_number = ${run.phoneNumber} and (expires_at is null or expires_at > ${suppressedAt}::bigint) limit 1`
-      : sql`select null::bigint as expires_at where false`;
-  const result = await sql<{ id: number | null; name: string | null; suppressed: boolean; suppression_expires_at: number | null; cap_opening: number | null }>`
+  const values = {
+    ...run,
+    capSince: cap?.since ?? null,
+    capMaxCalls: cap?.maxCalls ?? null,
+    suppressedAt: suppressedAt ?? null,
+    campaignId: campaign?.campaignId ?? null,
+    contactId: campaign?.contactId ?? null,
+    attempt: campaign?.attempt ?? null,
+  };
+  // Built once per pair of guards (compiled-statements.ts), so each run sends only its values; the
+  // statement is also prepared once per connection (prepared-statements.ts).
+  const shape = `insert-run:postgres:${cap ? 'cap' : 'no-cap'}:${suppressedAt !== undefined ? 'suppression' : 'no-suppression'}`;
+  const result = await executeCompiled(db, 'postgres', shape, values, (p) => {
+    const opening = cap
+      ? sql`select dialtone_number_cap_opening(${p('orgId')}::bigint, ${p('phoneNumber')}::text, ${p('capSince')}::bigint, ${p('capMaxCalls')}::integer) as at`
+      : sql`select null::bigint as at`;
+    const suppression =
+      suppressedAt !== undefined
+        ? sql`select expires_at from suppressions where org_id = ${p('orgId')} and phone_number = ${p('phoneNumber')} and (expires_at is null or expires_at > ${p('suppressedAt')}::bigint) limit 1`
+        : sql`select null::bigint as expires_at where false`;
+    return sql<{ id: number | null; name: string | null; suppressed: boolean; suppression_expires_at: number | null; cap_opening: number | null }>`
     with suppression as materialized (${suppression}),
     opening as materialized (${opening}),
     next as (
@@ -178,20 +191,21 @@ async function insertOnPostgres(db: Kysely<Database>, run: QueuedRunValues, guar
     run as (
       insert into workflow_runs (id, name, org_id, workflow_id, definition_id, mode, trigger_uuid, phone_number, caller_id,
         telephony_configuration_id, initial_context, scheduled_for, state, created_at, updated_at, campaign_id, contact_id, attempt)
-      select id, ${run.namePrefix} || id, ${run.orgId}, ${run.workflowId}, ${run.definitionId}, ${run.mode}, ${run.triggerUuid}, ${run.phoneNumber},
-        ${run.callerId}, ${run.telephonyConfigurationId}, ${run.initialContextJson}, ${run.scheduledFor}::bigint, 'queued', ${run.at}, ${run.at},
-        ${campaign?.campaignId ?? null}::bigint, ${campaign?.contactId ?? null}::bigint, ${campaign?.attempt ?? null}::integer
+      select id, ${p('namePrefix')} || id, ${p('orgId')}, ${p('workflowId')}, ${p('definitionId')}, ${p('mode')}, ${p('triggerUuid')}, ${p('phoneNumber')},
+        ${p('callerId')}, ${p('telephonyConfigurationId')}, ${p('initialContextJson')}, ${p('scheduledFor')}::bigint, 'queued', ${p('at')}, ${p('at')},
+        ${p('campaignId')}::bigint, ${p('contactId')}::bigint, ${p('attempt')}::integer
       from next
       returning id, name
     ),
     event as (
       insert into run_events (run_id, seq, type, at, data)
-      select id, 1, 'queued', ${run.at}, ${run.eventDataJson}::jsonb from run
+      select id, 1, 'queued', ${p('at')}, ${p('eventDataJson')}::jsonb from run
     )
     select run.id, run.name, opening.at as cap_opening,
       exists (select 1 from suppression) as suppressed, (select expires_at from suppression) as suppression_expires_at,
-      case when run.id is not null then pg_notify(${run.wakeChannel}, '') end as woken
-    from opening left join run on true`.execute(db);
+      case when run.id is not null then pg_notify(${p('wakeChannel')}, '') end as woken
+    from opening left join run on true`;
+  });
   const row = result.rows[0];
   if (!row) throw new Error('inserting a run returned no row');
   if (row.suppressed) return { refused: 'suppressed', expiresAt: row.suppression_expires_at === null ? null : Number(row.suppression_expires_at) };

@@ -12,6 +12,7 @@ import type Pg from 'pg';
 import type { Database } from './schema.js';
 import { GroupCommit } from './group-commit.js';
 import { withStatementCache } from './statement-cache.js';
+import { namePreparedStatements } from './prepared-statements.js';
 import { BACKSTOP_PAGES, checkpointWorker, WalCheckpointer, type CheckpointThread } from './wal-checkpointer.js';
 import { WalIndex } from './wal-index.js';
 import { WalSync, type FlushFile } from './wal-sync.js';
@@ -68,11 +69,13 @@ export interface StoreOptions {
   onCheckpointTrouble?: (error: Error) => void;
   /** SQLite: the thread that checkpoints the WAL (a worker thread); tests observe or replace it. */
   checkpointThread?: (path: string) => CheckpointThread;
+  /** PostgreSQL: prepare the compiled statements on each connection (prepared-statements.ts; default true). */
+  preparedStatements?: boolean;
 }
 
 export function openStore(url: string, options: StoreOptions = {}): Store {
   if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
-  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options.poolSize ?? 10);
+  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options.poolSize ?? 10, options.preparedStatements ?? true);
   throw new Error(`Unsupported DATABASE_URL scheme: ${url.split(':')[0]}`);
 }
 
@@ -147,7 +150,7 @@ function openSqlite(path: string, options: StoreOptions): Store {
 const PG_INT8 = 20;
 const PG_NUMERIC = 1700;
 
-function openPostgres(url: string, poolSize: number): Store {
+function openPostgres(url: string, poolSize: number, preparedStatements: boolean): Store {
   // Required here, not imported: a node on SQLite never loads the PostgreSQL driver. It is
   // CommonJS, so this is the very module `import pg from 'pg'` would give.
   const pg = createRequire(import.meta.url)('pg') as typeof Pg;
@@ -165,6 +168,7 @@ function openPostgres(url: string, poolSize: number): Store {
   // An idle pooled connection can be closed by the server (restart, failover, admin). The pool
   // drops it and opens another on demand; without a listener the 'error' event would kill the process.
   pool.on('error', () => undefined);
+  if (preparedStatements) pool.on('connect', (client) => namePreparedStatements(client));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const transaction: Store['transaction'] = (durability, work) =>
     db.transaction().execute(async (trx) => {
