@@ -34,7 +34,7 @@
 //                       again (default 30: V8's memory reducer shrank idle nodes 15-18 s after start)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
 import { randomUUID } from 'node:crypto';
-import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -229,44 +229,51 @@ async function startFloor(setup: Setup) {
   return { floor, url };
 }
 
-/**
- * The service against the floor: alternating rounds of the same closed-loop load, then alternating
- * rounds of each at half the service's throughput in an open loop (evenly spaced requests) for latency.
- */
 /** CPU time a process has used so far, in ms: its main thread's and all its threads' (Linux: /proc). */
 function cpuTimeOf(pid: number | undefined): { main: number; all: number } | undefined {
   if (pid === undefined) return undefined;
+  // utime and stime, fields 14 and 15 of a stat line, in clock ticks of 10 ms (USER_HZ, 100 on
+  // Linux); counted from after the command name, which may itself hold spaces or brackets. The
+  // process's own line counts every thread, those that have ended too.
+  const ticksOf = (path: string) => {
+    const line = readFileSync(path, 'utf8');
+    const fields = line.slice(line.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  };
   try {
-    // Fields 14 and 15 of a thread's stat line (utime, stime), in clock ticks of 10 ms (USER_HZ,
-    // 100 on Linux); the line is split after the command name, which may itself hold spaces, so
-    // they are the 12th and 13th here.
-    const msPerTick = 10;
-    let main = 0;
-    let all = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      const fields = (readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1] ?? '').split(' ');
-      const ms = (Number(fields[11]) + Number(fields[12])) * msPerTick;
-      all += ms;
-      if (Number(tid) === pid) main = ms;
-    }
-    return { main, all };
+    return { main: ticksOf(`/proc/${pid}/task/${pid}/stat`), all: ticksOf(`/proc/${pid}/stat`) };
   } catch {
     return undefined;
   }
 }
 
+/** CPU time a server used over some rounds, the requests it answered (errors and the generator's warm-up included) and how long they ran. */
+interface CpuSpent {
+  main: number;
+  all: number;
+  requests: number;
+  seconds: number;
+}
+
+const noCpuSpent = (): CpuSpent => ({ main: 0, all: 0, requests: 0, seconds: 0 });
+
+/** Adds to `cpu` what the server's process used between two readings (NaN when either is missing). */
+function addCpu(cpu: CpuSpent, before: ReturnType<typeof cpuTimeOf>, after: ReturnType<typeof cpuTimeOf>, requests: number, seconds: number): void {
+  if (!before || !after) {
+    cpu.requests = NaN;
+    return;
+  }
+  cpu.main += after.main - before.main;
+  cpu.all += after.all - before.all;
+  cpu.requests += requests;
+  cpu.seconds += seconds;
+}
+
 /** An open-loop round with the CPU time the server's process used during it. */
-async function openLoopWithCpu(target: Target, pid: number | undefined, rate: number, seconds: number, cpu: { main: number; all: number; requests: number }): Promise<OpenLoopRun> {
+async function openLoopWithCpu(target: Target, pid: number | undefined, rate: number, seconds: number, cpu: CpuSpent): Promise<OpenLoopRun> {
   const before = cpuTimeOf(pid);
   const run = await openLoopRun(target, rate, seconds);
-  const after = cpuTimeOf(pid);
-  if (before && after) {
-    cpu.main += after.main - before.main;
-    cpu.all += after.all - before.all;
-    cpu.requests += run.requests;
-  } else {
-    cpu.requests = NaN;
-  }
+  addCpu(cpu, before, cpuTimeOf(pid), run.sent, seconds);
   return run;
 }
 
@@ -275,36 +282,33 @@ async function openLoopWithCpu(target: Target, pid: number | undefined, rate: nu
  * over thousands of requests. With it, the share of the time the main thread was busy at this
  * rate: how much of a pause's backlog it can absorb.
  */
-const cpuPerRequest = (cpu: { main: number; all: number; requests: number }, rate: number) => ({
+const cpuPerRequest = (cpu: CpuSpent) => ({
   main_thread_us: round((cpu.main * 1000) / cpu.requests, 0),
   process_us: round((cpu.all * 1000) / cpu.requests, 0),
-  main_thread_busy: round((cpu.main / 1000) / (cpu.requests / rate), 2),
+  main_thread_busy: round(cpu.main / 1000 / cpu.seconds, 2),
 });
 
 /**
  * The floor comparison's closed loop, from a generator process of its own (bench/open-loop.ts),
  * with the CPU time the server's process used during it added to `cpu`.
  */
-async function closedLoopApart(target: Target, pid: number | undefined, seconds: number, cpu?: { main: number; all: number; requests: number }): Promise<LoadSample> {
+async function closedLoopApart(target: Target, pid: number | undefined, seconds: number, cpu?: CpuSpent): Promise<LoadSample> {
   if (typeof target.body !== 'string') throw new Error('the generator process sends the same headers and body again and again');
   const before = cpuTimeOf(pid);
   const sample = await runClosedLoop({ url: target.url, headers: target.headers(), body: target.body, concurrency: CONCURRENCY, seconds });
-  const after = cpuTimeOf(pid);
-  if (cpu && before && after) {
-    cpu.main += after.main - before.main;
-    cpu.all += after.all - before.all;
-    cpu.requests += sample.latencies.length;
-  } else if (cpu) {
-    cpu.requests = NaN;
-  }
+  if (cpu) addCpu(cpu, before, cpuTimeOf(pid), sample.latencies.length + sample.errors, sample.seconds);
   return sample;
 }
 
 /** A closed loop's summary with the server's CPU time per request and how busy its main thread was. */
-function withCpu(summary: ReturnType<typeof summarize>, cpu: { main: number; all: number; requests: number }) {
-  return { ...summary, cpu_per_request: cpuPerRequest(cpu, summary.initiations_per_second) };
+function withCpu(summary: ReturnType<typeof summarize>, cpu: CpuSpent) {
+  return { ...summary, cpu_per_request: cpuPerRequest(cpu) };
 }
 
+/**
+ * The service against the floor: alternating rounds of the same closed-loop load, then alternating
+ * rounds of each at half the service's throughput in an open loop (evenly spaced requests) for latency.
+ */
 async function floorComparison(kind: StoreKind) {
   process.stdout.write(`\n[${kind}] floor and service (API-only), ${ROUNDS} alternating rounds of ${SECONDS / ROUNDS} s, ${CONCURRENCY} clients\n`);
   const serviceSetup = await setUp(kind);
@@ -320,8 +324,8 @@ async function floorComparison(kind: StoreKind) {
     await closedLoopApart(serviceTarget, undefined, 1);
     const floorSamples: LoadSample[] = [];
     const serviceSamples: LoadSample[] = [];
-    const floorLoopCpu = { main: 0, all: 0, requests: 0 };
-    const serviceLoopCpu = { main: 0, all: 0, requests: 0 };
+    const floorLoopCpu = noCpuSpent();
+    const serviceLoopCpu = noCpuSpent();
     for (let i = 0; i < ROUNDS; i++) {
       floorSamples.push(await closedLoopApart(floorTarget, floor.child.pid, SECONDS / ROUNDS, floorLoopCpu));
       serviceSamples.push(await closedLoopApart(serviceTarget, service.child.pid, SECONDS / ROUNDS, serviceLoopCpu));
@@ -335,18 +339,18 @@ async function floorComparison(kind: StoreKind) {
     const flushesBefore = await walFlushes(service);
     const serviceRuns: OpenLoopRun[] = [];
     const floorRuns: OpenLoopRun[] = [];
-    const serviceCpu = { main: 0, all: 0, requests: 0 };
-    const floorCpu = { main: 0, all: 0, requests: 0 };
+    const serviceCpu = noCpuSpent();
+    const floorCpu = noCpuSpent();
     for (let i = 0; i < ROUNDS; i++) {
       floorRuns.push(await openLoopWithCpu(floorTarget, floor.child.pid, halfRate, SECONDS / ROUNDS, floorCpu));
       serviceRuns.push(await openLoopWithCpu(serviceTarget, service.child.pid, halfRate, SECONDS / ROUNDS, serviceCpu));
     }
     const serviceAtHalf = {
       ...pooledOpenLoops(serviceRuns),
-      cpu_per_request: cpuPerRequest(serviceCpu, halfRate),
+      cpu_per_request: cpuPerRequest(serviceCpu),
       ...(kind === 'sqlite' ? { wal_flush_ms: flushFigures(flushesBefore, await walFlushes(service)) } : {}),
     };
-    const floorAtHalf = { ...pooledOpenLoops(floorRuns), cpu_per_request: cpuPerRequest(floorCpu, halfRate) };
+    const floorAtHalf = { ...pooledOpenLoops(floorRuns), cpu_per_request: cpuPerRequest(floorCpu) };
     return {
       floor: floorSummary,
       service: serviceSummary,

@@ -34,6 +34,8 @@ export interface OpenLoopResult {
   request_latency_ms: { p50: number; p99: number; max: number };
   /** How late the generator wrote requests after they were due (its own share of the latency). */
   send_lateness_ms: { p50: number; p99: number; max: number };
+  /** Every request sent, its warm-up and errors included: what the server's CPU time in the round went to. */
+  sent: number;
 }
 
 /** One run's figures and its raw samples, which pooledOpenLoops merges across rounds. */
@@ -50,6 +52,7 @@ export function pooledOpenLoops(runs: OpenLoopRun[]): OpenLoopResult & { p99_per
     errors: runs.reduce((sum, r) => sum + r.errors, 0),
     request_latency_ms: percentiles(latencies),
     send_lateness_ms: percentiles(runs.flatMap((r) => r.samples.lateness)),
+    sent: runs.reduce((sum, r) => sum + r.sent, 0),
     p99_per_round_ms: runs.map((r) => r.request_latency_ms.p99),
   };
 }
@@ -142,7 +145,8 @@ async function generate(job: OpenLoopJob): Promise<OpenLoopRun> {
   const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 256 });
   const send = sender(job, agent);
   // Warm the sockets so connection set-up is not counted as latency.
-  await Promise.all(Array.from({ length: 16 }, send));
+  const warmUp = 16;
+  await Promise.all(Array.from({ length: warmUp }, send));
 
   const total = Math.max(1, Math.round(job.rate * job.seconds));
   const latencies: number[] = [];
@@ -174,6 +178,7 @@ async function generate(job: OpenLoopJob): Promise<OpenLoopRun> {
     errors,
     request_latency_ms: percentiles(latencies),
     send_lateness_ms: percentiles(lateness),
+    sent: warmUp + total,
     samples: { latencies, lateness },
   };
 }

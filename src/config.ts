@@ -19,7 +19,8 @@ export const ConfigSchema = Type.Object({
   DATABASE_POOL_SIZE: Integer(1, 200, 10),
   /**
    * PostgreSQL: prepare the hot statements once per connection (store/prepared-statements.ts).
-   * `false` behind a pooler that cannot keep named statements (PgBouncer in transaction mode before 1.21).
+   * `false` behind a pooler in transaction mode that does not keep named statements (PgBouncer
+   * without `max_prepared_statements`).
    */
   DATABASE_PREPARED_STATEMENTS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'true' }),
   /** 32 bytes, base64 or hex: the AES-256-GCM key for provider credentials. Optional until a credential is stored. */

@@ -26,22 +26,24 @@ const CENSOR = '[redacted]';
  */
 const REDACT_PATHS = [...SECRET_FIELDS, 'headers["x-api-key"]', 'headers.authorization', 'headers.cookie', 'headers["x-twilio-signature"]'];
 
-/** Keys whose serializers (below, and Fastify's `res`: the status code) write only fields known to be safe. */
+/** Keys whose serializers (below) write only fields known to be safe. */
 const SERIALIZED_KEYS = new Set(['req', 'res', 'err']);
 
 /**
- * A logged object with its secret fields censored, as `*.field` paths would: copied (keeping its
- * prototype, so its JSON is the same) only when it has one, never changed in place, since the
- * caller still holds it.
+ * A logged object with its secret fields censored, as `*.field` paths would, and more: an object
+ * with a `toJSON` is censored in what that gives (what would be written). Copied only when it has
+ * a secret field, never changed in place, since the caller still holds it.
  */
-function censorSecretFields(value: object): object {
+function censorSecretFields(value: object): unknown {
+  const written: unknown = typeof (value as { toJSON?: unknown }).toJSON === 'function' ? (value as { toJSON(): unknown }).toJSON() : value;
+  if (written === null || typeof written !== 'object') return written;
   let copy: Record<string, unknown> | undefined;
   for (const field of SECRET_FIELDS) {
-    if (!Object.hasOwn(value, field)) continue;
-    copy ??= Object.assign(Object.create(Object.getPrototypeOf(value) as object | null) as Record<string, unknown>, value);
+    if (!Object.hasOwn(written, field)) continue;
+    copy ??= { ...(written as Record<string, unknown>) };
     copy[field] = CENSOR;
   }
-  return copy ?? value;
+  return copy ?? written;
 }
 
 /** A value at the top of a log line, made fit to write: numbers in text masked, secret fields one level down censored. */
@@ -143,7 +145,9 @@ export function loggerOptions(level: string): LoggerOptions {
   return {
     level,
     redact: { paths: REDACT_PATHS, censor: CENSOR },
-    serializers: { err: (error: unknown) => serializeError(error), req: serializeRequest },
+    // `res` as Fastify writes it for its request loggers, here for every logger, so that no `res`
+    // is written whole.
+    serializers: { err: (error: unknown) => serializeError(error), req: serializeRequest, res: (reply: { statusCode?: number }) => ({ statusCode: reply.statusCode }) },
     formatters: {
       // Text fields beside the message are masked like the message: one built from a provider's
       // words may quote a number.

@@ -139,20 +139,38 @@ describe('Logs', () => {
     assert.ok(!/tw_secret|tok_secret|whsec_secret|hdr_secret/.test(log.text()), log.text());
   });
 
-  it('keeps the JSON of a logged class instance whose secret field it censors', () => {
+  it('censors a secret field in what a logged object writes: its own fields, or what its toJSON gives, even from a private field', () => {
     const log = capturedLogger();
-    class Credentials {
+    class Login {
       constructor(
         readonly user: string,
         readonly password: string,
       ) {}
+    }
+    class Session {
+      readonly #token: string;
+      constructor(
+        readonly user: string,
+        token: string,
+      ) {
+        this.#token = token;
+      }
       toJSON() {
-        return { user: this.user, password: this.password, kind: 'basic' };
+        return { user: this.user, token: this.#token, kind: 'bearer' };
       }
     }
-    log.logger.info({ login: new Credentials('ada', 'pw_secret') }, 'signed in');
+    log.logger.info({ login: new Login('ada', 'pw_secret'), session: new Session('ada', 'tok_private_secret'), at: new Date(0) }, 'signed in');
     const entry = JSON.parse(log.text()) as Record<string, unknown>;
-    assert.deepEqual(entry.login, { user: 'ada', password: '[redacted]', kind: 'basic' });
+    assert.deepEqual(entry.login, { user: 'ada', password: '[redacted]' });
+    assert.deepEqual(entry.session, { user: 'ada', token: '[redacted]', kind: 'bearer' });
+    assert.equal(entry.at, '1970-01-01T00:00:00.000Z', 'a Date is written as JSON writes it');
+  });
+
+  it('writes a logged res as its status code alone, on every logger', () => {
+    const log = capturedLogger();
+    log.logger.warn({ res: { statusCode: 502, headers: { authorization: 'Bearer res_secret' }, token: 'res_token_secret' } }, 'provider answered');
+    const entry = JSON.parse(log.text()) as Record<string, unknown>;
+    assert.deepEqual(entry.res, { statusCode: 502 });
   });
 
   it('masks numbers in logged errors and messages and redacts secret fields', () => {

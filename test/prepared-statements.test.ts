@@ -28,6 +28,15 @@ describe('Prepared statements', () => {
     ]);
     assert.match(preparedStatementName('select $1::int as n') ?? '', /^dialtone_[0-9a-f]{32}$/);
   });
+
+  it('never names a text that selects or returns every column (*), whose result a later migration may change; count(*) is named', () => {
+    for (const text of ['insert into probe (a) values ($1) returning *', 'select * from probe where id = $1', 'select "p".* from probe as "p"']) {
+      prepareOnPostgres(text);
+      assert.equal(preparedStatementName(text), undefined, text);
+    }
+    prepareOnPostgres('select count(*) as n from probe where id = $1');
+    assert.notEqual(preparedStatementName('select count(*) as n from probe where id = $1'), undefined);
+  });
 });
 
 const postgres = (await storeCases()).find((c) => c.kind === 'postgres');

@@ -6,9 +6,14 @@
 //
 // Kysely's PostgreSQL driver sends `client.query(sql, parameters)`, with no name to give. So each
 // pooled client's `query` is wrapped as it connects: a text registered here goes as a named
-// statement, anything else as before. A deployment behind a pooler that cannot keep named
-// statements (PgBouncer in transaction mode before 1.21) turns this off with
+// statement, anything else as before. A deployment behind a pooler in transaction mode that does
+// not keep named statements (PgBouncer without `max_prepared_statements`) turns this off with
 // DATABASE_PREPARED_STATEMENTS=false.
+//
+// A prepared statement's result columns are fixed when it is prepared. A text that selects or
+// returns `*` is therefore never named: a node still running while a rolling upgrade's migration
+// adds a column would otherwise fail it on every connection ("cached plan must not change result
+// type").
 import { createHash } from 'node:crypto';
 
 /**
@@ -19,9 +24,12 @@ import { createHash } from 'node:crypto';
 const MAX_NAMED = 1_000;
 const names = new Map<string, string>();
 
-/** Makes `sql` go as a named statement from now on, on every connection that names them. */
+/** Any `*` but `count(*)`'s: every column of a table, whatever columns it has when the statement runs. */
+const EVERY_COLUMN = /\*(?!\))/;
+
+/** Makes `sql` go as a named statement from now on, on every connection that names them (unless it selects or returns `*`). */
 export function prepareOnPostgres(sql: string): void {
-  if (names.has(sql) || names.size >= MAX_NAMED) return;
+  if (names.has(sql) || names.size >= MAX_NAMED || EVERY_COLUMN.test(sql)) return;
   // Derived from the text, so one text has one name in every process, and two texts never share one.
   names.set(sql, `dialtone_${createHash('sha256').update(sql).digest('hex').slice(0, 32)}`);
 }
