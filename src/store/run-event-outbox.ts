@@ -37,31 +37,19 @@ function outboxRecord(e: RunEventWrite) {
 /** The events' row as run_events stores it. */
 const eventRow = (e: RunEventWrite) => ({ run_id: e.run.id, seq: e.run.last_event_seq, type: e.type, at: e.at, data: JSON.stringify(e.data) });
 
-/** The events' insert: one event (a transition, a creation) from its compiled template, several (a claim's) built as they come. */
-async function insertEvents(trx: Kysely<Database>, dialect: DialectName, events: readonly RunEventWrite[]): Promise<void> {
-  const [only] = events;
-  if (events.length === 1 && only) {
-    await executeCompiled(trx, dialect, 'run-event-outbox:event', eventRow(only), (p) =>
-      trx.insertInto('run_events').values({ run_id: p('run_id'), seq: p('seq'), type: p('type'), at: p('at'), data: p('data') }),
-    );
-    return;
-  }
-  await trx.insertInto('run_events').values(events.map(eventRow)).execute();
-}
-
 /**
- * SQLite: one event's insert, which also says whether its organization has an enabled webhook
- * endpoint (a subquery in RETURNING). Every transition and every creation writes one event, and
- * asking in the same statement spares each a second one.
+ * One event's insert (a transition, a creation), from its compiled template. On SQLite it also
+ * says whether the run's organization has an enabled webhook endpoint (a subquery in RETURNING):
+ * every transition and every creation writes one event, and asking in the same statement spares
+ * each a second one. On PostgreSQL the outbox trigger asks, and this says false.
  */
-async function insertEventAskingSubscribed(trx: Kysely<Database>, event: RunEventWrite): Promise<boolean> {
+async function insertEvent(trx: Kysely<Database>, dialect: DialectName, event: RunEventWrite): Promise<boolean> {
   const values = { ...eventRow(event), org_id: event.run.org_id };
-  const { rows } = await executeCompiled(trx, 'sqlite', 'run-event-outbox:event-subscribed', values, (p) =>
-    trx
-      .insertInto('run_events')
-      .values({ run_id: p('run_id'), seq: p('seq'), type: p('type'), at: p('at'), data: p('data') })
-      .returning((eb) => eb.exists(eb.selectFrom('webhook_endpoints').select('org_id').where('org_id', '=', p('org_id')).where('enabled', '=', 1)).as('subscribed')),
-  );
+  const { rows } = await executeCompiled(trx, dialect, 'run-event-outbox:event', values, (p) => {
+    const insert = trx.insertInto('run_events').values({ run_id: p('run_id'), seq: p('seq'), type: p('type'), at: p('at'), data: p('data') });
+    if (dialect === 'postgres') return insert.returning(sql<boolean>`false`.as('subscribed'));
+    return insert.returning((eb) => eb.exists(eb.selectFrom('webhook_endpoints').select('org_id').where('org_id', '=', p('org_id')).where('enabled', '=', 1)).as('subscribed'));
+  });
   return Number(rows[0]?.subscribed ?? 0) === 1;
 }
 
@@ -77,22 +65,16 @@ async function anySubscribed(trx: Kysely<Database>, orgIds: readonly number[]): 
  */
 export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectName, events: readonly RunEventWrite[]): Promise<number> {
   if (events.length === 0) return 0;
-  if (dialect === 'postgres') {
-    // The outbox trigger (migration 005) writes the deliveries in this statement and notifies
-    // WEBHOOK_CHANNEL: nothing for this node to announce in-process.
-    await insertEvents(trx, dialect, events);
-    return 0;
-  }
-  // In-process: asking first is cheaper than building payloads nobody is subscribed to.
   const [only] = events;
-  let subscribed: boolean;
-  if (events.length === 1 && only) {
-    subscribed = await insertEventAskingSubscribed(trx, only);
-  } else {
-    await insertEvents(trx, dialect, events);
-    subscribed = await anySubscribed(trx, [...new Set(events.map((e) => e.run.org_id))]);
-  }
-  if (!subscribed) return 0;
+  let subscribed: boolean | undefined;
+  if (events.length === 1 && only) subscribed = await insertEvent(trx, dialect, only);
+  // Several events (a claim's): one statement, built as they come, since their number varies.
+  else await trx.insertInto('run_events').values(events.map(eventRow)).execute();
+  // PostgreSQL: the outbox trigger (migration 005) wrote the deliveries in the inserting statement
+  // and notifies WEBHOOK_CHANNEL: nothing for this node to announce in-process.
+  if (dialect === 'postgres') return 0;
+  // In-process: asking first is cheaper than building payloads nobody is subscribed to.
+  if (!(subscribed ?? (await anySubscribed(trx, [...new Set(events.map((e) => e.run.org_id))])))) return 0;
   const records = JSON.stringify(events.map(outboxRecord));
   const result = await executeCompiled(trx, dialect, 'run-event-outbox:deliveries', { records }, (p) => sql`
     insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
