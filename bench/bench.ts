@@ -30,11 +30,13 @@
 //   BENCH_NODE_OPTIONS  NODE_OPTIONS of the service processes (default none; node refuses most V8
 //                       flags there and npm start's command line overrides the rest: to compare V8
 //                       flags, edit scripts.start)
+//   DATABASE_PREPARED_STATEMENTS  passed to the service processes, to compare (the floor always
+//                       prepares its insert on PostgreSQL)
 //   BENCH_IDLE_SETTLE_SECONDS  how long a node is left without work before its idle memory is read
 //                       again (default 30: V8's memory reducer shrank idle nodes 15-18 s after start)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
 import { randomUUID } from 'node:crypto';
-import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -77,6 +79,7 @@ const INSTANT_SIMULATOR = {
   SIMULATOR_TALK_MS: '0',
   LOG_LEVEL: 'info',
   ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+  ...(process.env.DATABASE_PREPARED_STATEMENTS ? { DATABASE_PREPARED_STATEMENTS: process.env.DATABASE_PREPARED_STATEMENTS } : {}),
 };
 
 function percentile(sorted: number[], p: number): number {
@@ -229,19 +232,44 @@ async function startFloor(setup: Setup) {
   return { floor, url };
 }
 
-/** CPU time a process has used so far, in ms: its main thread's and all its threads' (Linux: /proc). */
-function cpuTimeOf(pid: number | undefined): { main: number; all: number } | undefined {
+/**
+ * Clock ticks (USER_HZ, 100 on Linux) of a /proc stat line's utime and stime, and with
+ * `reapedChildren` its cutime and cstime (the children it has waited for), in ms; read after the
+ * command name, which may hold spaces or brackets.
+ */
+function cpuMsOfStat(path: string, reapedChildren = false): number {
+  const line = readFileSync(path, 'utf8');
+  const fields = line.slice(line.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]) + (reapedChildren ? Number(fields[13]) + Number(fields[14]) : 0);
+  return ticks * 10;
+}
+
+/**
+ * CPU time PostgreSQL's processes on this machine have used so far, in ms (its backends do the
+ * statements' work): the live ones', and the ended ones' that the postmaster has reaped.
+ */
+function postgresCpuMs(): number {
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuMsOfStat(`/proc/${pid}/stat`, true);
+    } catch {
+      // The process ended between the listing and the reading.
+    }
+  }
+  return total;
+}
+
+/**
+ * CPU time used so far, in ms (Linux: /proc): the server process's main thread, the whole process
+ * (its own stat line counts every thread, those that have ended too) and, on PostgreSQL, the
+ * database server's processes.
+ */
+function cpuTimeOf(pid: number | undefined, kind: StoreKind): { main: number; all: number; database: number } | undefined {
   if (pid === undefined) return undefined;
-  // utime and stime, fields 14 and 15 of a stat line, in clock ticks of 10 ms (USER_HZ, 100 on
-  // Linux); counted from after the command name, which may itself hold spaces or brackets. The
-  // process's own line counts every thread, those that have ended too.
-  const ticksOf = (path: string) => {
-    const line = readFileSync(path, 'utf8');
-    const fields = line.slice(line.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  };
   try {
-    return { main: ticksOf(`/proc/${pid}/task/${pid}/stat`), all: ticksOf(`/proc/${pid}/stat`) };
+    return { main: cpuMsOfStat(`/proc/${pid}/task/${pid}/stat`), all: cpuMsOfStat(`/proc/${pid}/stat`), database: kind === 'postgres' ? postgresCpuMs() : 0 };
   } catch {
     return undefined;
   }
@@ -249,15 +277,17 @@ function cpuTimeOf(pid: number | undefined): { main: number; all: number } | und
 
 /** CPU time a server used over some rounds, the requests it answered (errors and the generator's warm-up included) and how long they ran. */
 interface CpuSpent {
+  kind: StoreKind;
   main: number;
   all: number;
+  database: number;
   requests: number;
   seconds: number;
 }
 
-const noCpuSpent = (): CpuSpent => ({ main: 0, all: 0, requests: 0, seconds: 0 });
+const noCpuSpent = (kind: StoreKind): CpuSpent => ({ kind, main: 0, all: 0, database: 0, requests: 0, seconds: 0 });
 
-/** Adds to `cpu` what the server's process used between two readings (NaN when either is missing). */
+/** Adds to `cpu` what was used between two readings (NaN when either is missing). */
 function addCpu(cpu: CpuSpent, before: ReturnType<typeof cpuTimeOf>, after: ReturnType<typeof cpuTimeOf>, requests: number, seconds: number): void {
   if (!before || !after) {
     cpu.requests = NaN;
@@ -265,15 +295,16 @@ function addCpu(cpu: CpuSpent, before: ReturnType<typeof cpuTimeOf>, after: Retu
   }
   cpu.main += after.main - before.main;
   cpu.all += after.all - before.all;
+  cpu.database += after.database - before.database;
   cpu.requests += requests;
   cpu.seconds += seconds;
 }
 
 /** An open-loop round with the CPU time the server's process used during it. */
 async function openLoopWithCpu(target: Target, pid: number | undefined, rate: number, seconds: number, cpu: CpuSpent): Promise<OpenLoopRun> {
-  const before = cpuTimeOf(pid);
+  const before = cpuTimeOf(pid, cpu.kind);
   const run = await openLoopRun(target, rate, seconds);
-  addCpu(cpu, before, cpuTimeOf(pid), run.sent, seconds);
+  addCpu(cpu, before, cpuTimeOf(pid, cpu.kind), run.sent, seconds);
   return run;
 }
 
@@ -286,6 +317,8 @@ const cpuPerRequest = (cpu: CpuSpent) => ({
   main_thread_us: round((cpu.main * 1000) / cpu.requests, 0),
   process_us: round((cpu.all * 1000) / cpu.requests, 0),
   main_thread_busy: round(cpu.main / 1000 / cpu.seconds, 2),
+  // The database server's share of each request: where parsing and planning show (DATABASE_PREPARED_STATEMENTS).
+  ...(cpu.kind === 'postgres' ? { postgres_us: round((cpu.database * 1000) / cpu.requests, 0) } : {}),
 });
 
 /**
@@ -294,9 +327,9 @@ const cpuPerRequest = (cpu: CpuSpent) => ({
  */
 async function closedLoopApart(target: Target, pid: number | undefined, seconds: number, cpu?: CpuSpent): Promise<LoadSample> {
   if (typeof target.body !== 'string') throw new Error('the generator process sends the same headers and body again and again');
-  const before = cpuTimeOf(pid);
+  const before = cpu ? cpuTimeOf(pid, cpu.kind) : undefined;
   const sample = await runClosedLoop({ url: target.url, headers: target.headers(), body: target.body, concurrency: CONCURRENCY, seconds });
-  if (cpu) addCpu(cpu, before, cpuTimeOf(pid), sample.latencies.length + sample.errors, sample.seconds);
+  if (cpu) addCpu(cpu, before, cpuTimeOf(pid, cpu.kind), sample.latencies.length + sample.errors, sample.seconds);
   return sample;
 }
 
@@ -324,8 +357,8 @@ async function floorComparison(kind: StoreKind) {
     await closedLoopApart(serviceTarget, undefined, 1);
     const floorSamples: LoadSample[] = [];
     const serviceSamples: LoadSample[] = [];
-    const floorLoopCpu = noCpuSpent();
-    const serviceLoopCpu = noCpuSpent();
+    const floorLoopCpu = noCpuSpent(kind);
+    const serviceLoopCpu = noCpuSpent(kind);
     for (let i = 0; i < ROUNDS; i++) {
       floorSamples.push(await closedLoopApart(floorTarget, floor.child.pid, SECONDS / ROUNDS, floorLoopCpu));
       serviceSamples.push(await closedLoopApart(serviceTarget, service.child.pid, SECONDS / ROUNDS, serviceLoopCpu));
@@ -339,8 +372,8 @@ async function floorComparison(kind: StoreKind) {
     const flushesBefore = await walFlushes(service);
     const serviceRuns: OpenLoopRun[] = [];
     const floorRuns: OpenLoopRun[] = [];
-    const serviceCpu = noCpuSpent();
-    const floorCpu = noCpuSpent();
+    const serviceCpu = noCpuSpent(kind);
+    const floorCpu = noCpuSpent(kind);
     for (let i = 0; i < ROUNDS; i++) {
       floorRuns.push(await openLoopWithCpu(floorTarget, floor.child.pid, halfRate, SECONDS / ROUNDS, floorCpu));
       serviceRuns.push(await openLoopWithCpu(serviceTarget, service.child.pid, halfRate, SECONDS / ROUNDS, serviceCpu));
@@ -366,6 +399,9 @@ async function floorComparison(kind: StoreKind) {
         cpu_ratio_to_floor: {
           main_thread: round(serviceAtHalf.cpu_per_request.main_thread_us / floorAtHalf.cpu_per_request.main_thread_us, 2),
           process: round(serviceAtHalf.cpu_per_request.process_us / floorAtHalf.cpu_per_request.process_us, 2),
+          ...(serviceAtHalf.cpu_per_request.postgres_us !== undefined && floorAtHalf.cpu_per_request.postgres_us !== undefined
+            ? { postgres: round(serviceAtHalf.cpu_per_request.postgres_us / floorAtHalf.cpu_per_request.postgres_us, 2) }
+            : {}),
         },
       },
       service_memory: { idle: idle, after_load: memoryOf(service.child.pid) },

@@ -1,8 +1,9 @@
 // PostgreSQL: the statements compiled-statements.ts keeps are also prepared on each connection
 // (node-postgres's named statements: parsed and planned once per connection, then only bound and
-// run), so the server does not parse and plan them again on every run. For the run insert's one
-// statement (CTEs, the cap's function, the outbox trigger) that was over 40% of the server's CPU
-// per insert (scratch measurement on one machine: ~490 against ~280 µs).
+// run), so the server does not parse and plan them again on every run: for the run insert's one
+// statement (CTEs, the cap's function, the outbox trigger), that was much of the database's work
+// per request. `npm run bench` prints the database server's CPU per request (`postgres_us`); run it
+// with DATABASE_PREPARED_STATEMENTS=false in the environment to see the difference.
 //
 // Kysely's PostgreSQL driver sends `client.query(sql, parameters)`, with no name to give. So each
 // pooled client's `query` is wrapped as it connects: a text registered here goes as a named
