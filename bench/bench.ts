@@ -32,9 +32,16 @@
 //                       flags, edit scripts.start)
 //   DATABASE_PREPARED_STATEMENTS  passed to the service processes, to compare (the floor always
 //                       prepares its insert on PostgreSQL)
+//   DISPATCH_WAKE_INTERVAL_MS  passed to the service processes, to compare (0: a wake-up per
+//                       created run whenever the last has been answered)
 //   BENCH_IDLE_SETTLE_SECONDS  how long a node is left without work before its idle memory is read
 //                       again (default 30: V8's memory reducer shrank idle nodes 15-18 s after start)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
+//
+// Every service process writes its log (a line per request) to a file in a temporary directory,
+// removed when the bench ends, not to a pipe to this process: reading a busy node's pipe cost this
+// process 40-110 µs of CPU per request on a 2-core machine, taken from the servers it measures
+// (the floor logs nothing), as the generator's work did before it had a process of its own.
 import { randomUUID } from 'node:crypto';
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -56,6 +63,19 @@ import { spawnProcess } from '../test/helpers/process.js';
 import { pooledOpenLoops, runClosedLoop, runOpenLoop, type OpenLoopResult, type OpenLoopRun } from './open-loop.js';
 import { startServiceProcess, type ServiceProcess } from '../test/helpers/service-process.js';
 import { createTestDatabase, openTestStore, TEST_DATABASE_URL, type StoreKind } from '../test/helpers/stores.js';
+
+const LOG_DIR = mkdtempSync(join(tmpdir(), 'dialtone-bench-logs-'));
+process.once('exit', () => rmSync(LOG_DIR, { recursive: true, force: true }));
+process.once('SIGINT', () => process.exit(130));
+let servicesStarted = 0;
+
+/** The service as a process (test/helpers/service-process.ts), its stdout a file in LOG_DIR removed when it exits. */
+async function startBenchService(env: Record<string, string>): Promise<ServiceProcess> {
+  const file = join(LOG_DIR, `service-${++servicesStarted}.log`);
+  const service = await startServiceProcess(env, { stdoutFile: file });
+  service.child.once('exit', () => rmSync(file, { force: true }));
+  return service;
+}
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
@@ -80,6 +100,7 @@ const INSTANT_SIMULATOR = {
   LOG_LEVEL: 'info',
   ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
   ...(process.env.DATABASE_PREPARED_STATEMENTS ? { DATABASE_PREPARED_STATEMENTS: process.env.DATABASE_PREPARED_STATEMENTS } : {}),
+  ...(process.env.DISPATCH_WAKE_INTERVAL_MS ? { DISPATCH_WAKE_INTERVAL_MS: process.env.DISPATCH_WAKE_INTERVAL_MS } : {}),
 };
 
 function percentile(sorted: number[], p: number): number {
@@ -209,7 +230,7 @@ async function idleMemory(pid: number | undefined) {
 async function idleDispatcher(kind: StoreKind) {
   const setup = await setUp(kind);
   try {
-    const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'dispatcher' });
+    const service = await startBenchService({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'dispatcher' });
     try {
       return await idleMemory(service.child.pid);
     } finally {
@@ -261,15 +282,21 @@ function postgresCpuMs(): number {
   return total;
 }
 
+/** CPU time this (the bench's) process has used so far, in ms. */
+function benchCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
 /**
  * CPU time used so far, in ms (Linux: /proc): the server process's main thread, the whole process
- * (its own stat line counts every thread, those that have ended too) and, on PostgreSQL, the
- * database server's processes.
+ * (its own stat line counts every thread, those that have ended too), on PostgreSQL the database
+ * server's processes, and the bench's own process (which should stay out of the servers' way).
  */
-function cpuTimeOf(pid: number | undefined, kind: StoreKind): { main: number; all: number; database: number } | undefined {
+function cpuTimeOf(pid: number | undefined, kind: StoreKind): { main: number; all: number; database: number; bench: number } | undefined {
   if (pid === undefined) return undefined;
   try {
-    return { main: cpuMsOfStat(`/proc/${pid}/task/${pid}/stat`), all: cpuMsOfStat(`/proc/${pid}/stat`), database: kind === 'postgres' ? postgresCpuMs() : 0 };
+    return { main: cpuMsOfStat(`/proc/${pid}/task/${pid}/stat`), all: cpuMsOfStat(`/proc/${pid}/stat`), database: kind === 'postgres' ? postgresCpuMs() : 0, bench: benchCpuMs() };
   } catch {
     return undefined;
   }
@@ -281,11 +308,12 @@ interface CpuSpent {
   main: number;
   all: number;
   database: number;
+  bench: number;
   requests: number;
   seconds: number;
 }
 
-const noCpuSpent = (kind: StoreKind): CpuSpent => ({ kind, main: 0, all: 0, database: 0, requests: 0, seconds: 0 });
+const noCpuSpent = (kind: StoreKind): CpuSpent => ({ kind, main: 0, all: 0, database: 0, bench: 0, requests: 0, seconds: 0 });
 
 /** Adds to `cpu` what was used between two readings (NaN when either is missing). */
 function addCpu(cpu: CpuSpent, before: ReturnType<typeof cpuTimeOf>, after: ReturnType<typeof cpuTimeOf>, requests: number, seconds: number): void {
@@ -296,6 +324,7 @@ function addCpu(cpu: CpuSpent, before: ReturnType<typeof cpuTimeOf>, after: Retu
   cpu.main += after.main - before.main;
   cpu.all += after.all - before.all;
   cpu.database += after.database - before.database;
+  cpu.bench += after.bench - before.bench;
   cpu.requests += requests;
   cpu.seconds += seconds;
 }
@@ -319,6 +348,10 @@ const cpuPerRequest = (cpu: CpuSpent) => ({
   main_thread_busy: round(cpu.main / 1000 / cpu.seconds, 2),
   // The database server's share of each request: where parsing and planning show (DATABASE_PREPARED_STATEMENTS).
   ...(cpu.kind === 'postgres' ? { postgres_us: round((cpu.database * 1000) / cpu.requests, 0) } : {}),
+  // The bench's own process over the same rounds: on a machine of few cores its CPU is taken from
+  // the servers it measures, so it must stay small beside theirs (the load comes from a generator
+  // process of its own, and the servers' logs go to files, not to a pipe this process reads).
+  bench_process_us: round((cpu.bench * 1000) / cpu.requests, 0),
 });
 
 /**
@@ -346,7 +379,7 @@ async function floorComparison(kind: StoreKind) {
   process.stdout.write(`\n[${kind}] floor and service (API-only), ${ROUNDS} alternating rounds of ${SECONDS / ROUNDS} s, ${CONCURRENCY} clients\n`);
   const serviceSetup = await setUp(kind);
   const floorSetup = await setUp(kind);
-  const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: serviceSetup.url, DIALTONE_ROLE: 'api' });
+  const service = await startBenchService({ ...INSTANT_SIMULATOR, DATABASE_URL: serviceSetup.url, DIALTONE_ROLE: 'api' });
   const idle = await idleMemory(service.child.pid);
   const { floor, url } = await startFloor(floorSetup);
   try {
@@ -493,7 +526,7 @@ async function dispatcherThroughput(setup: Setup) {
     }));
     await setup.store.db.insertInto('workflow_runs').values(rows).execute();
   }
-  const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'dispatcher', DISPATCH_BATCH_SIZE: '1000' });
+  const service = await startBenchService({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'dispatcher', DISPATCH_BATCH_SIZE: '1000' });
   // Read as it starts, with the backlog already there: its idle memory is read by idleDispatcher.
   const atStart = memoryOf(service.child.pid);
   const started = Date.now();
@@ -596,7 +629,7 @@ async function webhookBench(kind: StoreKind) {
     // delivers), in alternating rounds.
     process.stdout.write(`\n[${kind}] webhooks: run creation with one subscribed endpoint against none, ${ROUNDS} alternating rounds\n`);
     const creation = await setUp(kind);
-    const apiNode = await startServiceProcess({ ...INSTANT_SIMULATOR, ...WEBHOOK_ENV, DATABASE_URL: creation.url, DIALTONE_ROLE: 'api' });
+    const apiNode = await startBenchService({ ...INSTANT_SIMULATOR, ...WEBHOOK_ENV, DATABASE_URL: creation.url, DIALTONE_ROLE: 'api' });
     let costOfSubscribing;
     try {
       const deps = buildDeps(testConfig(creation.url), { store: creation.store, logger: pino({ level: 'silent' }) });
@@ -630,7 +663,7 @@ async function webhookBench(kind: StoreKind) {
     // other (per-run order), so its last waits for the ones before it.
     process.stdout.write(`[${kind}] webhooks: event to first attempt, ${WEBHOOK_RATE} calls/s for ${SECONDS} s, each reported to one endpoint\n`);
     const paced = await setUp(kind);
-    const node = await startServiceProcess({ ...INSTANT_SIMULATOR, ...WEBHOOK_ENV, DATABASE_URL: paced.url });
+    const node = await startBenchService({ ...INSTANT_SIMULATOR, ...WEBHOOK_ENV, DATABASE_URL: paced.url });
     let firstAttempt;
     try {
       await subscribeEndpoint(node, paced.fixture.apiKey, receiver.url);
@@ -677,7 +710,7 @@ async function webhookBench(kind: StoreKind) {
         await drain.store.db.insertInto('webhook_deliveries').values(rows).execute();
       }
       const before = receiver.received();
-      const dispatcherNode = await startServiceProcess({ ...INSTANT_SIMULATOR, ...WEBHOOK_ENV, DATABASE_URL: drain.url, DIALTONE_ROLE: 'dispatcher' });
+      const dispatcherNode = await startBenchService({ ...INSTANT_SIMULATOR, ...WEBHOOK_ENV, DATABASE_URL: drain.url, DIALTONE_ROLE: 'dispatcher' });
       const started = Date.now();
       try {
         await waitForDeliveries(drain.store, 600_000);
@@ -699,7 +732,7 @@ async function webhookBench(kind: StoreKind) {
 async function saturationAndKeys(kind: StoreKind) {
   process.stdout.write(`\n[${kind}] saturation (API and dispatcher on one node): ${CONCURRENCY} clients for ${SECONDS} s\n`);
   const load = await setUp(kind);
-  const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: load.url });
+  const service = await startBenchService({ ...INSTANT_SIMULATOR, DATABASE_URL: load.url });
   let saturation;
   let saturationDial;
   let withKeys;
@@ -736,7 +769,7 @@ async function saturationAndKeys(kind: StoreKind) {
 async function pacedLoad(kind: StoreKind) {
   process.stdout.write(`[${kind}] paced: ${RATE} requests/s for ${SECONDS} s, telephony capacity free\n`);
   const pacedSetup = await setUp(kind);
-  const pacedService = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: pacedSetup.url });
+  const pacedService = await startBenchService({ ...INSTANT_SIMULATOR, DATABASE_URL: pacedSetup.url });
   let paced;
   let pacedDial;
   try {
@@ -773,8 +806,8 @@ async function policyCost(kind: StoreKind) {
   }
   const loadSeconds = (performance.now() - loadStarted) / 1000;
   await setOrganizationLimits(onSetup.store, onSetup.fixture.orgId, { number_max_calls: 3, number_window_seconds: 86_400 });
-  const off = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: offSetup.url, DIALTONE_ROLE: 'api' });
-  const on = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: onSetup.url, DIALTONE_ROLE: 'api' });
+  const off = await startBenchService({ ...INSTANT_SIMULATOR, DATABASE_URL: offSetup.url, DIALTONE_ROLE: 'api' });
+  const on = await startBenchService({ ...INSTANT_SIMULATOR, DATABASE_URL: onSetup.url, DIALTONE_ROLE: 'api' });
   try {
     let next = 0;
     const distinct = (service: ServiceProcess, setup: Setup): Target => ({
@@ -846,7 +879,7 @@ async function campaignBench(kind: StoreKind) {
   process.stdout.write(`\n[${kind}] campaigns: importing ${CAMPAIGN_CONTACTS} contacts, then ${CAMPAIGN_CALLS} calls at ${CAMPAIGN_RATE} a second\n`);
   const setup = await setUp(kind);
   // A batch and tick that let the campaign's own calls_per_second be the limit being measured.
-  const service = await startServiceProcess({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'all', CAMPAIGN_BATCH_SIZE: '10000', CAMPAIGN_TICK_INTERVAL_MS: '100', DISPATCH_BATCH_SIZE: '1000' });
+  const service = await startBenchService({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'all', CAMPAIGN_BATCH_SIZE: '10000', CAMPAIGN_TICK_INTERVAL_MS: '100', DISPATCH_BATCH_SIZE: '1000' });
   const api = (path: string, body: string, contentType = 'application/json') =>
     fetch(`${service.url}/api/v1/public/campaigns${path}`, { method: 'POST', headers: { 'content-type': contentType, 'x-api-key': setup.fixture.apiKey }, body });
   const create = async (name: string, extra: Record<string, unknown>) => {

@@ -2,7 +2,7 @@
 // run the way a user runs them, with an environment built from scratch (nothing leaks in from the
 // test runner's own environment) and killed when the test ends.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
 
@@ -71,13 +71,30 @@ export function stopOnTeardown(t: TestContext, child: ChildProcess, options: { d
   });
 }
 
+export interface SpawnOptions {
+  /**
+   * Where stdout goes instead of a pipe to this process: a file (emptied first) the child writes directly. The
+   * benchmark uses it, so that collecting a busy service's log lines (one per request) costs no CPU
+   * in the process that measures it, on a machine with few cores.
+   */
+  stdoutFile?: string;
+}
+
+/** How often `waitForStdout` rereads a stdout file; only startup lines are waited for this way. */
+const STDOUT_FILE_POLL_MS = 50;
+
 /** Starts `command args`; the caller owns its end (outside a test, e.g. the benchmark). */
-export function spawnProcess(command: string, args: string[], env: Record<string, string | undefined>): RunningProcess {
-  const child = spawn(command, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
+export function spawnProcess(command: string, args: string[], env: Record<string, string | undefined>, options: SpawnOptions = {}): RunningProcess {
+  const { stdoutFile } = options;
+  const stdoutFd = stdoutFile === undefined ? undefined : openSync(stdoutFile, 'w');
+  const child = spawn(command, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', stdoutFd ?? 'pipe', 'pipe'] });
+  // The child holds its own descriptor of the file now.
+  if (stdoutFd !== undefined) closeSync(stdoutFd);
+  let piped = '';
   let stderr = '';
-  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stdout?.on('data', (chunk: Buffer) => (piped += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const stdout = () => (stdoutFile === undefined ? piped : readFileSync(stdoutFile, 'utf8'));
   let done: Exit | undefined;
   const exited = new Promise<Exit>((resolve) =>
     child.on('exit', (code, signal) => {
@@ -85,17 +102,17 @@ export function spawnProcess(command: string, args: string[], env: Record<string
       resolve(done);
     }),
   );
-  const describe = () => `stdout:\n${stdout}\nstderr:\n${stderr}`;
+  const describe = () => `stdout:\n${stdout()}\nstderr:\n${stderr}`;
 
   return {
     child,
-    stdout: () => stdout,
+    stdout,
     stderr: () => stderr,
     exited,
     waitForStdout(pattern, timeoutMs = STARTUP_TIMEOUT_MS) {
       return new Promise((resolve, reject) => {
         const check = () => {
-          const match = pattern.exec(stdout);
+          const match = pattern.exec(stdout());
           if (!match) return false;
           cleanup();
           resolve(match);
@@ -110,14 +127,17 @@ export function spawnProcess(command: string, args: string[], env: Record<string
           cleanup();
           reject(new Error(`no ${pattern} on stdout within ${timeoutMs} ms:\n${describe()}`));
         }, timeoutMs);
+        let poll: NodeJS.Timeout | undefined;
         const cleanup = () => {
           clearTimeout(timer);
+          clearInterval(poll);
           child.stdout?.off('data', check);
           child.off('exit', onExit);
         };
         if (check()) return;
         if (done) return onExit();
-        child.stdout?.on('data', check);
+        if (stdoutFile === undefined) child.stdout?.on('data', check);
+        else poll = setInterval(check, STDOUT_FILE_POLL_MS);
         child.on('exit', onExit);
       });
     },

@@ -11,10 +11,11 @@ import { migrateToLatest } from '../../src/store/migrate.js';
 import type { Store } from '../../src/store/store.js';
 import { TEST_SECRET_KEY, testConfig } from './app.js';
 import { createOrgFixture, type OrgFixture } from './fixtures.js';
-import { npmStartArgs, spawnProcess, STARTUP_TIMEOUT_MS, type RunningProcess } from './process.js';
+import { npmStartArgs, spawnProcess, STARTUP_TIMEOUT_MS, type RunningProcess, type SpawnOptions } from './process.js';
 import { createTestDatabase, openTestStore, type StoreKind } from './stores.js';
 
-const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/;
+// The whole port: a line read from a file while it is being written may end mid-number.
+const LISTENING = /Server listening at (http:\/\/127\.0\.0\.1:\d+)(?=["\s])/;
 
 export interface ServiceProcess {
   child: RunningProcess['child'];
@@ -25,21 +26,26 @@ export interface ServiceProcess {
   exited: Promise<number | string>;
 }
 
-export async function startServiceProcess(env: Record<string, string>, timeoutMs = STARTUP_TIMEOUT_MS): Promise<ServiceProcess> {
-  const service = spawnProcess(process.execPath, npmStartArgs(), {
-    NODE_ENV: 'test',
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'info',
-    DIALTONE_FIRST_RUN_DEMO: 'false',
-    DIALTONE_SECRET_KEY: TEST_SECRET_KEY,
-    // Load tests and the benchmark send as fast as they can; they measure the service, not its limits.
-    RATE_LIMIT_KEY_PER_SECOND: '0',
-    RATE_LIMIT_ORG_PER_SECOND: '0',
-    MAX_QUEUED_RUNS_PER_ORG: '10000000',
-    ...env,
-  });
-  const [, url = ''] = await service.waitForStdout(LISTENING, timeoutMs);
+export async function startServiceProcess(env: Record<string, string>, options: SpawnOptions = {}): Promise<ServiceProcess> {
+  const service = spawnProcess(
+    process.execPath,
+    npmStartArgs(),
+    {
+      NODE_ENV: 'test',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      DIALTONE_FIRST_RUN_DEMO: 'false',
+      DIALTONE_SECRET_KEY: TEST_SECRET_KEY,
+      // Load tests and the benchmark send as fast as they can; they measure the service, not its limits.
+      RATE_LIMIT_KEY_PER_SECOND: '0',
+      RATE_LIMIT_ORG_PER_SECOND: '0',
+      MAX_QUEUED_RUNS_PER_ORG: '10000000',
+      ...env,
+    },
+    options,
+  );
+  const [, url = ''] = await service.waitForStdout(LISTENING, STARTUP_TIMEOUT_MS);
   return {
     child: service.child,
     url,
