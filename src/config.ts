@@ -117,6 +117,12 @@ export const ConfigSchema = Type.Object({
   DIALTONE_ROLE: Type.Union([Type.Literal('all'), Type.Literal('api'), Type.Literal('dispatcher')], { default: 'all' }),
   /** How often an idle dispatcher looks for work created on other nodes (same-node work wakes it at once). */
   DISPATCH_POLL_INTERVAL_MS: Integer(10, 60_000, 500),
+  /**
+   * PostgreSQL: least time between two wake-ups this node sends the other nodes' dispatchers for
+   * runs it created (store/coalescing-notifier.ts): every run created meanwhile rides on the next
+   * one; 0 sends one whenever the last has been answered.
+   */
+  DISPATCH_WAKE_INTERVAL_MS: Integer(0, 1_000, 5),
   /** How far ahead of its pacing slot a call may be claimed; bounds the claimed-but-not-dialed window. */
   DISPATCH_LOOKAHEAD_MS: Integer(0, 5_000, 100),
   /**

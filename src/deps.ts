@@ -73,6 +73,8 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
       },
       onCheckpointTrouble: (error) => logger.warn({ err: error }, 'a SQLite WAL checkpoint did not run; the next one tries again'),
       onWalFlushed: (seconds) => observeWalFlush(seconds),
+      onAnnounceFailure: (error) => logger.warn({ err: error }, 'could not wake the other nodes after a write; their polling finds it'),
+      announceIntervalMs: config.DISPATCH_WAKE_INTERVAL_MS,
     });
   const clock = overrides.clock ?? systemClock;
   const signals = new Signals();

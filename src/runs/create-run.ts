@@ -25,6 +25,8 @@ export interface CreateRunResult extends CreatedRun {
 /** The store notification channel that announces new queued runs. */
 export const WORK_CHANNEL = 'dialtone_work';
 
+const withState = ({ id, name, deliveries }: InsertedRun): CreateRunResult => ({ id, name, state: 'queued', webhookDeliveries: deliveries });
+
 function runNamePrefix(mode: RunMode): string {
   return mode === 'test' ? 'WR-TEST-' : 'WR-API-';
 }
@@ -63,8 +65,6 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
       ...(campaign ? { campaign_id: campaign.campaignId, contact_id: campaign.contactId, attempt: campaign.attempt } : {}),
     }),
     namePrefix: runNamePrefix(run.mode),
-    // Wakes dispatchers on other nodes as this commits (PostgreSQL); same-node ones are signalled in-process.
-    wakeChannel: WORK_CHANNEL,
   };
   const created = (inserted: InsertedRun | InsertRefused): InsertedRun => {
     if ('refused' in inserted) throw options.checks?.refusal(inserted) ?? new Error(`the insert refused (${inserted.refused}) without checks to make`);
@@ -73,16 +73,18 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
   const guard = options.checks?.guards;
   // Nothing else to write in the same transaction: the store inserts it as cheaply as it can (one
   // statement on PostgreSQL, checks included).
-  if (!options.queueCap && !options.beforeInsert && !options.onCreated) {
-    const { id, name, deliveries } = created(await insertQueuedRunDurably(store, values, guard));
-    return { id, name, state: 'queued', webhookDeliveries: deliveries };
-  }
-  return store.transaction('durable', async (trx) => {
-    if (options.queueCap) await enforceQueueCap(store, trx, run.orgId, options.queueCap);
-    await options.beforeInsert?.(trx);
-    const { id, name, deliveries } = created(await insertQueuedRun(trx, store.dialect, values, guard));
-    const queued = { id, name, state: 'queued' as const };
-    await options.onCreated?.(trx, queued);
-    return { ...queued, webhookDeliveries: deliveries };
-  });
+  const result: CreateRunResult =
+    !options.queueCap && !options.beforeInsert && !options.onCreated
+      ? withState(created(await insertQueuedRunDurably(store, values, guard)))
+      : await store.transaction('durable', async (trx) => {
+          if (options.queueCap) await enforceQueueCap(store, trx, run.orgId, options.queueCap);
+          await options.beforeInsert?.(trx);
+          const queued = withState(created(await insertQueuedRun(trx, store.dialect, values, guard)));
+          await options.onCreated?.(trx, queued);
+          return queued;
+        });
+  // Committed: dispatchers on other nodes are woken (PostgreSQL; same-node ones are signalled
+  // in-process by the caller). A deferred run is not due; their polls find it when it is.
+  if (run.scheduledFor === null) store.announce(WORK_CHANNEL);
+  return result;
 }

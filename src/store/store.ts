@@ -10,6 +10,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql } from './kysely.js';
 import type { Transaction } from 'kysely';
 import type Pg from 'pg';
 import type { Database } from './schema.js';
+import { CoalescingNotifier } from './coalescing-notifier.js';
 import { GroupCommit } from './group-commit.js';
 import { withStatementCache } from './statement-cache.js';
 import { namePreparedStatements } from './prepared-statements.js';
@@ -40,10 +41,15 @@ export interface Store {
   batched<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
   /**
    * Cross-process wake-ups. `notify` (inside a transaction) is delivered to every `listen`er when
-   * that transaction commits: PostgreSQL LISTEN/NOTIFY. SQLite serves one node, whose in-process
-   * signals already do this, so there both are no-ops and polling covers anything else.
+   * that transaction commits: PostgreSQL LISTEN/NOTIFY. `announce`, called after a commit, sends
+   * the notification by a statement of its own, coalesced with the other announcements of the
+   * moment (coalescing-notifier.ts): for the busiest wake-up, a new queued run, whose insert would
+   * otherwise hold PostgreSQL's notify lock through its flush. SQLite serves one node, whose
+   * in-process signals already do this, so there all three are no-ops and polling covers anything
+   * else.
    */
   notify(trx: Transaction<Database>, channel: string): Promise<void>;
+  announce(channel: string): void;
   listen(channel: string, onNotify: () => void, onError: (error: Error) => void): Promise<() => Promise<void>>;
   /**
    * Resolves once every durable commit made so far is on the disk. A durable transaction's own
@@ -71,11 +77,15 @@ export interface StoreOptions {
   checkpointThread?: (path: string) => CheckpointThread;
   /** PostgreSQL: prepare the compiled statements on each connection (prepared-statements.ts; default true). */
   preparedStatements?: boolean;
+  /** PostgreSQL: told when an announcement (`Store.announce`) could not be sent; listeners' polling covers it. */
+  onAnnounceFailure?: (error: unknown) => void;
+  /** PostgreSQL: least time between the starts of two notifications of a channel by `announce` (coalescing-notifier.ts; default 5 ms). */
+  announceIntervalMs?: number;
 }
 
 export function openStore(url: string, options: StoreOptions = {}): Store {
   if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
-  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options.poolSize ?? 10, options.preparedStatements ?? true);
+  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options);
   throw new Error(`Unsupported DATABASE_URL scheme: ${url.split(':')[0]}`);
 }
 
@@ -132,6 +142,7 @@ function openSqlite(path: string, options: StoreOptions): Store {
     transaction: (durability, work) => (durability === 'durable' ? durableGroup.run(work) : transaction(durability, work)),
     batched: (work) => group.run(work),
     notify: async () => undefined,
+    announce: () => undefined,
     listen: async () => async () => undefined,
     async ping() {
       sqlite.prepare('select 1').get();
@@ -150,7 +161,8 @@ function openSqlite(path: string, options: StoreOptions): Store {
 const PG_INT8 = 20;
 const PG_NUMERIC = 1700;
 
-function openPostgres(url: string, poolSize: number, preparedStatements: boolean): Store {
+function openPostgres(url: string, options: StoreOptions): Store {
+  const { poolSize = 10, preparedStatements = true, onAnnounceFailure = () => undefined, announceIntervalMs = 5 } = options;
   // Required here, not imported: a node on SQLite never loads the PostgreSQL driver. It is
   // CommonJS, so this is the very module `import pg from 'pg'` would give.
   const pg = createRequire(import.meta.url)('pg') as typeof Pg;
@@ -177,6 +189,9 @@ function openPostgres(url: string, poolSize: number, preparedStatements: boolean
       return work(trx);
     });
   const group = new GroupCommit((work) => transaction('relaxed', work), GROUP_COMMIT_MAX, Math.max(1, Math.floor(poolSize / 2)));
+  const announcements = new CoalescingNotifier(async (channel) => {
+    await pool.query("select pg_notify($1, '')", [channel]);
+  }, onAnnounceFailure, announceIntervalMs);
   return {
     db,
     dialect: 'postgres',
@@ -185,6 +200,7 @@ function openPostgres(url: string, poolSize: number, preparedStatements: boolean
     async notify(trx, channel) {
       await sql`select pg_notify(${channel}, '')`.execute(trx);
     },
+    announce: (channel) => announcements.announce(channel),
     async listen(channel, onNotify, onError) {
       // A dedicated connection: a pooled one would be handed to other queries between notifications.
       const client = new pg.Client({ connectionString: url });
@@ -202,7 +218,10 @@ function openPostgres(url: string, poolSize: number, preparedStatements: boolean
     async ping() {
       await pool.query('select 1');
     },
-    close: () => db.destroy(),
+    close: async () => {
+      await announcements.close();
+      await db.destroy();
+    },
   };
 }
 

@@ -26,6 +26,7 @@ export class FakeTime {
     transaction: (durability, work) => this.track(store.transaction(durability, work)),
     batched: (work) => this.track(store.batched(work)),
     notify: (trx, channel) => store.notify(trx, channel),
+    announce: (channel) => store.announce(channel),
     listen: (channel, onNotify, onError) => store.listen(channel, onNotify, onError),
     durable: () => this.track(store.durable()),
     ping: () => this.track(store.ping()),
