@@ -17,8 +17,8 @@ const CENSOR = '[redacted]';
  * What pino's `redact` censors: the secret fields at the top level, and headers logged as such.
  * Paths that start with a wildcard (`*.token`) are not given to it, although it takes them: pino
  * then runs its redactor on every value of every line, and that redactor (@pinojs/redact 0.4.0,
- * its newest) parses each path again on every call. That cost ~21 KB of garbage and 16-25 µs per
- * line, some 4% of an Initiate Call's CPU, for lines with nothing to redact. The level below the
+ * its newest) parses each path again on every call, garbage and CPU spent on every line, most of
+ * which have nothing to redact. The level below the
  * top is censored by `censorSecretFields`, in the pass over each line's values that masks numbers.
  * That pass does not see a child logger's bindings (pino formats them apart), which are therefore
  * censored at the top level only: the only child loggers are Fastify's, bound to a request id.

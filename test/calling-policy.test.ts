@@ -309,6 +309,17 @@ for (const store of await storeCases()) {
       assertProblem(await call(app, f), 429, 'number_frequency_capped');
     });
 
+    it('refuses a number both suppressed and over its cap as number_suppressed: the list comes first', async (t) => {
+      const { app, deps } = await build(t, store.kind);
+      const f = await createOrgFixture(deps);
+      await setOrganizationLimits(deps.store, f.orgId, { number_max_calls: 1, number_window_seconds: 3600 });
+      assert.equal((await call(app, f)).statusCode, 200);
+      assertProblem(await call(app, f), 429, 'number_frequency_capped');
+      assert.equal((await put(app, f.apiKey, NUMBER, {})).statusCode, 200);
+      assertProblem(await call(app, f), 422, 'number_suppressed');
+      assert.equal(await countRuns(deps), 1);
+    });
+
     it('counts runs in every state, so a canceled call still counts, and counts per organization', async (t) => {
       const { app, deps } = await build(t, store.kind);
       const f = await createOrgFixture(deps);

@@ -1,8 +1,9 @@
 // Inserting a queued run and its first event, with the calling policy's exact checks (the
 // suppression list, the per-number cap): the one write the request path makes, so the dialects
 // part ways here. On
-// PostgreSQL it is one statement, one round trip (insertOnPostgres); on SQLite, in-process, the same
-// work is a few statements in the caller's transaction.
+// PostgreSQL it is one statement, one round trip (insertOnPostgres); on SQLite, in-process, the
+// run's insert (which checks the suppression list itself, unless a per-number cap is counted too)
+// and its event's, in the caller's transaction.
 import { sql, type Kysely } from './kysely.js';
 import { runMessageId } from '../webhooks/event-types.js';
 import { executeCompiled } from './compiled-statements.js';
@@ -41,8 +42,6 @@ export interface QueuedRunValues extends NewRunRow {
   eventDataJson: string;
   /** The run's name is this prefix followed by its id (`WR-API-` → `WR-API-42`). */
   namePrefix: string;
-  /** Channel announcing new queued runs to other nodes. */
-  wakeChannel: string;
 }
 
 /** The new run's id and name, and how many webhook deliveries report its creation. */
@@ -76,9 +75,16 @@ export interface InsertGuards {
 /** Why a guarded insert inserted nothing: the number is suppressed (until `expiresAt`, null: for good), or the cap is reached until the run created at `capOpening` leaves the window. */
 export type InsertRefused = { refused: 'suppressed'; expiresAt: number | null } | { refused: 'capped'; capOpening: number };
 
+/** The sequence number of a run's first event (`workflow_runs.last_event_seq` starts there). */
+const FIRST_EVENT_SEQ = 1;
+
 export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName, run: QueuedRunValues, guards: InsertGuards = {}): Promise<InsertedRun | InsertRefused> {
   if (dialect === 'postgres') return insertOnPostgres(db, run, guards);
-  if (guards.suppressedAt !== undefined) {
+  // The suppression check rides in the inserting statement, one statement fewer per creation,
+  // unless the cap is checked too: a suppression's refusal comes before the cap's, and the cap is
+  // counted before the insert, so then both are read first.
+  const suppressedAt = guards.cap ? undefined : guards.suppressedAt;
+  if (guards.cap && guards.suppressedAt !== undefined) {
     const suppression = await selectActiveSuppression({ db, dialect }, run.orgId, run.phoneNumber, guards.suppressedAt);
     if (suppression) return { refused: 'suppressed', expiresAt: suppression.expires_at };
   }
@@ -87,56 +93,52 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
     if (opening !== null) return { refused: 'capped', capOpening: opening };
   }
   const campaign = run.campaignAttempt;
-  const values = { ...run, campaignId: campaign?.campaignId ?? null, contactId: campaign?.contactId ?? null, attempt: campaign?.attempt ?? null };
+  const values = { ...run, suppressedAt: suppressedAt ?? null, campaignId: campaign?.campaignId ?? null, contactId: campaign?.contactId ?? null, attempt: campaign?.attempt ?? null };
   // Every column is written, campaign ones as null for a direct run, so one compiled statement
-  // (compiled-statements.ts) serves every run.
-  const result = await executeCompiled(db, 'sqlite', 'insert-run:queued', values, (p) => {
+  // (compiled-statements.ts) per guard serves every run.
+  const shape = `insert-run:sqlite:${suppressedAt !== undefined ? 'suppression' : 'no-suppression'}`;
+  const result = await executeCompiled(db, 'sqlite', shape, values, (p) => {
+    const unsuppressed =
+      suppressedAt !== undefined
+        ? sql`not exists (select 1 from suppressions where org_id = ${p('orgId')} and phone_number = ${p('phoneNumber')} and (expires_at is null or expires_at > ${p('suppressedAt')}))`
+        : sql`1`;
     // The id is drawn the way AUTOINCREMENT draws it (one past the larger of the largest ever, kept
     // in sqlite_sequence, and the largest now in the table), so the name that embeds it is written
     // with the row instead of by a second statement. SQLite has one writer: nothing else can take
     // the id between this read and the insert.
-    const nextId = sql<number>`(select max(coalesce((select seq from sqlite_sequence where name = 'workflow_runs'), 0), coalesce((select max(id) from workflow_runs), 0)) + 1)`;
-    return db
-      .insertInto('workflow_runs')
-      .values({
-        id: nextId,
-        name: sql<string>`${p('namePrefix')} || ${nextId}`,
-        org_id: p('orgId'),
-        workflow_id: p('workflowId'),
-        definition_id: p('definitionId'),
-        mode: p('mode'),
-        trigger_uuid: p('triggerUuid'),
-        phone_number: p('phoneNumber'),
-        caller_id: p('callerId'),
-        telephony_configuration_id: p('telephonyConfigurationId'),
-        initial_context: p('initialContextJson'),
-        scheduled_for: p('scheduledFor'),
-        state: 'queued',
-        outcome_reason: null,
-        provider_call_id: null,
-        created_at: p('at'),
-        updated_at: p('at'),
-        ended_at: null,
-        campaign_id: p('campaignId'),
-        contact_id: p('contactId'),
-        attempt: p('attempt'),
-      })
-      .returningAll();
+    // Only the new id comes back: the whole row is needed only for a webhook delivery's payload,
+    // and is read again then, rather than built by RETURNING * for every creation.
+    return sql<{ id: number }>`insert into workflow_runs (id, name, org_id, workflow_id, definition_id, mode, trigger_uuid, phone_number, caller_id,
+        telephony_configuration_id, initial_context, scheduled_for, state, outcome_reason, provider_call_id, created_at, updated_at, ended_at,
+        campaign_id, contact_id, attempt)
+      select next.id, ${p('namePrefix')} || next.id, ${p('orgId')}, ${p('workflowId')}, ${p('definitionId')}, ${p('mode')}, ${p('triggerUuid')},
+        ${p('phoneNumber')}, ${p('callerId')}, ${p('telephonyConfigurationId')}, ${p('initialContextJson')}, ${p('scheduledFor')}, 'queued', null, null,
+        ${p('at')}, ${p('at')}, null, ${p('campaignId')}, ${p('contactId')}, ${p('attempt')}
+      from (select max(coalesce((select seq from sqlite_sequence where name = 'workflow_runs'), 0), coalesce((select max(id) from workflow_runs), 0)) + 1 as id) next
+      where ${unsuppressed}
+      returning id`;
   });
   const inserted = result.rows[0];
-  if (!inserted) throw new Error('inserting a run returned no row');
-  const name = `${run.namePrefix}${inserted.id}`;
+  if (!inserted) {
+    // Only the suppression can have refused it: read it for the refusal's expiry.
+    const suppression = suppressedAt === undefined ? undefined : await selectActiveSuppression({ db, dialect }, run.orgId, run.phoneNumber, suppressedAt);
+    if (!suppression) throw new Error('inserting a run inserted nothing and no suppression refuses it');
+    return { refused: 'suppressed', expiresAt: suppression.expires_at };
+  }
+  const { id } = inserted;
   const deliveries = await appendRunEvents(db, 'sqlite', [
     {
-      run: inserted,
+      // A new run's first event is its first (the column's default).
+      run: { id, org_id: run.orgId, last_event_seq: FIRST_EVENT_SEQ },
+      readRun: () => db.selectFrom('workflow_runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
       type: 'queued',
       at: run.at,
       data: JSON.parse(run.eventDataJson) as Record<string, unknown>,
       webhookType: 'run.queued',
-      messageId: runMessageId(inserted.id, inserted.last_event_seq),
+      messageId: runMessageId(id, FIRST_EVENT_SEQ),
     },
   ]);
-  return { id: inserted.id, name, deliveries };
+  return { id, name: `${run.namePrefix}${id}`, deliveries };
 }
 
 /**
@@ -151,9 +153,9 @@ export async function insertQueuedRunDurably(store: Store, run: QueuedRunValues,
 
 /**
  * One statement: the id is drawn from the table's sequence first so the name (which embeds it) is
- * written with the row, the first event is inserted by the same statement (its insert fires the
- * outbox trigger of migration 005), and dispatchers on other nodes are woken (pg_notify, delivered
- * at commit). The guards come first: the number's active suppression, and the cap, which takes the
+ * written with the row, and the first event is inserted by the same statement (its insert fires the
+ * outbox trigger of migration 005). Dispatchers on other nodes are woken after the commit, not by
+ * this statement (runs/create-run.ts; store/coalescing-notifier.ts says why). The guards come first: the number's active suppression, and the cap, which takes the
  * number's lock and then counts (a VOLATILE function, whose count sees every run committed before
  * the lock was granted: migration 006 says why); the row is inserted only when neither refuses, and
  * the lock is held until the statement's transaction ends, past the insert.
@@ -199,11 +201,10 @@ async function insertOnPostgres(db: Kysely<Database>, run: QueuedRunValues, guar
     ),
     event as (
       insert into run_events (run_id, seq, type, at, data)
-      select id, 1, 'queued', ${p('at')}, ${p('eventDataJson')}::jsonb from run
+      select id, ${sql.lit(FIRST_EVENT_SEQ)}, 'queued', ${p('at')}, ${p('eventDataJson')}::jsonb from run
     )
     select run.id, run.name, opening.at as cap_opening,
-      exists (select 1 from suppression) as suppressed, (select expires_at from suppression) as suppression_expires_at,
-      case when run.id is not null then pg_notify(${p('wakeChannel')}, '') end as woken
+      exists (select 1 from suppression) as suppressed, (select expires_at from suppression) as suppression_expires_at
     from opening left join run on true`;
   });
   const row = result.rows[0];

@@ -9,9 +9,10 @@ import { sql, type Kysely } from './kysely.js';
 import type { Database, WorkflowRunRow } from './schema.js';
 import type { DialectName } from './store.js';
 
-export interface RunEventWrite {
-  /** The run's row as it is after the change (it carries the org, id and new seq). */
-  run: WorkflowRunRow;
+/** What an event's insert needs of its run: its id, its organization and the event's sequence number. */
+export type RunEventKey = Pick<WorkflowRunRow, 'id' | 'org_id' | 'last_event_seq'>;
+
+interface RunEventFields {
   type: string;
   at: number;
   data: Record<string, unknown>;
@@ -20,9 +21,17 @@ export interface RunEventWrite {
   messageId: string;
 }
 
+/**
+ * An event to write, with its run: the row as the change left it, or only the run's key and a way
+ * to read that row, which is then read only if a delivery's payload needs it (a creation on
+ * SQLite returns just the new id rather than the whole row from RETURNING *).
+ */
+export type RunEventWrite = RunEventFields & ({ run: WorkflowRunRow } | { run: RunEventKey; readRun: () => Promise<WorkflowRunRow> });
+
 /** An event as the SQLite statement reads it, with its message's payload: the run's row and the event, fixed now. */
-function outboxRecord(e: RunEventWrite) {
+async function outboxRecord(e: RunEventWrite) {
   const seq = e.run.last_event_seq;
+  const run = 'readRun' in e ? await e.readRun() : e.run;
   return {
     org_id: e.run.org_id,
     run_id: e.run.id,
@@ -30,7 +39,7 @@ function outboxRecord(e: RunEventWrite) {
     webhook_type: e.webhookType,
     message_id: e.messageId,
     at: e.at,
-    payload: JSON.stringify({ run: e.run, event: { seq, type: e.type, at: e.at, data: e.data } }),
+    payload: JSON.stringify({ run, event: { seq, type: e.type, at: e.at, data: e.data } }),
   };
 }
 
@@ -75,7 +84,7 @@ export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectNam
   if (dialect === 'postgres') return 0;
   // In-process: asking first is cheaper than building payloads nobody is subscribed to.
   if (!(subscribed ?? (await anySubscribed(trx, [...new Set(events.map((e) => e.run.org_id))])))) return 0;
-  const records = JSON.stringify(events.map(outboxRecord));
+  const records = JSON.stringify(await Promise.all(events.map(outboxRecord)));
   const result = await executeCompiled(trx, dialect, 'run-event-outbox:deliveries', { records }, (p) => sql`
     insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
     select e.id, i.value ->> '$.message_id', i.value ->> '$.webhook_type', i.value ->> '$.run_id', i.value ->> '$.seq', i.value ->> '$.payload',
