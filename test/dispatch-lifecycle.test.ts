@@ -40,10 +40,10 @@ for (const store of await storeCases()) {
   describe(`Run lifecycle with the simulator (${store.kind})`, { skip: store.skip }, () => {
     it('takes every reserved number to its documented terminal state through the documented events, dialing each once', async (t) => {
       // On fake time: each outcome is a race between the simulator's timers and Dialtone's (ring
-      // timeout 200 ms, maximum duration 150 ms, reaper grace 100 ms). On wall-clock time a loaded
-      // machine let a timer fire while the event it should lose to was still being written
-      // (…0101 ended no_answer instead of busy); here time moves only while the store is idle, so
-      // the documented outcome is the only one possible and a wrong one is the code's.
+      // timeout 200 ms, maximum duration 150 ms, reaper grace 100 ms). Time moves only while the
+      // store is idle, so the documented outcome is the only one possible and a wrong one is the
+      // code's. (A timer firing while the event it should lose to is still being written is the
+      // next test's case.)
       const time = new FakeTime(t);
       const env = await buildWithDispatcher(t, store.kind, { start: false, wrapStore: time.watch });
       const f = await createOrgFixture(env.deps);
@@ -154,6 +154,41 @@ for (const store of await storeCases()) {
       const run = await getRun(env.deps.store, undefined, runId);
       assert.equal(run.state, 'completed');
       assert.deepEqual(await eventTypes(env, runId), ['queued', 'dialing', 'ringing', 'in_progress', 'completed']);
+    });
+
+    it('ends a call as its provider said before a timer fired, however long that event takes to write', async (t) => {
+      // On fake time. The busy number's busy comes 10 ms after the dial and the answered number
+      // hangs up 30 ms after its answer; each of those writes is held here past the timer it
+      // races (ring timeout 200 ms, maximum duration 150 ms) but within the reaper's deadline
+      // (each plus 100 ms of grace). The provider spoke first, so its outcome must stand.
+      const time = new FakeTime(t);
+      const env = await buildWithDispatcher(t, store.kind, { start: false, wrapStore: time.watch });
+      const f = await createOrgFixture(env.deps);
+      const busy = await startCall(env, f, '+12025550101');
+      const hangsUp = await startCall(env, f, '+12025550100');
+      const held: Record<number, { to: string; ms: number }> = { [busy]: { to: 'busy', ms: 240 }, [hangsUp]: { to: 'completed', ms: 180 } };
+      const { lifecycle } = env.deps;
+      const transition = lifecycle.transition.bind(lifecycle);
+      const timerEndings: string[] = [];
+      lifecycle.transition = async (runId, to, details) => {
+        const hold = held[runId];
+        if (hold?.to === to && details.reason !== 'ring_timeout' && details.reason !== 'max_duration') await new Promise((resolve) => setTimeout(resolve, hold.ms));
+        if (details.reason === 'ring_timeout' || details.reason === 'max_duration') timerEndings.push(`${runId}:${details.reason}`);
+        return transition(runId, to, details);
+      };
+      time.start();
+      try {
+        env.dispatcher.start();
+        await time.runUntil(() => env.simulator.dials.length >= 2 && env.dispatcher.liveCalls === 0, 10_000);
+      } finally {
+        time.stop();
+      }
+      const busyRun = await getRun(env.deps.store, undefined, busy);
+      assert.deepEqual([busyRun.state, busyRun.outcome_reason], ['busy', 'busy']);
+      assert.deepEqual(await eventTypes(env, busy), ['queued', 'dialing', 'ringing', 'busy']);
+      const hungUp = await getRun(env.deps.store, undefined, hangsUp);
+      assert.deepEqual([hungUp.state, hungUp.outcome_reason], ['completed', 'hangup']);
+      assert.deepEqual(timerEndings, [], 'a timer whose call had ended by its turn tries no ending of its own');
     });
 
     it('claims queued runs in id order, each moved to dialing under the node\'s lease with its dialing event naming the node', async (t) => {

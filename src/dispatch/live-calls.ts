@@ -31,7 +31,10 @@ export interface PlacedCall {
 
 export class LiveCalls {
   private readonly calls = new Map<number, TrackedCall>();
-  /** Per-run chains, so one call's events are applied in the order the provider sent them. */
+  /**
+   * Per-run chains, so one call's events are applied in the order the provider sent them, and a
+   * timer's ending after every event received before it fired.
+   */
   private readonly eventChains = new Map<number, Promise<void>>();
 
   constructor(
@@ -88,9 +91,23 @@ export class LiveCalls {
     for (const call of this.calls.values()) if (call.timer) clearTimeout(call.timer);
   }
 
+  /**
+   * A timer's ending joins the call's event chain: an event the provider sent before the timer
+   * fired is applied first, however long its write takes, so a busy heard at 10 ms is not
+   * overtaken by a 200 ms ring timeout while the busy is still being written. An ending whose
+   * turn comes after such an event let the call go, or replaced its timer (an answer ends the ring
+   * timeout), does nothing.
+   */
   private setTimer(call: TrackedCall, ms: number, fire: () => Promise<void>): void {
     if (call.timer) clearTimeout(call.timer);
-    call.timer = setTimeout(() => this.track(fire()), ms);
+    const timer = setTimeout(() => {
+      this.track(
+        this.inOrder(call.runId, async () => {
+          if (this.calls.get(call.runId) === call && call.timer === timer) await fire();
+        }),
+      );
+    }, ms);
+    call.timer = timer;
   }
 
   private forget(call: TrackedCall): void {
