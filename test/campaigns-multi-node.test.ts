@@ -154,11 +154,15 @@ describe('A campaign on several nodes', { skip: postgres?.skip ?? 'PostgreSQL no
     }
     assert.ok(busiest <= cps, `busiest one-second window had ${busiest} dials; the campaign's calls_per_second is ${cps}`);
     const headroom = 0.05;
-    // The pacer's tolerance for a late dial, and a millisecond for a timer firing early (Node
-    // rounds timers to whole milliseconds), as multi-node.test.ts's assertPaced allows.
+    // The pacer's tolerance for a late dial, a millisecond for a timer firing early (Node rounds
+    // timers to whole milliseconds), and a pause of the process between the pacer's decision and
+    // the simulator's reading of the clock (a garbage collection or the scheduler: CI once saw
+    // 56 ms against the 64 ms the first two allow). Spacing held is still unmistakable: the route
+    // alone would put its dials 3.5 ms apart.
     const tolerance = 800 * headroom + 1;
+    const pauseAllowanceMs = 25;
     const gaps = times.slice(1).map((at, i) => at - (times[i] as number));
-    assert.ok(Math.min(...gaps) >= (1000 * (1 + headroom)) / cps - tolerance, `dials ${Math.min(...gaps)} ms apart at the closest`);
+    assert.ok(Math.min(...gaps) >= (1000 * (1 + headroom)) / cps - tolerance - pauseAllowanceMs, `dials ${Math.min(...gaps)} ms apart at the closest`);
     for (const node of nodes) {
       node.child.kill('SIGTERM');
       assert.equal(await node.exited, 0, node.output());
