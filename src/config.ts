@@ -120,7 +120,8 @@ export const ConfigSchema = Type.Object({
   /**
    * PostgreSQL: least time between two wake-ups this node sends the other nodes' dispatchers for
    * runs it created (store/coalescing-notifier.ts): every run created meanwhile rides on the next
-   * one; 0 sends one whenever the last has been answered.
+   * one; 0 sends one whenever the last has been answered. The wake-ups of the other nodes' webhook
+   * delivery workers, for deliveries this node wrote, are spaced the same way.
    */
   DISPATCH_WAKE_INTERVAL_MS: Integer(0, 1_000, 5),
   /** How far ahead of its pacing slot a call may be claimed; bounds the claimed-but-not-dialed window. */

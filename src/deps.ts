@@ -12,6 +12,7 @@ import { RunLifecycle } from './runs/lifecycle.js';
 import { QueuedRunCounts } from './runs/queue-cap.js';
 import { Signals } from './signals.js';
 import { openStore, type Store } from './store/store.js';
+import { WEBHOOK_CHANNEL } from './store/webhook-statements.js';
 import { CredentialsCipher } from './telephony/credentials-cipher.js';
 import type { Providers } from './telephony/provider.js';
 import { RouteDecoder } from './telephony/routes.js';
@@ -78,6 +79,10 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     });
   const clock = overrides.clock ?? systemClock;
   const signals = new Signals();
+  // Webhook deliveries written on this node, once committed, wake the delivery workers of the
+  // other nodes too (PostgreSQL; a no-op on SQLite), coalesced with the other announcements of the
+  // moment: the outbox trigger no longer notifies inside the writing transaction (migration 015).
+  signals.onOutbox(() => store.announce(WEBHOOK_CHANNEL));
   const simulator = new SimulatorProvider(
     { latencyMs: config.SIMULATOR_LATENCY_MS, ringMs: config.SIMULATOR_RING_MS, talkMs: config.SIMULATOR_TALK_MS, secondMs: config.SIMULATOR_SECOND_MS },
     clock,

@@ -7,7 +7,9 @@ import pino from 'pino';
 import { buildApp } from '../src/app.js';
 import { buildDeps } from '../src/deps.js';
 import { Dispatcher } from '../src/dispatch/dispatcher.js';
+import { packageInfo } from '../src/package-info.js';
 import { getRun } from '../src/runs/read-run.js';
+import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
 import type { Store } from '../src/store/store.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { postJson, testConfig } from './helpers/app.js';
@@ -16,6 +18,7 @@ import type { OrgFixture } from './helpers/fixtures.js';
 import { prepareDatabase, startServiceProcess, type ServiceProcess } from './helpers/service-process.js';
 import { openTestStore, storeCases } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
+import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
 
 const TERMINAL = ['completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'];
 const postgres = (await storeCases()).find((c) => c.kind === 'postgres');
@@ -175,6 +178,35 @@ describe('Several nodes on one PostgreSQL database', { skip: postgres?.skip ?? '
       await app.close();
       await apiStore.close();
       await dispatchStore.close();
+    }
+  });
+
+  it('wakes a webhook delivery worker on another node through the store once a run created here has written its delivery', async (t) => {
+    const c = await cluster(t, 100);
+    const receiver = await startReceiver(t);
+    const apiStore = openTestStore({ url: c.url, drop: async () => undefined });
+    const workerStore = openTestStore({ url: c.url, drop: async () => undefined });
+    const apiDeps = buildDeps(testConfig(c.url, { ...WEBHOOK_TEST_ENV, DIALTONE_ROLE: 'api' }), { store: apiStore, logger: pino({ level: 'silent' }) });
+    const workerDeps = buildDeps(testConfig(c.url, { ...WEBHOOK_TEST_ENV, WEBHOOK_POLL_INTERVAL_MS: '60000' }), { store: workerStore, logger: pino({ level: 'silent' }) });
+    const app = await buildApp(apiDeps);
+    const worker = new DeliveryWorker({ ...workerDeps, version: packageInfo().version });
+    try {
+      const endpoint = await postJson(app, '/api/v1/public/webhook-endpoints', { url: receiver.url }, { key: c.fixture.apiKey });
+      assert.equal(endpoint.statusCode, 201, endpoint.body);
+      worker.start();
+      await new Promise((resolve) => setTimeout(resolve, 300)); // listening, and past its first poll
+      const response = await postJson(app, `/api/v1/public/agent/${c.fixture.agentUuid}`, { phone_number: '+12025550123' }, { key: c.fixture.apiKey });
+      assert.equal(response.statusCode, 200, response.body);
+      const runId = response.json().workflow_run_id as number;
+      // A bound far below the 60 s poll, not a latency target: only the notification the API node
+      // sends after its commit can have the other node deliver in time.
+      const received = await receiver.waitFor((messages) => messages.some((m) => m.json.type === 'run.queued'), 20_000);
+      assert.deepEqual(received.map((m) => [m.json.type, m.json.data.run?.id]), [['run.queued', runId]]);
+    } finally {
+      await worker.stop();
+      await app.close();
+      await apiStore.close();
+      await workerStore.close();
     }
   });
 

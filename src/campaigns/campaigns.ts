@@ -35,7 +35,7 @@ import type { CampaignRow, CampaignState, CampaignStreamEvent, ContactStatus, Pa
 import type { CampaignChange } from '../store/campaign-statements.js';
 import { insertCampaignEvent } from '../store/event-stream-statements.js';
 import { decodeJson, type StoreTransaction } from '../store/store.js';
-import { insertOrganizationDeliveries, WEBHOOK_CHANNEL } from '../store/webhook-statements.js';
+import { insertOrganizationDeliveries } from '../store/webhook-statements.js';
 import { campaignMessageId, isWebhookEventType } from '../webhooks/event-types.js';
 import { campaignMessageBody } from '../webhooks/message.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
@@ -316,11 +316,11 @@ export async function moveCampaign(
       payload: campaignMessageBody(event, move.at, row),
       at: move.at,
     });
-    // Other nodes' delivery workers look at once (PostgreSQL); this node's is signalled below.
-    if (written > 0) await deps.store.notify(trx, WEBHOOK_CHANNEL);
     return { moved: row, deliveries: written };
   });
   if (moved) deps.signals.journal();
+  // Committed: this node's delivery worker looks at once, and the other nodes' (PostgreSQL) through
+  // the announcement signals.outbox makes (deps.ts).
   if (deliveries > 0) deps.signals.outbox();
   return moved;
 }

@@ -7,7 +7,7 @@
 import { sql, type Kysely } from './kysely.js';
 import { runMessageId } from '../webhooks/event-types.js';
 import { executeCompiled } from './compiled-statements.js';
-import { appendRunEvents } from './run-event-outbox.js';
+import { appendRunEvents, subscribedEndpoints } from './run-event-outbox.js';
 import { selectActiveSuppression, selectCapOpening } from './suppression-statements.js';
 import type { Database, RunMode } from './schema.js';
 import type { DialectName, Store } from './store.js';
@@ -154,8 +154,9 @@ export async function insertQueuedRunDurably(store: Store, run: QueuedRunValues,
 /**
  * One statement: the id is drawn from the table's sequence first so the name (which embeds it) is
  * written with the row, and the first event is inserted by the same statement (its insert fires the
- * outbox trigger of migration 005). Dispatchers on other nodes are woken after the commit, not by
- * this statement (runs/create-run.ts; store/coalescing-notifier.ts says why). The guards come first: the number's active suppression, and the cap, which takes the
+ * outbox trigger of migration 005, and the statement returns how many deliveries that writes).
+ * Dispatchers and delivery workers on other nodes are woken after the commit, not by this
+ * statement (runs/create-run.ts; store/coalescing-notifier.ts and migration 015 say why). The guards come first: the number's active suppression, and the cap, which takes the
  * number's lock and then counts (a VOLATILE function, whose count sees every run committed before
  * the lock was granted: migration 006 says why); the row is inserted only when neither refuses, and
  * the lock is held until the statement's transaction ends, past the insert.
@@ -183,7 +184,7 @@ async function insertOnPostgres(db: Kysely<Database>, run: QueuedRunValues, guar
       suppressedAt !== undefined
         ? sql`select expires_at from suppressions where org_id = ${p('orgId')} and phone_number = ${p('phoneNumber')} and (expires_at is null or expires_at > ${p('suppressedAt')}::bigint) limit 1`
         : sql`select null::bigint as expires_at where false`;
-    return sql<{ id: number | null; name: string | null; suppressed: boolean; suppression_expires_at: number | null; cap_opening: number | null }>`
+    return sql<{ id: number | null; name: string | null; suppressed: boolean; suppression_expires_at: number | null; cap_opening: number | null; deliveries: number | null }>`
     with suppression as materialized (${suppression}),
     opening as materialized (${opening}),
     next as (
@@ -204,7 +205,8 @@ async function insertOnPostgres(db: Kysely<Database>, run: QueuedRunValues, guar
       select id, ${sql.lit(FIRST_EVENT_SEQ)}, 'queued', ${p('at')}, ${p('eventDataJson')}::jsonb from run
     )
     select run.id, run.name, opening.at as cap_opening,
-      exists (select 1 from suppression) as suppressed, (select expires_at from suppression) as suppression_expires_at
+      exists (select 1 from suppression) as suppressed, (select expires_at from suppression) as suppression_expires_at,
+      case when run.id is null then 0 else ${subscribedEndpoints(p('orgId'), 'run.queued')} end as deliveries
     from opening left join run on true`;
   });
   const row = result.rows[0];
@@ -214,6 +216,7 @@ async function insertOnPostgres(db: Kysely<Database>, run: QueuedRunValues, guar
     if (row.cap_opening === null) throw new Error('inserting a run inserted nothing and reported no refusal');
     return { refused: 'capped', capOpening: Number(row.cap_opening) };
   }
-  // The event's insert fired the outbox trigger (migration 005): its deliveries are written and announced.
-  return { id: Number(row.id), name: row.name, deliveries: 0 };
+  // The event's insert fired the outbox trigger (migration 005), which wrote these deliveries; the
+  // caller announces them once this has committed.
+  return { id: Number(row.id), name: row.name, deliveries: Number(row.deliveries ?? 0) };
 }

@@ -43,23 +43,37 @@ async function outboxRecord(e: RunEventWrite) {
   };
 }
 
+/**
+ * How many deliveries PostgreSQL's outbox trigger (migration 005) writes for one event of an
+ * organization's run, reported type `webhookType`: its enabled endpoints subscribed to that type,
+ * matched as the trigger matches them. The statements that insert events on PostgreSQL return it,
+ * so that the node announces the deliveries once they are committed (migration 015 says why the
+ * trigger no longer does).
+ */
+export function subscribedEndpoints(orgId: unknown, webhookType: unknown) {
+  return sql<number>`(select count(*) from webhook_endpoints e where e.org_id = ${orgId} and e.enabled = 1
+    and (e.event_filter = '' or strpos(e.event_filter, ',' || ${webhookType}::text || ',') > 0))`;
+}
+
 /** The events' row as run_events stores it. */
 const eventRow = (e: RunEventWrite) => ({ run_id: e.run.id, seq: e.run.last_event_seq, type: e.type, at: e.at, data: JSON.stringify(e.data) });
 
 /**
- * One event's insert (a transition, a creation), from its compiled template. On SQLite it also
- * says whether the run's organization has an enabled webhook endpoint (a subquery in RETURNING):
- * every transition and every creation writes one event, and asking in the same statement spares
- * each a second one. On PostgreSQL the outbox trigger asks, and this says false.
+ * One event's insert (a transition, a creation), from its compiled template. It also says whether
+ * the run's organization has an enabled webhook endpoint (a subquery in RETURNING): every
+ * transition and every creation writes one event, and asking in the same statement spares each a
+ * second one.
  */
 async function insertEvent(trx: Kysely<Database>, dialect: DialectName, event: RunEventWrite): Promise<boolean> {
   const values = { ...eventRow(event), org_id: event.run.org_id };
-  const { rows } = await executeCompiled(trx, dialect, 'run-event-outbox:event', values, (p) => {
-    const insert = trx.insertInto('run_events').values({ run_id: p('run_id'), seq: p('seq'), type: p('type'), at: p('at'), data: p('data') });
-    if (dialect === 'postgres') return insert.returning(sql<boolean>`false`.as('subscribed'));
-    return insert.returning((eb) => eb.exists(eb.selectFrom('webhook_endpoints').select('org_id').where('org_id', '=', p('org_id')).where('enabled', '=', 1)).as('subscribed'));
-  });
-  return Number(rows[0]?.subscribed ?? 0) === 1;
+  const { rows } = await executeCompiled(trx, dialect, 'run-event-outbox:event', values, (p) =>
+    trx
+      .insertInto('run_events')
+      .values({ run_id: p('run_id'), seq: p('seq'), type: p('type'), at: p('at'), data: p('data') })
+      .returning((eb) => eb.exists(eb.selectFrom('webhook_endpoints').select('org_id').where('org_id', '=', p('org_id')).where('enabled', '=', 1)).as('subscribed')),
+  );
+  const subscribed = rows[0]?.subscribed;
+  return subscribed === true || Number(subscribed ?? 0) === 1;
 }
 
 /** Whether any of these organizations has an enabled webhook endpoint. */
@@ -70,7 +84,9 @@ async function anySubscribed(trx: Kysely<Database>, orgIds: readonly number[]): 
 
 /**
  * Writes the events and their deliveries. Returns how many deliveries this node should announce
- * in-process (signals.outbox): on PostgreSQL none, the trigger notifies every node itself.
+ * (signals.outbox, which on PostgreSQL also wakes the other nodes once this commits). On
+ * PostgreSQL the outbox trigger writes them, and this says 1 when the organization has an enabled
+ * endpoint (one announcement covers them all).
  */
 export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectName, events: readonly RunEventWrite[]): Promise<number> {
   if (events.length === 0) return 0;
@@ -79,11 +95,10 @@ export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectNam
   if (events.length === 1 && only) subscribed = await insertEvent(trx, dialect, only);
   // Several events (a claim's): one statement, built as they come, since their number varies.
   else await trx.insertInto('run_events').values(events.map(eventRow)).execute();
-  // PostgreSQL: the outbox trigger (migration 005) wrote the deliveries in the inserting statement
-  // and notifies WEBHOOK_CHANNEL: nothing for this node to announce in-process.
-  if (dialect === 'postgres') return 0;
-  // In-process: asking first is cheaper than building payloads nobody is subscribed to.
+  // Asking first is cheaper than building payloads nobody is subscribed to.
   if (!(subscribed ?? (await anySubscribed(trx, [...new Set(events.map((e) => e.run.org_id))])))) return 0;
+  // PostgreSQL: the outbox trigger (migration 005) wrote the deliveries in the inserting statement.
+  if (dialect === 'postgres') return 1;
   const records = JSON.stringify(await Promise.all(events.map(outboxRecord)));
   const result = await executeCompiled(trx, dialect, 'run-event-outbox:deliveries', { records }, (p) => sql`
     insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)

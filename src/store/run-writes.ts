@@ -5,7 +5,7 @@ import { sql } from './kysely.js';
 import type { Transaction, Updateable } from 'kysely';
 import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
 import { executeCompiled } from './compiled-statements.js';
-import { appendRunEvents } from './run-event-outbox.js';
+import { appendRunEvents, subscribedEndpoints } from './run-event-outbox.js';
 import { explainQuery } from './query-plans.js';
 import { lockingFreeRows } from './row-locks.js';
 import type { Database, RunState, WorkflowRunRow, WorkflowRunsTable } from './schema.js';
@@ -129,19 +129,23 @@ export async function setQueuedRunsDialing(
   if (ids.length === 0) return { rows: [], webhookDeliveries: 0 };
   const data = { node: claim.nodeId };
   if (dialect === 'postgres') {
-    const result = await sql<DialingRow>`
+    // The events' insert fires the outbox trigger (migration 005): each row also says how many
+    // deliveries it wrote for its run's event, for the caller to announce once committed.
+    const result = await sql<DialingRow & { deliveries: number }>`
       with run as (
         update workflow_runs set state = 'dialing', lease_owner = ${claim.nodeId}, lease_expires_at = ${claim.leaseExpiresAt}::bigint,
           deadline_at = ${claim.leaseExpiresAt}::bigint, claimed_at = ${claim.now}::bigint, updated_at = ${claim.now}::bigint, last_event_seq = last_event_seq + 1
         where id = any(${[...ids]}::bigint[]) and state = 'queued'
-        returning id, created_at, phone_number, caller_id, telephony_configuration_id, mode, last_event_seq
+        returning id, created_at, phone_number, caller_id, telephony_configuration_id, mode, last_event_seq, org_id
       ),
       event as (
         insert into run_events (run_id, seq, type, at, data)
         select id, last_event_seq, 'dialing', ${claim.now}::bigint, ${JSON.stringify(data)}::jsonb from run
       )
-      select id, created_at, phone_number, caller_id, telephony_configuration_id, mode from run order by id`.execute(trx);
-    return { rows: result.rows, webhookDeliveries: 0 };
+      select id, created_at, phone_number, caller_id, telephony_configuration_id, mode, ${subscribedEndpoints(sql`run.org_id`, webhookTypeForState('dialing'))} as deliveries
+      from run order by id`.execute(trx);
+    const rows = result.rows.map(({ deliveries: _, ...row }) => row);
+    return { rows, webhookDeliveries: result.rows.reduce((sum, row) => sum + Number(row.deliveries), 0) };
   }
   const rows = await trx
     .updateTable('workflow_runs')
@@ -326,15 +330,16 @@ export async function writeTransition(
 ): Promise<TransitionWritten | undefined> {
   if (dialect === 'postgres') {
     const update = guardedRunUpdate(trx, runId, columns, guard)
-      .returning(['id', 'last_event_seq']);
-    // The event's insert fires the outbox trigger (migration 005), which writes its deliveries.
-    const result = await sql<{ seq: number }>`
+      .returning(['id', 'last_event_seq', 'org_id']);
+    // The event's insert fires the outbox trigger (migration 005), which writes its deliveries:
+    // the statement says how many, for the caller to announce once committed.
+    const result = await sql<{ seq: number; deliveries: number }>`
       with run as (${update})
       insert into run_events (run_id, seq, type, at, data)
       select id, last_event_seq, ${event.type}, ${event.at}, ${JSON.stringify(event.data)}::jsonb from run
-      returning seq`.execute(trx);
+      returning seq, ${subscribedEndpoints(sql`(select org_id from run)`, event.webhookType)} as deliveries`.execute(trx);
     const row = result.rows[0];
-    return row ? { seq: Number(row.seq), webhookDeliveries: 0 } : undefined;
+    return row ? { seq: Number(row.seq), webhookDeliveries: Number(row.deliveries) } : undefined;
   }
   const run = await guardedRunUpdateReturningRow(trx, dialect, runId, columns, guard);
   if (run === undefined) return undefined;
@@ -412,23 +417,22 @@ export async function writeTransitionsOnPostgres(trx: Transaction<Database>, wri
   const recordType = sql.join([sql`id bigint, event_at bigint, event_data jsonb, deadline_before bigint`, ...names.map((n) => sql`${sql.id(n)} ${sql.raw(SET_BASED_COLUMNS[n])}`)]);
   const assignments = sql.join([...names.map((n) => sql`${sql.id(n)} = ${sql.id('i', n)}`), sql`last_event_seq = r.last_event_seq + 1`]);
   const { from, onlyFrom, deadlineBefore } = first.guard;
-  const result = await sql<{ run_id: number; seq: number }>`
+  // The events' insert fires the outbox trigger (migration 005): each row says how many deliveries
+  // it wrote for its event, for the caller to announce once committed.
+  const result = await sql<{ run_id: number; seq: number; deliveries: number }>`
     with i as (select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as i(${recordType})),
     run as (
       update workflow_runs r set ${assignments} from i
       where r.id = i.id and r.state = any(${[...from]}::text[])
         ${onlyFrom !== undefined ? sql`and r.state = ${onlyFrom}` : sql``}
         ${deadlineBefore !== undefined ? sql`and r.deadline_at < i.deadline_before` : sql``}
-      returning r.id, r.last_event_seq
+      returning r.id, r.last_event_seq, r.org_id
     )
     insert into run_events (run_id, seq, type, at, data)
     select run.id, run.last_event_seq, ${first.event.type}, i.event_at, i.event_data from run join i on i.id = run.id
-    returning run_id, seq`.execute(trx);
-  const seqs = new Map(result.rows.map((row) => [Number(row.run_id), Number(row.seq)]));
-  return writes.map((w) => {
-    const seq = seqs.get(w.runId);
-    return seq === undefined ? undefined : { seq, webhookDeliveries: 0 };
-  });
+    returning run_id, seq, ${subscribedEndpoints(sql`(select org_id from run where run.id = run_events.run_id)`, first.event.webhookType)} as deliveries`.execute(trx);
+  const written = new Map(result.rows.map((row) => [Number(row.run_id), { seq: Number(row.seq), webhookDeliveries: Number(row.deliveries) }]));
+  return writes.map((w) => written.get(w.runId));
 }
 
 /** A dial recorded for one run: its state and cancel request after the write. */
