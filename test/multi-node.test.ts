@@ -10,6 +10,7 @@ import { Dispatcher } from '../src/dispatch/dispatcher.js';
 import { packageInfo } from '../src/package-info.js';
 import { getRun } from '../src/runs/read-run.js';
 import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
+import { sql } from '../src/store/kysely.js';
 import type { Store } from '../src/store/store.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { postJson, testConfig } from './helpers/app.js';
@@ -194,7 +195,15 @@ describe('Several nodes on one PostgreSQL database', { skip: postgres?.skip ?? '
       const endpoint = await postJson(app, '/api/v1/public/webhook-endpoints', { url: receiver.url }, { key: c.fixture.apiKey });
       assert.equal(endpoint.statusCode, 201, endpoint.body);
       worker.start();
-      await new Promise((resolve) => setTimeout(resolve, 300)); // listening, and past its first poll
+      // Listening (its LISTEN is the session's last statement), and past its first poll.
+      const listenDeadline = Date.now() + 20_000;
+      for (;;) {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'listen%dialtone_webhooks%'`.execute(c.observer.db);
+        if ((rows[0]?.n ?? 0) > 0) break;
+        assert.ok(Date.now() < listenDeadline, 'the delivery worker listens for webhook notifications');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
       const response = await postJson(app, `/api/v1/public/agent/${c.fixture.agentUuid}`, { phone_number: '+12025550123' }, { key: c.fixture.apiKey });
       assert.equal(response.statusCode, 200, response.body);
       const runId = response.json().workflow_run_id as number;

@@ -48,7 +48,9 @@ async function outboxRecord(e: RunEventWrite) {
  * organization's run, reported type `webhookType`: its enabled endpoints subscribed to that type,
  * matched as the trigger matches them. The statements that insert events on PostgreSQL return it,
  * so that the node announces the deliveries once they are committed (migration 015 says why the
- * trigger no longer does).
+ * trigger no longer does). The count reads the statement's snapshot and the trigger takes a fresh
+ * one when it fires, so an endpoint enabled (and committed) between the two is written to but not
+ * counted: that delivery waits for the workers' poll (WEBHOOK_POLL_INTERVAL_MS), never lost.
  */
 export function subscribedEndpoints(orgId: unknown, webhookType: unknown) {
   return sql<number>`(select count(*) from webhook_endpoints e where e.org_id = ${orgId} and e.enabled = 1
@@ -86,7 +88,8 @@ async function anySubscribed(trx: Kysely<Database>, orgIds: readonly number[]): 
  * Writes the events and their deliveries. Returns how many deliveries this node should announce
  * (signals.outbox, which on PostgreSQL also wakes the other nodes once this commits). On
  * PostgreSQL the outbox trigger writes them, and this says 1 when the organization has an enabled
- * endpoint (one announcement covers them all).
+ * endpoint, whatever the types it subscribes to (at worst a wake-up with nothing to send; one
+ * announcement covers them all).
  */
 export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectName, events: readonly RunEventWrite[]): Promise<number> {
   if (events.length === 0) return 0;

@@ -116,9 +116,9 @@ export async function selectClaimCandidates(
 /**
  * Moves the given queued runs of a claim to `dialing` under a lease, each with its `dialing` event
  * (data: the claiming node) and that event's webhook deliveries. Returns the runs as claimed, in id
- * order, and the deliveries to announce in-process (SQLite only). On PostgreSQL one statement: the
- * update, and the events' insert (whose outbox trigger, migration 005, writes the deliveries) in
- * the same round trip; on SQLite the update, then run-event-outbox.ts.
+ * order, and the deliveries to announce once committed. On PostgreSQL one statement: the update,
+ * and the events' insert (whose outbox trigger, migration 005, writes the deliveries; the statement
+ * counts them) in the same round trip; on SQLite the update, then run-event-outbox.ts.
  */
 export async function setQueuedRunsDialing(
   trx: Transaction<Database>,
@@ -308,7 +308,7 @@ export interface TransitionWrite {
   event: TransitionEvent;
 }
 
-/** A transition written: the event's seq, and the webhook deliveries to announce in-process (SQLite only). */
+/** A transition written: the event's seq, and the webhook deliveries to announce once committed. */
 export interface TransitionWritten {
   seq: number;
   webhookDeliveries: number;
@@ -318,7 +318,7 @@ export interface TransitionWritten {
  * A transition's writes: the compare-and-set update, its event and the event's webhook deliveries.
  * On PostgreSQL one statement (one round trip; the outbox trigger writes the deliveries); on
  * SQLite, in-process, the update and then run-event-outbox.ts. Undefined when the guard did not
- * hold (nothing written). `webhookDeliveries` counts those to announce in-process (SQLite only).
+ * hold (nothing written). `webhookDeliveries` counts those to announce once committed.
  */
 export async function writeTransition(
   trx: Transaction<Database>,
@@ -402,8 +402,8 @@ export async function lockRunsInIdOrder(trx: Transaction<Database>, runIds: read
  * Transitions of several runs that share one shape (transitionShape), at most one per run, in one
  * PostgreSQL statement: the compare-and-set update of every run, joined to its values, and the
  * insert of the events of those it moved (whose statement-level outbox trigger, migration 005,
- * writes and announces their deliveries once for all). Returns, in the order given, each write's
- * result: undefined where the guard did not hold.
+ * writes their deliveries once for all; each row counts its own). Returns, in the order given, each
+ * write's result: undefined where the guard did not hold.
  */
 export async function writeTransitionsOnPostgres(trx: Transaction<Database>, writes: readonly TransitionWrite[]): Promise<(TransitionWritten | undefined)[]> {
   const first = writes[0];

@@ -12,7 +12,7 @@ import type { Updateable } from 'kysely';
 
 export type EndpointColumns = Updateable<WebhookEndpointsTable>;
 
-/** Notified (PostgreSQL) when the outbox trigger of migration 005 wrote deliveries: workers look at once. */
+/** Announced (PostgreSQL) once a node has committed deliveries it wrote (deps.ts, signals.outbox): workers look at once. */
 export const WEBHOOK_CHANNEL = 'dialtone_webhooks';
 
 export interface NewEndpoint {

@@ -67,8 +67,8 @@ export class DeliveryWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
-    // Deliveries written on any node (PostgreSQL's outbox trigger notifies): look at once. The
-    // poll stays as the safety net for a lost notification or connection.
+    // Deliveries written on any node (announced once committed: deps.ts): look at once. The poll
+    // stays as the safety net for a lost notification or connection.
     this.listening = this.deps.store
       .listen(WEBHOOK_CHANNEL, () => this.wake(), (error) => this.deps.logger.warn({ err: error }, 'webhook notifications lost; polling continues'))
       .catch((error: unknown) => {

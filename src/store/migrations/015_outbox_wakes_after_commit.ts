@@ -5,6 +5,9 @@
 // and the node announces them once committed, coalesced (store/coalescing-notifier.ts), as it
 // does new runs. The trigger still writes every delivery in the events' statement: nothing is
 // reported without having happened. A migration is a snapshot: the function is written out again.
+// Upgrading: a node still running code from before this migration reports no deliveries on
+// PostgreSQL and so announces none; until it is replaced, the deliveries it writes wait for the
+// workers' poll (WEBHOOK_POLL_INTERVAL_MS). Nothing is lost either way.
 import { sql, type Kysely } from '../kysely.js';
 import type { DialectName } from '../store.js';
 
