@@ -40,15 +40,12 @@ export interface Store {
   /** A relaxed write, committed together with the other relaxed writes of the same moment (group-commit.ts). */
   batched<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
   /**
-   * Cross-process wake-ups. `notify` (inside a transaction) is delivered to every `listen`er when
-   * that transaction commits: PostgreSQL LISTEN/NOTIFY. `announce`, called after a commit, sends
-   * the notification by a statement of its own, coalesced with the other announcements of the
-   * moment (coalescing-notifier.ts): for the busiest wake-up, a new queued run, whose insert would
-   * otherwise hold PostgreSQL's notify lock through its flush. SQLite serves one node, whose
-   * in-process signals already do this, so there all three are no-ops and polling covers anything
-   * else.
+   * Cross-process wake-ups: PostgreSQL LISTEN/NOTIFY. `announce`, called after a commit, sends the
+   * notification by a statement of its own, coalesced with the other announcements of the moment
+   * (coalescing-notifier.ts), never from inside a transaction, whose commit would hold PostgreSQL's
+   * notify lock through its flush. SQLite serves one node, whose in-process signals already do
+   * this, so there both are no-ops and polling covers anything else.
    */
-  notify(trx: Transaction<Database>, channel: string): Promise<void>;
   announce(channel: string): void;
   listen(channel: string, onNotify: () => void, onError: (error: Error) => void): Promise<() => Promise<void>>;
   /**
@@ -141,7 +138,6 @@ function openSqlite(path: string, options: StoreOptions): Store {
     dialect: 'sqlite',
     transaction: (durability, work) => (durability === 'durable' ? durableGroup.run(work) : transaction(durability, work)),
     batched: (work) => group.run(work),
-    notify: async () => undefined,
     announce: () => undefined,
     listen: async () => async () => undefined,
     async ping() {
@@ -197,9 +193,6 @@ function openPostgres(url: string, options: StoreOptions): Store {
     dialect: 'postgres',
     transaction,
     batched: (work) => group.run(work),
-    async notify(trx, channel) {
-      await sql`select pg_notify(${channel}, '')`.execute(trx);
-    },
     announce: (channel) => announcements.announce(channel),
     async listen(channel, onNotify, onError) {
       // A dedicated connection: a pooled one would be handed to other queries between notifications.

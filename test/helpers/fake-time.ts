@@ -25,7 +25,6 @@ export class FakeTime {
     dialect: store.dialect,
     transaction: (durability, work) => this.track(store.transaction(durability, work)),
     batched: (work) => this.track(store.batched(work)),
-    notify: (trx, channel) => store.notify(trx, channel),
     announce: (channel) => store.announce(channel),
     listen: (channel, onNotify, onError) => store.listen(channel, onNotify, onError),
     durable: () => this.track(store.durable()),
