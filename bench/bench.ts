@@ -402,7 +402,7 @@ async function floorComparison(kind: StoreKind) {
     // like the throughput's, so a burst of noise on the shared machine falls on both alike; each
     // side's rounds are pooled, and each round's p99 is kept to show the spread.
     const halfRate = serviceSummary.initiations_per_second / 2;
-    const flushesBefore = await walFlushes(service);
+    const storeBefore = kind === 'sqlite' ? await sqliteHistograms(service) : undefined;
     const serviceRuns: OpenLoopRun[] = [];
     const floorRuns: OpenLoopRun[] = [];
     const serviceCpu = noCpuSpent(kind);
@@ -414,7 +414,7 @@ async function floorComparison(kind: StoreKind) {
     const serviceAtHalf = {
       ...pooledOpenLoops(serviceRuns),
       cpu_per_request: cpuPerRequest(serviceCpu),
-      ...(kind === 'sqlite' ? { wal_flush_ms: flushFigures(flushesBefore, await walFlushes(service)) } : {}),
+      ...(storeBefore ? storeFigures(storeBefore, await sqliteHistograms(service)) : {}),
     };
     const floorAtHalf = { ...pooledOpenLoops(floorRuns), cpu_per_request: cpuPerRequest(floorCpu) };
     return {
@@ -449,21 +449,37 @@ async function floorComparison(kind: StoreKind) {
   }
 }
 
-/** The service's dialtone_sqlite_wal_flush_seconds histogram as scraped: cumulative count per bucket bound, sum and count. */
-async function walFlushes(service: ServiceProcess) {
-  const text = await (await fetch(`${service.url}/metrics`)).text();
+/** One of the service's histograms as scraped from /metrics: cumulative count per bucket bound, sum and count. */
+interface HistogramSnapshot {
+  buckets: Map<number, number>;
+  sum: number;
+  count: number;
+}
+
+function histogramIn(text: string, name: string): HistogramSnapshot {
   const buckets = new Map<number, number>();
-  for (const [, le = '', n = ''] of text.matchAll(/^dialtone_sqlite_wal_flush_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)) buckets.set(le === '+Inf' ? Infinity : Number(le), Number(n));
-  const value = (name: string) => Number(new RegExp(`^dialtone_sqlite_wal_flush_seconds_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  for (const [, le = '', n = ''] of text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)$`, 'gm'))) buckets.set(le === '+Inf' ? Infinity : Number(le), Number(n));
+  const value = (part: string) => Number(new RegExp(`^${name}_${part} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
   return { buckets, sum: value('sum'), count: value('count') };
 }
 
 /**
- * The WAL flushes made between two scrapes (the latency rounds, floor rounds included: the floor is
- * another process, so only the service's own): how many, their mean, and the bucket bound under
- * which 99% of them fell. Every durable commit waits for one or two: read the p99 latency beside it.
+ * The service's SQLite histograms: its flushes of the write-ahead log
+ * (dialtone_sqlite_wal_flush_seconds) and its durable writes from being queued to being on the disk
+ * (dialtone_sqlite_durable_write_seconds: the wait for a group commit, the statements, the commit and
+ * the flush), read before and after the latency rounds.
  */
-function flushFigures(before: Awaited<ReturnType<typeof walFlushes>>, after: Awaited<ReturnType<typeof walFlushes>>) {
+async function sqliteHistograms(service: ServiceProcess) {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  return { flushes: histogramIn(text, 'dialtone_sqlite_wal_flush_seconds'), durableWrites: histogramIn(text, 'dialtone_sqlite_durable_write_seconds') };
+}
+
+/**
+ * What a histogram gained between two scrapes (the latency rounds, floor rounds included: the floor
+ * is another process, so only the service's own): how many, their mean, and the bucket bound under
+ * which 99% of them fell, in ms.
+ */
+function histogramFigures(before: HistogramSnapshot, after: HistogramSnapshot) {
   const count = after.count - before.count;
   let p99 = NaN;
   for (const [le, n] of [...after.buckets].sort((a, b) => a[0] - b[0])) {
@@ -472,7 +488,18 @@ function flushFigures(before: Awaited<ReturnType<typeof walFlushes>>, after: Awa
       break;
     }
   }
-  return { flushes: count, mean: round(count > 0 ? ((after.sum - before.sum) / count) * 1000 : NaN), p99_at_most: p99 };
+  return { count, mean: round(count > 0 ? ((after.sum - before.sum) / count) * 1000 : NaN), p99_at_most: p99 };
+}
+
+/**
+ * The flushes (every durable commit waits for one or two) and the durable writes of the latency
+ * rounds: an accepted call's answer waits for its durable write, so read their p99 beside the
+ * requests'; what is left of a request's latency is spent outside the store.
+ */
+function storeFigures(before: Awaited<ReturnType<typeof sqliteHistograms>>, after: Awaited<ReturnType<typeof sqliteHistograms>>) {
+  const { count: flushes, ...flushFigures } = histogramFigures(before.flushes, after.flushes);
+  const { count: writes, ...writeFigures } = histogramFigures(before.durableWrites, after.durableWrites);
+  return { wal_flush_ms: { flushes, ...flushFigures }, durable_write_ms: { writes, ...writeFigures } };
 }
 
 function summarize(samples: LoadSample[]) {

@@ -60,6 +60,7 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
   const logger = overrides.logger ?? createLogger({ level: config.LOG_LEVEL, pretty: wantsPrettyLogs(config.NODE_ENV) });
   // The store opens before the metrics (which read it); its flush timings reach them once both exist.
   let observeWalFlush = (_seconds: number): void => undefined;
+  let observeDurableWrite = (_seconds: number): void => undefined;
   const store =
     overrides.store ??
     openStore(config.DATABASE_URL, {
@@ -74,6 +75,7 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
       },
       onCheckpointTrouble: (error) => logger.warn({ err: error }, 'a SQLite WAL checkpoint did not run; the next one tries again'),
       onWalFlushed: (seconds) => observeWalFlush(seconds),
+      onDurableWrite: (seconds) => observeDurableWrite(seconds),
       onAnnounceFailure: (error) => logger.warn({ err: error }, 'could not wake the other nodes after a write; their polling finds it'),
       announceIntervalMs: config.DISPATCH_WAKE_INTERVAL_MS,
     });
@@ -92,6 +94,7 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
   const cipher = new CredentialsCipher(config.DIALTONE_SECRET_KEY);
   const metrics = new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' });
   observeWalFlush = (seconds) => metrics.walFlush.observe(seconds);
+  observeDurableWrite = (seconds) => metrics.durableWrite.observe(seconds);
   const providers: Providers = {
     simulator,
     twilio: new TwilioProvider(config),

@@ -26,6 +26,7 @@ export class Metrics {
   readonly webhookDeliveries: Counter<'outcome'>;
   readonly webhookAttemptDuration: Histogram;
   readonly walFlush: Histogram;
+  readonly durableWrite: Histogram;
 
   constructor(store: Store, options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -91,6 +92,12 @@ export class Metrics {
       name: 'dialtone_sqlite_wal_flush_seconds',
       help: "SQLite: duration of each flush (fdatasync) of the write-ahead log that durable commits wait for; every such commit's latency includes one or two",
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.durableWrite = new Histogram({
+      name: 'dialtone_sqlite_durable_write_seconds',
+      help: 'SQLite: time a durable write (an accepted call, a claim) took from being queued to being on the disk: its wait for a group commit, its statements, the commit and the WAL flush that covers it',
+      buckets: [0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 1],
       registers,
     });
     new Gauge({

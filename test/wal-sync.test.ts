@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { describe, it, type TestContext } from 'node:test';
 import { sql } from 'kysely';
 import { buildDeps } from '../src/deps.js';
@@ -213,5 +214,40 @@ describe('WAL flush for durable SQLite commits', () => {
     const sum = values.find((v) => v.metricName === 'dialtone_sqlite_wal_flush_seconds_sum')?.value ?? -1;
     assert.equal(count - before, 1, 'the three durable writes of one moment shared one flush; the relaxed one needed none');
     assert.ok(sum > 0 && sum < 10, `a flush took ${sum} s`);
+  });
+
+  it('times each durable write from being queued until its flush has covered it, and only writes that committed', async (t) => {
+    const dir = tempDir(t);
+    const { flush, gates } = gatedFlush();
+    const timed: number[] = [];
+    const store = openStore(`sqlite:${join(dir, 'dialtone.db')}`, { flushWal: flush, onDurableWrite: (seconds) => timed.push(seconds) });
+    t.after(() => store.close());
+    await sql`create table notes (id integer primary key, text text not null unique)`.execute(store.db);
+
+    const queuedAt = performance.now();
+    const written = store.transaction('durable', (trx) => sql`insert into notes (text) values ('a')`.execute(trx));
+    const refused = store.transaction('durable', (trx) => sql`insert into notes (text) values ('a')`.execute(trx));
+    await waitFor(() => gates.length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(timed, [], 'nothing is timed before the flush ends');
+    gates[0]?.release();
+    await written;
+    await assert.rejects(refused, 'the second insert breaks the unique constraint');
+    const elapsed = (performance.now() - queuedAt) / 1000;
+    assert.equal(timed.length, 1, 'the refused write is not counted');
+    assert.ok((timed[0] ?? 0) >= 0.05 && (timed[0] ?? 0) <= elapsed, `the write took ${timed[0]} s: at least the 50 ms its flush was held, at most the ${elapsed} s since it was queued`);
+    await store.transaction('relaxed', (trx) => sql`insert into notes (text) values ('b')`.execute(trx));
+    assert.equal(timed.length, 1, 'a relaxed write is not a durable one');
+  });
+
+  it('reports durable writes as dialtone_sqlite_durable_write_seconds on the node that opened the store', async (t) => {
+    const dir = tempDir(t);
+    const deps = buildDeps(testConfig(`sqlite:${join(dir, 'db.sqlite')}`));
+    t.after(() => deps.store.close());
+    await sql`create table notes (id integer primary key)`.execute(deps.store.db);
+    const countOf = async () => (await deps.metrics.durableWrite.get()).values.find((v) => v.metricName === 'dialtone_sqlite_durable_write_seconds_count')?.value ?? 0;
+    const before = await countOf();
+    await Promise.all([1, 2, 3].map(() => deps.store.transaction('durable', (trx) => sql`insert into notes default values`.execute(trx))));
+    assert.equal((await countOf()) - before, 3, 'one observation per durable write, though the three shared a flush');
   });
 });

@@ -5,6 +5,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from './kysely.js';
 import type { Transaction } from 'kysely';
@@ -68,6 +69,11 @@ export interface StoreOptions {
   onFlushFailure?: (error: unknown) => void;
   /** SQLite: told how long each flush of the WAL took, in seconds (wal-sync.ts). */
   onWalFlushed?: (seconds: number) => void;
+  /**
+   * SQLite: told how long each durable write that committed took, in seconds, from being queued to
+   * being on the disk: its wait for a batch, its statements, the commit and the flush that covers it.
+   */
+  onDurableWrite?: (seconds: number) => void;
   /** SQLite: told when a checkpoint could not run; the next one tries again (wal-checkpointer.ts). */
   onCheckpointTrouble?: (error: Error) => void;
   /** SQLite: the thread that checkpoints the WAL (a worker thread); tests observe or replace it. */
@@ -146,10 +152,21 @@ function openSqlite(path: string, options: StoreOptions): Store {
   // Two batches at once: while one waits for its flush (off the event loop), the next runs its
   // statements, so the connection is not idle during the flush; its own flush follows.
   const durableGroup = new GroupCommit((work) => transaction('durable', work), GROUP_COMMIT_MAX, 2, 'savepoint');
+  // Timed around the group commit: what a durable write waits for is its turn for a batch as much
+  // as its flush, and neither the flush's own timing nor a request's latency tells the two apart.
+  const { onDurableWrite } = options;
+  const timedDurable = <T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> => {
+    if (!onDurableWrite) return durableGroup.run(work);
+    const queuedAt = performance.now();
+    return durableGroup.run(work).then((result) => {
+      onDurableWrite((performance.now() - queuedAt) / 1000);
+      return result;
+    });
+  };
   return {
     db,
     dialect: 'sqlite',
-    transaction: (durability, work) => (durability === 'durable' ? durableGroup.run(work) : transaction(durability, work)),
+    transaction: (durability, work) => (durability === 'durable' ? timedDurable(work) : transaction(durability, work)),
     batched: (work) => group.run(work),
     announce: () => undefined,
     listen: async () => async () => undefined,
