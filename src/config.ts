@@ -56,7 +56,7 @@ export const ConfigSchema = Type.Object({
   /** An API key's `last_used_at` is written at most once per this interval. */
   API_KEY_LAST_USED_WRITE_INTERVAL_MS: Integer(0, 86_400_000, 60_000),
 
-  // Twilio and the agent runtime (README "Twilio").
+  // Twilio and the agent runtime (docs/telephony.md, "Twilio").
   /** Twilio's REST API; change it only for a regional endpoint or a test server speaking its wire format. */
   TWILIO_API_BASE_URL: Type.String({ default: 'https://api.twilio.com', pattern: '^https?://' }),
   /** Media Streams WebSocket of the agent runtime; answered Twilio calls are connected to it. Unset: Dialtone speaks the greeting and hangs up. */
@@ -68,7 +68,7 @@ export const ConfigSchema = Type.Object({
   /** Which failures Twilio retries (connection override `rp`): all, 4xx, 5xx, ct (connect timeout), rt (read timeout), comma-separated. */
   TWILIO_CALLBACK_RETRY_POLICY: Type.String({ default: 'all', pattern: '^(all|4xx|5xx|ct|rt)(,(all|4xx|5xx|ct|rt))*$' }),
 
-  // Reconciliation (README "Reconciliation"): asking a provider whose calls outlive the node (Twilio) what became of a call.
+  // Reconciliation (docs/telephony.md, "Reconciliation"): asking a provider whose calls outlive the node (Twilio) what became of a call.
   /** A live run with no news from its provider for this long is looked up at the provider. */
   RECONCILE_AFTER_MS: Integer(1_000, 86_400_000, 120_000),
   /** Most provider look-ups for one telephony configuration in one sweep (every REAPER_INTERVAL_MS); the rest wait for the next. */
@@ -76,7 +76,7 @@ export const ConfigSchema = Type.Object({
   /** Look-ups for one telephony configuration are spaced to at most this many per second. */
   RECONCILE_READS_PER_SECOND: Type.Number({ minimum: 0.1, maximum: 100, default: 5 }),
 
-  // SIP trunks (README "SIP trunk"): the one SIP stack of this process, started on its first SIP call.
+  // SIP trunks (docs/telephony.md, "SIP trunk"): the one SIP stack of this process, started on its first SIP call.
   /** Address the SIP stack listens on (UDP socket; TCP listener once a TCP route dials). */
   SIP_BIND_ADDRESS: Type.String({ default: '0.0.0.0', minLength: 1 }),
   SIP_PORT: Integer(1, 65535, 5060),
@@ -87,7 +87,7 @@ export const ConfigSchema = Type.Object({
   /** Address written in Via and Contact (and the SDP offer unless a configuration names a media address); default: the bind address, or the host name when binding all interfaces. */
   SIP_PUBLIC_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
 
-  // Caller safety (DESIGN.md section 2, README "Limits"): idempotency, rate limits, queue cap.
+  // Caller safety (DESIGN.md section 2, docs/api.md, "Limits"): idempotency, rate limits, queue cap.
   /** How long an Idempotency-Key's record, and the response it replays, is kept. */
   IDEMPOTENCY_TTL_MS: Integer(60_000, 30 * 86_400_000, 86_400_000),
   /** An in-flight Idempotency-Key claim older than this is presumed abandoned (its process died) and may be taken over. */
@@ -157,7 +157,7 @@ export const ConfigSchema = Type.Object({
   /** Longest a dispatcher waits on shutdown for dials already started (and, alongside, for webhook attempts in flight). */
   DISPATCH_SHUTDOWN_MS: Integer(0, 600_000, 10_000),
 
-  // Webhooks (README "Webhooks"): delivered by every node that runs the dispatcher.
+  // Webhooks (docs/webhooks.md): delivered by every node that runs the dispatcher.
   /** Delays before each attempt of a delivery, comma-separated, in ms or with a unit (5s, 5m, 2h); ±10 % jitter is added. */
   WEBHOOK_RETRY_SCHEDULE: Type.String({ default: DEFAULT_RETRY_SCHEDULE, minLength: 1 }),
   /** An attempt succeeds with a 2xx answered within this time. */
@@ -182,7 +182,7 @@ export const ConfigSchema = Type.Object({
   /** Most invalid lines an import answer lists (every one is counted in invalid_count). */
   SUPPRESSION_IMPORT_MAX_INVALID_LISTED: Integer(0, 100_000, 1_000),
 
-  // Campaigns (README "Campaigns").
+  // Campaigns (docs/campaigns.md).
   /** How often a dispatching node's campaign scheduler settles ended attempts and creates due ones. */
   CAMPAIGN_TICK_INTERVAL_MS: Integer(10, 600_000, 1_000),
   /** Most attempts one campaign gets per tick (its max_concurrent_calls and calls_per_second bound it too). */
@@ -198,7 +198,7 @@ export const ConfigSchema = Type.Object({
   /** How long a campaign's counted progress serves its reads on a node (0: count on every read); the actions always count afresh. */
   CAMPAIGN_PROGRESS_CACHE_MS: Integer(0, 60_000, 1_000),
 
-  // The event stream (GET /api/v1/public/stream) and the console (README "Console").
+  // The event stream (GET /api/v1/public/stream) and the console (docs/console.md, "The event stream").
   /** A comment line is sent on every open stream this often, so proxies and clients see it alive. */
   STREAM_HEARTBEAT_MS: Integer(10, 600_000, 15_000),
   /** How often a node with open streams reads events written on any node (its own wake it at once). */

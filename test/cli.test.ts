@@ -197,7 +197,7 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     const orgId = String(org.id);
     await ws.json('telephony', 'create', '--org', orgId, '--name', 'Simulator', '--provider', 'simulator', '--caller-id', '+12025550100', '--default');
 
-    // The README's own example: the trigger node carries no trigger_uuid, in every version.
+    // docs/cli.md's own example ("Agent definitions"): the trigger node carries no trigger_uuid, in every version.
     const file = ws.file('agent.json', definition([{ id: 'trigger' }], 'Hello'));
     const created = await ws.json<Summary>('workflow', 'create', '--org', orgId, '--name', 'Reminders', '--definition', file);
     const [agentUuid] = created.agent_uuids;

@@ -76,7 +76,7 @@ async function importFile(deps: Deps, campaignId: number, file: string) {
 
 export function campaignCommands(program: Command, helpers: CampaignCommandHelpers): void {
   const { action, positiveInt, positiveNumber } = helpers;
-  const campaign = program.command('campaign').description('campaigns: call a list of contacts with a schedule, retries and a circuit breaker (README: Campaigns)');
+  const campaign = program.command('campaign').description('campaigns: call a list of contacts with a schedule, retries and a circuit breaker (docs/campaigns.md)');
 
   campaign
     .command('create')
@@ -177,7 +177,7 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
   for (const verb of ['start', 'pause', 'resume', 'cancel'] as const) {
     campaign
       .command(verb)
-      .description(`${verb} a campaign (README: Campaigns)`)
+      .description(`${verb} a campaign (docs/campaigns.md)`)
       .argument('<campaign_id>', 'campaign id', positiveInt)
       .action(
         action(async (deps, id: number) => {

@@ -236,7 +236,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
 
   org
     .command('set-limits')
-    .description("set an organization's own limits (README: Limits); \"default\" returns one to the configured value")
+    .description("set an organization's own limits (docs/api.md, \"Limits\"); \"default\" returns one to the configured value")
     .argument('<org_id>', 'organization id', positiveInt)
     .option('--rate-per-second <n>', 'requests per second for all its keys together (0: no limit)', limitValue(0))
     .option('--key-rate-per-second <n>', 'requests per second per API key (0: no limit)', limitValue(0))
@@ -279,7 +279,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
 
   org
     .command('set-calling-hours')
-    .description("set an organization's calling hours in the callee's local time from a JSON file (README: Calling hours), or turn them off")
+    .description("set an organization's calling hours in the callee's local time from a JSON file (docs/calling-policy.md, \"Calling hours\"), or turn them off")
     .argument('<org_id>', 'organization id', positiveInt)
     .option('--file <path>', 'JSON file: { "timezone", "outside": "defer" | "refuse", "windows": { "mon": ["09:00-17:00"], … } }')
     .option('--off', 'turn calling hours off')

@@ -4,7 +4,7 @@
 // part (body, querystring, params, headers) and a response serializer per status, and every route
 // declares its problem statuses too (413, 415, 431 and the like), most of which a node never sends.
 // Compiled up front, the serializers held about 4 MB of an idle API node's heap, and generating
-// the validators' code left 2-3 MB of garbage in a heap that had just started (README, Memory).
+// the validators' code left 2-3 MB of garbage in a heap that had just started (docs/operations.md, "Memory and V8 flags").
 // Here the compilers are Fastify's own (@fastify/ajv-compiler and
 // @fastify/fast-json-stringify-compiler: the same options and shared schemas), run on the first
 // request that needs that part or the first response with that status; the function is kept from

@@ -42,7 +42,7 @@ function validateGraph(input: unknown): DefinitionGraph {
 /**
  * Fills in the trigger UUIDs a new version omits from the workflow's latest version (its draft, else
  * its published one), matching trigger nodes by id: a definition saved without `trigger_uuid`, as
- * the README's example is, keeps its agent UUIDs from version to version.
+ * the example in docs/cli.md, "Agent definitions" is, keeps its agent UUIDs from version to version.
  */
 async function inheritTriggerUuids(trx: StoreTransaction, workflowId: number, graph: DefinitionGraph): Promise<DefinitionGraph> {
   const latest = await selectLatestCurrentGraph(trx, workflowId);
