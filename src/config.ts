@@ -87,7 +87,7 @@ export const ConfigSchema = Type.Object({
   /** Address written in Via and Contact (and the SDP offer unless a configuration names a media address); default: the bind address, or the host name when binding all interfaces. */
   SIP_PUBLIC_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
 
-  // Caller safety (DESIGN.md section 2, docs/api.md, "Limits"): idempotency, rate limits, queue cap.
+  // Caller safety (docs/design.md, "The contract"; docs/api.md, "Limits"): idempotency, rate limits, queue cap.
   /** How long an Idempotency-Key's record, and the response it replays, is kept. */
   IDEMPOTENCY_TTL_MS: Integer(60_000, 30 * 86_400_000, 86_400_000),
   /** An in-flight Idempotency-Key claim older than this is presumed abandoned (its process died) and may be taken over. */

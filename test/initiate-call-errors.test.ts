@@ -1,4 +1,4 @@
-// Every refusal of DESIGN.md section 2 that applies today, for each of the four Initiate Call
+// Every refusal of docs/design.md, "Check order", that applies today, for each of the four Initiate Call
 // operations and on both stores: the status, an RFC 9457 body with its `code` and the request id,
 // and no run created. Cases are tables; each test gets its own organization on a database shared
 // by the tests of one store (building a database per test would make this file slow).

@@ -1,5 +1,6 @@
-// Initiate Call, in all four forms: the checks of DESIGN.md section 2 in their contract order
-// (after authentication and body parsing, which the HTTP layer does), then one durable insert.
+// Initiate Call, in all four forms: the checks in their contract order (docs/design.md,
+// "Check order"; authentication and body parsing come before, in the HTTP layer), then one
+// durable insert.
 import type { Deps } from '../deps.js';
 import type { AuthenticatedKey } from '../auth/api-keys.js';
 import { DialtoneError, validationFailed } from '../errors.js';
@@ -101,7 +102,10 @@ async function checkRequest(deps: Deps, caller: InitiateCaller, target: Target, 
   return { resolved, telephony, destination: parsed.destination, initialContextJson };
 }
 
-/** The calling policy (suppression, per-number cap, calling hours; DESIGN.md section 7), counting a real request's refusals (a dry run's are not refusals). */
+/**
+ * The calling policy (suppression, per-number cap, calling hours; docs/design.md, "Calling policy"),
+ * counting a real request's refusals (a dry run's are not refusals).
+ */
 async function checkPolicy(deps: Deps, caller: InitiateCaller, destination: Destination, persisting: boolean, options: { beforeIdempotency?: boolean } = {}): Promise<PolicyDecision> {
   const settings = { numberCap: caller.limits.numberCap, callingHours: caller.callingHours };
   try {
@@ -155,7 +159,7 @@ export async function initiateCall(
     // (after the Idempotency-Key claim, which a refusal there releases): reading them here too
     // would cost a query per request.
     // With an Idempotency-Key the suppression list is read now too, so that it is refused before the
-    // key is looked at (DESIGN.md's check order); without one nothing stands between, and the
+    // key is looked at (docs/design.md, "Check order"); without one nothing stands between, and the
     // insert's own check is the only read.
     policy = await checkPolicy(deps, caller, destination, true, { beforeIdempotency: idempotencyKey !== undefined });
   } catch (error) {

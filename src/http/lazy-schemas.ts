@@ -1,14 +1,14 @@
 // Schemas compiled when a route first uses them, not at start-up.
 //
-// Fastify compiles every route's schemas when the route is registered: a request validator per
-// part (body, querystring, params, headers) and a response serializer per status, and every route
+// Fastify compiles every route's schemas when the route is registered: a request validator per part
+// (body, querystring, params, headers) and a response serializer per status, and every route
 // declares its problem statuses too (413, 415, 431 and the like), most of which a node never sends.
-// Compiled up front, the serializers held about 4 MB of an idle API node's heap, and generating
-// the validators' code left 2-3 MB of garbage in a heap that had just started (docs/operations.md, "Memory and V8 flags").
-// Here the compilers are Fastify's own (@fastify/ajv-compiler and
-// @fastify/fast-json-stringify-compiler: the same options and shared schemas), run on the first
-// request that needs that part or the first response with that status; the function is kept from
-// then on.
+// Compiled up front, the serializers held about 4 MB of an idle API node's heap, and generating the
+// validators' code left 2-3 MB of garbage in a heap that had just started
+// (docs/operations.md, "Memory and V8 flags"). Here the compilers are Fastify's own
+// (@fastify/ajv-compiler and @fastify/fast-json-stringify-compiler: the same options and shared
+// schemas), run on the first request that needs that part or the first response with that status;
+// the function is kept from then on.
 //
 // A schema that cannot be compiled no longer stops the start: the test suite builds the app with
 // `compileSchemasAtStart` (test/lazy-schemas.test.ts) so every declared schema is still proved to

@@ -1,6 +1,6 @@
-// The rate-limit check of the public API: right after authentication (DESIGN.md section 2 check
-// order), before anything about the request is looked at. Every authenticated response carries
-// the RateLimit-Policy and RateLimit fields; a refusal is 429 `rate_limited` with Retry-After.
+// The rate-limit check of the public API: right after authentication (docs/design.md,
+// "Check order"), before anything about the request is looked at. Every authenticated response
+// carries the RateLimit-Policy and RateLimit fields; a refusal is 429 `rate_limited` with Retry-After.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../deps.js';
 import { DialtoneError } from '../errors.js';

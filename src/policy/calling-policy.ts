@@ -1,12 +1,12 @@
-// The calling policy's request-time check (DESIGN.md section 7): whether a number may be dialed
-// now, for the four initiate operations. It runs after the template variables and before
-// idempotency (DESIGN.md section 2), so a refused request stores nothing and consumes no key
-// (the creating insert checks the list and the cap again, exactly: see below).
-// The checks, in order: the organization's suppression list, the per-number frequency cap, and
-// calling hours in the callee's time zones (calling-hours-check.ts). A request that persists its
-// run hands the first two to the creating insert, the one place where they are exact (and, on
-// PostgreSQL, part of the inserting statement). The dispatcher checks suppression
-// (claim-screen.ts) and calling hours (dispatch/claim-runs.ts) again when it claims a run.
+// The calling policy's request-time check (docs/design.md, "Calling policy"): whether a number may
+// be dialed now, for the four initiate operations. It runs after the template variables and before
+// idempotency (docs/design.md, "Check order"), so a refused request stores nothing and consumes no
+// key (the creating insert checks the list and the cap again, exactly: see below). The checks, in
+// order: the organization's suppression list, the per-number frequency cap, and calling hours in
+// the callee's time zones (calling-hours-check.ts). A request that persists its run hands the first
+// two to the creating insert, the one place where they are exact (and, on PostgreSQL, part of the
+// inserting statement). The dispatcher checks suppression (claim-screen.ts) and calling hours
+// (dispatch/claim-runs.ts) again when it claims a run.
 import { DialtoneError } from '../errors.js';
 import { selectActiveSuppression } from '../store/suppression-statements.js';
 import type { Store } from '../store/store.js';

@@ -1,6 +1,6 @@
-// The run lifecycle (DESIGN.md section 3). This table is the only place that says which state may
-// follow which; everything that moves a run goes through `transitionRun`, which enforces it in the
-// same SQL statement that changes the state.
+// The run lifecycle (docs/design.md, "Run lifecycle"). This table is the only place that says which
+// state may follow which; everything that moves a run goes through `transitionRun`, which enforces
+// it in the same SQL statement that changes the state.
 //
 //   queued ──► dialing ──► ringing ──► in_progress ──► completed
 //     │           │           │             │

@@ -1,7 +1,7 @@
-// Per-run tokens for the agent runtime (DESIGN.md section 5): handed to the runtime with an
-// answered call, presented back as a Bearer token to read what to run. A token is an HMAC over
-// the run id and an expiry, under a key derived from DIALTONE_SECRET_KEY, so any node verifies it
-// without a lookup and a token for one run opens no other.
+// Per-run tokens for the agent runtime (docs/design.md, "Agent runtime hand-off"): handed to the
+// runtime with an answered call, presented back as a Bearer token to read what to run. A token is
+// an HMAC over the run id and an expiry, under a key derived from DIALTONE_SECRET_KEY, so any node
+// verifies it without a lookup and a token for one run opens no other.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { CredentialsCipher } from '../telephony/credentials-cipher.js';
 

@@ -116,11 +116,11 @@ function openSqlite(path: string, options: StoreOptions): Store {
   // spills the sub-journal to a temporary file, which (unlike an in-memory one) is not emptied when
   // each savepoint is released. Measured with strace on an API node under load: a temporary file
   // opened every few requests (from subjournalPageIfRequired), and 17 pwrite calls per created run
-  // against 9 with this setting. test/sqlite-temp-store.test.ts checks that none is opened.
-  // The cost: sorts and temporary tables never spill to disk either. The service's reads walk
-  // indexes; the one sort that grows with the data is the stats' count of an organization's runs
-  // by state since a time (an hour by default): measured on a million runs, its peak was 54 MB
-  // above the process's, against 15 MB when it could spill (docs/benchmarks.md, "SQLite temporary storage").
+  // against 9 with this setting. test/sqlite-temp-store.test.ts checks that none is opened. The
+  // cost: sorts and temporary tables never spill to disk either. The service's reads walk indexes;
+  // the one sort that grows with the data is the stats' count of an organization's runs by state
+  // since a time (an hour by default): measured on a million runs, its peak was 54 MB above the
+  // process's, against 15 MB when it could spill (docs/benchmarks.md, "SQLite temporary storage").
   sqlite.pragma('temp_store = MEMORY');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   // An in-memory database has no file to make durable.

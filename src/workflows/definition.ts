@@ -1,5 +1,5 @@
 // The definition graph: its shape, its validation (every problem listed, with a JSON Pointer),
-// and the helpers that read it. DESIGN.md section 1 is the contract.
+// and the helpers that read it. docs/design.md, "Domain" is the contract.
 import { randomUUID } from 'node:crypto';
 import type { FieldError } from '../errors.js';
 import { templateProblems, type TemplateContext } from './templates.js';

@@ -1,4 +1,4 @@
-// The problem+json contract (RFC 9457, DESIGN.md section 2) every refusal shares, asserted once.
+// The problem+json contract (RFC 9457, docs/design.md, "Errors") every refusal shares, asserted once.
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import type { ErrorCode } from '../../src/errors.js';

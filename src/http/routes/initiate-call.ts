@@ -73,7 +73,7 @@ function requireJsonBody(request: FastifyRequest): void {
   }
 }
 
-/** Every code an Initiate Call operation can refuse with, in check order (DESIGN.md section 2). */
+/** Every code an Initiate Call operation can refuse with, in check order (docs/design.md, "Check order"). */
 function refusalsOf(op: Operation): ErrorCode[] {
   return [
     'not_found', // a URL the router cannot decode

@@ -1,6 +1,6 @@
-// The agent runtime's read of what to run (DESIGN.md section 5), authorized by the per-run token
-// it was handed with the answered call. A wrong, expired or missing token, and an unknown run, get
-// the same 401: the token is the only thing that names a run here.
+// The agent runtime's read of what to run (docs/design.md, "Agent runtime hand-off"), authorized by
+// the per-run token it was handed with the answered call. A wrong, expired or missing token, and an
+// unknown run, get the same 401: the token is the only thing that names a run here.
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
