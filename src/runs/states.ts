@@ -5,8 +5,8 @@
 //   queued ──► dialing ──► ringing ──► in_progress ──► completed
 //     │           │           │             │
 //     ├► canceled ├► failed   ├► busy       └► failed
-//     └► expired  └► rejected ├► no_answer
-//                             ├► rejected
+//     ├► expired  └► rejected ├► no_answer
+//     └► failed               ├► rejected
 //                             └► canceled
 //
 // Providers do not always report every phase (an answer can arrive with no ringing before it, a
