@@ -209,6 +209,10 @@ export const ConfigSchema = Type.Object({
   STREAM_GAP_WAIT_MS: Integer(0, 60_000, 2_000),
   /** Most streams one node serves at once; past it a new stream is answered 503 (try another node, or shortly). */
   STREAM_MAX_CONNECTIONS: Integer(1, 100_000, 1_000),
+  /** Most streams one organization holds on one node; past it a new one is answered 429 too_many_streams, so one tenant cannot take the node's every stream. */
+  STREAM_MAX_CONNECTIONS_PER_ORG: Integer(1, 100_000, 100),
+  /** Most streams one API key holds on one node; past it a new one is answered 429 too_many_streams (a console shares one stream between its tabs). */
+  STREAM_MAX_CONNECTIONS_PER_KEY: Integer(1, 100_000, 20),
   /** Most events read from the store at once by a node's feed and by a resuming stream. */
   STREAM_BATCH_SIZE: Integer(1, 10_000, 500),
 

@@ -48,6 +48,7 @@ export const ERROR_CODES = [
   'rate_limited',
   'queue_full',
   'number_frequency_capped',
+  'too_many_streams',
   'unavailable',
   'webhooks_not_configured',
   'internal_error',

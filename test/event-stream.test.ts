@@ -13,6 +13,9 @@ import { buildWithDispatcher } from './helpers/dispatch.js';
 import { act, addContacts, createCampaign } from './helpers/campaigns.js';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
+import { request } from 'node:http';
+import { createApiKey } from '../src/auth/api-keys.js';
+import { Hold, holdingStore } from './helpers/holds.js';
 import { SseClient } from './helpers/sse-client.js';
 import { createTestDatabase, openTestStore, storeCases } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
@@ -59,6 +62,28 @@ async function subscribeEndpoint(env: Pick<TestEnv, 'app'>, f: OrgFixture, url: 
   const response = await postJson(env.app, '/api/v1/public/webhook-endpoints', { url }, { key: f.apiKey });
   assert.equal(response.statusCode, 201, response.body);
   return response.json() as { id: number; secret: string };
+}
+
+/** Waits (without a fixed sleep) until `done` holds. */
+async function until(done: () => Promise<boolean>, what: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** The TCP connections the node's server holds open. */
+function openSockets(env: Pick<TestEnv, 'app'>): Promise<number> {
+  return new Promise((resolve, reject) => env.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+}
+
+/** A metric's value (summed over the series matching `labels`), as the node would report it. */
+async function metricValue(env: Pick<TestEnv, 'deps'>, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const metric = env.deps.metrics.registry.getSingleMetric(name);
+  assert.ok(metric, `${name} is registered`);
+  const { values } = await metric.get();
+  return values.filter((v) => Object.entries(labels).every(([label, value]) => v.labels[label] === value)).reduce((sum, v) => sum + v.value, 0);
 }
 
 function open(t: TestContext, url: string, key: string, options: Parameters<typeof SseClient.open>[2] = {}): Promise<SseClient> {
@@ -159,6 +184,81 @@ for (const store of await storeCases()) {
         assert.ok(Date.now() < deadline, 'a stream is served again');
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
+    });
+
+    it('gives its slot back when the client leaves at any asynchronous step of the request (authentication, rate limit, the feed\'s start, the backlog read, waiting for it to be durable): the node\'s open streams return to zero and the next stream is served', async (t) => {
+      type Step = { name: string; resume?: boolean; arm(hold: Hold, env: TestEnv): void };
+      let armed: { sql: RegExp; hold: Hold } | undefined;
+      let durableHold: Hold | undefined;
+      const steps: Step[] = [
+        { name: 'authenticating the key', arm: (hold) => (armed = { sql: /from "api_keys"/, hold }) },
+        { name: 'the rate limit', arm: (hold, env) => (env.deps.rateLimits.check = hold.around(env.deps.rateLimits.check.bind(env.deps.rateLimits))) },
+        { name: 'the feed\'s start', arm: (hold) => (armed = { sql: /as "last" from "run_events"/, hold }) },
+        { name: 'the backlog read', resume: true, arm: (hold) => (armed = { sql: /from "campaign_events" where .*"org_id" =/, hold }) },
+        { name: 'waiting for the backlog to be durable', resume: true, arm: (hold) => (durableHold = hold) },
+      ];
+      for (const step of steps) {
+        armed = undefined;
+        durableHold = undefined;
+        // A node of its own per step, so that nothing a request left running can meet the next step's hold.
+        const env = await build(t, store.kind, {
+          env: { ...FAST_STREAM, STREAM_MAX_CONNECTIONS: '1' },
+          wrapStore: (real) => holdingStore(real, () => armed, () => durableHold),
+        });
+        const url = await listen(env);
+        const f = await createOrgFixture(env.deps);
+        await call(env, f); // a backlog for the streams that resume from 0
+        const hold = new Hold(step.name);
+        step.arm(hold, env);
+        const headers: Record<string, string> = { 'x-api-key': f.apiKey };
+        if (step.resume) headers['last-event-id'] = '0';
+        const leaving = request(`${url}/api/v1/public/stream`, { headers });
+        leaving.on('error', () => undefined);
+        leaving.end();
+        await hold.arrived;
+        leaving.destroy();
+        await until(async () => (await openSockets(env)) === 0, `the node to see the client leave during ${step.name}`);
+        hold.release();
+        await until(async () => (await metricValue(env, 'dialtone_stream_requests_total', { outcome: 'served' })) === 1, `the request held at ${step.name} to be given its slot`);
+        await until(async () => (await metricValue(env, 'dialtone_stream_connections')) === 0, `the slot taken after ${step.name} to be given back`);
+        const next = await open(t, url, f.apiKey);
+        assert.equal(next.status, 200, `the node's one slot is free after ${step.name}`);
+        await next.waitFor(() => next.messages[0]?.event === 'ready');
+      }
+    });
+
+    it('caps one API key\'s streams (STREAM_MAX_CONNECTIONS_PER_KEY) and one organization\'s (STREAM_MAX_CONNECTIONS_PER_ORG) with 429 too_many_streams and Retry-After, logged as a warning without a stack, while other organizations are served', async (t) => {
+      const lines: string[] = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+      const env = await build(t, store.kind, { env: { ...FAST_STREAM, STREAM_MAX_CONNECTIONS_PER_KEY: '2', STREAM_MAX_CONNECTIONS_PER_ORG: '3' }, logger });
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const other = await createOrgFixture(env.deps, 'Other');
+      const secondKey = (await createApiKey(env.deps.store, f.orgId, 'second', Date.now())).key;
+      const refusal = async (key: string) => {
+        const response = await fetch(`${url}/api/v1/public/stream`, { headers: { 'x-api-key': key } });
+        assert.equal(response.status, 429);
+        assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/);
+        assert.equal(response.headers.get('retry-after'), '5');
+        return (await response.json()) as { code: string; scope: string; max_streams: number; detail: string };
+      };
+      const first = await open(t, url, f.apiKey);
+      await open(t, url, f.apiKey);
+      const byKey = await refusal(f.apiKey);
+      assert.deepEqual([byKey.code, byKey.scope, byKey.max_streams], ['too_many_streams', 'key', 2]);
+      assert.match(byKey.detail, /STREAM_MAX_CONNECTIONS_PER_KEY=2/);
+      assert.equal((await open(t, url, secondKey)).status, 200, 'another key of the organization, within the organization\'s cap');
+      const byOrganization = await refusal(secondKey);
+      assert.deepEqual([byOrganization.code, byOrganization.scope, byOrganization.max_streams], ['too_many_streams', 'organization', 3]);
+      assert.equal((await open(t, url, other.apiKey)).status, 200, 'another organization is served');
+
+      const refusals = lines.map((line) => JSON.parse(line) as { level: number; msg: string; err?: unknown; refused?: string }).filter((entry) => entry.msg.startsWith('event stream refused'));
+      assert.deepEqual(refusals.map((entry) => [entry.level, entry.refused, entry.err]), [[40, 'key', undefined], [40, 'organization', undefined]], 'warnings, with no error or stack');
+      assert.ok(!lines.some((line) => JSON.parse(line).level >= 50), 'nothing logged as an error');
+
+      first.close();
+      await until(async () => (await metricValue(env, 'dialtone_stream_connections')) === 3, 'the closed stream to be given back');
+      assert.equal((await open(t, url, f.apiKey)).status, 200, 'the key is served again once one of its streams closes');
     });
 
     it('disconnects a reader that leaves more than STREAM_MAX_BUFFER_BYTES unread, and that reader loses nothing by resuming from its last id', async (t) => {

@@ -110,6 +110,7 @@ const EXAMPLE_DETAILS: Partial<Record<ErrorCode, string>> = {
   number_suppressed: "The number is on the organization's suppression (do-not-call) list.",
   number_frequency_capped: "This number was called 3 times within 86400 s, the organization's limit. Retry after 5400 s.",
   suppression_not_found: 'No suppression of +12025550123.',
+  too_many_streams: 'This API key has its most open streams on this node (STREAM_MAX_CONNECTIONS_PER_KEY=20); close one, or retry shortly.',
   unavailable: 'The service is temporarily unavailable; retry shortly.',
   internal_error: 'The server could not complete the request.',
 };
@@ -130,6 +131,7 @@ const EXAMPLE_EXTENSIONS: Partial<Record<ErrorCode, Record<string, unknown>>> = 
   outside_calling_hours: { next_allowed_at: '2026-11-24T14:00:00.000Z', time_zones: ['America/New_York'] },
   number_suppressed: { suppression_expires_at: null },
   number_frequency_capped: { number_max_calls: 3, number_window_seconds: 86400 },
+  too_many_streams: { scope: 'key', max_streams: 20 },
 };
 
 const EXAMPLE_REQUEST_ID = '3f6c1e9a-2b7d-4d58-9a0e-5c1b8f2d7e64';
@@ -162,7 +164,7 @@ export const ANY_ROUTE_CODES: readonly ErrorCode[] = [
 ];
 
 /** Codes whose answer carries Retry-After. */
-const RETRY_AFTER_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['idempotency_key_in_use', 'rate_limited', 'queue_full', 'number_frequency_capped', 'unavailable']);
+const RETRY_AFTER_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['idempotency_key_in_use', 'rate_limited', 'queue_full', 'number_frequency_capped', 'too_many_streams', 'unavailable']);
 
 /**
  * Response entries for the problems an operation can answer: the given codes plus ANY_ROUTE_CODES,

@@ -57,6 +57,7 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   rate_limited: { status: 429, title: 'Rate limited' },
   queue_full: { status: 429, title: 'Queue full' },
   number_frequency_capped: { status: 429, title: 'Number frequency capped' },
+  too_many_streams: { status: 429, title: 'Too many streams' },
   unavailable: { status: 503, title: 'Service unavailable' },
   webhooks_not_configured: { status: 503, title: 'Webhooks not configured' },
   internal_error: { status: 500, title: 'Internal server error' },

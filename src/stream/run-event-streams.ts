@@ -13,6 +13,7 @@ import type { CampaignEventRow, CampaignStreamEvent, WebhookDeliveryEventRow } f
 import type { Store } from '../store/store.js';
 import { EventFeed } from './event-feed.js';
 import { encodeSse, SseConnection, type SseCloseReason, type SseMessage } from './sse-connection.js';
+import type { StreamSlot } from './stream-slots.js';
 
 export interface StreamOptions {
   pollIntervalMs: number;
@@ -116,15 +117,12 @@ export class RunEventStreams {
     this.feed = new EventFeed(store, clock, { pollIntervalMs: options.pollIntervalMs, gapWaitMs: options.gapWaitMs, batchSize: options.batchSize }, logger);
   }
 
-  get openConnections(): number {
-    return this.connections.size;
-  }
-
   /**
-   * Serves one stream on a response whose headers were written. `lastEventId` (from Last-Event-ID)
-   * resumes after that event; without it the stream starts with the next event written.
+   * Serves one stream on a response whose headers were written, and gives `slot` back when it ends
+   * (at once when the client has already gone). `lastEventId` (from Last-Event-ID) resumes after
+   * that event; without it the stream starts with the next event written.
    */
-  async serve(response: ServerResponse, orgId: number, lastEventId: number | undefined): Promise<void> {
+  async serve(response: ServerResponse, slot: StreamSlot, orgId: number, lastEventId: number | undefined): Promise<void> {
     let live = false;
     let lastSent = 0;
     let pending: StreamEventRow[] = [];
@@ -133,12 +131,14 @@ export class RunEventStreams {
     const connection = new SseConnection(response, {
       maxBufferedBytes: this.options.maxBufferedBytes,
       heartbeatMs: this.options.heartbeatMs,
-      onClose: (reason: SseCloseReason) => {
+      onClose: (reason: SseCloseReason, closed: SseConnection) => {
         unsubscribe?.();
-        this.connections.delete(connection);
+        slot.release();
+        this.connections.delete(closed);
         if (reason === 'slow_reader') this.logger.info({ orgId, lastSent }, 'event stream: disconnected a reader that fell behind');
       },
     });
+    if (connection.isClosed) return;
     this.connections.add(connection);
     const deliver = (rows: readonly StreamEventRow[]) => {
       for (const row of rows) {
@@ -165,9 +165,9 @@ export class RunEventStreams {
     connection.send({ id: lastSent, event: 'ready', data: { last_event_id: lastSent } });
     while (lastSent < subscription.horizon && !connection.isClosed) {
       const rows = await selectOrganizationEventsBetween(this.store, orgId, lastSent, subscription.horizon, this.options.batchSize);
+      if (rows.length === 0 || connection.isClosed) break;
       // Not before their writes are on the disk (store.durable: at once when flushes cover them).
-      if (rows.length > 0) await this.store.durable();
-      if (rows.length === 0) break;
+      await this.store.durable();
       for (const row of rows) {
         if (!(await connection.sendPaced(sseMessage(row)))) break;
         lastSent = row.id;

@@ -15,8 +15,11 @@ export interface SseConnectionOptions {
   /** Bytes written but not yet taken by the reader above which the connection is closed. */
   maxBufferedBytes: number;
   heartbeatMs: number;
-  /** Called once, when the connection ends for any reason. */
-  onClose: (reason: SseCloseReason) => void;
+  /**
+   * Called once, when the connection ends for any reason, even when the client had already gone
+   * before the connection was made (then from the constructor, hence the connection as argument).
+   */
+  onClose: (reason: SseCloseReason, connection: SseConnection) => void;
 }
 
 export type SseCloseReason = 'client' | 'slow_reader' | 'server';
@@ -45,6 +48,10 @@ export class SseConnection {
     // The heartbeat alone must not keep a process alive that is otherwise done.
     this.heartbeat.unref();
     response.on('close', () => this.end('client'));
+    // A client that left while its request was still being authenticated or rate-limited closed
+    // the response before this listener existed, and 'close' is not emitted twice: without this
+    // check the connection (and the slot it holds) would stay open for good.
+    if (response.closed || response.destroyed) this.end('client');
   }
 
   get isClosed(): boolean {
@@ -95,6 +102,6 @@ export class SseConnection {
     clearInterval(this.heartbeat);
     if (reason === 'slow_reader') this.response.destroy();
     else this.response.end();
-    this.options.onClose(reason);
+    this.options.onClose(reason, this);
   }
 }

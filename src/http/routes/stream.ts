@@ -5,12 +5,33 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
 import { DialtoneError } from '../../errors.js';
+import { Counter, Gauge } from 'prom-client';
 import { RunEventStreams } from '../../stream/run-event-streams.js';
+import { isRefusal, StreamSlots, type SlotRefusal } from '../../stream/stream-slots.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
+import { sendProblem } from '../problems.js';
 import { RATE_LIMIT_HEADERS } from '../schemas.js';
 
 const EVENT_ID = '^(0|[1-9][0-9]{0,14})$';
+const OPEN_STREAMS_METRIC = 'dialtone_stream_connections';
+const STREAM_REQUESTS_METRIC = 'dialtone_stream_requests_total';
+
+/** Retry-After of a refused stream: a slot comes free when any stream of the scope closes, so soon. */
+const RETRY_STREAM_SECONDS = 5;
+
+/** The answer to a stream over one of its caps: the tenant's own caps are 429, the node's is 503 (another node may serve it). */
+function refusalProblem(refusal: SlotRefusal): DialtoneError {
+  const options = { retryAfterSeconds: RETRY_STREAM_SECONDS, extra: { scope: refusal.refused, max_streams: refusal.limit } };
+  switch (refusal.refused) {
+    case 'key':
+      return new DialtoneError('too_many_streams', `This API key has its most open streams on this node (STREAM_MAX_CONNECTIONS_PER_KEY=${refusal.limit}); close one, or retry shortly.`, options);
+    case 'organization':
+      return new DialtoneError('too_many_streams', `The organization has its most open streams on this node (STREAM_MAX_CONNECTIONS_PER_ORG=${refusal.limit}); close one, or retry shortly.`, options);
+    case 'node':
+      return new DialtoneError('unavailable', `This node serves its most streams (STREAM_MAX_CONNECTIONS=${refusal.limit}); retry shortly or on another node.`, options);
+  }
+}
 
 export function streamRoutes(deps: Deps): FastifyPluginAsync {
   const { config } = deps;
@@ -26,6 +47,24 @@ export function streamRoutes(deps: Deps): FastifyPluginAsync {
     },
     deps.logger,
   );
+  const slots = new StreamSlots({ perNode: config.STREAM_MAX_CONNECTIONS, perOrganization: config.STREAM_MAX_CONNECTIONS_PER_ORG, perKey: config.STREAM_MAX_CONNECTIONS_PER_KEY });
+  // Read when scraped; an app built again on the same deps (tests) replaces the metrics of the last.
+  deps.metrics.registry.removeSingleMetric(OPEN_STREAMS_METRIC);
+  deps.metrics.registry.removeSingleMetric(STREAM_REQUESTS_METRIC);
+  const streamRequests = new Counter({
+    name: STREAM_REQUESTS_METRIC,
+    help: 'Authenticated stream requests, by outcome: served (given a slot), refused_key, refused_organization, refused_node (a cap of open streams reached)',
+    labelNames: ['outcome'],
+    registers: [deps.metrics.registry],
+  });
+  new Gauge({
+    name: OPEN_STREAMS_METRIC,
+    help: 'Event streams (GET /api/v1/public/stream) this node serves now',
+    registers: [deps.metrics.registry],
+    collect() {
+      this.set(slots.open);
+    },
+  });
   return async (app) => {
     // Runs created or moved on this node are read at once, not at the next poll.
     const stopWork = deps.signals.onWork(() => streams.feed.wake());
@@ -81,7 +120,7 @@ export function streamRoutes(deps: Deps): FastifyPluginAsync {
                 },
               },
             },
-            ...problemResponses(['missing_api_key', 'invalid_api_key', 'rate_limited', 'validation_failed']),
+            ...problemResponses(['missing_api_key', 'invalid_api_key', 'rate_limited', 'too_many_streams', 'validation_failed']),
           },
         },
       },
@@ -89,23 +128,30 @@ export function streamRoutes(deps: Deps): FastifyPluginAsync {
         const header = request.headers['last-event-id'];
         const { last_event_id: fromQuery } = request.query as { last_event_id?: string };
         const given = typeof header === 'string' ? header : fromQuery;
-        const orgId = authOf(request).orgId;
-        if (streams.openConnections >= config.STREAM_MAX_CONNECTIONS) {
-          throw new DialtoneError('unavailable', `This node serves its most streams (STREAM_MAX_CONNECTIONS=${config.STREAM_MAX_CONNECTIONS}); retry shortly or on another node.`, { retryAfterSeconds: 5 });
+        const { orgId, keyId } = authOf(request);
+        const slot = slots.acquire({ orgId, keyId });
+        if (isRefusal(slot)) {
+          streamRequests.inc({ outcome: `refused_${slot.refused}` });
+          // A limit doing its job, not a fault of the node: a warning without a stack.
+          request.log.warn({ orgId, keyId, refused: slot.refused, limit: slot.limit }, 'event stream refused: its cap of open streams is reached');
+          return sendProblem(reply, refusalProblem(slot));
         }
-        reply.hijack();
+        streamRequests.inc({ outcome: 'served' });
         const response = reply.raw;
-        for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) response.setHeader(name, value);
-        response.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-store',
-          // Proxies that buffer responses (nginx) pass this one through as it comes.
-          'x-accel-buffering': 'no',
-        });
-        response.flushHeaders();
         try {
-          await streams.serve(response, orgId, given === undefined ? undefined : Number(given));
+          reply.hijack();
+          for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) response.setHeader(name, value);
+          response.writeHead(200, {
+            'content-type': 'text/event-stream; charset=utf-8',
+            'cache-control': 'no-store',
+            // Proxies that buffer responses (nginx) pass this one through as it comes.
+            'x-accel-buffering': 'no',
+          });
+          response.flushHeaders();
+          // From here the stream gives the slot back when it ends, whenever and however it ends.
+          await streams.serve(response, slot, orgId, given === undefined ? undefined : Number(given));
         } catch (error) {
+          slot.release();
           request.log.warn({ err: error }, 'event stream: could not start; closing it (the client reconnects)');
           response.destroy();
         }
