@@ -3,7 +3,10 @@
 // module's `log` formatter, see below), errors and requests are serialized by lists of fields known
 // to be safe, so the raw bytes Node attaches to parse errors and a request's headers never reach a
 // line, and phone numbers inside any logged text are masked, because provider errors quote the
-// number they refused ("The 'To' number +1202… is not valid").
+// number they refused ("The 'To' number +1202… is not valid"). API keys are masked wherever they
+// show in a logged URL or text, since a caller may put one in a query string (`?api_key=dt_live_…`)
+// although the service only reads it from X-API-Key, and the value of any query parameter whose
+// name says it holds a secret (`token`, `key`, `api_key`…) is censored whatever it looks like.
 import { createRequire } from 'node:module';
 import { isatty } from 'node:tty';
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
@@ -46,9 +49,9 @@ function censorSecretFields(value: object): unknown {
   return copy ?? written;
 }
 
-/** A value at the top of a log line, made fit to write: numbers in text masked, secret fields one level down censored. */
+/** A value at the top of a log line, made fit to write: numbers and keys in text masked, secret fields one level down censored. */
 function loggable(name: string, value: unknown): unknown {
-  if (typeof value === 'string') return maskPhoneNumbersIn(value);
+  if (typeof value === 'string') return maskLoggedText(value);
   if (value !== null && typeof value === 'object' && !SERIALIZED_KEYS.has(name)) return censorSecretFields(value);
   return value;
 }
@@ -63,6 +66,33 @@ export function maskPhoneNumber(number: string): string {
 
 export function maskPhoneNumbersIn(text: string): string {
   return text.replace(PHONE_NUMBER, maskPhoneNumber);
+}
+
+/**
+ * Anything shaped like a Dialtone API key (`dt_live_…`, and `dt_test_…` should test keys come):
+ * the prefix is kept, so a line still says a key was there, the rest (public id and secret) is not.
+ */
+const API_KEY = /(dt_(?:live|test)_)[A-Za-z0-9_-]*/g;
+
+export function maskApiKeysIn(text: string): string {
+  // The cheap test first: almost no logged text holds a key, and this runs on every string logged.
+  return text.includes('dt_') ? text.replace(API_KEY, `$1${CENSOR}`) : text;
+}
+
+/** Text fit for a log line: phone numbers and API keys masked. */
+export function maskLoggedText(text: string): string {
+  return maskApiKeysIn(maskPhoneNumbersIn(text));
+}
+
+/**
+ * Whether a query parameter's name says its value is a secret: `key`, `api_key`, `apiKey`,
+ * `x-api-key`, `token`, `access_token`, `secret`, `client_secret`, `password`, `signature`, `auth`…
+ * Matched on the name with case and separators removed, by its ending, so variants need no list.
+ */
+const SECRET_PARAMETER = /(key|token|secret|password|passwd|pwd|signature|sig|auth|authorization|credentials?|session|sessionid)$/;
+
+function isSecretParameter(name: string): boolean {
+  return SECRET_PARAMETER.test(name.toLowerCase().replace(/[^a-z0-9]/g, ''));
 }
 
 interface SerializedError {
@@ -85,10 +115,10 @@ interface SerializedError {
  * message and stack are masked.
  */
 function serializeError(error: unknown, depth = 0): SerializedError {
-  if (!(error instanceof Error)) return { type: typeof error, message: maskPhoneNumbersIn(String(error)) };
+  if (!(error instanceof Error)) return { type: typeof error, message: maskLoggedText(String(error)) };
   const fields = error as Error & Partial<Record<'code' | 'status' | 'statusCode' | 'errno' | 'syscall', unknown>>;
-  const serialized: SerializedError = { type: error.constructor.name, message: maskPhoneNumbersIn(error.message) };
-  if (typeof error.stack === 'string') serialized.stack = maskPhoneNumbersIn(error.stack);
+  const serialized: SerializedError = { type: error.constructor.name, message: maskLoggedText(error.message) };
+  if (typeof error.stack === 'string') serialized.stack = maskLoggedText(error.stack);
   if (typeof fields.code === 'string' || typeof fields.code === 'number') serialized.code = fields.code;
   if (typeof fields.status === 'number') serialized.status = fields.status;
   if (typeof fields.statusCode === 'number') serialized.statusCode = fields.statusCode;
@@ -104,7 +134,8 @@ const TYPED_PHONE_NUMBER = /\+?[0-9][0-9 ().-]{5,}[0-9]/g;
 /**
  * A request URL fit for a log: the path decoded and any typed number in it masked (the
  * suppression routes name one in the path, in whatever form the caller wrote it), and the value
- * of a `phone_number` query parameter (the run list's filter) masked whatever its form.
+ * of a `phone_number` query parameter (the run list's filter) masked whatever its form; an API
+ * key anywhere in it, and the value of a query parameter named like a secret, censored.
  */
 export function maskUrl(url: string): string {
   const queryAt = url.indexOf('?');
@@ -115,13 +146,17 @@ export function maskUrl(url: string): string {
   } catch {
     path = rawPath;
   }
-  path = maskPhoneNumbersIn(path);
+  path = maskLoggedText(path);
   // Only the suppression routes name a number in the path; elsewhere a long digit run is an id.
   if (path.includes('/suppressions/')) path = path.replace(TYPED_PHONE_NUMBER, maskPhoneNumber);
   if (queryAt === -1) return path;
   const query = new URLSearchParams(url.slice(queryAt + 1));
-  for (const [name, value] of [...query]) if (name === 'phone_number') query.set(name, maskPhoneNumber(value));
-  return `${path}?${maskPhoneNumbersIn(query.toString())}`;
+  for (const [name, value] of [...query]) {
+    if (name === 'phone_number') query.set(name, maskPhoneNumber(value));
+    else if (isSecretParameter(name)) query.set(name, CENSOR);
+  }
+  // The censor mark written as it reads, not percent-encoded.
+  return `${path}?${maskLoggedText(query.toString()).replaceAll(encodeURIComponent(CENSOR), CENSOR)}`;
 }
 
 /** A request as Fastify logs it, with a number in its URL masked. */
@@ -160,7 +195,7 @@ export function loggerOptions(level: string): LoggerOptions {
     hooks: {
       // The message itself (and any printf-style arguments).
       logMethod(args, method) {
-        const masked = args.map((arg) => (typeof arg === 'string' ? maskPhoneNumbersIn(arg) : arg)) as Parameters<typeof method>;
+        const masked = args.map((arg) => (typeof arg === 'string' ? maskLoggedText(arg) : arg)) as Parameters<typeof method>;
         method.apply(this, masked);
       },
     },

@@ -111,6 +111,54 @@ describe('Logs', () => {
     assert.equal(maskUrl('/api/v1/public/workflow-runs/42/events?after=3'), '/api/v1/public/workflow-runs/42/events?after=3', 'other URLs are logged as they are');
   });
 
+  it('never carries an API key sent in a query string or a path, nor the value of a query parameter named like a secret, in the URL it logs for the request', async (t) => {
+    const log = capturedLogger('info');
+    const { port, deps } = await listening(t, { logger: log.logger, env: { LOG_LEVEL: 'info' } });
+    const f = await createOrgFixture(deps);
+    const secrets = ['s3cr3t-token-value', 'another-s3cr3t', 'third-s3cr3t', 'fourth-s3cr3t'];
+    const urls = [
+      `/api/v1/public/stream?api_key=${f.apiKey}`,
+      `/api/v1/public/stream?last_event_id=3&auth=${encodeURIComponent(f.apiKey)}`,
+      `/api/v1/public/workflow-runs?token=${secrets[0]}&limit=5`,
+      `/api/v1/public/workflow-runs?key=${secrets[1]}`,
+      `/api/v1/public/workflow-runs?access_token=${secrets[2]}&apiKey=${secrets[3]}`,
+      `/api/v1/public/${f.apiKey}`,
+    ];
+    const requestIds: string[] = [];
+    for (const [index, url] of urls.entries()) {
+      const requestId = `query-secret-${index}`;
+      requestIds.push(requestId);
+      const response = await fetch(`http://127.0.0.1:${port}${url}`, { headers: { 'x-request-id': requestId } });
+      assert.ok(response.status >= 400, `${url} is refused (${response.status})`);
+      await response.arrayBuffer();
+    }
+    const text = log.text();
+    const publicId = f.apiKey.split('_')[2] as string;
+    assert.ok(!text.includes(f.apiKey) && !text.includes(publicId), 'no part of the key after its prefix is in the log');
+    for (const secret of secrets) assert.ok(!text.includes(secret), `${secret} is not in the log`);
+    const logged = requestIds.map((id) => (log.about(id)[0] as { req?: { url: string } } | undefined)?.req?.url);
+    assert.deepEqual(logged, [
+      '/api/v1/public/stream?api_key=[redacted]',
+      '/api/v1/public/stream?last_event_id=3&auth=[redacted]',
+      '/api/v1/public/workflow-runs?token=[redacted]&limit=5',
+      '/api/v1/public/workflow-runs?key=[redacted]',
+      '/api/v1/public/workflow-runs?access_token=[redacted]&apiKey=[redacted]',
+      '/api/v1/public/dt_live_[redacted]',
+    ]);
+  });
+
+  it('masks anything shaped like an API key in a logged URL or text, whatever the parameter carrying it is called', () => {
+    const key = 'dt_live_AbCdEfGhIj_0123456789abcdefghijklmnopqrstuv';
+    assert.equal(maskUrl(`/api/v1/public/stream?q=${key}`), '/api/v1/public/stream?q=dt_live_[redacted]');
+    assert.equal(maskUrl(`/x?filter=name%3D${key}`), '/x?filter=name%3Ddt_live_[redacted]');
+    assert.equal(maskUrl('/x?note=dt_test_abc'), '/x?note=dt_test_[redacted]');
+    assert.equal(maskUrl('/x?X-Api-Key=abc&client_secret=def&password=ghi&after=7'), '/x?X-Api-Key=[redacted]&client_secret=[redacted]&password=[redacted]&after=7');
+    const log = capturedLogger();
+    log.logger.warn({ detail: `refused ${key}` }, `the key ${key} was refused`);
+    assert.ok(!log.text().includes('AbCdEfGhIj'), log.text());
+    assert.match(log.text(), /the key dt_live_\[redacted\] was refused/);
+  });
+
   it('logs an HTTP client\'s error without the credentials and request body it carries', () => {
     const log = capturedLogger();
     // The shape of an axios error, as the twilio SDK rejects with one when Twilio cannot be reached.
