@@ -144,6 +144,29 @@ for (const store of await storeCases()) {
       }
     });
 
+    it('answers a Last-Event-ID above the highest event id (a database restored to an earlier point) with a reset message and the stream from now, so the events written next reach it', async (t) => {
+      const env = await build(t, store.kind, { env: FAST_STREAM });
+      const url = await listen(env);
+      const f = await createOrgFixture(env.deps);
+      await cancel(env, f, await call(env, f));
+      const highest = (await storedEventIds(env, f.orgId)).at(-1) as number;
+      const remembered = highest + 1000;
+      const client = await open(t, url, f.apiKey, { lastEventId: remembered });
+      assert.equal(client.status, 200);
+      await client.waitFor(() => client.messages.length >= 2);
+      assert.deepEqual(client.messages.slice(0, 2), [
+        { id: highest, event: 'reset', data: { last_event_id: highest, requested_last_event_id: remembered, highest_event_id: highest } },
+        { id: highest, event: 'ready', data: { last_event_id: highest } },
+      ]);
+      const runId = await call(env, f);
+      await client.waitFor(() => client.runEvents.some((e) => e.run_id === runId), 5_000, 'the event written after the reset');
+      assert.deepEqual(client.messages.slice(2).map((m) => m.id), await storedEventIds(env, f.orgId, highest), 'every event after the reset\'s id, none skipped');
+
+      const ahead = await open(t, url, f.apiKey, { lastEventId: highest });
+      await ahead.waitFor(() => ahead.messages.length >= 1);
+      assert.equal(ahead.messages[0]?.event, 'ready', 'an id that exists resumes as before, with no reset');
+    });
+
     it('sends a heartbeat comment every STREAM_HEARTBEAT_MS while nothing happens', async (t) => {
       const env = await build(t, store.kind, { env: { ...FAST_STREAM, STREAM_HEARTBEAT_MS: '40' } });
       const url = await listen(env);

@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Clock } from '../deps.js';
 import { iso } from '../runs/read-run.js';
-import { selectOrganizationEventsBetween, type CampaignStreamRow, type DeliveryStreamRow, type RunStreamRow, type StreamEventRow } from '../store/event-stream-statements.js';
+import { selectLastEventId, selectOrganizationEventsBetween, type CampaignStreamRow, type DeliveryStreamRow, type RunStreamRow, type StreamEventRow } from '../store/event-stream-statements.js';
 import type { CampaignEventRow, CampaignStreamEvent, WebhookDeliveryEventRow } from '../store/schema.js';
 import type { Store } from '../store/store.js';
 import { EventFeed } from './event-feed.js';
@@ -160,6 +160,20 @@ export class RunEventStreams {
     unsubscribe = subscription.unsubscribe;
     if (connection.isClosed) return unsubscribe();
     lastSent = lastEventId ?? subscription.horizon;
+    if (lastEventId !== undefined && lastEventId > subscription.horizon) {
+      // Past this node's horizon: another node may just be ahead of this one (then the id exists
+      // and the stream goes on from it), or the id was never written here: the database was
+      // restored to an earlier point, or the id came from another deployment. Resuming after it
+      // would stay silent until the ids caught up and then skip everything written below it, so
+      // the stream starts from now and says so; a client drops what it built from the old ids.
+      const highest = await selectLastEventId(this.store);
+      if (connection.isClosed) return;
+      if (lastEventId > highest) {
+        lastSent = subscription.horizon;
+        connection.send({ id: lastSent, event: 'reset', data: { last_event_id: lastSent, requested_last_event_id: lastEventId, highest_event_id: highest } });
+        this.logger.info({ orgId, lastEventId, highest }, 'event stream: Last-Event-ID is past the highest event id; starting from now with a reset message');
+      }
+    }
     // Gives a client that connected without an id its starting point, so its first reconnection
     // resumes without a gap even when no event came in between.
     connection.send({ id: lastSent, event: 'ready', data: { last_event_id: lastSent } });
