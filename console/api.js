@@ -61,22 +61,57 @@ export async function api(path, { method = 'GET', body, csv, key = session.key }
 }
 
 /**
+ * Tabs of one browser signed in with one key share one stream. Chromium opens at most six HTTP/1.1
+ * connections to a host, and a stream holds one for as long as the tab is open: with one stream per
+ * tab, a seventh tab could not even sign in. So the tabs elect a leader with the Web Locks API (the
+ * lock is held for as long as the leader's tab runs, and given to the next tab waiting for it when
+ * that tab closes or crashes), the leader alone reads the stream, and it passes every message to the
+ * other tabs on a BroadcastChannel. A tab that takes over resumes from the last id it was passed,
+ * so the handover loses nothing. Without either API (a page that is not a secure context has no
+ * navigator.locks) each tab reads its own stream, as before.
+ */
+const SHARING = typeof BroadcastChannel === 'function' && typeof navigator !== 'undefined' && Boolean(navigator.locks);
+
+/**
+ * The name of one key's lock and channel. Not the key itself: lock and channel names show in the
+ * browser's developer tools. Two 32-bit FNV-1a hashes with different offsets (64 bits), rather than
+ * SHA-256, because crypto.subtle is missing where the console is not a secure context; the name
+ * never leaves the browser, so it needs to tell keys apart, not to resist an attacker.
+ */
+function sharedStreamName(key) {
+  const fnv = (offset) => {
+    let hash = offset;
+    for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193) >>> 0;
+    return hash.toString(16).padStart(8, '0');
+  };
+  return `dialtone.stream.${fnv(0x811c9dc5)}${fnv(0x050c5d1f)}`;
+}
+
+/**
  * The organization's event stream, read with fetch() so the key goes in a header (EventSource
  * cannot send one). On any break it reconnects, sending the id of the last event it got as
  * Last-Event-ID, so the service resends whatever happened meanwhile: no event is lost. Run events
  * go to `subscribe` listeners, webhook delivery attempts to `subscribeDeliveries` ones, campaign
- * state changes (`campaign.<change>`) to `subscribeCampaigns` ones.
+ * state changes (`campaign.<change>`) to `subscribeCampaigns` ones, and a `reset` (the service no
+ * longer knows the last id: its database was restored) to `subscribeResets` ones, which read afresh.
+ * Shared between the tabs of one key (above); `role` says whether this tab reads it (`leader`),
+ * is passed it (`follower`) or reads its own (`own`).
  */
 export class EventStream {
   constructor() {
     this.listeners = new Set();
     this.deliveryListeners = new Set();
     this.campaignListeners = new Set();
+    this.resetListeners = new Set();
     this.statusListeners = new Set();
+    this.roleListeners = new Set();
     this.lastEventId = undefined;
     this.status = 'connecting';
+    this.role = undefined;
     this.stopped = false;
     this.aborter = undefined;
+    this.channel = undefined;
+    this.lockAborter = undefined;
     this.retryMs = 500;
   }
 
@@ -95,25 +130,82 @@ export class EventStream {
     return () => this.campaignListeners.delete(listener);
   }
 
+  subscribeResets(listener) {
+    this.resetListeners.add(listener);
+    return () => this.resetListeners.delete(listener);
+  }
+
   onStatus(listener) {
     this.statusListeners.add(listener);
     listener(this.status);
     return () => this.statusListeners.delete(listener);
   }
 
+  onRole(listener) {
+    this.roleListeners.add(listener);
+    listener(this.role);
+    return () => this.roleListeners.delete(listener);
+  }
+
   setStatus(status) {
     this.status = status;
     for (const listener of this.statusListeners) listener(status);
+    if (this.role === 'leader') this.channel?.postMessage({ type: 'status', status, lastEventId: this.lastEventId });
+  }
+
+  setRole(role) {
+    this.role = role;
+    for (const listener of this.roleListeners) listener(role);
   }
 
   start() {
     this.stopped = false;
-    void this.run();
+    if (!SHARING) {
+      this.setRole('own');
+      void this.run();
+      return;
+    }
+    const name = sharedStreamName(session.key ?? '');
+    this.channel = new BroadcastChannel(name);
+    this.channel.onmessage = (event) => this.fromLeader(event.data);
+    this.setRole('follower');
+    // Asks a leader already reading for its status and last id.
+    this.channel.postMessage({ type: 'hello' });
+    this.lockAborter = new AbortController();
+    navigator.locks
+      .request(name, { signal: this.lockAborter.signal }, async () => {
+        if (this.stopped) return;
+        this.setRole('leader');
+        // Held until this tab stops reading: signed out, or closed (then the browser frees it).
+        await this.run();
+      })
+      .catch(() => {
+        // Stopped while waiting for the lock (AbortError): nothing to do.
+      });
   }
 
   stop() {
     this.stopped = true;
     this.aborter?.abort();
+    this.lockAborter?.abort();
+    this.channel?.close();
+    this.channel = undefined;
+  }
+
+  /** What the leader passes on, as a follower takes it; the leader ignores the others' hellos but answers them. */
+  fromLeader(message) {
+    if (this.role === 'leader') {
+      if (message.type === 'hello') this.channel?.postMessage({ type: 'status', status: this.status, lastEventId: this.lastEventId });
+      return;
+    }
+    if (message.type === 'status') {
+      if (message.lastEventId !== undefined) this.lastEventId = message.lastEventId;
+      this.setStatus(message.status);
+    } else if (message.type === 'message') {
+      this.handle(message.id, message.event, message.data);
+    } else if (message.type === 'unauthorized') {
+      for (const listener of unauthorizedListeners) listener(new ApiError(401, null));
+    }
   }
 
   async run() {
@@ -137,6 +229,7 @@ export class EventStream {
     const response = await fetch('/api/v1/public/stream', { headers, signal: this.aborter.signal, cache: 'no-store' });
     if (response.status === 401) {
       this.stopped = true;
+      this.channel?.postMessage({ type: 'unauthorized' });
       for (const listener of unauthorizedListeners) listener(new ApiError(401, null));
       return;
     }
@@ -154,7 +247,7 @@ export class EventStream {
     }
   }
 
-  /** One message of the text/event-stream format. */
+  /** One message of the text/event-stream format, as read by this tab: handled here and passed to the other tabs. */
   dispatch(block) {
     let id;
     let event = 'message';
@@ -168,16 +261,28 @@ export class EventStream {
       else if (field === 'event') event = value;
       else if (field === 'data') data.push(value);
     }
-    if (id !== undefined && /^\d+$/.test(id)) this.lastEventId = Number(id);
+    const numericId = id !== undefined && /^\d+$/.test(id) ? Number(id) : undefined;
+    const text = data.length === 0 ? undefined : data.join('\n');
+    if (this.role === 'leader') this.channel?.postMessage({ type: 'message', id: numericId, event, data: text });
+    if (event === 'ready') this.retryMs = 500;
+    this.handle(numericId, event, text);
+  }
+
+  /** One message, read here or passed on by the leader. */
+  handle(id, event, text) {
+    if (id !== undefined) this.lastEventId = id;
     if (event === 'ready') {
-      this.retryMs = 500;
-      this.setStatus('live');
+      if (this.role !== 'follower') this.setStatus('live');
       return;
     }
-    if (data.length === 0) return;
+    if (text === undefined) return;
+    const message = JSON.parse(text);
+    if (event === 'reset') {
+      for (const listener of this.resetListeners) listener(message);
+      return;
+    }
     const listeners = event === 'run' ? this.listeners : event === 'webhook.delivery' ? this.deliveryListeners : event.startsWith('campaign.') ? this.campaignListeners : undefined;
     if (!listeners) return;
-    const message = JSON.parse(data.join('\n'));
     for (const listener of listeners) listener(message);
   }
 }

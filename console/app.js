@@ -63,11 +63,15 @@ function Shell({ onSignOut }) {
   const path = usePath();
   const [stream] = useState(() => new EventStream());
   const [status, setStatus] = useState('connecting');
+  const [role, setRole] = useState(undefined);
+  // Bumped by a stream reset (the service's database went back in time): the page is built afresh,
+  // so nothing it shows comes from the events before.
+  const [generation, setGeneration] = useState(0);
   useEffect(() => {
-    const stop = stream.onStatus(setStatus);
+    const stops = [stream.onStatus(setStatus), stream.onRole(setRole), stream.subscribeResets(() => setGeneration((g) => g + 1))];
     stream.start();
     return () => {
-      stop();
+      for (const stop of stops) stop();
       stream.stop();
     };
   }, [stream]);
@@ -83,10 +87,10 @@ function Shell({ onSignOut }) {
       <nav aria-label="Console">
         ${PAGES.filter((p) => p.nav).map((p) => html`<${Link} href=${p.href} aria-current=${p === page ? 'page' : undefined}>${p.label}</${Link}>`)}
       </nav>
-      <span class="stream-status" data-testid="stream-status" aria-live="polite">${status === 'live' ? 'Live' : status === 'reconnecting' ? 'Reconnecting…' : 'Connecting…'}</span>
+      <span class="stream-status" data-testid="stream-status" data-stream-role=${role} aria-live="polite">${status === 'live' ? 'Live' : status === 'reconnecting' ? 'Reconnecting…' : 'Connecting…'}</span>
       <button type="button" class="secondary" onClick=${onSignOut}>Sign out</button>
     </header>
-    <main>${Page ? html`<${Page} params=${params} stream=${stream} />` : html`<p>No such page. <${Link} href="/console">Go to calls</${Link}>.</p>`}</main>
+    <main>${Page ? html`<${Page} key=${generation} params=${params} stream=${stream} />` : html`<p>No such page. <${Link} href="/console">Go to calls</${Link}>.</p>`}</main>
   </div>`;
 }
 
