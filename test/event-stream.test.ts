@@ -186,8 +186,10 @@ for (const store of await storeCases()) {
       assert.equal(keyless.statusCode, 401);
     });
 
-    it('answers 503 with Retry-After past STREAM_MAX_CONNECTIONS streams on the node, and serves again once one closes', async (t) => {
-      const env = await build(t, store.kind, { env: { ...FAST_STREAM, STREAM_MAX_CONNECTIONS: '1' } });
+    it('answers 503 with Retry-After past STREAM_MAX_CONNECTIONS streams on the node, logged as a warning without a stack, and serves again once one closes', async (t) => {
+      const lines: string[] = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+      const env = await build(t, store.kind, { env: { ...FAST_STREAM, STREAM_MAX_CONNECTIONS: '1' }, logger });
       const url = await listen(env);
       const f = await createOrgFixture(env.deps);
       const first = await open(t, url, f.apiKey);
@@ -197,6 +199,9 @@ for (const store of await storeCases()) {
       assert.match(refused.headers.get('content-type') ?? '', /^application\/problem\+json/);
       assert.equal(refused.headers.get('retry-after'), '5');
       await refused.text();
+      const entries = lines.map((line) => JSON.parse(line) as { level: number; msg: string; refused?: string; err?: unknown });
+      assert.deepEqual(entries.filter((e) => e.msg.startsWith('event stream refused')).map((e) => [e.level, e.refused, e.err]), [[40, 'node', undefined]], 'a warning, with no error or stack');
+      assert.ok(!entries.some((e) => e.level >= 50), 'nothing logged as an error');
       first.close();
       await first.ended;
       const deadline = Date.now() + 5_000;
