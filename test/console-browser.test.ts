@@ -1,12 +1,13 @@
 // The console in a real browser (Debian's chromium, headless): signing in, following calls live,
 // a call's page, cancelling, text that looks like HTML, a wrong key, two widths, suppressions (add,
 // refuse, remove, import), campaigns (start, pause, contacts import, cancel; followed live from the
-// stream), and the stream resuming across a node restart.
+// stream), the stream resuming across a node restart, and the page rebuilt after a reset.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { sql } from 'kysely';
 import pino from 'pino';
 import type { BrowserContext, Page } from 'puppeteer-core';
 import { buildApp } from '../src/app.js';
@@ -532,5 +533,48 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     // The row is one the page already shows: it changes only through the resent event.
     await page.waitForFunction(`document.querySelector('tr[data-run-id="${run.id}"] .state')?.textContent === 'canceled'`, { timeout: 15_000 });
     await page.locator('::-p-text(Live)').wait();
+  });
+
+  it('rebuilds its page when the stream says it was reset: after the node comes back on a database restored from a backup taken before two calls, the Calls table drops them without a reload', async (t) => {
+    const database = await createTestDatabase('sqlite');
+    t.after(() => database.drop());
+    const path = database.url.slice('sqlite:'.length);
+    const node = async () => {
+      const store = openTestStore(database);
+      const deps = buildDeps(testConfig(database.url, { STREAM_POLL_INTERVAL_MS: '50' }), { store, logger: pino({ level: 'silent' }) });
+      const app = await buildApp(deps);
+      return { app, deps, close: async () => { await app.close(); await deps.rateLimits.close(); await store.close(); } };
+    };
+    const first = await node();
+    const { migrateToLatest } = await import('../src/store/migrate.js');
+    await migrateToLatest(first.deps.store);
+    const f = await createOrgFixture(first.deps);
+    const kept = await call(first, f, '+12025550100');
+    const backupDir = mkdtempSync(join(tmpdir(), 'dialtone-backup-'));
+    t.after(() => rmSync(backupDir, { recursive: true, force: true }));
+    const backup = join(backupDir, 'backup.db');
+    await sql`vacuum into ${backup}`.execute(first.deps.store.db);
+    const url = await first.app.listen({ host: '127.0.0.1', port: 0 });
+    const port = Number(new URL(url).port);
+    const { page } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-text(Live)').wait();
+    const lost = [await call(first, f, '+12025550101'), await call(first, f, '+12025550102')];
+    for (const run of [kept, ...lost]) await page.waitForSelector(`tr[data-run-id="${run.id}"]`);
+
+    await first.close();
+    await page.locator('::-p-text(Reconnecting…)').wait();
+    // The restore: the database as it was before the two calls (their runs and events are gone, and
+    // the ids the page last got are above any the database holds).
+    for (const suffix of ['-wal', '-shm']) rmSync(`${path}${suffix}`, { force: true });
+    copyFileSync(backup, path);
+    const second = await node();
+    t.after(() => second.close());
+    await second.app.listen({ host: '127.0.0.1', port });
+    await page.locator('::-p-text(Live)').wait();
+    await page.waitForFunction(`document.querySelectorAll('tr[data-run-id]').length === 1 && document.querySelector('tr[data-run-id="${kept.id}"]') !== null`, { timeout: 15_000 });
+    // And it follows what happens next.
+    const next = await call(second, f, '+12025550103');
+    await page.waitForFunction(`document.querySelectorAll('tr[data-run-id]').length === 2 && document.querySelector('tr[data-run-id="${next.id}"]') !== null`, { timeout: 15_000 });
   });
 });
