@@ -168,8 +168,12 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_SECRET_OVERLAP_MS: Integer(0, 30 * 86_400_000, 86_400_000),
   /** An endpoint failing without a success for this long is disabled. */
   WEBHOOK_DISABLE_AFTER_MS: Integer(60_000, 365 * 86_400_000, 5 * 86_400_000),
-  /** `true` allows http and private, loopback and link-local addresses; default `true` only when NODE_ENV=development. */
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+  /**
+   * `true` allows http and private, loopback and link-local addresses (a receiver on this machine
+   * or the local network, in development). Off unless set, whatever NODE_ENV says: a customer's URL
+   * must not reach the service's own network (webhooks/url-policy.ts). A warning is logged at start-up when on.
+   */
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: Type.Union([Type.Literal('true'), Type.Literal('false')], { default: 'false' }),
   /** How often an idle delivery worker looks for due deliveries written on other nodes (same-node ones wake it at once). */
   WEBHOOK_POLL_INTERVAL_MS: Integer(10, 60_000, 250),
   /** Most deliveries one node claims at once (and so sends in parallel). */
@@ -228,8 +232,8 @@ export const ConfigSchema = Type.Object({
 export type Config = Static<typeof ConfigSchema>;
 
 /** Whether webhooks may reach http URLs and non-public addresses (see WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
-export function webhooksMayUsePrivateNetworks(config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS' | 'NODE_ENV'>): boolean {
-  return (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? (config.NODE_ENV === 'development' ? 'true' : 'false')) === 'true';
+export function webhooksMayUsePrivateNetworks(config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'>): boolean {
+  return config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true';
 }
 
 export class ConfigError extends Error {

@@ -2,7 +2,7 @@
 // Stops gracefully on SIGTERM/SIGINT.
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
-import { loadConfig } from './config.js';
+import { loadConfig, webhooksMayUsePrivateNetworks } from './config.js';
 import { buildDeps, type Deps } from './deps.js';
 import { purgeExpiredIdempotencyKeys } from './calls/idempotency.js';
 import { CampaignScheduler } from './campaigns/scheduler.js';
@@ -25,6 +25,11 @@ export interface RunningService {
 export async function startService(deps: Deps): Promise<RunningService> {
   const applied = await migrateToLatest(deps.store);
   if (applied.length > 0) deps.logger.info({ applied }, 'migrations applied');
+  if (webhooksMayUsePrivateNetworks(deps.config)) {
+    deps.logger.warn(
+      'WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhook endpoints may use http and reach loopback, private and link-local addresses (this machine, its network, a cloud metadata service); never set it where others register endpoints',
+    );
+  }
   await checkRoutes(deps);
   const role = deps.config.DIALTONE_ROLE;
   const app = await buildApp(deps, { publicApi: role !== 'dispatcher' });

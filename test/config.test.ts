@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, ConfigSchema, loadConfig } from '../src/config.js';
+import { ConfigError, ConfigSchema, loadConfig, webhooksMayUsePrivateNetworks } from '../src/config.js';
 
 /** The variables a ConfigError names, in order. */
 function namedVariables(error: unknown): string[] {
@@ -34,6 +34,15 @@ describe('loadConfig', () => {
     assert.equal(config.API_KEY_LAST_USED_WRITE_INTERVAL_MS, 60_000);
     assert.equal(config.DIALTONE_SECRET_KEY, undefined);
     assert.equal(config.PUBLIC_BASE_URL, undefined);
+  });
+
+  it('refuses private networks to webhooks unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=true is set, whatever NODE_ENV says', () => {
+    for (const NODE_ENV of [undefined, 'development', 'production', 'test']) {
+      const env = NODE_ENV === undefined ? {} : { NODE_ENV };
+      assert.equal(webhooksMayUsePrivateNetworks(loadConfig(env)), false, `NODE_ENV=${NODE_ENV}`);
+      assert.equal(webhooksMayUsePrivateNetworks(loadConfig({ ...env, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' })), false, `NODE_ENV=${NODE_ENV}`);
+      assert.equal(webhooksMayUsePrivateNetworks(loadConfig({ ...env, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' })), true, `NODE_ENV=${NODE_ENV}`);
+    }
   });
 
   it('reads only the environment it is given, and treats an empty value as unset', () => {

@@ -88,17 +88,19 @@ describe('IP-literal hosts', () => {
 });
 
 describe('host names', () => {
-  it('refuses a hostname that resolves to 127.0.0.1', async () => {
-    const r = refusal(await checkWebhookUrl('https://rebind.example/hook', { allowPrivateNetworks: false, resolve: async () => ['127.0.0.1'] }));
-    assert.equal(r.code, 'webhook_url_not_allowed');
-    assert.match(r.detail, /rebind\.example resolves to 127\.0\.0\.1/);
+  it('refuses a hostname that resolves to 127.0.0.1 without saying what it resolves to', async () => {
+    for (const address of ['127.0.0.1', '10.0.0.7', '169.254.169.254', 'fd00::1']) {
+      const r = refusal(await checkWebhookUrl('https://vm/hook', { allowPrivateNetworks: false, resolve: async () => ['93.184.216.34', address] }));
+      assert.equal(r.code, 'webhook_url_not_allowed');
+      assert.equal(r.detail, 'vm resolves to an address that is not public');
+    }
   });
 
   it('refuses a hostname when any one of its addresses is private', async () => {
     const resolve = async () => ['93.184.216.34', '2606:4700::1111', '10.0.0.7'];
     const r = refusal(await checkWebhookUrl('https://mixed.example/', { allowPrivateNetworks: false, resolve }));
     assert.equal(r.code, 'webhook_url_not_allowed');
-    assert.match(r.detail, /10\.0\.0\.7/);
+    assert.doesNotMatch(r.detail, /10\.0\.0\.7|private/);
   });
 
   it('accepts a hostname whose addresses are all public, and asks the resolver for the bare host', async () => {
@@ -173,10 +175,10 @@ describe('safeLookup', () => {
       safeLookup(allowPrivate)(host, { all: true }, (err, addresses) => resolve({ err, addresses }));
     });
 
-  it('refuses localhost with WEBHOOK_ADDRESS_NOT_ALLOWED, naming the address', async () => {
+  it('refuses localhost with WEBHOOK_ADDRESS_NOT_ALLOWED, without naming the address it resolved to', async () => {
     const { err } = await lookupAll(false, 'localhost');
     assert.equal(err?.code, ADDRESS_NOT_ALLOWED);
-    assert.match(err?.message ?? '', /^address not allowed: (127\.0\.0\.1|::1) \(loopback\)$/);
+    assert.equal(err?.message, 'address not allowed: the host resolves to an address that is not public');
   });
 
   it('refuses in the one-address form too (all: false)', async () => {

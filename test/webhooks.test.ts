@@ -22,6 +22,9 @@ async function startCall(env: DispatchEnv, f: OrgFixture, phone = '+12025550100'
   return response.json().workflow_run_id;
 }
 
+/** The test settings less WEBHOOK_ALLOW_PRIVATE_NETWORKS: as an operator who never set it. */
+const WITHOUT_PRIVATE_NETWORKS = Object.fromEntries(Object.entries(WEBHOOK_TEST_ENV).filter(([key]) => key !== 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'));
+
 const ofRun = (runId: number) => (m: ReceivedMessage) => m.json.data.run?.id === runId;
 
 for (const store of await storeCases()) {
@@ -195,11 +198,14 @@ for (const store of await storeCases()) {
       assert.equal(failed.find((d) => d.status === 'failed')?.attempts[0]?.http_status, 410);
     });
 
-    it('refuses to register http URLs and hosts that are or resolve to non-public addresses, and registers nothing', async (t) => {
-      const env = await buildWithDispatcher(t, store.kind, { env: { ...WEBHOOK_TEST_ENV, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' }, webhooks: false });
+    it('refuses to register http URLs and hosts that are or resolve to non-public addresses, and registers nothing, with NODE_ENV=development and WEBHOOK_ALLOW_PRIVATE_NETWORKS unset', async (t) => {
+      // A plain `npm start` (NODE_ENV defaults to development): private networks stay refused.
+      const env = await buildWithDispatcher(t, store.kind, { env: { ...WITHOUT_PRIVATE_NETWORKS, NODE_ENV: 'development' }, webhooks: false });
       const f = await createOrgFixture(env.deps);
       const refused = [
         'http://93.184.216.34/hooks',
+        'http://127.0.0.1:3000/hooks',
+        'http://169.254.169.254/latest/meta-data',
         'https://127.0.0.1/hooks',
         'https://localhost/hooks',
         'https://169.254.169.254/latest/meta-data',
@@ -215,6 +221,8 @@ for (const store of await storeCases()) {
         assert.equal(response.statusCode, 422, url);
         assert.equal(response.json().code, 'webhook_url_not_allowed', url);
         assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+        // What a name resolves to on the service's network is not told.
+        if (url.includes('localhost')) assert.doesNotMatch(response.body, /127\.0\.0\.1|::1|loopback/, url);
       }
       for (const url of ['ftp://93.184.216.34/x', 'https://user:secret@93.184.216.34/x', 'not a url']) {
         const response = await postJson(env.app, '/api/v1/public/webhook-endpoints', { url }, { key: f.apiKey });
@@ -239,7 +247,7 @@ for (const store of await storeCases()) {
       const receiver = await startReceiver(t);
       // Private networks not allowed. The endpoint is written as if `localhost` had resolved to a
       // public address when it was registered (DNS rebinding): only the check at connection stops it.
-      const env = await buildWithDispatcher(t, store.kind, { env: { ...WEBHOOK_TEST_ENV, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false', WEBHOOK_RETRY_SCHEDULE: '0' } });
+      const env = await buildWithDispatcher(t, store.kind, { env: { ...WITHOUT_PRIVATE_NETWORKS, NODE_ENV: 'development', WEBHOOK_RETRY_SCHEDULE: '0' } });
       const f = await createOrgFixture(env.deps);
       const endpoint = await insertEndpoint(env.deps.store, {
         orgId: f.orgId,
@@ -251,7 +259,7 @@ for (const store of await storeCases()) {
       });
       await startCall(env, f);
       const [delivery] = await waitForDeliveries(env, f, endpoint.id, (d) => d[0]?.status === 'failed');
-      assert.match(String(delivery?.attempts[0]?.error), /address not allowed: (127\.0\.0\.1|::1)/);
+      assert.equal(delivery?.attempts[0]?.error, 'address not allowed: the host resolves to an address that is not public');
       assert.equal(delivery?.attempts[0]?.http_status, null);
       assert.equal(receiver.received.length, 0);
     });

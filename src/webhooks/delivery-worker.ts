@@ -37,7 +37,6 @@ export interface DeliveryWorkerDeps {
     | 'WEBHOOK_ENDPOINT_CONCURRENCY'
     | 'WEBHOOK_DISABLE_AFTER_MS'
     | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'
-    | 'NODE_ENV'
     | 'WEBHOOK_POLL_INTERVAL_MS'
     | 'WEBHOOK_BATCH_SIZE'
   >;

@@ -62,7 +62,7 @@ export interface WebhookContext {
   store: Store;
   cipher: CredentialsCipher;
   clock: { now(): number };
-  config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS' | 'NODE_ENV' | 'WEBHOOK_SECRET_OVERLAP_MS' | 'WEBHOOK_MAX_ENDPOINTS'>;
+  config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS' | 'WEBHOOK_SECRET_OVERLAP_MS' | 'WEBHOOK_MAX_ENDPOINTS'>;
   /** Wakes this node's delivery worker (a test message is sent at once). */
   wake(): void;
 }

@@ -22,7 +22,7 @@ import { ADDRESS_NOT_ALLOWED, addressClass, isAllowedAddress, safeLookup } from 
 export interface WebhookAttempt {
   /** The status the receiver answered, once its status line arrived (any status, 3xx included). */
   httpStatus: number | null;
-  /** Why no status arrived: `connection refused`, `timeout after 15000 ms`, `address not allowed: 127.0.0.1 (loopback)`… */
+  /** Why no status arrived: `connection refused`, `timeout after 15000 ms`, `address not allowed: …`… */
   error: string | null;
   /** From the call to the end of the attempt, in whole milliseconds. */
   durationMs: number;

@@ -1,8 +1,8 @@
 // Where a webhook may be sent. A customer chooses the URL, so without a policy a webhook endpoint
 // is a way to make this service send requests into its own network: to the loopback admin port,
 // a database on a private address, or the cloud metadata service at 169.254.169.254. Only public
-// unicast addresses are reachable, over https, unless WEBHOOK_ALLOW_PRIVATE_NETWORKS (development
-// and tests) lifts both rules.
+// unicast addresses are reachable, over https, unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=true (set
+// explicitly, for a receiver in development; never implied by NODE_ENV) lifts both rules.
 //
 // The check runs twice: at registration on whatever the host resolves to then (`checkWebhookUrl`,
 // so the customer hears about a bad URL at once), and at every connection on the addresses the
@@ -111,10 +111,9 @@ export async function checkWebhookUrl(url: string, opts: WebhookUrlPolicy): Prom
     return invalid(`the host ${host} does not resolve`);
   }
   if (addresses.length === 0) return invalid(`the host ${host} does not resolve`);
-  for (const address of addresses) {
-    const cls = addressClass(address);
-    if (cls !== 'unicast') return notAllowed(`${host} resolves to ${address}, which is not a public address (${cls})`);
-  }
+  // Which address, and of which class, is not said: the answer would tell a customer what the
+  // service's own resolver knows of internal names ("vm resolves to 10.0.0.7").
+  if (!addresses.every(isAllowedAddress)) return notAllowed(`${host} resolves to an address that is not public`);
   return { ok: true, url: parsed };
 }
 
@@ -135,9 +134,10 @@ export function safeLookup(allowPrivate: boolean): typeof dns.lookup {
     const opts = typeof options === 'number' ? { family: options } : options;
     dns.lookup(hostname, { ...opts, all: true }, (err, addresses) => {
       if (err) return callback(err, []);
-      const refused = addresses.find((a) => !isAllowedAddress(a.address));
-      if (refused) {
-        const error: NodeJS.ErrnoException = new Error(`address not allowed: ${refused.address} (${addressClass(refused.address)})`);
+      if (!addresses.every((a) => isAllowedAddress(a.address))) {
+        // Recorded with the attempt, which the customer reads: it must not say what the name
+        // resolved to here (an internal address), only that it was refused.
+        const error: NodeJS.ErrnoException = new Error('address not allowed: the host resolves to an address that is not public');
         error.code = ADDRESS_NOT_ALLOWED;
         return callback(error, []);
       }
