@@ -8,8 +8,9 @@
 //
 // Every move is a compare-and-set on the state (store/campaign-statements.ts), so a move that lost
 // a race, or is not allowed, answers 409 campaign_state_conflict and changes nothing. Creation and
-// every move are journalled for the event stream (campaign.created, started, paused, resumed,
-// completed, canceled) in their own transaction (moveCampaign). The scheduler
+// every move are journalled for the event stream and written to the webhook outbox
+// (campaign.created, started, paused, resumed, completed, canceled) in their own transaction
+// (recordChange). The scheduler
 // (scheduler.ts) also pauses a campaign (circuit breaker, ends_at) and completes it.
 //
 // Pause stops new dials at once: attempts created but not yet claimed by a dispatcher are canceled
@@ -144,7 +145,7 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
   const resolved = await resolveTarget(deps.store, orgId, target, body.mode, deps.lookups);
   const route = await selectTelephonyConfiguration(deps.store, orgId, body.telephony_configuration_id, deps.lookups);
   const now = deps.clock.now();
-  const row = await deps.store.transaction('durable', async (trx) => {
+  const { row, deliveries } = await deps.store.transaction('durable', async (trx) => {
     const inserted = await insertCampaign(trx, {
       orgId,
       name: body.name,
@@ -162,10 +163,10 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
       circuitBreakerJson: JSON.stringify(breaker),
       at: now,
     });
-    await journal(deps.store, trx, 'campaign.created', inserted, now);
-    return inserted;
+    return { row: inserted, deliveries: await recordChange(deps.store, trx, 'campaign.created', inserted, now) };
   });
   deps.signals.journal();
+  if (deliveries > 0) deps.signals.outbox();
   return viewOf(deps, row, 'fresh', resolved.workflow.workflow_uuid);
 }
 
@@ -286,17 +287,27 @@ export async function actOnCampaign(deps: Deps, orgId: number | undefined, campa
   return viewOf(deps, moved, 'fresh');
 }
 
-/** Journals a campaign's change for the event stream, in the change's transaction. */
-function journal(store: Deps['store'], trx: StoreTransaction, type: CampaignStreamEvent, row: CampaignRow, at: number): Promise<void> {
-  return insertCampaignEvent(store, trx, { org_id: row.org_id, campaign_id: row.id, type, name: row.name, state: row.state, paused_reason: row.paused_reason, at });
+/**
+ * Records a campaign's change in the change's transaction: journalled for the event stream, and
+ * the webhook message written to the organization's subscribed endpoints (an outbox, like run
+ * events': the event is streamed and the message sent if and only if the change committed).
+ * Returns how many deliveries it wrote.
+ */
+async function recordChange(store: Deps['store'], trx: StoreTransaction, event: CampaignStreamEvent, row: CampaignRow, at: number): Promise<number> {
+  await insertCampaignEvent(store, trx, { org_id: row.org_id, campaign_id: row.id, type: event, name: row.name, state: row.state, paused_reason: row.paused_reason, at });
+  if (!isWebhookEventType(event)) return 0;
+  return insertOrganizationDeliveries(trx, row.org_id, {
+    messageId: campaignMessageId(row.id, event, at),
+    eventType: event,
+    payload: campaignMessageBody(event, at, row),
+    at,
+  });
 }
 
 /**
  * Moves a campaign (compare-and-set, updateCampaignState) and, in the same durable transaction,
- * journals the change for the event stream (`event`) and, for the changes webhooks report
- * (campaign.started, paused, completed), writes the message to the organization's subscribed
- * endpoints (an outbox, like run events': the event is streamed and the message sent if and only
- * if the move committed). Undefined when the campaign was not in a state the move starts from.
+ * records the change (`event`) for the event stream and the webhooks (recordChange). Undefined
+ * when the campaign was not in a state the move starts from.
  */
 export async function moveCampaign(
   deps: Pick<Deps, 'store' | 'signals'>,
@@ -308,15 +319,7 @@ export async function moveCampaign(
   const { moved, deliveries } = await deps.store.transaction('durable', async (trx) => {
     const row = await updateCampaignState(trx, campaignId, move, change);
     if (!row) return { moved: row, deliveries: 0 };
-    await journal(deps.store, trx, event, row, move.at);
-    if (!isWebhookEventType(event)) return { moved: row, deliveries: 0 };
-    const written = await insertOrganizationDeliveries(trx, row.org_id, {
-      messageId: campaignMessageId(row.id, event, move.at),
-      eventType: event,
-      payload: campaignMessageBody(event, move.at, row),
-      at: move.at,
-    });
-    return { moved: row, deliveries: written };
+    return { moved: row, deliveries: await recordChange(deps.store, trx, event, row, move.at) };
   });
   if (moved) deps.signals.journal();
   // Committed: this node's delivery worker looks at once, and the other nodes' (PostgreSQL) through

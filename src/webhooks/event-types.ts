@@ -2,7 +2,8 @@
 import { isTerminal, type RunState } from '../runs/states.js';
 
 // run.deferred: a queued run put off to its next calling-hours window at claim time (it stays queued).
-// campaign.*: a campaign started, paused (by request, its circuit breaker or its ends_at) or completed.
+// campaign.*: every change of a campaign's state the event stream reports: created (a draft),
+// started, paused (by request, its circuit breaker or its ends_at), resumed, completed, canceled.
 export const WEBHOOK_EVENT_TYPES = [
   'run.queued',
   'run.deferred',
@@ -10,9 +11,12 @@ export const WEBHOOK_EVENT_TYPES = [
   'run.ringing',
   'run.in_progress',
   'run.ended',
+  'campaign.created',
   'campaign.started',
   'campaign.paused',
+  'campaign.resumed',
   'campaign.completed',
+  'campaign.canceled',
   'webhook.test',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -27,7 +31,7 @@ export function isWebhookEventType(value: string): value is WebhookEventType {
   return (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value);
 }
 
-export type CampaignEventType = 'campaign.started' | 'campaign.paused' | 'campaign.completed';
+export type CampaignEventType = Extract<WebhookEventType, `campaign.${string}`>;
 
 /** The message id of a campaign's change: its campaign, type and time, so each change has its own. */
 export function campaignMessageId(campaignId: number, type: CampaignEventType, at: number): string {
