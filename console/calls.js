@@ -151,11 +151,17 @@ async function allEvents(id) {
   }
 }
 
-/** The run's deliveries, from every endpoint of the organization (each endpoint's latest 100). */
+/** Every delivery of the run, to every endpoint of the organization (read by run, page by page). */
 async function runDeliveries(id) {
-  const endpoints = (await api('/webhook-endpoints')).data;
-  const lists = await Promise.all(endpoints.map(async (endpoint) => (await api(`/webhook-endpoints/${endpoint.id}/deliveries?limit=100`)).data.filter((d) => d.run_id === id).map((d) => ({ ...d, endpoint }))));
-  return lists.flat();
+  const [endpoints, deliveries] = [(await api('/webhook-endpoints')).data, []];
+  for (let after = ''; ; ) {
+    const page = await api(`/webhook-deliveries?run_id=${id}&limit=100${after}`);
+    deliveries.push(...page.data);
+    if (page.next_after === null || page.data.length === 0) break;
+    after = `&after=${page.next_after}`;
+  }
+  const byId = new Map(endpoints.map((endpoint) => [endpoint.id, endpoint]));
+  return deliveries.map((d) => ({ ...d, endpoint: byId.get(d.endpoint_id) ?? { id: d.endpoint_id, url: `endpoint ${d.endpoint_id}` } }));
 }
 
 export function CallPage({ params, stream }) {

@@ -503,6 +503,8 @@ const WEBHOOK_OPERATIONS = [
   ['get', '/api/v1/public/webhook-endpoints/{id}/deliveries'],
   ['post', '/api/v1/public/webhook-endpoints/{id}/deliveries/{delivery_id}/retry'],
 ] as const;
+/** A run's deliveries across the organization's endpoints: run_id is required. */
+const RUN_DELIVERIES = '/api/v1/public/webhook-deliveries';
 const SUPPRESSION_OPERATIONS = [
   ['put', '/api/v1/public/suppressions/{phone_number}'],
   ['get', '/api/v1/public/suppressions/{phone_number}'],
@@ -692,6 +694,9 @@ describe('Every answer is declared in the OpenAPI document', () => {
         }
       }
       await send('DELETE', W.one, at(W.one, id), 'a deletion');
+      await send('GET', RUN_DELIVERIES, `${RUN_DELIVERIES}?run_id=1`, "a run's deliveries");
+      await send('GET', RUN_DELIVERIES, RUN_DELIVERIES, 'no run_id');
+      await send('GET', RUN_DELIVERIES, `${RUN_DELIVERIES}?run_id=1`, 'no API key', { headers: { 'x-api-key': '' } });
 
       const limitOne = await build(t, 'sqlite', { env: { WEBHOOK_MAX_ENDPOINTS: '1', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' } });
       const lk = (await createOrgFixture(limitOne.deps)).apiKey;
@@ -846,6 +851,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
           limited.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1').replace('{delivery_id}', '1'), headers: { 'x-api-key': lf.apiKey } }),
         );
       }
+      await until(429, 'get', RUN_DELIVERIES, () => limited.app.inject({ method: 'GET', url: `${RUN_DELIVERIES}?run_id=1`, headers: { 'x-api-key': lf.apiKey } }));
     });
 
     await t.test('an unreachable store', async () => {
@@ -873,6 +879,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
       for (const [method, template] of WEBHOOK_OPERATIONS) {
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1').replace('{delivery_id}', '1'), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
       }
+      answers.check('get', RUN_DELIVERIES, fromInject(await down.app.inject({ method: 'GET', url: `${RUN_DELIVERIES}?run_id=1`, headers: { 'x-api-key': df.apiKey } })), 'the store is down');
     });
 
     await t.test('what Node refuses before routing, over a real socket', async () => {

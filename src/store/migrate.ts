@@ -18,6 +18,7 @@ import { up012 } from './migrations/012_stream_campaigns.js';
 import { up013 } from './migrations/013_campaign_run_states.js';
 import { up014 } from './migrations/014_campaign_dial_pacing.js';
 import { up015 } from './migrations/015_outbox_wakes_after_commit.js';
+import { up016 } from './migrations/016_webhook_deliveries_by_run.js';
 import type { DialectName, Store } from './store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
@@ -37,6 +38,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '013_campaign_run_states': { up: up013(dialect) },
     '014_campaign_dial_pacing': { up: up014(dialect) },
     '015_outbox_wakes_after_commit': { up: up015(dialect) },
+    '016_webhook_deliveries_by_run': { up: up016(dialect) },
   };
 }
 

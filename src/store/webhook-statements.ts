@@ -6,6 +6,7 @@ import { sql } from './kysely.js';
 import { insertDeliveryEvent } from './event-stream-statements.js';
 import { lockingFreeRows, lockingRows } from './row-locks.js';
 import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEndpointsTable } from './schema.js';
+import { explainQuery } from './query-plans.js';
 import { lockOrganization } from './run-reads.js';
 import { plainTransaction, queryable, type Queryable, type Store, type StoreTransaction } from './store.js';
 import type { Updateable } from 'kysely';
@@ -156,8 +157,13 @@ export interface DeliveryPageQuery {
   limit: number;
 }
 
+export interface DeliveryWithAttempts {
+  delivery: WebhookDeliveryRow;
+  attempts: WebhookAttemptRow[];
+}
+
 /** An endpoint's deliveries, newest first, with their attempts in order. */
-export async function selectDeliveries(store: Store, q: DeliveryPageQuery): Promise<{ delivery: WebhookDeliveryRow; attempts: WebhookAttemptRow[] }[]> {
+export async function selectDeliveries(store: Store, q: DeliveryPageQuery): Promise<DeliveryWithAttempts[]> {
   const deliveries = await store.db
     .selectFrom('webhook_deliveries')
     .selectAll()
@@ -167,6 +173,47 @@ export async function selectDeliveries(store: Store, q: DeliveryPageQuery): Prom
     .orderBy('id', 'desc')
     .limit(q.limit)
     .execute();
+  return withAttempts(store, deliveries);
+}
+
+export interface RunDeliveryPageQuery {
+  orgId: number;
+  runId: number;
+  status?: DeliveryStatus | undefined;
+  /** Deliveries with a smaller id than this (newest first). */
+  before?: number | undefined;
+  limit: number;
+}
+
+/**
+ * A run's deliveries to the organization's endpoints, newest first: a range of the run's index
+ * (migration 016), whatever the endpoints' history. The organization is checked on the endpoint,
+ * so another organization's run lists nothing.
+ */
+function runDeliveriesQuery(store: Store, q: RunDeliveryPageQuery) {
+  return store.db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .selectAll('d')
+    .where('d.run_id', '=', q.runId)
+    .where('e.org_id', '=', q.orgId)
+    .$if(q.status !== undefined, (b) => b.where('d.status', '=', q.status as DeliveryStatus))
+    .$if(q.before !== undefined, (b) => b.where('d.id', '<', q.before as number))
+    .orderBy('d.id', 'desc')
+    .limit(q.limit);
+}
+
+export async function selectRunDeliveries(store: Store, q: RunDeliveryPageQuery): Promise<DeliveryWithAttempts[]> {
+  return withAttempts(store, await runDeliveriesQuery(store, q).execute());
+}
+
+/** The plan of selectRunDeliveries' query (tests: it reads the run's index). */
+export function explainRunDeliveries(store: Store, q: RunDeliveryPageQuery): Promise<string> {
+  return explainQuery(store, runDeliveriesQuery(store, q));
+}
+
+/** The deliveries with their attempts in order, in one more query. */
+async function withAttempts(store: Store, deliveries: WebhookDeliveryRow[]): Promise<DeliveryWithAttempts[]> {
   if (deliveries.length === 0) return [];
   const attempts = await store.db
     .selectFrom('webhook_attempts')

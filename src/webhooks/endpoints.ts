@@ -15,8 +15,10 @@ import {
   requeueDelivery,
   selectDeliveries,
   selectEndpoint,
+  selectRunDeliveries,
   selectEndpoints,
   updateEndpoint,
+  type DeliveryWithAttempts,
   type EndpointColumns,
 } from '../store/webhook-statements.js';
 import type { CredentialsCipher } from '../telephony/credentials-cipher.js';
@@ -49,6 +51,7 @@ export interface AttemptView {
 
 export interface DeliveryView {
   id: number;
+  endpoint_id: number;
   message_id: string;
   event_type: string;
   run_id: number | null;
@@ -93,6 +96,7 @@ export function toEndpointView(row: WebhookEndpointRow): EndpointView {
 function toDeliveryView(delivery: WebhookDeliveryRow, attempts: WebhookAttemptRow[]): DeliveryView {
   return {
     id: delivery.id,
+    endpoint_id: delivery.endpoint_id,
     message_id: delivery.message_id,
     event_type: delivery.event_type,
     run_id: delivery.run_id,
@@ -228,10 +232,27 @@ export async function listDeliveries(
   query: { status?: DeliveryStatus | undefined; after?: number | undefined; limit: number },
 ): Promise<DeliveryPage> {
   await ownEndpoint(ctx, orgId, endpointId);
-  const rows = await selectDeliveries(ctx.store, { endpointId, status: query.status, before: query.after, limit: query.limit + 1 });
-  const page = rows.slice(0, query.limit).map((r) => toDeliveryView(r.delivery, r.attempts));
+  return deliveryPage(await selectDeliveries(ctx.store, { endpointId, status: query.status, before: query.after, limit: query.limit + 1 }), query.limit);
+}
+
+/**
+ * A run's deliveries to every endpoint of the organization, newest first. Another organization's
+ * run, or one with no delivery, lists nothing (a filter, like `status`).
+ */
+export async function listRunDeliveries(
+  ctx: WebhookContext,
+  orgId: number,
+  query: { runId: number; status?: DeliveryStatus | undefined; after?: number | undefined; limit: number },
+): Promise<DeliveryPage> {
+  const rows = await selectRunDeliveries(ctx.store, { orgId, runId: query.runId, status: query.status, before: query.after, limit: query.limit + 1 });
+  return deliveryPage(rows, query.limit);
+}
+
+/** A page of `limit` from `limit + 1` rows read: the extra one says whether there is a next page. */
+function deliveryPage(rows: DeliveryWithAttempts[], limit: number): DeliveryPage {
+  const page = rows.slice(0, limit).map((r) => toDeliveryView(r.delivery, r.attempts));
   const last = page[page.length - 1];
-  return { data: page, next_after: rows.length > query.limit && last ? last.id : null };
+  return { data: page, next_after: rows.length > limit && last ? last.id : null };
 }
 
 /** Queues a finished (succeeded or failed) delivery again, now, from the start of the retry schedule. */

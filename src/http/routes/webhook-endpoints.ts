@@ -10,6 +10,7 @@ import {
   getEndpoint,
   listDeliveries,
   listEndpoints,
+  listRunDeliveries,
   patchEndpoint,
   removeEndpoint,
   retryDelivery,
@@ -69,6 +70,7 @@ const Attempt = Type.Object({
 
 const Delivery = Type.Object({
   id: Type.Integer({ minimum: 1 }),
+  endpoint_id: Type.Integer({ minimum: 1, description: 'The endpoint it is sent to' }),
   message_id: Type.String({ description: 'The `webhook-id` header: the same on every attempt and for every endpoint' }),
   event_type: EventType,
   run_id: Type.Union([Type.Integer(), Type.Null()]),
@@ -84,6 +86,14 @@ const DeliveryPage = Type.Object({
 });
 
 const EndpointParams = Type.Object({ id: Type.String({ description: 'Webhook endpoint id' }) });
+
+const DeliveryStatusFilter = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]);
+const After = Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return deliveries older than this id' });
+const Limit = Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 20)' });
+
+function pageQuery(query: { status?: DeliveryStatus; after?: string; limit?: string }) {
+  return { status: query.status, after: query.after === undefined ? undefined : Number(query.after), limit: Number(query.limit ?? 20) };
+}
 
 /** What every endpoint operation can refuse with. */
 const REFUSALS: ErrorCode[] = ['missing_api_key', 'invalid_api_key', 'rate_limited'];
@@ -249,11 +259,7 @@ export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
           description: 'The endpoint\'s deliveries, newest first, each with every attempt. Page with `after` (the `next_after` of the previous page).',
           params: EndpointParams,
           querystring: Type.Object(
-            {
-              status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')])),
-              after: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return deliveries older than this id' })),
-              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 20)' })),
-            },
+            { status: Type.Optional(DeliveryStatusFilter), after: Type.Optional(After), limit: Type.Optional(Limit) },
             { additionalProperties: false },
           ),
           response: { 200: withRateLimitHeaders(DeliveryPage), ...problemResponses([...OWN, 'validation_failed']) },
@@ -262,11 +268,34 @@ export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
       async (request) => {
         const { id } = request.params as { id: string };
         const query = request.query as { status?: DeliveryStatus; after?: string; limit?: string };
-        return listDeliveries(ctx, authOf(request).orgId, parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint'), {
-          status: query.status,
-          after: query.after === undefined ? undefined : Number(query.after),
-          limit: Number(query.limit ?? 20),
-        });
+        return listDeliveries(ctx, authOf(request).orgId, parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint'), pageQuery(query));
+      },
+    );
+
+    app.get(
+      '/webhook-deliveries',
+      {
+        schema: {
+          ...common,
+          operationId: 'listRunWebhookDeliveries',
+          summary: 'List a Run\'s Webhook Deliveries',
+          description:
+            'The deliveries of one run\'s messages to every endpoint of the organization, newest first, each with its `endpoint_id` and every attempt, however many other deliveries the endpoints have had since. `run_id` is required: it is what the list is read by. Another organization\'s run, or a run with no delivery, lists nothing. Page with `after` (the `next_after` of the previous page).',
+          querystring: Type.Object(
+            {
+              run_id: Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'The workflow run whose deliveries are listed' }),
+              status: Type.Optional(DeliveryStatusFilter),
+              after: Type.Optional(After),
+              limit: Type.Optional(Limit),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: withRateLimitHeaders(DeliveryPage), ...problemResponses([...REFUSALS, 'validation_failed']) },
+        },
+      },
+      async (request) => {
+        const query = request.query as { run_id: string; status?: DeliveryStatus; after?: string; limit?: string };
+        return listRunDeliveries(ctx, authOf(request).orgId, { runId: Number(query.run_id), ...pageQuery(query) });
       },
     );
 
