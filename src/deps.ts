@@ -10,6 +10,7 @@ import { RateLimits } from './limits/rate-limits.js';
 import { Metrics } from './metrics.js';
 import { RunLifecycle } from './runs/lifecycle.js';
 import { QueuedRunCounts } from './runs/queue-cap.js';
+import { configuredSecretKey } from './secret-key.js';
 import { Signals } from './signals.js';
 import { openStore, type Store } from './store/store.js';
 import { WEBHOOK_CHANNEL } from './store/webhook-statements.js';
@@ -91,7 +92,8 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     (event) => signals.providerEvent(event),
     config.SIMULATOR_DIAL_LOG,
   );
-  const cipher = new CredentialsCipher(config.DIALTONE_SECRET_KEY);
+  // DIALTONE_SECRET_KEY, or an embedded database's key file; a first start generates one (server.ts).
+  const cipher = new CredentialsCipher(configuredSecretKey(config));
   const metrics = new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' });
   observeWalFlush = (seconds) => metrics.walFlush.observe(seconds);
   observeDurableWrite = (seconds) => metrics.durableWrite.observe(seconds);

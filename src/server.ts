@@ -8,6 +8,7 @@ import { purgeExpiredIdempotencyKeys } from './calls/idempotency.js';
 import { CampaignScheduler } from './campaigns/scheduler.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { demoBanner, seedDemoIfEmpty } from './first-run.js';
+import { establishSecretKey, type SecretKeyOutcome } from './secret-key.js';
 import { migrateToLatest } from './store/migrate.js';
 import { selectActiveConfigurations } from './store/configuration-statements.js';
 import { refuseUnreadyRoutes } from './telephony/readiness.js';
@@ -25,6 +26,8 @@ export interface RunningService {
 export async function startService(deps: Deps): Promise<RunningService> {
   const applied = await migrateToLatest(deps.store);
   if (applied.length > 0) deps.logger.info({ applied }, 'migrations applied');
+  // Before anything reads a secret (the routes' check decrypts provider credentials).
+  logSecretKey(deps, await establishSecretKey(deps));
   if (webhooksMayUsePrivateNetworks(deps.config)) {
     deps.logger.warn(
       'WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhook endpoints may use http and reach loopback, private and link-local addresses (this machine, its network, a cloud metadata service); never set it where others register endpoints',
@@ -78,6 +81,15 @@ export async function startService(deps: Deps): Promise<RunningService> {
       return stopping;
     },
   };
+}
+
+function logSecretKey(deps: Deps, outcome: SecretKeyOutcome): void {
+  if (outcome.kind === 'generated' && outcome.keyFile !== undefined) {
+    deps.logger.info({ keyFile: outcome.keyFile }, 'generated the secret key (DIALTONE_SECRET_KEY was not set); it is kept in the key file beside the database: back it up with the database');
+  }
+  if (outcome.kind === 'absent') {
+    deps.logger.warn('DIALTONE_SECRET_KEY is not set: webhook endpoints, provider credentials and agent runtime tokens are refused until every node is given the same key');
+  }
 }
 
 /** A start that cannot serve, said in one line (no stack): the operator's to fix, not a bug. */

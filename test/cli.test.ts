@@ -600,24 +600,13 @@ process.on('exit', () => {
     assert.throws(() => JSON.parse(result.stdout));
   });
 
-  it('stores Twilio credentials from a file encrypted, and refuses them with a clear message when DIALTONE_SECRET_KEY is unset', async (t) => {
+  it('stores Twilio credentials from a file encrypted, and once secrets are stored under a key refuses a command without DIALTONE_SECRET_KEY with a clear message', async (t) => {
     const ws = workspace(t);
     const deps = await openDeps(t, ws);
     const org = await createOrganization(deps.store, 'Acme', Date.now());
     const token = 'tw-auth-token-7f3a9c1e5b';
     const credentials = ws.file('twilio.json', { account_sid: 'AC00112233445566778899aabbccddeeff', auth_token: token });
     const args = ['--json', 'telephony', 'create', '--org', String(org.id), '--name', 'Twilio', '--provider', 'twilio', '--caller-id', '+12025550100', '--credentials', credentials];
-
-    // Without the key nothing is stored, and the operator is told what to set.
-    const refused = await ws.cli(args.slice(1), { DIALTONE_SECRET_KEY: undefined });
-    assert.notEqual(refused.code, 0);
-    assert.equal(refused.stdout, '');
-    assert.match(refused.stderr, /^Error: DIALTONE_SECRET_KEY is not set/);
-    assert.doesNotMatch(refused.stderr, /^\s+at /m, 'a configuration mistake is reported without a stack trace');
-    const refusedJson = await ws.cli(args, { DIALTONE_SECRET_KEY: undefined });
-    assert.notEqual(refusedJson.code, 0);
-    assert.equal((JSON.parse(refusedJson.stderr) as { error: { code: string } }).error.code, 'secret_key_missing');
-    assert.deepEqual(await deps.store.db.selectFrom('telephony_configurations').select('id').execute(), []);
 
     const created = await ws.cli(args);
     assert.equal(created.code, 0, created.stderr);
@@ -639,5 +628,18 @@ process.on('exit', () => {
       account_sid: 'AC00112233445566778899aabbccddeeff',
       auth_token: token,
     });
+
+    // Secrets are stored under the key (no key file was made, the key being given): a command
+    // without the key stores nothing more, and the operator is told what to set.
+    const refused = await ws.cli(args.slice(1), { DIALTONE_SECRET_KEY: undefined });
+    assert.notEqual(refused.code, 0);
+    assert.equal(refused.stdout, '');
+    assert.match(refused.stderr, /^Error: DIALTONE_SECRET_KEY is not set/);
+    assert.doesNotMatch(refused.stderr, /^\s+at /m, 'a configuration mistake is reported without a stack trace');
+    const refusedJson = await ws.cli(args, { DIALTONE_SECRET_KEY: undefined });
+    assert.notEqual(refusedJson.code, 0);
+    assert.equal((JSON.parse(refusedJson.stderr) as { error: { code: string } }).error.code, 'secret_key_missing');
+    assert.equal((await deps.store.db.selectFrom('telephony_configurations').select('id').execute()).length, 1);
+    assert.equal(existsSync(`${ws.dbPath}.key`), false, 'no key is generated over stored secrets');
   });
 });

@@ -2,7 +2,7 @@
 // banner, the printed curl command run by curl itself, a graceful stop, and a second start.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -118,6 +118,58 @@ describe('The service process (npm start)', () => {
     await stopGracefully(second);
     assert.ok(!second.stdout().includes(BANNER_TEXT), `no banner on a non-empty database:\n${second.stdout()}`);
     assert.equal(countOrganizations(database.path), 1, 'never seeds a non-empty database');
+  });
+
+  it('takes webhook endpoints on a plain start (NODE_ENV=development, no DIALTONE_SECRET_KEY): a key generated 0600 beside the database and never printed, loopback URLs refused; a restart reads the key again, and a start with another key is refused in one line', async (t) => {
+    const database = tempDatabase(t);
+    // As `npm start` with nothing set: the defaults' NODE_ENV (development), no key, no private networks.
+    const env = serviceEnv(database.url, { LOG_LEVEL: 'info', NODE_ENV: 'development' });
+    const first = startService(t, env);
+    await first.waitForStdout(BANNER_END);
+    const { apiKey, baseUrl } = parseBanner(first.stdout());
+    const register = (url: string) =>
+      fetch(`${baseUrl}/api/v1/public/webhook-endpoints`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ url }) });
+    const created = await register('https://93.184.216.34/hooks');
+    assert.equal(created.status, 201, await created.clone().text());
+    for (const url of ['http://127.0.0.1:3000/hooks', 'https://169.254.169.254/latest/meta-data', 'https://localhost/hooks']) {
+      const refused = await register(url);
+      assert.equal(refused.status, 422, url);
+      assert.equal(((await refused.json()) as { code: string }).code, 'webhook_url_not_allowed', url);
+    }
+    const keyFile = `${database.path}.key`;
+    assert.equal((statSync(keyFile).mode & 0o777).toString(8), '600');
+    const key = readFileSync(keyFile, 'utf8').trim();
+    assert.match(first.stdout(), /generated the secret key/);
+    await stopGracefully(first);
+    assert.ok(!`${first.stdout()}${first.stderr()}`.includes(key), 'the key is never logged');
+
+    const second = startService(t, env);
+    const again = (await second.waitForStdout(LISTENING))[1] ?? '';
+    const rotated = await fetch(`${again}/api/v1/public/webhook-endpoints/${((await created.json()) as { id: number }).id}/rotate-secret`, { method: 'POST', headers: { 'x-api-key': apiKey } });
+    assert.equal(rotated.status, 200);
+    await stopGracefully(second);
+    assert.equal(readFileSync(keyFile, 'utf8').trim(), key, 'the same key, read again');
+
+    const wrong = startService(t, { ...env, DIALTONE_SECRET_KEY: Buffer.alloc(32, 3).toString('base64') });
+    const exit = await wrong.waitForExit(60_000);
+    assert.notEqual(exit.code, 0);
+    assert.match(wrong.stderr(), /^DIALTONE_SECRET_KEY is not the key this database's secrets were written with/);
+    assert.doesNotMatch(wrong.stderr(), /^\s+at /m, 'no stack trace');
+    assert.doesNotMatch(wrong.stdout(), /Server listening/, 'nothing was served');
+  });
+
+  it('warns at start-up while WEBHOOK_ALLOW_PRIVATE_NETWORKS=true, and only then', async (t) => {
+    const database = tempDatabase(t);
+    const quiet = startService(t, serviceEnv(database.url, { LOG_LEVEL: 'info', DIALTONE_FIRST_RUN_DEMO: 'false' }));
+    await quiet.waitForStdout(LISTENING);
+    await stopGracefully(quiet);
+    assert.doesNotMatch(quiet.stdout(), /WEBHOOK_ALLOW_PRIVATE_NETWORKS/);
+    const open = startService(t, serviceEnv(database.url, { LOG_LEVEL: 'info', DIALTONE_FIRST_RUN_DEMO: 'false', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }));
+    await open.waitForStdout(LISTENING);
+    await stopGracefully(open);
+    const warning = open.stdout().split('\n').find((line) => line.includes('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true'));
+    assert.ok(warning, open.stdout());
+    assert.equal((JSON.parse(warning) as { level: number }).level, 40);
   });
 
   it('prints no banner and seeds nothing on an empty database when DIALTONE_FIRST_RUN_DEMO=false', async (t) => {

@@ -4,6 +4,7 @@
 import { CommanderError } from 'commander';
 import { ConfigError } from '../config.js';
 import { DialtoneError, type FieldError } from '../errors.js';
+import { SecretKeyError } from '../secret-key.js';
 import { SecretKeyMissingError } from '../telephony/credentials-cipher.js';
 
 /** A refusal the CLI itself decides (a missing row, an unreadable file), with a stable code. */
@@ -28,6 +29,7 @@ export function failureOf(error: unknown): CliFailure {
   if (error instanceof CliError) return { code: error.code, message: error.message };
   if (error instanceof ConfigError) return { code: 'invalid_configuration', message: error.message };
   if (error instanceof SecretKeyMissingError) return { code: 'secret_key_missing', message: error.message };
+  if (error instanceof SecretKeyError) return { code: error.code, message: error.message };
   if (error instanceof CommanderError) {
     // "(outputHelp)" is commander's word for "no command given": say so.
     const message = error.code === 'commander.help' ? 'A command is required: see dialtone --help.' : error.message.replace(/^error: /, '');

@@ -5,6 +5,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.js';
 import { loadConfig } from '../config.js';
 import { buildDeps, type Deps } from '../deps.js';
+import { establishSecretKey } from '../secret-key.js';
 import ms from 'ms';
 import { createReadStream } from 'node:fs';
 import { createOrganization, listOrganizations, organizationExists, setCallingHours, setOrganizationLimits, showOrganization, type LimitChanges } from '../orgs/organizations.js';
@@ -162,6 +163,8 @@ function action<A extends unknown[]>(run: (deps: Deps, ...args: A) => Promise<Ou
     const deps = buildDeps(loadConfig(), {});
     try {
       await migrateToLatest(deps.store);
+      // As the service does at start-up: a key generated here is the one it reads later.
+      await establishSecretKey(deps);
       const out = await run(deps, ...args);
       process.stdout.write(`${json ? JSON.stringify(out.json, null, out.compact ? undefined : 2) : out.text}\n`);
     } finally {

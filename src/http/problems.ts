@@ -188,7 +188,9 @@ const CLIENT_ERROR_CODES = new Map<number, ErrorCode>([
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const known = toDialtoneError(error);
   if (known) {
-    if (PROBLEMS[known.code].status >= 500) request.log.error({ err: error }, 'request failed');
+    // Webhooks without a secret key is the operator's setting, not a fault: one warning line, no stack.
+    if (known.code === 'webhooks_not_configured') request.log.warn({ code: known.code }, known.message);
+    else if (PROBLEMS[known.code].status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, known);
   }
   if (isStoreUnavailable(error)) {

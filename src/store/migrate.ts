@@ -19,6 +19,7 @@ import { up013 } from './migrations/013_campaign_run_states.js';
 import { up014 } from './migrations/014_campaign_dial_pacing.js';
 import { up015 } from './migrations/015_outbox_wakes_after_commit.js';
 import { up016 } from './migrations/016_webhook_deliveries_by_run.js';
+import { up017 } from './migrations/017_secret_key_check.js';
 import type { DialectName, Store } from './store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
@@ -39,6 +40,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '014_campaign_dial_pacing': { up: up014(dialect) },
     '015_outbox_wakes_after_commit': { up: up015(dialect) },
     '016_webhook_deliveries_by_run': { up: up016(dialect) },
+    '017_secret_key_check': { up: up017(dialect) },
   };
 }
 

@@ -264,6 +264,14 @@ export interface Database {
   campaign_contacts: CampaignContactsTable;
   campaign_events: CampaignEventsTable;
   campaign_dial_pacing: CampaignDialPacingTable;
+  secret_key_check: SecretKeyCheckTable;
+}
+
+/** The check value of DIALTONE_SECRET_KEY (migration 017, secret-key.ts): one row, id 1. */
+export interface SecretKeyCheckTable {
+  id: number;
+  value: string;
+  created_at: number;
 }
 
 export const CAMPAIGN_STATES = ['draft', 'running', 'paused', 'completed', 'canceled'] as const;

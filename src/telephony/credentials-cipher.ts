@@ -1,15 +1,23 @@
-// Provider credentials at rest: AES-256-GCM under DIALTONE_SECRET_KEY. The envelope records a
-// version so the key or algorithm can be rotated later; the organization id is bound as
-// associated data, so a ciphertext copied to another organization's row does not decrypt.
-import { createCipheriv, createDecipheriv, randomBytes, hkdfSync } from 'node:crypto';
+// Secrets at rest under DIALTONE_SECRET_KEY: provider credentials and webhook signing secrets
+// (AES-256-GCM), and, through keys derived from it, the agent runtime's run tokens
+// (runtime/run-token.ts). The envelope records a version so the key or algorithm can be rotated
+// later; the organization id is bound as associated data, so a ciphertext copied to another
+// organization's row does not decrypt. Where the key comes from (the variable, or the key file of
+// an embedded database) is secret-key.ts's business.
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, hkdfSync } from 'node:crypto';
 
 const VERSION = 'v1';
 
 export class SecretKeyMissingError extends Error {
   constructor() {
-    super('DIALTONE_SECRET_KEY is not set: it is required to store or read provider credentials (32 bytes, base64 or hex).');
+    super('DIALTONE_SECRET_KEY is not set: it is required to store or read provider credentials and webhook secrets (32 bytes, base64 or hex).');
     this.name = 'SecretKeyMissingError';
   }
+}
+
+/** A new random key, as DIALTONE_SECRET_KEY takes it (base64 of 32 bytes). */
+export function newSecretKey(): string {
+  return randomBytes(32).toString('base64');
 }
 
 /** Parses DIALTONE_SECRET_KEY: 64 hex characters or base64 of exactly 32 bytes. */
@@ -20,10 +28,31 @@ export function parseSecretKey(text: string): Buffer {
 }
 
 export class CredentialsCipher {
-  private readonly key: Buffer | undefined;
+  private key: Buffer | undefined;
 
   constructor(secretKey: string | undefined) {
     this.key = secretKey === undefined ? undefined : parseSecretKey(secretKey);
+  }
+
+  get hasKey(): boolean {
+    return this.key !== undefined;
+  }
+
+  /**
+   * Gives a cipher built without a key the one generated at start-up (secret-key.ts): the
+   * dependencies holding this cipher are built before the store says whether one may be generated.
+   */
+  install(secretKey: string): void {
+    if (this.key) throw new Error('the secret key is already set');
+    this.key = parseSecretKey(secretKey);
+  }
+
+  /**
+   * A value that tells keys apart without revealing them: an HMAC of a constant under a key
+   * derived for this purpose only. Stored in the database (migration 017) by the first node.
+   */
+  keyCheck(): string {
+    return createHmac('sha256', this.derivedKey('secret-key-check')).update('dialtone secret key check v1').digest('base64url');
   }
 
   private requireKey(): Buffer {

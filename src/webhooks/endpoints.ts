@@ -118,7 +118,7 @@ function encryptSecret(ctx: WebhookContext, orgId: number, secret: string): stri
     return ctx.cipher.encrypt(orgId, { secret });
   } catch (error) {
     if (error instanceof SecretKeyMissingError) {
-      throw new DialtoneError('webhooks_not_configured', 'Webhook secrets are stored encrypted: the operator must set DIALTONE_SECRET_KEY before endpoints can be registered.');
+      throw new DialtoneError('webhooks_not_configured', 'Webhook secrets are stored encrypted: the operator must give every node the same DIALTONE_SECRET_KEY (and restart them) before endpoints can be registered.');
     }
     throw error;
   }
