@@ -21,6 +21,7 @@ import { operationsRoutes } from './http/routes/operations.js';
 import { campaignRoutes } from './http/routes/campaigns.js';
 import { catalogRoutes } from './http/routes/catalog.js';
 import { consoleRoutes } from './http/routes/console.js';
+import { rootRoute } from './http/routes/root.js';
 import { runtimeRoutes } from './http/routes/runtime.js';
 import { statsRoutes } from './http/routes/stats.js';
 import { streamRoutes } from './http/routes/stream.js';
@@ -148,5 +149,6 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   }
   await app.register(runtimeRoutes(deps), { prefix: '/api/v1/runtime' });
   await app.register(consoleRoutes(), { prefix: '/console' });
+  await app.register(rootRoute());
   return app;
 }

@@ -7,6 +7,7 @@ import { createOrganization } from './orgs/organizations.js';
 import { selectAnyOrganizationExists } from './store/organization-statements.js';
 import { createTelephonyConfiguration } from './telephony/configurations.js';
 import { createWorkflow } from './workflows/workflows.js';
+import { CONSOLE_PATH, DOCS_PATH } from './http/routes/root.js';
 
 export const DEMO_DEFINITION = {
   nodes: [
@@ -83,5 +84,14 @@ export function demoBanner(seed: DemoSeed, baseUrl: string): string {
     `    -H 'X-API-Key: ${seed.apiKey}' -H 'Content-Type: application/json' \\`,
     `    -d '${body}'`,
     '',
+    'In a browser (sign in to the console with the API key):',
+    '',
+    ...serviceAddresses(baseUrl),
+    '',
   ].join('\n');
+}
+
+/** Where a person goes next: the console and the API reference. */
+export function serviceAddresses(baseUrl: string): string[] {
+  return [`  Console         ${baseUrl}${CONSOLE_PATH}`, `  API reference   ${baseUrl}${DOCS_PATH}`];
 }

@@ -9,6 +9,7 @@ import { CampaignScheduler } from './campaigns/scheduler.js';
 import { Dispatcher } from './dispatch/dispatcher.js';
 import { demoBanner, seedDemoIfEmpty } from './first-run.js';
 import { establishSecretKey, type SecretKeyOutcome } from './secret-key.js';
+import { CONSOLE_PATH, DOCS_PATH } from './http/routes/root.js';
 import { migrateToLatest } from './store/migrate.js';
 import { selectActiveConfigurations } from './store/configuration-statements.js';
 import { refuseUnreadyRoutes } from './telephony/readiness.js';
@@ -59,7 +60,10 @@ export async function startService(deps: Deps): Promise<RunningService> {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : deps.config.PORT;
   const url = `http://${deps.config.HOST.includes(':') ? `[${deps.config.HOST}]` : deps.config.HOST}:${port}`;
-  if (seed) process.stdout.write(demoBanner(seed, deps.config.PUBLIC_BASE_URL ?? url) + '\n');
+  const baseUrl = deps.config.PUBLIC_BASE_URL ?? url;
+  if (seed) process.stdout.write(demoBanner(seed, baseUrl) + '\n');
+  // Every start says where the console and the API reference are (the demo banner only prints once).
+  else if (role !== 'dispatcher') deps.logger.info({ console: `${baseUrl}${CONSOLE_PATH}`, docs: `${baseUrl}${DOCS_PATH}` }, 'console and API reference');
   let stopping: Promise<void> | undefined;
   return {
     app,

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
 import { CONSOLE_CSP } from '../src/http/routes/console.js';
 import { build } from './helpers/app.js';
+import { assertProblem } from './helpers/problems.js';
 import { describe, it } from './helpers/suite.js';
 
 describe('GET /console', () => {
@@ -56,5 +57,25 @@ describe('GET /console', () => {
     const unknown = await app.inject({ method: 'GET', url: '/console/assets/nope.js' });
     assert.equal(unknown.statusCode, 404);
     assert.match(String(unknown.headers['content-type']), /^application\/problem\+json/);
+  });
+});
+
+describe('GET /', () => {
+  it('sends a browser on to the console with a 302, and tells an API client where the console and the API reference are in a 404 problem', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    // What Chromium and Firefox send when navigating to an address.
+    const browser = await app.inject({ method: 'GET', url: '/', headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' } });
+    assert.equal(browser.statusCode, 302);
+    assert.equal(browser.headers.location, '/console/');
+    const landed = await app.inject({ method: 'GET', url: String(browser.headers.location) });
+    assert.equal(landed.statusCode, 200);
+    assert.match(String(landed.headers['content-type']), /^text\/html/);
+
+    for (const accept of [undefined, '*/*', 'application/json']) {
+      const client = await app.inject({ method: 'GET', url: '/', headers: accept === undefined ? {} : { accept } });
+      const problem = assertProblem(client, 404, 'not_found');
+      assert.match(problem.detail, /\/console\//);
+      assert.match(problem.detail, /\/docs\b/);
+    }
   });
 });

@@ -14,8 +14,8 @@ import { npmStartArgs, startProcess, startService, type RunningProcess } from '.
 
 const run = promisify(execFile);
 
-/** The banner ends with the curl command's `-d '<json>'` line. */
-const BANNER_END = /\n {4}-d '[^'\n]*'\n/;
+/** The banner ends with the API reference's address. */
+const BANNER_END = /\n {2}API reference +\S+\n/;
 const BANNER_TEXT = 'Dialtone created a demo organization';
 const LISTENING = /"msg":"Server listening at (http:\/\/127\.0\.0\.1:\d+)"/;
 
@@ -84,6 +84,16 @@ describe('The service process (npm start)', () => {
     const banner = parseBanner(first.stdout());
     assert.match(banner.apiKey, /^dt_live_[A-Za-z0-9]{10}_[A-Za-z0-9]{32}$/);
     assert.match(banner.curl, new RegExp(`-H 'X-API-Key: ${banner.apiKey}'`));
+    // The banner says where the console and the API reference are, and both answer there.
+    const consoleUrl = /^ {2}Console +(\S+)$/m.exec(first.stdout())?.[1];
+    const docsUrl = /^ {2}API reference +(\S+)$/m.exec(first.stdout())?.[1];
+    assert.equal(consoleUrl, `${banner.baseUrl}/console/`, first.stdout());
+    assert.equal(docsUrl, `${banner.baseUrl}/docs`, first.stdout());
+    for (const url of [consoleUrl, docsUrl]) {
+      const page = await fetch(url, { headers: { accept: 'text/html' } });
+      assert.equal(page.status, 200, url);
+      assert.match(page.headers.get('content-type') ?? '', /^text\/html/, url);
+    }
 
     // The printed command, run by a shell exactly as pasted, plus an option that prints the status.
     const curl = await run('bash', ['-c', `${banner.curl} --write-out '\\n%{http_code}'`]);
@@ -111,6 +121,9 @@ describe('The service process (npm start)', () => {
     // Same database again: no banner, no second organization, the demo data still serves.
     const second = startService(t, serviceEnv(database.url, { LOG_LEVEL: 'info' }));
     const baseUrl = (await second.waitForStdout(LISTENING))[1] ?? '';
+    // No banner this time, but the log still says where the console and the API reference are.
+    const addresses = JSON.parse((await second.waitForStdout(/^.*"msg":"console and API reference".*$/m))[0]) as { console: string; docs: string };
+    assert.deepEqual({ console: addresses.console, docs: addresses.docs }, { console: `${baseUrl}/console/`, docs: `${baseUrl}/docs` });
     assert.deepEqual(await getJson(`${baseUrl}/healthz`), { status: 200, body: { status: 'ok' } });
     assert.deepEqual(await getJson(`${baseUrl}/readyz`), { status: 200, body: { status: 'ready' } });
     const again = await getJson(`${baseUrl}/api/v1/public/workflow-runs/${created.workflow_run_id}`, banner.apiKey);
