@@ -109,6 +109,12 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       throw new DialtoneError('unavailable', 'The service is shutting down; retry on another node or shortly.', { retryAfterSeconds: 1 });
     }
   });
+  // A request already being served when the stop began still gets its answer, and then its
+  // connection closes: kept alive, it would hold the server open (and the process, and the port)
+  // until the client left or SHUTDOWN_GRACE_MS ran out.
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
   app.addHook('preParsing', async (request) => refuseUnreadableBodies(request));
   app.setErrorHandler(errorHandler);
   const otherMethods = methodNotAllowed(app);

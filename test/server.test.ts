@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
-import { npmStartArgs, startProcess, startService, type RunningProcess } from './helpers/process.js';
+import { npmStartArgs, startProcess, startService, STARTUP_TIMEOUT_MS, type RunningProcess } from './helpers/process.js';
+import { parseResponses, rawSocket, untilClosed } from './helpers/raw-http.js';
+import { scaledTimeout } from './helpers/timeouts.js';
 
 const run = promisify(execFile);
 
@@ -65,6 +67,15 @@ async function stopGracefully(service: RunningProcess): Promise<void> {
 async function getJson(url: string, key?: string): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(url, { headers: key ? { 'x-api-key': key } : {} });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** Whether this process can listen on `port` (loopback), that is, whether nothing else holds it. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => (error.code === 'EADDRINUSE' ? resolve(false) : reject(error)));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
 }
 
 function countOrganizations(path: string): number {
@@ -215,6 +226,54 @@ describe('The service process (npm start)', () => {
     parseBanner(next.stdout());
     await stopGracefully(next);
   });
+
+  // What a process manager does (systemd, a Procfile runner): SIGTERM to the process it started,
+  // then wait for it to exit. Both ways of starting the service must end with nothing left holding
+  // the port, after the requests already being served have had their answers.
+  for (const [how, command, args] of [
+    ['npm start', 'npm', ['start', '--silent']],
+    ['the documented node command', process.execPath, npmStartArgs()],
+  ] as const) {
+    it(`stops on a SIGTERM sent to ${how}: a request in flight gets its answer, the process exits 0, and the port is free`, async (t) => {
+      const database = tempDatabase(t);
+      const env = serviceEnv(database.url, { LOG_LEVEL: 'info', DIALTONE_FIRST_RUN_DEMO: 'true' });
+      // Its own process group, so that a node npm failed to stop is killed with it when the test ends.
+      const service = startProcess(t, command, [...args], { ...env, npm_config_update_notifier: 'false' }, { processGroup: true });
+      const baseUrl = (await service.waitForStdout(LISTENING, scaledTimeout(STARTUP_TIMEOUT_MS)))[1] ?? '';
+      await service.waitForStdout(BANNER_END, scaledTimeout(STARTUP_TIMEOUT_MS));
+      const banner = parseBanner(service.stdout());
+      const port = Number(new URL(baseUrl).port);
+
+      // A request in flight: its headers are in (the server's 100 Continue says the request was
+      // handed to the application), its body is not, so it cannot be answered before the stop.
+      const body = JSON.stringify({ phone_number: '+12025550123' });
+      const socket = rawSocket(t, port);
+      const answered = untilClosed(socket);
+      socket.write(
+        `POST /api/v1/public/agent/${banner.agentUuid} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${banner.apiKey}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\n\r\n`,
+      );
+      await new Promise<void>((resolve) => {
+        const onData = (chunk: Buffer) => {
+          if (!chunk.toString().startsWith('HTTP/1.1 100 Continue')) return;
+          socket.off('data', onData);
+          resolve();
+        };
+        socket.on('data', onData);
+      });
+
+      assert.ok(service.child.kill('SIGTERM'));
+      await service.waitForStdout(/"msg":"shutting down"/, scaledTimeout(20_000));
+      socket.write(body);
+      const [response] = parseResponses((await answered).text).filter((r) => r.status !== 100);
+      assert.equal(response?.status, 200, `the request in flight was answered:\n${(await answered).text}`);
+      assert.equal((JSON.parse(response.body) as { status: string }).status, 'queued');
+
+      const exit = await service.waitForExit(scaledTimeout(20_000));
+      assert.deepEqual(exit, { code: 0, signal: null }, `clean exit\n${service.stderr()}`);
+      assert.equal(await portIsFree(port), true, `nothing holds port ${port} once ${how} has exited`);
+    });
+  }
 
   it('creates the SQLite database 0600 (and its WAL and shared-memory files) in a 0700 directory', async (t) => {
     const database = tempDatabase(t);

@@ -42,10 +42,22 @@ export interface RunningProcess {
   stop(signal: NodeJS.Signals, timeoutMs: number): Promise<Exit>;
 }
 
-/** Starts `command args` and kills it (SIGKILL) when the test ends, if it is still running. */
-export function startProcess(t: TestContext, command: string, args: string[], env: Record<string, string | undefined>): RunningProcess {
-  const started = spawnProcess(command, args, env);
+/**
+ * Starts `command args` and kills it (SIGKILL) when the test ends, if it is still running. With
+ * `processGroup`, the child leads a process group of its own and the whole group is killed: what it
+ * started (npm's node) goes too, even when the child itself exited without stopping it.
+ */
+export function startProcess(t: TestContext, command: string, args: string[], env: Record<string, string | undefined>, options: SpawnOptions = {}): RunningProcess {
+  const started = spawnProcess(command, args, env, options);
   t.after(async () => {
+    const pid = started.child.pid;
+    if (options.processGroup && pid !== undefined) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+      }
+    }
     if (started.child.exitCode !== null || started.child.signalCode !== null) return;
     started.child.kill('SIGKILL');
     await started.exited;
@@ -78,6 +90,8 @@ export interface SpawnOptions {
    * in the process that measures it, on a machine with few cores.
    */
   stdoutFile?: string;
+  /** Start the child as the leader of a new process group (see startProcess). */
+  processGroup?: boolean;
 }
 
 /** How often `waitForStdout` rereads a stdout file; only startup lines are waited for this way. */
@@ -85,9 +99,9 @@ const STDOUT_FILE_POLL_MS = 50;
 
 /** Starts `command args`; the caller owns its end (outside a test, e.g. the benchmark). */
 export function spawnProcess(command: string, args: string[], env: Record<string, string | undefined>, options: SpawnOptions = {}): RunningProcess {
-  const { stdoutFile } = options;
+  const { stdoutFile, processGroup = false } = options;
   const stdoutFd = stdoutFile === undefined ? undefined : openSync(stdoutFile, 'w');
-  const child = spawn(command, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', stdoutFd ?? 'pipe', 'pipe'] });
+  const child = spawn(command, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', stdoutFd ?? 'pipe', 'pipe'], detached: processGroup });
   // The child holds its own descriptor of the file now.
   if (stdoutFd !== undefined) closeSync(stdoutFd);
   let piped = '';
@@ -175,7 +189,8 @@ export function npmStartArgs(): string[] {
     built = true;
   }
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
-  const [command, ...args] = pkg.scripts.start.split(/\s+/);
+  // `exec` only makes npm's shell become node (so signals reach it); the command is what follows.
+  const [command, ...args] = pkg.scripts.start.replace(/^exec\s+/, '').split(/\s+/);
   if (command !== 'node') throw new Error(`npm start is not a plain node command: ${pkg.scripts.start}`);
   return args;
 }
