@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { explainRunPage } from '../src/store/run-listing-statements.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
-import { createWorkflow } from '../src/workflows/workflows.js';
+import { DEMO_DEFINITION } from '../src/first-run.js';
+import { createWorkflow, saveDraft } from '../src/workflows/workflows.js';
 import { build, getJson, postJson, type TestEnv } from './helpers/app.js';
 import { act, addContacts, createCampaign } from './helpers/campaigns.js';
 import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/fixtures.js';
@@ -170,6 +171,20 @@ for (const store of await storeCases()) {
       assert.deepEqual(
         data.map((w) => [w.workflow_uuid, w.name, w.published_version, w.draft_version, w.agent_uuids, w.draft_agent_uuids]),
         [[f.workflowUuid, 'Acme agent', 1, null, [f.agentUuid], []]],
+      );
+    });
+
+    it('lists each workflow\'s variable names, published and draft, so a caller knows the initial_context keys', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps, 'Acme', DEMO_DEFINITION);
+      const draft = { ...DEMO_DEFINITION, variables: { ...DEMO_DEFINITION.variables, appointment_time: { required: true } } };
+      await saveDraft(env.deps.store, f.workflowUuid, draft, Date.now());
+      const response = await getJson(env.app, '/api/v1/public/workflows', f.apiKey);
+      assert.equal(response.statusCode, 200, response.body);
+      const { data } = response.json() as { data: { variables: string[]; draft_variables: string[] }[] };
+      assert.deepEqual(
+        data.map((w) => [w.variables, w.draft_variables]),
+        [[['customer_name', 'topic'], ['appointment_time', 'customer_name', 'topic']]],
       );
     });
 

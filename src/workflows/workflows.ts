@@ -192,8 +192,17 @@ export interface WorkflowListItem {
   agent_uuids: string[];
   /** The draft's agent UUIDs: what the test operations run the draft through. */
   draft_agent_uuids: string[];
+  /** The published version's variable names, sorted (the initial_context keys it reads). */
+  variables: string[];
+  /** The draft's variable names. */
+  draft_variables: string[];
   created_at: number;
   updated_at: number;
+}
+
+/** Sorted: PostgreSQL's jsonb does not keep a definition's key order, so it is not the same on both stores. */
+function variableNames(graph: DefinitionGraph | undefined): string[] {
+  return Object.keys(graph?.variables ?? {}).sort();
 }
 
 /** An organization's workflows, oldest first, with their published and draft versions. */
@@ -212,6 +221,8 @@ export async function listWorkflows(store: Store, orgId: number): Promise<Workfl
       draft_version: draft?.version ?? null,
       agent_uuids: published ? triggersOf(published.graph).map((t) => t.triggerUuid) : [],
       draft_agent_uuids: draft ? triggersOf(draft.graph).map((t) => t.triggerUuid) : [],
+      variables: variableNames(published?.graph),
+      draft_variables: variableNames(draft?.graph),
       created_at: w.created_at,
       updated_at: w.updated_at,
     };

@@ -21,6 +21,8 @@ const Workflow = Type.Object({
   draft_version: Type.Union([Type.Integer(), Type.Null()], { description: 'The version the test operations run when there is one' }),
   agent_uuids: Type.Array(Uuid, { description: 'The published version\'s agent UUIDs (API triggers)' }),
   draft_agent_uuids: Type.Array(Uuid, { description: 'The draft\'s agent UUIDs' }),
+  variables: Type.Array(Type.String(), { description: 'The published version\'s variable names (the keys its initial_context may set), sorted' }),
+  draft_variables: Type.Array(Type.String(), { description: 'The draft\'s variable names, sorted' }),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
 });
