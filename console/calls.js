@@ -36,6 +36,26 @@ function filtersFromUrl() {
   return campaignId && /^[1-9][0-9]{0,14}$/.test(campaignId) ? { ...EMPTY_FILTERS, campaign_id: campaignId } : EMPTY_FILTERS;
 }
 
+/** A listed run after one of its events: the columns the service sets on that transition too. */
+function withEvent(run, event) {
+  const next = { ...run, state: event.type, updated_at: event.at };
+  if (event.type === 'in_progress') next.answered_at = event.at;
+  if (isTerminal(event.type)) {
+    next.ended_at = event.at;
+    if (typeof event.data?.reason === 'string') next.outcome_reason = event.data.reason;
+  }
+  return next;
+}
+
+/** Time on the call (answered to ended); a call that was never answered has none. */
+export function callDuration(run) {
+  if (!run.answered_at || !run.ended_at) return '—';
+  const seconds = Math.max(0, (Date.parse(run.ended_at) - Date.parse(run.answered_at)) / 1000);
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const whole = Math.round(seconds);
+  return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, '0')}`;
+}
+
 export function CallsPage({ stream }) {
   const [draft, setDraft] = useState(filtersFromUrl);
   const [filters, setFilters] = useState(filtersFromUrl);
@@ -74,7 +94,7 @@ export function CallsPage({ stream }) {
         if (known && RUN_STATES.includes(event.type)) {
           setPage((current) => ({
             ...current,
-            data: current.data.map((run) => (run.id === event.run_id ? { ...run, state: event.type, updated_at: event.at } : run)),
+            data: current.data.map((run) => (run.id === event.run_id ? withEvent(run, event) : run)),
           }));
         }
         // A run this page does not show yet (a new one, or one that now matches the filter): read
@@ -119,12 +139,14 @@ export function CallsPage({ stream }) {
     <div class="table-wrap">
       <table>
         <caption class="visually-hidden">Calls, newest first</caption>
-        <thead><tr><th scope="col">Call</th><th scope="col">State</th><th scope="col">Number</th><th scope="col" class="wide">Agent</th><th scope="col" class="wide">Created</th></tr></thead>
+        <thead><tr><th scope="col">Call</th><th scope="col">State</th><th scope="col">Outcome</th><th scope="col">Duration</th><th scope="col">Number</th><th scope="col" class="wide">Agent</th><th scope="col" class="wide">Created</th></tr></thead>
         <tbody>
           ${page.data.map(
             (run) => html`<tr key=${run.id} data-testid="run-row" data-run-id=${run.id}>
               <td><${Link} href=${`/console/runs/${run.id}`}>${run.name}</${Link}></td>
               <td><${StateBadge} state=${run.state} /></td>
+              <td data-testid="run-row-outcome">${run.outcome_reason ?? '—'}</td>
+              <td data-testid="run-row-duration">${callDuration(run)}</td>
               <td>${run.phone_number}</td>
               <td class="wide">${names[run.workflow_uuid] ?? run.workflow_uuid}</td>
               <td class="wide">${formatTime(run.created_at)}</td>

@@ -5,6 +5,19 @@ import { html, useCallback, useEffect, useState } from './vendor-htm-preact.js';
 import { api, ApiError } from './api.js';
 import { ErrorBox, formatTime, navigate, RUN_STATES, StateBadge } from './ui.js';
 
+/**
+ * The variable names of the version a test call through `agent` runs: the draft's when the agent
+ * is in the draft (the test operation prefers it), else the published version's.
+ */
+function agentVariables(workflows, agent) {
+  const workflow = workflows.find((w) => w.draft_agent_uuids.includes(agent)) ?? workflows.find((w) => w.agent_uuids.includes(agent));
+  if (!workflow) return [];
+  return workflow.draft_agent_uuids.includes(agent) ? workflow.draft_variables : workflow.variables;
+}
+
+/** An initial context naming each variable, as the textarea's placeholder and the parse error's example. */
+const contextExample = (names) => JSON.stringify(Object.fromEntries(names.map((name) => [name, '…'])));
+
 export function TestCallPage() {
   const [workflows, setWorkflows] = useState([]);
   const [routes, setRoutes] = useState([]);
@@ -25,6 +38,8 @@ export function TestCallPage() {
     api('/telephony-configurations').then((r) => setRoutes(r.data), setError);
   }, []);
   const set = (name) => (e) => setForm({ ...form, [name]: e.currentTarget.value });
+  const variables = agentVariables(workflows, form.agent);
+  const example = contextExample(variables);
   const submit = async (event) => {
     event.preventDefault();
     setError(null);
@@ -33,7 +48,7 @@ export function TestCallPage() {
       try {
         context = JSON.parse(form.context);
       } catch {
-        setError(new ApiError(0, { detail: 'The initial context must be a JSON object, for example {"name": "Ada"}.' }));
+        setError(new ApiError(0, { detail: `The initial context must be a JSON object, for example ${example}.` }));
         return;
       }
     }
@@ -68,7 +83,8 @@ export function TestCallPage() {
         ${routes.map((r) => html`<option value=${String(r.id)}>${r.name} (${r.provider}${r.status === 'active' ? '' : `, ${r.status}`})</option>`)}
       </select>
       <label for="context">Initial context (JSON object, optional)</label>
-      <textarea id="context" rows="5" spellcheck="false" placeholder='{"name": "Ada"}' value=${form.context} onInput=${set('context')}></textarea>
+      <p class="hint" id="context-variables" data-testid="agent-variables">${variables.length ? `This agent's variables: ${variables.join(', ')}.` : 'This agent has no variables.'}</p>
+      <textarea id="context" rows="5" spellcheck="false" aria-describedby="context-variables" placeholder=${example} value=${form.context} onInput=${set('context')}></textarea>
       <div class="actions"><button type="submit" disabled=${busy || !form.agent}>Start test call</button></div>
     </form>
     <${ErrorBox} error=${error} />

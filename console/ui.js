@@ -18,9 +18,11 @@ export function formatTime(iso) {
 
 export function ErrorBox({ error }) {
   if (!error) return null;
+  // A problem about one field often repeats its detail as that field's error: say it once.
+  const listed = (error.errors ?? []).filter((e) => e.detail !== error.message);
   return html`<div class="error" role="alert" data-code=${error.code}>
     <p>${error.message}</p>
-    ${error.errors?.length ? html`<ul>${error.errors.map((e) => html`<li>${e.pointer ? `${e.pointer}: ` : ''}${e.detail}</li>`)}</ul>` : null}
+    ${listed.length ? html`<ul>${listed.map((e) => html`<li>${e.pointer ? `${e.pointer}: ` : ''}${e.detail}</li>`)}</ul>` : null}
   </div>`;
 }
 

@@ -13,6 +13,7 @@ import type { BrowserContext, Page } from 'puppeteer-core';
 import { buildApp } from '../src/app.js';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { buildDeps } from '../src/deps.js';
+import { DEMO_DEFINITION } from '../src/first-run.js';
 import { postJson, testConfig, type TestEnv } from './helpers/app.js';
 import { ARTIFACTS, chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from './helpers/browser.js';
 import { act, addContacts, createCampaign } from './helpers/campaigns.js';
@@ -21,6 +22,7 @@ import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { createTestDatabase, openTestStore } from './helpers/stores.js';
 import { after, before, describe, it } from './helpers/suite.js';
+import { scaledTimeout } from './helpers/timeouts.js';
 
 /** Calls long enough that a row is seen live before it ends. */
 const VISIBLE_CALLS = { SIMULATOR_RING_MS: '800', SIMULATOR_TALK_MS: '800', MAX_CALL_DURATION_MS: '20000', RING_TIMEOUT_MS: '20000', STREAM_POLL_INTERVAL_MS: '50' };
@@ -36,10 +38,10 @@ async function openPage(t: TestContext): Promise<{ page: Page; problems: string[
   return { page, problems: watchProblems(page) };
 }
 
-async function serve(t: TestContext, options: { dispatch?: boolean; env?: Record<string, string> } = {}): Promise<{ env: TestEnv; url: string; f: OrgFixture }> {
+async function serve(t: TestContext, options: { dispatch?: boolean; env?: Record<string, string>; definition?: unknown } = {}): Promise<{ env: TestEnv; url: string; f: OrgFixture }> {
   const env = await buildWithDispatcher(t, 'sqlite', { env: { ...VISIBLE_CALLS, ...options.env }, start: options.dispatch !== false });
   const url = await env.app.listen({ host: '127.0.0.1', port: 0 });
-  return { env, url, f: await createOrgFixture(env.deps) };
+  return { env, url, f: await createOrgFixture(env.deps, 'Acme', ...(options.definition === undefined ? [] : [options.definition])) };
 }
 
 async function signIn(page: Page, url: string, key: string): Promise<void> {
@@ -147,6 +149,59 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.match((await page.$eval('[data-testid="initial-context"]', (el) => el.textContent)) ?? '', /"name": "Ada"/);
     assert.equal(await page.$('::-p-aria([name="Cancel call"][role="button"])'), null, 'no Cancel once it ended');
     await screenshot(page, 'call');
+    assert.deepEqual(problems, []);
+  });
+
+  it('suggests an initial context made of the selected agent\'s own variables on the Test call page, and says a refusal once', async (t) => {
+    const { url, f } = await serve(t, { definition: DEMO_DEFINITION });
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Test call"][role="link"])').click();
+    await page.waitForFunction(`document.querySelector('#agent')?.value === ${JSON.stringify(f.agentUuid)}`);
+    const context = await page.waitForSelector('::-p-aria(Initial context (JSON object, optional))');
+    assert.ok(context);
+    assert.equal(await context.evaluate((el) => el.getAttribute('placeholder')), '{"customer_name":"…","topic":"…"}');
+    assert.equal(await page.$eval('[data-testid="agent-variables"]', (el) => el.textContent), "This agent's variables: customer_name, topic.");
+
+    // A number the service refuses: its one sentence, once (the problem repeats it as the field's error).
+    await page.locator('::-p-aria(Phone number)').fill('123');
+    await page.locator('::-p-aria([name="Start test call"][role="button"])').click();
+    const alert = await page.locator('[role="alert"]').waitHandle();
+    const text = (await alert.evaluate((el) => el.textContent)) ?? '';
+    assert.match(text, /is not in international format/);
+    assert.equal(text.split('is not in international format').length - 1, 1, `said once: ${text}`);
+    // The browser logs the refused request's 422; nothing else went wrong.
+    assert.ok(problems.every((p) => p.includes('422')), problems.join('\n'));
+  });
+
+  it('shows each call\'s outcome reason and duration in the Calls list, kept live: a completed call its reason and its time on the call, a canceled one its reason', async (t) => {
+    const { env, url, f } = await serve(t);
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-text(Live)').wait();
+    await page.evaluate('window.notReloaded = true');
+    const completed = await call(env, f, '+12025550100');
+    const canceled = await call(env, f, '+12025550100');
+    const cancel = await postJson(env.app, `/api/v1/public/workflow-runs/${canceled.id}/cancel`, undefined, { key: f.apiKey });
+    assert.equal(cancel.statusCode, 200, cancel.body);
+    for (const [run, state] of [[completed, 'completed'], [canceled, 'canceled']] as const) {
+      await page.waitForFunction(`document.querySelector('tr[data-run-id="${run.id}"] .state')?.textContent === '${state}'`, { timeout: scaledTimeout(15_000) });
+      const stored = (await env.app.inject({ method: 'GET', url: `/api/v1/public/workflow-runs/${run.id}`, headers: { 'x-api-key': f.apiKey } })).json() as { outcome_reason: string; answered_at: string | null; ended_at: string };
+      const seconds = stored.answered_at === null ? null : (Date.parse(stored.ended_at) - Date.parse(stored.answered_at)) / 1000;
+      // The row's cells, as the stream left them (no reload), say what the API says.
+      await page.waitForFunction(
+        `document.querySelector('tr[data-run-id="${run.id}"] [data-testid="run-row-outcome"]')?.textContent === ${JSON.stringify(stored.outcome_reason)}`,
+        { timeout: scaledTimeout(5_000) },
+      );
+      const duration = await page.$eval(`tr[data-run-id="${run.id}"] [data-testid="run-row-duration"]`, (el) => el.textContent);
+      assert.equal(duration, seconds === null ? '—' : `${seconds.toFixed(1)} s`, `${state} call's duration`);
+    }
+    const outcomes = await page.$$eval('thead th', (els) => els.map((el) => el.textContent));
+    assert.deepEqual(outcomes.slice(0, 4), ['Call', 'State', 'Outcome', 'Duration']);
+    assert.equal(await page.$eval(`tr[data-run-id="${completed.id}"] [data-testid="run-row-outcome"]`, (el) => el.textContent), 'hangup');
+    assert.match((await page.$eval(`tr[data-run-id="${completed.id}"] [data-testid="run-row-duration"]`, (el) => el.textContent)) ?? '', /^\d+\.\d s$/);
+    assert.equal(await page.$eval(`tr[data-run-id="${canceled.id}"] [data-testid="run-row-outcome"]`, (el) => el.textContent), 'canceled_by_request');
+    assert.equal(await page.evaluate('window.notReloaded'), true, 'no reload');
     assert.deepEqual(problems, []);
   });
 
