@@ -4,14 +4,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it, type TestContext } from 'node:test';
+import { before, describe, it, type TestContext } from 'node:test';
 import pino from 'pino';
 import { buildDeps } from '../src/deps.js';
 import { migrateToLatest } from '../src/store/migrate.js';
 import { openStore } from '../src/store/store.js';
 import { TEST_SECRET_KEY, testConfig } from './helpers/app.js';
 import { createOrgFixture, type OrgFixture } from './helpers/fixtures.js';
-import { ROOT, runToCompletion, startProcess } from './helpers/process.js';
+import { ensureBuilt, ROOT, runToCompletion, startProcess } from './helpers/process.js';
 
 const BIN = join(ROOT, 'bin', 'dialtone');
 
@@ -30,6 +30,9 @@ async function workspace(t: TestContext): Promise<{ dir: string; env: Record<str
 }
 
 describe('dialtone campaign (CLI)', { concurrency: true }, () => {
+  // The commands run the compiled code, as after `npm ci` (helpers/process.ts, ensureBuilt).
+  before(ensureBuilt);
+
   it('creates a campaign with its CSV contacts, starts, pauses and cancels it, with --json and text output', async (t) => {
     const { dir, env, f } = await workspace(t);
     const cli = (...args: string[]) => runToCompletion(process.execPath, [BIN, ...args], env);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it, type TestContext } from 'node:test';
+import { before, describe, it, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import pino from 'pino';
 import type { Command } from 'commander';
@@ -18,7 +18,7 @@ import { openStore } from '../src/store/store.js';
 import { CredentialsCipher } from '../src/telephony/credentials-cipher.js';
 import { showWorkflow } from '../src/workflows/workflows.js';
 import { TEST_SECRET_KEY, testConfig } from './helpers/app.js';
-import { ROOT, runToCompletion, type Finished } from './helpers/process.js';
+import { ensureBuilt, ROOT, runToCompletion, type Finished } from './helpers/process.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const FIXED_TRIGGER = '5d0f7c2e-1b3a-4c5d-8e9f-0a1b2c3d4e5f';
@@ -99,6 +99,9 @@ interface KeyRow {
 }
 
 describe('dialtone (CLI)', { concurrency: true }, () => {
+  // The commands run the compiled code, as after `npm ci` (helpers/process.ts, ensureBuilt).
+  before(ensureBuilt);
+
   it('takes an administrator from an empty database to a published agent, with --json output at every step', async (t) => {
     const ws = workspace(t);
 

@@ -34,6 +34,8 @@ async function openPage(t: TestContext): Promise<{ page: Page; problems: string[
   const context: BrowserContext = await chrome.browser.createBrowserContext();
   t.after(() => context.close());
   const page = await context.newPage();
+  // Puppeteer's 30 s bound on every wait, scaled to the machine's load (helpers/timeouts.ts).
+  page.setDefaultTimeout(scaledTimeout(30_000));
   await page.setViewport({ width: 1280, height: 800 });
   return { page, problems: watchProblems(page) };
 }
@@ -113,7 +115,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     await page.waitForSelector(`tr[data-run-id="${run.id}"]`);
     assert.equal(await page.$eval(`tr[data-run-id="${run.id}"] a`, (el) => el.textContent), run.name);
     const seen = new Set<string>();
-    const deadline = Date.now() + 15_000;
+    const deadline = Date.now() + scaledTimeout(15_000);
     for (let state = await rowState(page, run.id); state !== 'completed'; state = await rowState(page, run.id)) {
       if (state) seen.add(state);
       assert.ok(Date.now() < deadline, `the row reaches completed (seen: ${[...seen].join(', ')})`);
@@ -124,7 +126,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.equal(await page.evaluate('window.notReloaded'), true, 'no reload');
     // A few more outcomes for the screenshot.
     const others = [await call(env, f, '+12025550101'), await call(env, f, '+12025550103'), await call(env, f, '+12025550104')];
-    await page.waitForFunction(`${JSON.stringify(others.map((o) => o.id))}.every((id) => ['busy', 'rejected', 'failed'].includes(document.querySelector('tr[data-run-id="' + id + '"] .state')?.textContent))`, { timeout: 15_000 });
+    await page.waitForFunction(`${JSON.stringify(others.map((o) => o.id))}.every((id) => ['busy', 'rejected', 'failed'].includes(document.querySelector('tr[data-run-id="' + id + '"] .state')?.textContent))`, { timeout: scaledTimeout(15_000) });
     await screenshot(page, 'calls');
     assert.deepEqual(problems, []);
   });
@@ -140,7 +142,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     await page.locator('::-p-aria(Initial context (JSON object, optional))').fill('{"name": "Ada"}');
     await page.locator('::-p-aria([name="Start test call"][role="button"])').click();
     await page.waitForFunction(String.raw`/^\/console\/runs\/\d+$/.test(location.pathname)`);
-    await page.waitForFunction(`document.querySelector('[data-testid="run-state"]')?.textContent === 'completed'`, { timeout: 15_000 });
+    await page.waitForFunction(`document.querySelector('[data-testid="run-state"]')?.textContent === 'completed'`, { timeout: scaledTimeout(15_000) });
     const timeline = await page.$$eval('[data-testid="timeline"] li .state', (els) => els.map((el) => el.textContent));
     assert.deepEqual(timeline, ['queued', 'dialing', 'ringing', 'in progress', 'completed']);
     assert.match((await page.$eval('h1', (el) => el.textContent)) ?? '', /^WR-TEST-\d+$/);
@@ -275,7 +277,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     const run = await call(env, f, '+12025550100');
     await receiver.waitFor((r) => r.some((m) => m.json.type === 'run.ended'));
     await page.locator('::-p-aria([name="Overview"][role="link"])').click();
-    await page.waitForFunction(`[...document.querySelectorAll('.chart li')].some((li) => li.textContent.includes('completed') && li.textContent.trim().endsWith('1'))`, { timeout: 10_000 });
+    await page.waitForFunction(`[...document.querySelectorAll('.chart li')].some((li) => li.textContent.includes('completed') && li.textContent.trim().endsWith('1'))`, { timeout: scaledTimeout(10_000) });
     assert.equal(await page.$eval('[data-testid="route-queued"]', (el) => el.textContent), '0');
     assert.equal(await page.$eval('[data-testid="route-live"]', (el) => el.textContent), '0');
     await screenshot(page, 'overview');
@@ -292,7 +294,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     await page.locator('button[aria-label^="Retry delivery"]').click();
     await page.waitForFunction(`${cell('delivery-status')} === 'pending'`);
     await receiver.waitFor((r) => r.length > before);
-    await page.waitForFunction(`${cell('delivery-status')} === 'succeeded' && ${cell('delivery-attempts')}.startsWith('2 ')`, { timeout: 10_000 });
+    await page.waitForFunction(`${cell('delivery-status')} === 'succeeded' && ${cell('delivery-attempts')}.startsWith('2 ')`, { timeout: scaledTimeout(10_000) });
     assert.deepEqual(problems, []);
   });
 
@@ -503,16 +505,23 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     await page.locator('::-p-aria([name="Campaigns"][role="heading"])').wait();
     await page.locator('::-p-text(Live)').wait();
     const row = (id: number) => `tr[data-testid="campaign-row"][data-id="${id}"]`;
-    const textIs = (selector: string, text: string, timeout = 5_000) => page.waitForFunction(`document.querySelector(${JSON.stringify(selector)})?.textContent === ${JSON.stringify(text)}`, { timeout });
+    const textIs = (selector: string, text: string, timeout = 5_000) => page.waitForFunction(`document.querySelector(${JSON.stringify(selector)})?.textContent === ${JSON.stringify(text)}`, { timeout: scaledTimeout(timeout) });
     const state = (id: number) => `${row(id)} [data-testid="campaign-state"]`;
     const progress = (id: number) => `${row(id)} [data-testid="campaign-progress"]`;
     await textIs(state(campaign.id), 'draft');
     await page.evaluate('window.notReloaded = true');
-    // Every read of the list from here on comes from the stream (nothing is clicked): at most one a second.
-    const reads: number[] = [];
-    page.on('request', (request) => {
-      if (request.method() === 'GET' && new URL(request.url()).pathname === '/api/v1/public/campaigns') reads.push(Date.now());
-    });
+    // Every read of the list from here on comes from the stream (nothing is clicked): at most one a
+    // second. Timed in the page, when the app calls fetch: the browser's request events reach this
+    // process late and unevenly on a loaded machine, which made even one-second gaps look shorter.
+    await page.evaluate(`{
+      window.campaignListReads = [];
+      const fetchBefore = window.fetch;
+      window.fetch = (input, init) => {
+        const url = new URL(String(input), location.href);
+        if ((init?.method ?? 'GET') === 'GET' && url.pathname === '/api/v1/public/campaigns') window.campaignListReads.push(performance.now());
+        return fetchBefore(input, init);
+      };
+    }`);
     const api = async (id: number, action: string) => assert.equal((await act(env.app, f, id, action)).statusCode, 200);
 
     await api(campaign.id, 'start');
@@ -531,7 +540,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
 
     // A campaign created through the API appears on the first page; one that runs out of contacts completes.
     const empty = await createCampaign(env.app, f, { name: 'Follow-ups' });
-    await page.waitForSelector(row(empty.id), { timeout: 5_000 });
+    await page.waitForSelector(row(empty.id), { timeout: scaledTimeout(5_000) });
     await api(empty.id, 'start');
     await runCampaignTick(env.deps);
     await textIs(state(empty.id), 'completed');
@@ -550,6 +559,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     await textIs(state(winter.id), 'paused');
     await textIs(progress(winter.id), '0 reached · 0 exhausted · 0 suppressed · 0 in progress · 4 pending · 4 total');
     assert.equal(await page.evaluate('window.notReloaded'), true, 'no reload');
+    const reads = (await page.evaluate('window.campaignListReads')) as number[];
     const gaps = reads.slice(1).map((at, i) => at - (reads[i] as number));
     assert.ok(reads.length >= 3 && gaps.every((gap) => gap >= 900), `the list was read at most once a second (${reads.length} reads, gaps ${gaps.join(', ')} ms)`);
     await screenshot(page, 'campaigns-live');
@@ -586,7 +596,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.equal((await second.app.inject({ method: 'POST', url: `/api/v1/public/workflow-runs/${run.id}/cancel`, headers: { 'x-api-key': f.apiKey } })).statusCode, 200);
     await second.app.listen({ host: '127.0.0.1', port });
     // The row is one the page already shows: it changes only through the resent event.
-    await page.waitForFunction(`document.querySelector('tr[data-run-id="${run.id}"] .state')?.textContent === 'canceled'`, { timeout: 15_000 });
+    await page.waitForFunction(`document.querySelector('tr[data-run-id="${run.id}"] .state')?.textContent === 'canceled'`, { timeout: scaledTimeout(15_000) });
     await page.locator('::-p-text(Live)').wait();
   });
 

@@ -5,6 +5,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
+import { scaledTimeout } from './timeouts.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -178,16 +179,24 @@ export function spawnProcess(command: string, args: string[], env: Record<string
 let built = false;
 
 /**
+ * Builds dist/ if the sources changed since (once per test process; a fresh `npm ci` has built it
+ * already). The service and the `dialtone` command then run compiled code: on stale sources
+ * bin/dialtone compiles them through tsx at every start, seconds of CPU per command, which a test
+ * file running dozens of commands on a loaded machine turned into commands past their time bound.
+ */
+export function ensureBuilt(): void {
+  if (built) return;
+  const build = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: ROOT, encoding: 'utf8' });
+  if (build.status !== 0) throw new Error(`building dist/ failed:\n${build.stdout}${build.stderr}`);
+  built = true;
+}
+
+/**
  * The command line of `npm start`, from package.json, as node arguments (`node <these>`). It runs
- * the compiled service in dist/; like npm's prestart, this first builds it if the sources changed
- * since (once per test process; a fresh `npm ci` has built it already).
+ * the compiled service in dist/; like npm's prestart, this first builds it if stale (ensureBuilt).
  */
 export function npmStartArgs(): string[] {
-  if (!built) {
-    const build = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: ROOT, encoding: 'utf8' });
-    if (build.status !== 0) throw new Error(`building dist/ failed:\n${build.stdout}${build.stderr}`);
-    built = true;
-  }
+  ensureBuilt();
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
   // `exec` only makes npm's shell become node (so signals reach it); the command is what follows.
   const [command, ...args] = pkg.scripts.start.replace(/^exec\s+/, '').split(/\s+/);
@@ -206,8 +215,11 @@ export interface Finished {
   stderr: string;
 }
 
-/** Runs a command to completion (killed after `timeoutMs`) and returns its exit code and output. */
-export function runToCompletion(command: string, args: string[], env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<Finished> {
+/**
+ * Runs a command to completion (killed after `timeoutMs`, 30 s on an idle machine, scaled by
+ * helpers/timeouts.ts) and returns its exit code and output.
+ */
+export function runToCompletion(command: string, args: string[], env: Record<string, string | undefined>, timeoutMs = scaledTimeout(30_000)): Promise<Finished> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
