@@ -69,6 +69,21 @@ async function getJson(url: string, key?: string): Promise<{ status: number; bod
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
+/**
+ * The production command of docs/operations.md (its Procfile line, `web: node …`) as node
+ * arguments; its systemd unit's ExecStart and `npm start` run the same.
+ */
+function documentedNodeArgs(): string[] {
+  const doc = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8');
+  const procfile = /^web: node (.+)$/m.exec(doc)?.[1];
+  const execStart = /^ExecStart=\/usr\/bin\/node (.+)$/m.exec(doc)?.[1];
+  assert.ok(procfile, 'docs/operations.md has a Procfile line');
+  assert.equal(execStart, procfile, 'the systemd unit runs the Procfile\'s command');
+  const args = procfile.split(/\s+/);
+  assert.deepEqual(args, npmStartArgs(), 'the documented command has npm start\'s V8 flags');
+  return args;
+}
+
 /** Whether this process can listen on `port` (loopback), that is, whether nothing else holds it. */
 function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve, reject) => {
@@ -231,14 +246,14 @@ describe('The service process (npm start)', () => {
   // then wait for it to exit. Both ways of starting the service must end with nothing left holding
   // the port, after the requests already being served have had their answers.
   for (const [how, command, args] of [
-    ['npm start', 'npm', ['start', '--silent']],
-    ['the documented node command', process.execPath, npmStartArgs()],
+    ['npm start', 'npm', () => ['start', '--silent']],
+    ['the documented node command', process.execPath, documentedNodeArgs],
   ] as const) {
     it(`stops on a SIGTERM sent to ${how}: a request in flight gets its answer, the process exits 0, and the port is free`, async (t) => {
       const database = tempDatabase(t);
       const env = serviceEnv(database.url, { LOG_LEVEL: 'info', DIALTONE_FIRST_RUN_DEMO: 'true' });
       // Its own process group, so that a node npm failed to stop is killed with it when the test ends.
-      const service = startProcess(t, command, [...args], { ...env, npm_config_update_notifier: 'false' }, { processGroup: true });
+      const service = startProcess(t, command, args(), { ...env, npm_config_update_notifier: 'false' }, { processGroup: true });
       const baseUrl = (await service.waitForStdout(LISTENING, scaledTimeout(STARTUP_TIMEOUT_MS)))[1] ?? '';
       await service.waitForStdout(BANNER_END, scaledTimeout(STARTUP_TIMEOUT_MS));
       const banner = parseBanner(service.stdout());
