@@ -60,7 +60,7 @@ function parseBanner(stdout: string): Banner {
 }
 
 async function stopGracefully(service: RunningProcess): Promise<void> {
-  const exit = await service.stop('SIGTERM', 5_000);
+  const exit = await service.stop('SIGTERM', scaledTimeout(5_000));
   assert.deepEqual(exit, { code: 0, signal: null }, `clean exit on SIGTERM\nstderr:\n${service.stderr()}`);
 }
 
@@ -230,7 +230,7 @@ describe('The service process (npm start)', () => {
     const port = String((taken.address() as AddressInfo).port);
 
     const refused = startService(t, serviceEnv(database.url, { PORT: port }));
-    const exit = await refused.waitForExit(20_000);
+    const exit = await refused.waitForExit(scaledTimeout(20_000));
     assert.notEqual(exit.code, 0);
     assert.equal(refused.stderr().trim(), `Port ${port} on 127.0.0.1 is already in use: stop what uses it, or set PORT to another port.`);
     assert.equal(refused.stdout(), '', 'no banner: nothing was created');
@@ -326,7 +326,7 @@ describe('The service process (npm start)', () => {
     it(`exits non-zero at boot, naming ${variable}, when ${variable}=${value}`, async (t) => {
       const database = tempDatabase(t);
       const service = startService(t, { ...serviceEnv(database.url), [variable]: value });
-      const exit = await service.waitForExit(20_000);
+      const exit = await service.waitForExit(scaledTimeout(20_000));
       assert.equal(exit.signal, null);
       assert.notEqual(exit.code, 0);
       assert.match(service.stderr(), new RegExp(`^Invalid configuration:\\n {2}${variable}: `), service.stderr());

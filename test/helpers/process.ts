@@ -21,7 +21,8 @@ export function childEnv(env: Record<string, string | undefined>): NodeJS.Proces
  * How long a child may take to print what a test waits for (the service's banner or "listening"
  * line). A bound, not a measurement: no test asserts how fast a process starts. 20 s was not
  * enough for three service processes starting at once on a 2-core machine under load (seen in
- * multi-node.test.ts: nothing at all on stdout after 20 s).
+ * multi-node.test.ts: nothing at all on stdout after 20 s). The waits scale it further by the
+ * machine's load (helpers/timeouts.ts).
  */
 export const STARTUP_TIMEOUT_MS = 90_000;
 
@@ -124,7 +125,7 @@ export function spawnProcess(command: string, args: string[], env: Record<string
     stdout,
     stderr: () => stderr,
     exited,
-    waitForStdout(pattern, timeoutMs = STARTUP_TIMEOUT_MS) {
+    waitForStdout(pattern, timeoutMs = scaledTimeout(STARTUP_TIMEOUT_MS)) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const match = pattern.exec(stdout());

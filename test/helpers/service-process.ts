@@ -12,6 +12,7 @@ import type { Store } from '../../src/store/store.js';
 import { TEST_SECRET_KEY, testConfig } from './app.js';
 import { createOrgFixture, type OrgFixture } from './fixtures.js';
 import { npmStartArgs, spawnProcess, STARTUP_TIMEOUT_MS, type RunningProcess, type SpawnOptions } from './process.js';
+import { scaledTimeout } from './timeouts.js';
 import { createTestDatabase, openTestStore, type StoreKind } from './stores.js';
 
 // The whole port: a line read from a file while it is being written may end mid-number.
@@ -45,7 +46,7 @@ export async function startServiceProcess(env: Record<string, string>, options: 
     },
     options,
   );
-  const [, url = ''] = await service.waitForStdout(LISTENING, STARTUP_TIMEOUT_MS);
+  const [, url = ''] = await service.waitForStdout(LISTENING, scaledTimeout(STARTUP_TIMEOUT_MS));
   return {
     child: service.child,
     url,
