@@ -18,7 +18,8 @@
 //   BENCH_CONCURRENCY   concurrent HTTP clients of the closed-loop phases (default 10)
 //   BENCH_RATE          requests per second of the paced phase (default 100)
 //   BENCH_BACKLOG       queued runs for the dispatcher throughput phase (default 3000)
-//   BENCH_PARTS         which parts to run, comma-separated, of floor,saturation,paced,drain,webhooks,policy,campaigns (default all)
+//   BENCH_PARTS         which parts to run, comma-separated, of floor,saturation,paced,drain,webhooks,policy,campaigns,import (default all)
+//   BENCH_IMPORT_LINES  numbers in the suppression CSV of the import part (default 1000000; bench/import.ts)
 //   BENCH_SUPPRESSIONS  suppressed numbers loaded for the policy part (default 1000000)
 //   BENCH_DELIVERIES    pending webhook deliveries for the delivery throughput phase (default 5000)
 //   BENCH_WEBHOOK_RATE  calls per second of the event-to-first-attempt phase, each reported by about
@@ -60,6 +61,7 @@ import { createTelephonyConfiguration } from '../src/telephony/configurations.js
 import { testConfig } from '../test/helpers/app.js';
 import { createOrgFixture, type OrgFixture } from '../test/helpers/fixtures.js';
 import { spawnProcess } from '../test/helpers/process.js';
+import { importBench, IMPORT_LINES } from './import.js';
 import { pooledOpenLoops, runClosedLoop, runOpenLoop, type OpenLoopResult, type OpenLoopRun } from './open-loop.js';
 import { startServiceProcess, type ServiceProcess } from '../test/helpers/service-process.js';
 import { createTestDatabase, openTestStore, TEST_DATABASE_URL, type StoreKind } from '../test/helpers/stores.js';
@@ -82,7 +84,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 3_000);
 const RATE = Number(process.env.BENCH_RATE ?? 100);
-const PARTS = new Set((process.env.BENCH_PARTS ?? 'floor,saturation,paced,drain,webhooks,policy,campaigns').split(','));
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'floor,saturation,paced,drain,webhooks,policy,campaigns,import').split(','));
 const SUPPRESSIONS = Number(process.env.BENCH_SUPPRESSIONS ?? 1_000_000);
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 5_000);
 const WEBHOOK_RATE = Number(process.env.BENCH_WEBHOOK_RATE ?? 20);
@@ -603,7 +605,8 @@ async function benchStore(kind: StoreKind) {
   const webhooks = PARTS.has('webhooks') ? await webhookBench(kind) : undefined;
   const policy = PARTS.has('policy') ? await policyCost(kind) : undefined;
   const campaigns = PARTS.has('campaigns') ? await campaignBench(kind) : undefined;
-  return { versus_floor: versusFloor, ...saturation, paced, dispatcher, webhooks, policy, campaigns };
+  const csvImport = PARTS.has('import') ? await importBench(kind) : undefined;
+  return { versus_floor: versusFloor, ...saturation, paced, dispatcher, webhooks, policy, campaigns, import: csvImport };
 }
 
 /** A webhook receiver in this process that answers 204 at once and counts what it got. */
@@ -1006,7 +1009,7 @@ function diskAndLoad(): { flush_ms: { p50: number; p99: number; max: number }; l
 const results: Record<string, unknown> = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version, at_start: diskAndLoad() },
-  settings: { seconds: SECONDS, rounds: ROUNDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG, deliveries: DELIVERIES, webhook_rate: WEBHOOK_RATE, suppressions: SUPPRESSIONS, campaign_contacts: CAMPAIGN_CONTACTS, campaign_calls: CAMPAIGN_CALLS, campaign_rate: CAMPAIGN_RATE, parts: [...PARTS], stores: [...STORES] },
+  settings: { seconds: SECONDS, rounds: ROUNDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG, deliveries: DELIVERIES, webhook_rate: WEBHOOK_RATE, suppressions: SUPPRESSIONS, campaign_contacts: CAMPAIGN_CONTACTS, campaign_calls: CAMPAIGN_CALLS, campaign_rate: CAMPAIGN_RATE, import_lines: IMPORT_LINES, parts: [...PARTS], stores: [...STORES] },
 };
 if (STORES.has('sqlite')) results.sqlite = await benchStore('sqlite');
 if (!STORES.has('postgres')) results.postgres = 'skipped: not in BENCH_STORES';

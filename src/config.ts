@@ -185,6 +185,14 @@ export const ConfigSchema = Type.Object({
   SUPPRESSION_IMPORT_MAX_BYTES: Integer(1024, 1024 * 1024 * 1024, 32 * 1024 * 1024),
   /** Most invalid lines an import answer lists (every one is counted in invalid_count). */
   SUPPRESSION_IMPORT_MAX_INVALID_LISTED: Integer(0, 100_000, 1_000),
+  /** Most lines (after the header) a suppression import may hold, valid, invalid and repeated alike (422 above it). */
+  SUPPRESSION_IMPORT_MAX_LINES: Integer(1, 100_000_000, 1_000_000),
+  /** Longest line of a CSV import (suppressions or contacts), in bytes; a longer one refuses the file (422) as soon as it arrives. */
+  CSV_IMPORT_MAX_LINE_BYTES: Integer(64, 16 * 1024 * 1024, 64 * 1024),
+  /** Lines of a CSV import checked (and rows written) between two yields to the event loop, so other requests are served meanwhile. */
+  CSV_IMPORT_SLICE_LINES: Integer(1, 100_000, 250),
+  /** How long a CSV import's connection may stay quiet once its file is received, while it is checked and written (receiving it must fit in REQUEST_TIMEOUT_MS). */
+  CSV_IMPORT_TIMEOUT_MS: Integer(1_000, 3_600_000, 300_000),
 
   // Campaigns (docs/campaigns.md).
   /** How often a dispatching node's campaign scheduler settles ended attempts and creates due ones. */

@@ -9,14 +9,14 @@
 // record when the request carries one (calls/idempotency.ts), so a retry gets the same answer, even
 // once the campaign has ended: a key's stored answer is looked up before the campaign's state.
 import { createHash } from 'node:crypto';
-import { Transform, finished, type Readable, type TransformCallback } from 'node:stream';
-import { parse as parseCsv, CsvError } from 'csv-parse';
+import type { Readable } from 'node:stream';
 import type { Deps } from '../deps.js';
 import { DialtoneError, validationFailed } from '../errors.js';
 import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, requestFingerprint, type Claim } from '../calls/idempotency.js';
 import { jsonDepth } from '../calls/initiate-call.js';
 import { parseDestination } from '../calls/phone-number.js';
 import { resolveTarget } from '../calls/resolve-target.js';
+import { readCsvBody } from '../http/csv-body.js';
 import { isKnownTimeZone } from '../policy/calling-hours.js';
 import { iso } from '../runs/read-run.js';
 import { bumpContactsVersion, insertContacts, selectContactAttempts, selectContactPage, type NewContactValues } from '../store/campaign-statements.js';
@@ -62,6 +62,8 @@ class ContactBatch {
   readonly invalid: InvalidContact[] = [];
   invalidCount = 0;
   repeated = 0;
+  /** Items seen, whatever became of them. */
+  private seen = 0;
 
   constructor(
     private readonly deps: Pick<Deps, 'config'>,
@@ -69,6 +71,11 @@ class ContactBatch {
   ) {}
 
   add(where: { index: number } | { line: number }, input: ContactInput): void {
+    // Every item counts toward the limit, invalid and repeated ones too: each costs its check.
+    if (++this.seen > this.deps.config.CAMPAIGN_CONTACTS_MAX_PER_REQUEST) {
+      const at = 'line' in where ? `Line ${where.line}: a` : 'A';
+      throw validationFailed([{ pointer: '', detail: `${at}n import carries at most ${this.deps.config.CAMPAIGN_CONTACTS_MAX_PER_REQUEST} contacts, invalid and repeated ones included (CAMPAIGN_CONTACTS_MAX_PER_REQUEST); split the list.` }], 'Too many contacts in one import.');
+    }
     const problem = this.check(input);
     if (typeof problem === 'string') {
       this.invalidCount++;
@@ -78,9 +85,6 @@ class ContactBatch {
     if (this.valid.has(problem.phoneNumber)) {
       this.repeated++;
       return;
-    }
-    if (this.valid.size >= this.deps.config.CAMPAIGN_CONTACTS_MAX_PER_REQUEST) {
-      throw validationFailed([{ pointer: '', detail: `An import carries at most ${this.deps.config.CAMPAIGN_CONTACTS_MAX_PER_REQUEST} contacts (CAMPAIGN_CONTACTS_MAX_PER_REQUEST); split the list.` }], 'Too many contacts in one import.');
     }
     this.valid.set(problem.phoneNumber, problem);
   }
@@ -134,74 +138,46 @@ export async function importContactList(deps: Deps, orgId: number, campaignId: n
   return write(deps, campaign, batch, request, () => requestFingerprint('POST', request.path, items));
 }
 
-/** Counts the bytes going through (hashing them for the Idempotency-Key) and stops past the limit with 413. */
-function meteredBody(maxBytes: number, hash: ReturnType<typeof createHash>): Transform {
-  let seen = 0;
-  return new Transform({
-    transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback) {
-      seen += chunk.length;
-      if (seen > maxBytes) return done(new DialtoneError('payload_too_large', `The contacts are larger than ${maxBytes} bytes (CAMPAIGN_CONTACTS_MAX_BYTES).`));
-      hash.update(chunk);
-      done(null, chunk);
-    },
-  });
-}
-
 /**
  * Imports a CSV of contacts: a header naming a `phone_number` column, optionally `timezone`; every
- * other column becomes an `initial_context` string value (empty cells are left out).
+ * other column becomes an `initial_context` string value (empty cells are left out). The file is
+ * received whole, then checked in slices that yield to the event loop (http/csv-body.ts); a header
+ * alone adds nothing. Every line counts toward CAMPAIGN_CONTACTS_MAX_PER_REQUEST, invalid and
+ * repeated ones too, since each costs its check.
+ * `orgId` undefined: the administration CLI.
  */
-/** `orgId` undefined: the administration CLI. */
-export async function importContactCsv(deps: Deps, orgId: number | undefined, campaignId: number, body: Readable, request: ImportRequest): Promise<{ status: number; json: string; replayed: boolean }> {
+export async function importContactCsv(
+  deps: Deps,
+  orgId: number | undefined,
+  campaignId: number,
+  body: Readable,
+  request: ImportRequest,
+  yieldToLoop?: () => Promise<unknown>,
+): Promise<{ status: number; json: string; replayed: boolean }> {
   const { campaign, graph } = await openCampaign(deps, orgId, campaignId, request);
   const batch = new ContactBatch(deps, graph);
   const hash = createHash('sha256').update(`POST ${request.path}\ntext/csv\n`);
-  const parser = parseCsv({
-    bom: true,
-    columns: (header: string[]) => header.map((name) => name.trim()),
-    relax_column_count: true,
-    skip_empty_lines: true,
-    trim: true,
-    info: true,
+  const records = readCsvBody(body, {
+    maxBytes: deps.config.CAMPAIGN_CONTACTS_MAX_BYTES,
+    limitName: 'CAMPAIGN_CONTACTS_MAX_BYTES',
+    maxLineBytes: deps.config.CSV_IMPORT_MAX_LINE_BYTES,
+    sliceLines: deps.config.CSV_IMPORT_SLICE_LINES,
+    columnName: (cell) => cell.trim(),
+    requiredColumn: 'phone_number',
+    headerHint: ' (and optionally timezone; other columns become initial_context)',
+    onChunk: (chunk) => hash.update(chunk),
+    ...(yieldToLoop ? { yieldToLoop } : {}),
   });
-  const source = body.pipe(meteredBody(deps.config.CAMPAIGN_CONTACTS_MAX_BYTES, hash));
-  source.on('error', (error) => parser.destroy(error));
-  source.pipe(parser);
-  // pipe() does not forward the body's own end: an upload the client aborts would leave the parser
-  // waiting for ever. finished() reports it (an error, or a premature close) without destroying the
-  // body, which pipeline() would do, taking the socket and the 413 answer with it.
-  finished(body, (error) => {
-    if (error) parser.destroy(new DialtoneError('bad_request', 'The contacts upload ended before its end; nothing was imported.'));
-  });
-  let headerChecked = false;
-  try {
-    for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string | undefined>; info: { lines: number } }>) {
-      if (!headerChecked) {
-        headerChecked = true;
-        if (!('phone_number' in record)) throw missingColumn();
-      }
-      const context: Record<string, string> = {};
-      for (const [name, value] of Object.entries(record)) {
-        if (name !== 'phone_number' && name !== 'timezone' && value !== undefined && value !== '') context[name] = value;
-      }
-      const timezone = record.timezone === undefined || record.timezone === '' ? null : record.timezone;
-      batch.add({ line: info.lines }, { phone_number: record.phone_number ?? '', initial_context: Object.keys(context).length > 0 ? context : null, timezone });
+  for await (const { line, record } of records) {
+    const context: Record<string, string> = {};
+    for (const [name, value] of Object.entries(record)) {
+      if (name !== 'phone_number' && name !== 'timezone' && value !== undefined && value !== '') context[name] = value;
     }
-  } catch (error) {
-    if (error instanceof DialtoneError) throw error;
-    if (error instanceof CsvError) {
-      const line = (error as CsvError & { lines?: number }).lines;
-      throw validationFailed([{ pointer: '', detail: `Not valid CSV${line === undefined ? '' : ` at line ${line}`}: ${error.message}` }], 'The body is not valid CSV.');
-    }
-    throw error;
+    const timezone = record.timezone === undefined || record.timezone === '' ? null : record.timezone;
+    batch.add({ line }, { phone_number: record.phone_number ?? '', initial_context: Object.keys(context).length > 0 ? context : null, timezone });
   }
-  if (!headerChecked) throw missingColumn();
   const fingerprint = hash.digest('hex');
   return write(deps, campaign, batch, request, () => fingerprint);
-}
-
-function missingColumn(): DialtoneError {
-  return validationFailed([{ pointer: '', detail: 'The first line must be a header naming a phone_number column (and optionally timezone; other columns become initial_context).' }], 'The CSV has no phone_number column.');
 }
 
 async function write(deps: Deps, campaign: CampaignRow, batch: ContactBatch, request: ImportRequest, fingerprint: () => string): Promise<{ status: number; json: string; replayed: boolean }> {

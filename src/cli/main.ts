@@ -9,7 +9,7 @@ import { establishSecretKey } from '../secret-key.js';
 import ms from 'ms';
 import { createReadStream } from 'node:fs';
 import { createOrganization, listOrganizations, organizationExists, setCallingHours, setOrganizationLimits, showOrganization, type LimitChanges } from '../orgs/organizations.js';
-import { getSuppression, importSuppressions, listSuppressions, putSuppression, removeSuppression, type SuppressionContext, type SuppressionView } from '../policy/suppressions.js';
+import { getSuppression, importLimitsOf, importSuppressions, listSuppressions, putSuppression, removeSuppression, type SuppressionContext, type SuppressionView } from '../policy/suppressions.js';
 import { cancelRun } from '../runs/cancel-run.js';
 import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
 import { isTerminal } from '../runs/states.js';
@@ -589,10 +589,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
           input.once('error', (error) => reject(new CliError('not_found', `Cannot read ${file}: ${error.message}`)));
         });
         await opened;
-        const result = await importSuppressions(suppressionContext(deps), opts.org, input, {
-          maxBytes: deps.config.SUPPRESSION_IMPORT_MAX_BYTES,
-          maxInvalidListed: deps.config.SUPPRESSION_IMPORT_MAX_INVALID_LISTED,
-        });
+        const result = await importSuppressions(suppressionContext(deps), opts.org, input, importLimitsOf(deps.config));
         const invalid = result.invalid.map((i) => `  line ${i.line}: ${i.detail}`).join('\n');
         return {
           json: result,

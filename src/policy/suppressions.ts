@@ -3,10 +3,11 @@
 // (calls/phone-number.ts), so the checks match by equality. The HTTP routes and the CLI both use
 // these functions; another organization's suppressions are never visible.
 import type { Readable } from 'node:stream';
-import { Transform, type TransformCallback } from 'node:stream';
-import { parse as parseCsv, CsvError } from 'csv-parse';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { parseDestination } from '../calls/phone-number.js';
+import type { Config } from '../config.js';
 import { DialtoneError, validationFailed } from '../errors.js';
+import { readCsvBody } from '../http/csv-body.js';
 import type { SuppressionRow } from '../store/schema.js';
 import {
   deleteSuppression,
@@ -130,8 +131,16 @@ export async function listSuppressions(ctx: SuppressionContext, orgId: number, p
 export interface ImportLimits {
   /** Largest CSV accepted, in bytes (413 payload_too_large above it). */
   maxBytes: number;
+  /** Most lines after the header, every line counted (422 above it). */
+  maxLines: number;
+  /** Longest line, in bytes (422 above it). */
+  maxLineBytes: number;
+  /** Lines checked, and rows written, between two yields to the event loop. */
+  sliceLines: number;
   /** Most invalid lines listed in the answer (all are counted). */
   maxInvalidListed: number;
+  /** Test seam: how the import yields to the event loop between slices. */
+  yieldToLoop?: () => Promise<unknown>;
 }
 
 export interface InvalidLine {
@@ -148,29 +157,26 @@ export interface ImportResult {
   invalid_count: number;
 }
 
-/** Suppressions written per transaction: large enough to be fast, small enough not to hold the store's writer long. */
-const IMPORT_BATCH = 10_000;
-
-/** Counts the bytes going through and stops the stream with 413 past the limit. */
-function byteLimit(maxBytes: number): Transform {
-  let seen = 0;
-  return new Transform({
-    transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback) {
-      seen += chunk.length;
-      if (seen > maxBytes) return done(new DialtoneError('payload_too_large', `The CSV is larger than ${maxBytes} bytes (SUPPRESSION_IMPORT_MAX_BYTES).`));
-      done(null, chunk);
-    },
-  });
+/** The import's limits as configured. */
+export function importLimitsOf(config: Pick<Config, 'SUPPRESSION_IMPORT_MAX_BYTES' | 'SUPPRESSION_IMPORT_MAX_LINES' | 'CSV_IMPORT_MAX_LINE_BYTES' | 'CSV_IMPORT_SLICE_LINES' | 'SUPPRESSION_IMPORT_MAX_INVALID_LISTED'>): ImportLimits {
+  return {
+    maxBytes: config.SUPPRESSION_IMPORT_MAX_BYTES,
+    maxLines: config.SUPPRESSION_IMPORT_MAX_LINES,
+    maxLineBytes: config.CSV_IMPORT_MAX_LINE_BYTES,
+    sliceLines: config.CSV_IMPORT_SLICE_LINES,
+    maxInvalidListed: config.SUPPRESSION_IMPORT_MAX_INVALID_LISTED,
+  };
 }
 
 /**
  * Imports a CSV of numbers: a header row naming a `phone_number` column, and optionally `reason`
- * and `expires_at` (RFC 3339). The body is parsed as it streams in (csv-parse), keeping only the
- * valid numbers; they are written once the whole body has arrived and parsed, in batches, so a
- * body refused part-way (too large, not CSV) changes nothing. Lines that are not valid numbers are
- * reported by line and skipped; the rest are imported.
+ * and `expires_at` (RFC 3339). The body is received whole (http/csv-body.ts), then checked in
+ * slices, keeping only the valid numbers; they are written once all is checked, so a body refused
+ * part-way (too large, too many lines, not CSV) changes nothing. Lines that are not valid numbers
+ * are reported by line and skipped; the rest are imported. A header alone imports nothing.
  */
 export async function importSuppressions(ctx: SuppressionContext, orgId: number, body: Readable, limits: ImportLimits): Promise<ImportResult> {
+  const yieldToLoop = limits.yieldToLoop ?? nextTurn;
   const now = ctx.clock.now();
   const byNumber = new Map<string, SuppressionValues>();
   const invalid: InvalidLine[] = [];
@@ -180,63 +186,52 @@ export async function importSuppressions(ctx: SuppressionContext, orgId: number,
     if (invalid.length < limits.maxInvalidListed) invalid.push({ line, value, detail });
   };
 
-  const parser = parseCsv({
-    bom: true,
-    columns: (header: string[]) => header.map((name) => name.trim().toLowerCase()),
-    // A line with a missing or extra field is reported as that line's problem, not the file's.
-    relax_column_count: true,
-    skip_empty_lines: true,
-    trim: true,
-    info: true,
+  let lines = 0;
+  const records = readCsvBody(body, {
+    maxBytes: limits.maxBytes,
+    limitName: 'SUPPRESSION_IMPORT_MAX_BYTES',
+    maxLineBytes: limits.maxLineBytes,
+    sliceLines: limits.sliceLines,
+    columnName: (cell) => cell.trim().toLowerCase(),
+    requiredColumn: 'phone_number',
+    headerHint: ' (and optionally reason, expires_at)',
+    yieldToLoop,
   });
-  const source = body.pipe(byteLimit(limits.maxBytes));
-  source.on('error', (error) => parser.destroy(error));
-  source.pipe(parser);
-
-  let headerChecked = false;
-  try {
-    for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string | undefined>; info: { lines: number } }>) {
-      if (!headerChecked) {
-        headerChecked = true;
-        if (!('phone_number' in record)) throw missingColumn();
-      }
-      const line = info.lines;
-      const raw = record.phone_number ?? '';
-      const number = normalizeSuppressedNumber(raw);
-      if (!number.ok) {
-        reject(line, raw, raw === '' ? 'No phone_number on this line.' : number.detail);
-        continue;
-      }
-      const reason = record.reason === undefined || record.reason === '' ? null : record.reason;
-      if (reason !== null && reason.length > REASON_MAX_LENGTH) {
-        reject(line, raw, `The reason is longer than ${REASON_MAX_LENGTH} characters.`);
-        continue;
-      }
-      const expiresAt = parseExpiry(record.expires_at ?? null, now);
-      if (!expiresAt.ok) {
-        reject(line, raw, expiresAt.detail);
-        continue;
-      }
-      byNumber.set(number.value, { orgId, phoneNumber: number.value, reason, expiresAt: expiresAt.value });
+  for await (const { line, record } of records) {
+    // Every line counts, repeated and invalid ones too: each costs the check.
+    if (++lines > limits.maxLines) {
+      throw validationFailed([{ pointer: '', detail: `Line ${line}: an import holds at most ${limits.maxLines} lines after the header (SUPPRESSION_IMPORT_MAX_LINES); split the file.` }], 'Too many lines in one import.');
     }
-  } catch (error) {
-    if (error instanceof DialtoneError) throw error;
-    if (error instanceof CsvError) {
-      const line = (error as CsvError & { lines?: number }).lines;
-      throw validationFailed([{ pointer: '', detail: `Not valid CSV${line === undefined ? '' : ` at line ${line}`}: ${error.message}` }], 'The body is not valid CSV.');
+    const raw = record.phone_number ?? '';
+    const number = normalizeSuppressedNumber(raw);
+    if (!number.ok) {
+      reject(line, raw, raw === '' ? 'No phone_number on this line.' : number.detail);
+      continue;
     }
-    throw error;
+    const reason = record.reason === undefined || record.reason === '' ? null : record.reason;
+    if (reason !== null && reason.length > REASON_MAX_LENGTH) {
+      reject(line, raw, `The reason is longer than ${REASON_MAX_LENGTH} characters.`);
+      continue;
+    }
+    const expiresAt = parseExpiry(record.expires_at ?? null, now);
+    if (!expiresAt.ok) {
+      reject(line, raw, expiresAt.detail);
+      continue;
+    }
+    byNumber.set(number.value, { orgId, phoneNumber: number.value, reason, expiresAt: expiresAt.value });
   }
-  if (!headerChecked) throw missingColumn();
 
+  // A transaction per slice, yielding between them: on SQLite each statement runs on the event
+  // loop and holds the one connection. Only the last is durable: its flush makes the earlier
+  // relaxed commits durable too (the WAL is flushed in order, on both stores), so the answer still
+  // comes only once every row is on the disk.
   const rows = [...byNumber.values()];
-  for (let start = 0; start < rows.length; start += IMPORT_BATCH) {
-    const batch = rows.slice(start, start + IMPORT_BATCH);
-    await ctx.store.transaction('durable', (trx) => upsertSuppressions(trx, batch, now));
+  byNumber.clear();
+  for (let start = 0; start < rows.length; start += limits.sliceLines) {
+    const slice = rows.slice(start, start + limits.sliceLines);
+    const last = start + limits.sliceLines >= rows.length;
+    await ctx.store.transaction(last ? 'durable' : 'relaxed', (trx) => upsertSuppressions(trx, slice, now));
+    if (!last) await yieldToLoop();
   }
   return { imported: rows.length, invalid, invalid_count: invalidCount };
-}
-
-function missingColumn(): DialtoneError {
-  return validationFailed([{ pointer: '', detail: 'The first line must be a header naming a phone_number column (and optionally reason, expires_at).' }], 'The CSV has no phone_number column.');
 }

@@ -13,6 +13,7 @@ import { RUN_STATES, TERMINAL_STATES } from '../../runs/states.js';
 import { CAMPAIGN_STATES, CONTACT_STATUSES, PAUSED_REASONS, type ContactStatus } from '../../store/schema.js';
 import { WEEKDAYS } from '../../policy/calling-hours.js';
 import { authOf } from '../authenticate.js';
+import { allowQuietImport } from '../csv-body.js';
 import { problemResponses } from '../problem-schemas.js';
 import { IdempotencyHeaders, MAX_ID, replayableResponse, RunPage, withRateLimitHeaders } from '../schemas.js';
 
@@ -164,8 +165,6 @@ export function campaignRoutes(deps: Deps): FastifyPluginAsync {
   const common = { tags: ['Campaigns'], security: [{ ApiKey: [] }] };
   return async (app) => {
     app.addSchema(Campaign);
-    // The CSV import's body is handed over unread, as a stream (campaigns/contacts.ts meters it).
-    app.addContentTypeParser('text/csv', (_request, payload, done) => done(null, payload));
 
     app.post(
       '/campaigns',
@@ -237,49 +236,58 @@ export function campaignRoutes(deps: Deps): FastifyPluginAsync {
       );
     }
 
-    app.post(
-      '/campaigns/:id/contacts',
-      {
-        bodyLimit: deps.config.CAMPAIGN_CONTACTS_MAX_BYTES,
-        preValidation: async (request) => {
-          const type = mediaType(request);
-          if (type !== 'application/json' && type !== 'text/csv') throw new DialtoneError('unsupported_media_type', 'Send the contacts as application/json (an array) or text/csv.');
-          if (request.body === undefined) throw new DialtoneError('validation_failed', 'The body is empty; send a list of contacts.', { errors: [{ pointer: '', detail: 'Required: the contacts.' }] });
-          if (Number(request.headers['content-length'] ?? 0) > deps.config.CAMPAIGN_CONTACTS_MAX_BYTES) {
-            throw new DialtoneError('payload_too_large', `The contacts are larger than ${deps.config.CAMPAIGN_CONTACTS_MAX_BYTES} bytes (CAMPAIGN_CONTACTS_MAX_BYTES).`);
-          }
-        },
-        schema: {
-          ...common,
-          operationId: 'addCampaignContacts',
-          summary: 'Add Campaign Contacts',
-          description:
-            'Adds contacts, as a JSON array (each with phone_number, and optionally initial_context and timezone) or as CSV (a header with a phone_number column, optionally timezone; every other column becomes an initial_context string value). A number appears once per campaign: repeats are counted as duplicates. Invalid contacts are listed by index (JSON) or line (CSV) and skipped. At most CAMPAIGN_CONTACTS_MAX_PER_REQUEST contacts (10,000) and CAMPAIGN_CONTACTS_MAX_BYTES per request. Honours Idempotency-Key: a retry with the key gets the first answer again, even after the campaign has ended. An upload cut off before its end imports nothing (400 bad_request).',
-          params: IdParams,
-          headers: IdempotencyHeaders,
-          body: {
-            content: {
-              'application/json': { schema: Type.Array(ContactItem, { maxItems: deps.config.CAMPAIGN_CONTACTS_MAX_PER_REQUEST }) },
-              'text/csv': { schema: Type.Unsafe<Readable>({ description: 'CSV with a header row', examples: ['phone_number,timezone,name\n+12025550123,America/New_York,Ada\n'] }) },
+    // The contacts import alone takes text/csv: its parser lives in a scope of its own, so every
+    // other route here refuses a CSV body with 415 like any body that is not JSON. The body is
+    // handed over unread, as a stream (http/csv-body.ts receives it, enforcing the byte limit).
+    await app.register(async (csv) => {
+      csv.addContentTypeParser('text/csv', (_request, payload, done) => done(null, payload));
+      csv.post(
+        '/campaigns/:id/contacts',
+        {
+          bodyLimit: deps.config.CAMPAIGN_CONTACTS_MAX_BYTES,
+          preValidation: async (request) => {
+            const type = mediaType(request);
+            if (type !== 'application/json' && type !== 'text/csv') throw new DialtoneError('unsupported_media_type', 'Send the contacts as application/json (an array) or text/csv.');
+            if (request.body === undefined) throw new DialtoneError('validation_failed', 'The body is empty; send a list of contacts.', { errors: [{ pointer: '', detail: 'Required: the contacts.' }] });
+            if (Number(request.headers['content-length'] ?? 0) > deps.config.CAMPAIGN_CONTACTS_MAX_BYTES) {
+              throw new DialtoneError('payload_too_large', `The contacts are larger than ${deps.config.CAMPAIGN_CONTACTS_MAX_BYTES} bytes (CAMPAIGN_CONTACTS_MAX_BYTES).`);
+            }
+          },
+          schema: {
+            ...common,
+            operationId: 'addCampaignContacts',
+            summary: 'Add Campaign Contacts',
+            description:
+              'Adds contacts, as a JSON array (each with phone_number, and optionally initial_context and timezone) or as CSV (a header with a phone_number column, optionally timezone; every other column becomes an initial_context string value). A number appears once per campaign: repeats are counted as duplicates. Invalid contacts are listed by index (JSON) or line (CSV) and skipped. At most CAMPAIGN_CONTACTS_MAX_PER_REQUEST contacts (10,000; invalid and repeated ones count) and CAMPAIGN_CONTACTS_MAX_BYTES per request; a CSV must be UTF-8, each line at most CSV_IMPORT_MAX_LINE_BYTES, and a header alone adds nothing. Honours Idempotency-Key: a retry with the key gets the first answer again, even after the campaign has ended. An upload cut off before its end imports nothing (400 bad_request).',
+            params: IdParams,
+            headers: IdempotencyHeaders,
+            body: {
+              content: {
+                'application/json': { schema: Type.Array(ContactItem, { maxItems: deps.config.CAMPAIGN_CONTACTS_MAX_PER_REQUEST }) },
+                'text/csv': { schema: Type.Unsafe<Readable>({ description: 'CSV with a header row', examples: ['phone_number,timezone,name\n+12025550123,America/New_York,Ada\n'] }) },
+              },
+            },
+            response: {
+              200: replayableResponse(ImportResult),
+              ...problemResponses([...OWN, ...BODY, 'validation_failed', 'campaign_state_conflict', 'idempotency_key_in_use', 'idempotency_key_reused']),
             },
           },
-          response: {
-            200: replayableResponse(ImportResult),
-            ...problemResponses([...OWN, ...BODY, 'validation_failed', 'campaign_state_conflict', 'idempotency_key_in_use', 'idempotency_key_reused']),
-          },
         },
-      },
-      async (request, reply: FastifyReply) => {
-        const orgId = authOf(request).orgId;
-        const imported = { idempotencyKey: request.headers['idempotency-key'], path: request.url.split('?')[0] ?? '' };
-        const answer =
-          mediaType(request) === 'text/csv'
-            ? await importContactCsv(deps, orgId, idOf(request), request.body as Readable, imported)
-            : await importContactList(deps, orgId, idOf(request), request.body as ContactInput[], imported);
-        if (answer.replayed) reply.header('idempotent-replayed', 'true');
-        return reply.code(answer.status).type('application/json').send(answer.json);
-      },
-    );
+        async (request, reply: FastifyReply) => {
+          const orgId = authOf(request).orgId;
+          const imported = { idempotencyKey: request.headers['idempotency-key'], path: request.url.split('?')[0] ?? '' };
+          let answer;
+          if (mediaType(request) === 'text/csv') {
+            allowQuietImport(request, deps.config.CSV_IMPORT_TIMEOUT_MS);
+            answer = await importContactCsv(deps, orgId, idOf(request), request.body as Readable, imported);
+          } else {
+            answer = await importContactList(deps, orgId, idOf(request), request.body as ContactInput[], imported);
+          }
+          if (answer.replayed) reply.header('idempotent-replayed', 'true');
+          return reply.code(answer.status).type('application/json').send(answer.json);
+        },
+      );
+    });
 
     app.get(
       '/campaigns/:id/contacts',

@@ -7,6 +7,7 @@ import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
 import {
   getSuppression,
+  importLimitsOf,
   importSuppressions,
   listSuppressions,
   putSuppression,
@@ -17,6 +18,7 @@ import {
 } from '../../policy/suppressions.js';
 import type { Readable } from 'node:stream';
 import { authOf } from '../authenticate.js';
+import { allowQuietImport } from '../csv-body.js';
 import { problemResponses } from '../problem-schemas.js';
 import { withRateLimitHeaders } from '../schemas.js';
 
@@ -50,10 +52,6 @@ export function suppressionRoutes(deps: Deps): FastifyPluginAsync {
   const common = { tags: ['Calling policy'], security: [{ ApiKey: [] }] };
   return async (app) => {
     app.addSchema(Suppression);
-    // The import's body is handed over unread, as a stream, and parsed as it arrives
-    // (policy/suppressions.ts enforces SUPPRESSION_IMPORT_MAX_BYTES while it reads). This parser
-    // serves only the routes of this plugin.
-    app.addContentTypeParser('text/csv', (_request, payload, done) => done(null, payload));
 
     app.put(
       '/suppressions/:phone_number',
@@ -157,53 +155,58 @@ export function suppressionRoutes(deps: Deps): FastifyPluginAsync {
       },
     );
 
-    app.post(
-      '/suppressions/import',
-      {
-        preValidation: async (request) => {
-          if (!csvType(request.headers['content-type'])) throw new DialtoneError('unsupported_media_type', 'Send the list as text/csv.');
-          const length = Number(request.headers['content-length'] ?? 0);
-          if (length > deps.config.SUPPRESSION_IMPORT_MAX_BYTES) {
-            throw new DialtoneError('payload_too_large', `The CSV is larger than ${deps.config.SUPPRESSION_IMPORT_MAX_BYTES} bytes (SUPPRESSION_IMPORT_MAX_BYTES).`);
-          }
-        },
-        schema: {
-          ...common,
-          operationId: 'importSuppressions',
-          summary: 'Import Suppressions',
-          description:
-            'Adds every number of a CSV to the suppression list (replacing the reason and expiry of numbers already on it). The first line is a header naming a `phone_number` column, and optionally `reason` and `expires_at` (RFC 3339). Lines whose number is not valid are skipped and listed by line; the others are imported. At most SUPPRESSION_IMPORT_MAX_BYTES (default 32 MiB).',
-          body: {
-            content: {
-              'text/csv': {
-                schema: Type.Unsafe<Readable>({ description: 'CSV with a header row', examples: ['phone_number,reason\n+12025550123,asked not to be called\n'] }),
+    // The import alone takes text/csv: its parser lives in a scope of its own, so every other
+    // route here refuses a CSV body with 415 like any body that is not JSON. The body is handed
+    // over unread, as a stream (http/csv-body.ts receives it, enforcing the byte limit).
+    await app.register(async (csv) => {
+      csv.addContentTypeParser('text/csv', (_request, payload, done) => done(null, payload));
+      csv.post(
+        '/suppressions/import',
+        {
+          preValidation: async (request) => {
+            if (!csvType(request.headers['content-type'])) throw new DialtoneError('unsupported_media_type', 'Send the list as text/csv.');
+            const length = Number(request.headers['content-length'] ?? 0);
+            if (length > deps.config.SUPPRESSION_IMPORT_MAX_BYTES) {
+              throw new DialtoneError('payload_too_large', `The CSV is larger than ${deps.config.SUPPRESSION_IMPORT_MAX_BYTES} bytes (SUPPRESSION_IMPORT_MAX_BYTES).`);
+            }
+          },
+          schema: {
+            ...common,
+            operationId: 'importSuppressions',
+            summary: 'Import Suppressions',
+            description:
+              'Adds every number of a CSV to the suppression list (replacing the reason and expiry of numbers already on it). The first line is a header naming a `phone_number` column, and optionally `reason` and `expires_at` (RFC 3339). Lines whose number is not valid are skipped and listed by line; the others are imported; a header alone imports nothing. The file must be UTF-8, at most SUPPRESSION_IMPORT_MAX_BYTES (default 32 MiB, about a million numbers) and SUPPRESSION_IMPORT_MAX_LINES lines after the header (default 1,000,000; invalid and repeated lines count), each at most CSV_IMPORT_MAX_LINE_BYTES (default 64 KiB). It is received whole (within REQUEST_TIMEOUT_MS), then checked and written while other requests go on being served; a million numbers take tens of seconds, during which the connection may stay quiet up to CSV_IMPORT_TIMEOUT_MS. An upload cut off before its end imports nothing (400 bad_request).',
+            body: {
+              content: {
+                'text/csv': {
+                  schema: Type.Unsafe<Readable>({ description: 'CSV with a header row', examples: ['phone_number,reason\n+12025550123,asked not to be called\n'] }),
+                },
               },
             },
-          },
-          response: {
-            200: withRateLimitHeaders(
-              Type.Object({
-                imported: Type.Integer({ minimum: 0, description: 'Distinct numbers written (a number on several lines counts once; its last line wins)' }),
-                invalid: Type.Array(
-                  Type.Object({
-                    line: Type.Integer({ minimum: 2, description: 'Line in the file (the header is line 1)' }),
-                    value: Type.String({ description: 'The phone_number as found on the line' }),
-                    detail: Type.String(),
-                  }),
-                  { description: 'Lines skipped, at most SUPPRESSION_IMPORT_MAX_INVALID_LISTED of them' },
-                ),
-                invalid_count: Type.Integer({ minimum: 0, description: 'Every line skipped, listed or not' }),
-              }),
-            ),
-            ...problemResponses([...REFUSALS, 'unsupported_media_type', 'payload_too_large', 'validation_failed']),
+            response: {
+              200: withRateLimitHeaders(
+                Type.Object({
+                  imported: Type.Integer({ minimum: 0, description: 'Distinct numbers written (a number on several lines counts once; its last line wins)' }),
+                  invalid: Type.Array(
+                    Type.Object({
+                      line: Type.Integer({ minimum: 2, description: 'Line in the file (the header is line 1)' }),
+                      value: Type.String({ description: 'The phone_number as found on the line' }),
+                      detail: Type.String(),
+                    }),
+                    { description: 'Lines skipped, at most SUPPRESSION_IMPORT_MAX_INVALID_LISTED of them' },
+                  ),
+                  invalid_count: Type.Integer({ minimum: 0, description: 'Every line skipped, listed or not' }),
+                }),
+              ),
+              ...problemResponses([...REFUSALS, 'bad_request', 'unsupported_media_type', 'payload_too_large', 'validation_failed']),
+            },
           },
         },
-      },
-      async (request) =>
-        importSuppressions(ctx, authOf(request).orgId, request.body as Readable, {
-          maxBytes: deps.config.SUPPRESSION_IMPORT_MAX_BYTES,
-          maxInvalidListed: deps.config.SUPPRESSION_IMPORT_MAX_INVALID_LISTED,
-        }),
-    );
+        async (request) => {
+          allowQuietImport(request, deps.config.CSV_IMPORT_TIMEOUT_MS);
+          return importSuppressions(ctx, authOf(request).orgId, request.body as Readable, importLimitsOf(deps.config));
+        },
+      );
+    });
   };
 }

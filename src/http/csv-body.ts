@@ -1,0 +1,210 @@
+// CSV import bodies (the suppression list's, a campaign's contacts): received whole, then read
+// line by line in slices that yield to the event loop, so that a million-line file never holds the
+// node for more than a slice (CSV_IMPORT_SLICE_LINES) at a time.
+//
+// Why received whole first: reading while receiving throttles the upload to the pace of the checks
+// (tens of microseconds a number), and a large file then misses REQUEST_TIMEOUT_MS (408) although
+// the network delivered it in a second. The file is bounded (the route's byte limit), and the
+// checks then run with the connection's quiet time extended (CSV_IMPORT_TIMEOUT_MS, see
+// allowQuietImport). While it arrives, each line's length is checked, so an endless line is
+// refused after CSV_IMPORT_MAX_LINE_BYTES, not after the whole file.
+import type { Socket } from 'node:net';
+import { Readable, finished } from 'node:stream';
+import { isUtf8 } from 'node:buffer';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { FastifyRequest } from 'fastify';
+import { parse as parseCsv, CsvError } from 'csv-parse';
+import { DialtoneError, validationFailed } from '../errors.js';
+
+export interface CsvBodyOptions {
+  /** Largest body, in bytes (413 above it); `limitName` names the setting in the refusal. */
+  maxBytes: number;
+  limitName: string;
+  /** Longest line, in bytes (CSV_IMPORT_MAX_LINE_BYTES). */
+  maxLineBytes: number;
+  /** Lines read between two yields to the event loop (CSV_IMPORT_SLICE_LINES). */
+  sliceLines: number;
+  /** How a header cell becomes a column name (trimmed, and lower-cased for the suppressions). */
+  columnName: (cell: string) => string;
+  /** The column every file must have, and what to say when it has not. */
+  requiredColumn: string;
+  headerHint: string;
+  /** Each chunk as it arrives (the contacts import hashes them for its Idempotency-Key). */
+  onChunk?: (chunk: Buffer) => void;
+  /** Yields to the event loop between slices; a test may observe the slices through it. */
+  yieldToLoop?: () => Promise<unknown>;
+}
+
+export interface CsvLine {
+  /** The line the record starts on (the header is line 1). */
+  line: number;
+  /** The record's cells by column name; a line with fewer cells leaves the rest undefined. */
+  record: Record<string, string | undefined>;
+}
+
+/** Bytes csv-parse is fed at a time: each piece is parsed at once, without a yield (16 KiB: some 800 lines, a few ms). */
+const FEED_BYTES = 16 * 1024;
+const NEWLINE = 0x0a;
+
+function notCsv(detail: string): DialtoneError {
+  return validationFailed([{ pointer: '', detail }], 'The body is not valid CSV.');
+}
+
+/**
+ * Receives the whole body, refusing it as soon as it is larger than `maxBytes` (413) or a line is
+ * longer than `maxLineBytes` (422). An upload the client cuts off is refused with 400.
+ * Listeners, not for-await: leaving a for-await destroys the request, and its socket with it, so
+ * the refusal could not be answered.
+ */
+function receive(body: Readable, options: CsvBodyOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let line = 1;
+    let lineBytes = 0;
+    let settled = false;
+    const settle = (error: DialtoneError | undefined) => {
+      if (settled) return;
+      settled = true;
+      body.off('data', onData);
+      body.off('end', onEnd);
+      stopWatching();
+      if (error) reject(error);
+      else resolve(Buffer.concat(chunks, received));
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > options.maxBytes) return settle(new DialtoneError('payload_too_large', `The CSV is larger than ${options.maxBytes} bytes (${options.limitName}).`));
+      // Line lengths, by the newlines' positions (a newline byte is never part of a multi-byte character).
+      for (let from = 0; ; ) {
+        const newline = chunk.indexOf(NEWLINE, from);
+        lineBytes += (newline === -1 ? chunk.length : newline) - from;
+        if (lineBytes > options.maxLineBytes) {
+          return settle(notCsv(`Line ${line} is longer than ${options.maxLineBytes} bytes (CSV_IMPORT_MAX_LINE_BYTES).`));
+        }
+        if (newline === -1) break;
+        line += 1;
+        lineBytes = 0;
+        from = newline + 1;
+      }
+      options.onChunk?.(chunk);
+      chunks.push(chunk);
+    };
+    const onEnd = () => settle(undefined);
+    body.on('data', onData);
+    body.once('end', onEnd);
+    // finished() also reports a body cut off before these listeners were attached.
+    const stopWatching = finished(body, { writable: false }, (error) => {
+      if (error) settle(new DialtoneError('bad_request', 'The upload ended before its end; nothing was imported.'));
+    });
+  });
+}
+
+/** The first line holding a byte sequence that is not UTF-8 (lines split at newline bytes, which UTF-8 never uses inside a character). */
+function firstLineNotUtf8(text: Buffer): number {
+  let line = 1;
+  for (let start = 0; start <= text.length; line++) {
+    const newline = text.indexOf(NEWLINE, start);
+    const end = newline === -1 ? text.length : newline;
+    if (!isUtf8(text.subarray(start, end))) return line;
+    if (newline === -1) break;
+    start = newline + 1;
+  }
+  return line;
+}
+
+const LINE_BREAKS = /\r\n|\r|\n/g;
+const count = (text: string, pattern: RegExp) => text.match(pattern)?.length ?? 0;
+
+/**
+ * The body's records after its header, each with the line it starts on. Refuses a body that is
+ * empty, not UTF-8 or not CSV, or whose header lacks the required column; a header alone yields
+ * nothing. Between slices of `sliceLines` records it yields to the event loop, so the caller's
+ * work on each record is sliced too.
+ */
+export async function* readCsvBody(body: Readable, options: CsvBodyOptions): AsyncGenerator<CsvLine, void, undefined> {
+  const yieldToLoop = options.yieldToLoop ?? nextTurn;
+  const text = await receive(body, options);
+  await yieldToLoop();
+  if (!isUtf8(text)) throw notCsv(`Line ${firstLineNotUtf8(text)} is not valid UTF-8; save the file as UTF-8.`);
+  await yieldToLoop();
+
+  const parser = parseCsv({
+    bom: true,
+    // A line with a missing or extra cell is reported as that line's problem, not the file's.
+    relax_column_count: true,
+    skip_empty_lines: true,
+    trim: true,
+    info: true,
+    max_record_size: options.maxLineBytes,
+  });
+  Readable.from(
+    (function* feed() {
+      for (let start = 0; start < text.length; start += FEED_BYTES) yield text.subarray(start, start + FEED_BYTES);
+    })(),
+  ).pipe(parser);
+
+  let columns: string[] | undefined;
+  // csv-parse counts a CRLF inside a quoted cell as two lines (it counts the CR and the LF alone
+  // there, and the pair as one only between records), so its line numbers run one too high after
+  // each: the surplus is taken off here, and the record's own line breaks, to give its first line.
+  let surplus = 0;
+  let sinceYield = 0;
+  try {
+    for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+      let breaks = 0;
+      for (const cell of record) {
+        if (cell.includes('\n') || cell.includes('\r')) {
+          breaks += count(cell, LINE_BREAKS);
+          surplus += count(cell, /\r\n/g);
+        }
+      }
+      const line = info.lines - surplus - breaks;
+      if (columns === undefined) {
+        columns = record.map(options.columnName);
+        if (!columns.includes(options.requiredColumn)) throw missingColumn(options);
+        continue;
+      }
+      const named: Record<string, string | undefined> = {};
+      columns.forEach((name, index) => {
+        named[name] = record[index];
+      });
+      yield { line, record: named };
+      if (++sinceYield >= options.sliceLines) {
+        sinceYield = 0;
+        await yieldToLoop();
+      }
+    }
+  } catch (error) {
+    if (error instanceof CsvError) {
+      const line = (error as CsvError & { lines?: number }).lines;
+      const detail = error.code === 'CSV_MAX_RECORD_SIZE' ? `A record is longer than ${options.maxLineBytes} bytes (CSV_IMPORT_MAX_LINE_BYTES)` : error.message;
+      throw notCsv(`Not valid CSV${line === undefined ? '' : ` at line ${line - surplus}`}: ${detail}`);
+    }
+    throw error;
+  } finally {
+    parser.destroy();
+  }
+  if (columns === undefined) {
+    throw validationFailed([{ pointer: '', detail: `The first line must be a header naming a ${options.requiredColumn} column${options.headerHint}.` }], 'The CSV is empty.');
+  }
+}
+
+function missingColumn(options: CsvBodyOptions): DialtoneError {
+  return validationFailed(
+    [{ pointer: '', detail: `The first line must be a header naming a ${options.requiredColumn} column${options.headerHint}.` }],
+    `The CSV has no ${options.requiredColumn} column.`,
+  );
+}
+
+/**
+ * Lets the import's connection stay quiet for `timeoutMs` while the received file is checked and
+ * written: the server's inactivity timeout (REQUEST_TIMEOUT_MS and a little) would otherwise close
+ * it without an answer in the middle of a large import. Node sets the connection's keep-alive
+ * timeout again once the answer is sent, so the connection's next requests are not affected.
+ */
+export function allowQuietImport(request: FastifyRequest, timeoutMs: number): void {
+  // Injected requests (app.inject, the tests) have a stand-in socket without timeouts.
+  const socket = request.raw.socket as Partial<Socket>;
+  if (typeof socket.setTimeout === 'function') socket.setTimeout(timeoutMs);
+}
