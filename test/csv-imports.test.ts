@@ -192,3 +192,39 @@ for (const store of await storeCases()) {
     });
   });
 }
+
+/** Every route of the app, from Fastify's own listing (printRoutes: a tree of path segments, each line `segment (METHODS)`). */
+function routesOf(app: FastifyInstance): { method: string; path: string }[] {
+  const routes: { method: string; path: string }[] = [];
+  const stack: string[] = [];
+  for (const text of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const match = /^([│ ]*)[├└]── (.+) \(([A-Z, ]+)\)$/.exec(text);
+    if (!match) continue;
+    const depth = (match[1] ?? '').length / 4;
+    stack.length = depth;
+    stack.push(match[2] ?? '');
+    for (const method of (match[3] ?? '').split(', ')) routes.push({ method, path: stack.join('') });
+  }
+  return routes;
+}
+
+describe('Media types', () => {
+  it('refuses a text/csv body with 415 unsupported_media_type on every route but the two CSV imports, echoing nothing internal', async (t) => {
+    const { app, deps } = await build(t, 'sqlite');
+    const f = await createOrgFixture(deps);
+    const takesCsv = new Set(['POST /api/v1/public/suppressions/import', 'POST /api/v1/public/campaigns/:id/contacts']);
+    const withBody = routesOf(app).filter((r) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(r.method) && !takesCsv.has(`${r.method} ${r.path}`));
+    assert.ok(withBody.length >= 20, `routes found: ${withBody.length}`);
+    assert.ok(withBody.some((r) => r.path === '/api/v1/public/suppressions/:phone_number' && r.method === 'PUT'));
+    for (const route of withBody) {
+      const url = route.path
+        .replace(':phone_number', '%2B12025550195')
+        .replace(/:(uuid|workflow_uuid)/, f.agentUuid)
+        .replace(/:[a-z_]+/g, '1');
+      const response = await app.inject({ method: route.method as 'POST', url, headers: { 'x-api-key': f.apiKey, 'content-type': 'text/csv' }, payload: 'x' });
+      assert.equal(response.statusCode, 415, `${route.method} ${route.path}: ${response.body}`);
+      assert.equal(response.json().code, 'unsupported_media_type');
+      assert.doesNotMatch(response.body, /_events|rawHeaders|socket/);
+    }
+  });
+});
