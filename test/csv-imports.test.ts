@@ -208,7 +208,7 @@ function routesOf(app: FastifyInstance): { method: string; path: string }[] {
   return routes;
 }
 
-describe('Media types', () => {
+describe('Request bodies', () => {
   it('refuses a text/csv body with 415 unsupported_media_type on every route but the two CSV imports, echoing nothing internal', async (t) => {
     const { app, deps } = await build(t, 'sqlite');
     const f = await createOrgFixture(deps);
@@ -226,5 +226,18 @@ describe('Media types', () => {
       assert.equal(response.json().code, 'unsupported_media_type');
       assert.doesNotMatch(response.body, /_events|rawHeaders|socket/);
     }
+  });
+
+  it('refuses a JSON body that is not UTF-8 with 400 malformed_json, storing nothing, instead of storing U+FFFD', async (t) => {
+    const { app, deps } = await build(t, 'sqlite');
+    const f = await createOrgFixture(deps);
+    const url = '/api/v1/public/suppressions/%2B12025550195';
+    const latin1 = Buffer.concat([Buffer.from('{"reason":"Ren'), Buffer.from([0xe9]), Buffer.from('e asked"}')]);
+    const refused = assertProblem(await app.inject({ method: 'PUT', url, headers: { 'x-api-key': f.apiKey, 'content-type': 'application/json' }, payload: latin1 }), 400, 'malformed_json');
+    assert.match(refused.detail, /not valid UTF-8/);
+    assert.equal((await getJson(app, url, f.apiKey)).statusCode, 404, 'nothing was stored');
+    const utf8 = await app.inject({ method: 'PUT', url, headers: { 'x-api-key': f.apiKey, 'content-type': 'application/json' }, payload: Buffer.from('{"reason":"Renée asked"}') });
+    assert.equal(utf8.statusCode, 200, utf8.body);
+    assert.equal(utf8.json().reason, 'Renée asked');
   });
 });

@@ -1,6 +1,7 @@
 // Request bodies: JSON only, UTF-8 only, never compressed, and never nested deeper than a bound.
 // The bound is checked right after parsing (V8's JSON.parse does not recurse on the stack), by a
 // walk with an explicit stack, before validation or anything else that recurses walks the value.
+import { isUtf8 } from 'node:buffer';
 import { parse as parseContentType } from 'content-type';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DialtoneError, validationFailed } from '../errors.js';
@@ -61,8 +62,11 @@ export function refuseUnreadableBodies(request: FastifyRequest): void {
 export function useJsonBodies(app: FastifyInstance, maxDepth: number): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser(['text/plain', 'application/json']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body.toString();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    // Read as bytes: decoded as a string, bytes that are not UTF-8 would become U+FFFD silently,
+    // and a name stored with them would be garbled for good.
+    if (typeof body !== 'string' && !isUtf8(body)) return done(new DialtoneError('malformed_json', 'The request body is not valid UTF-8; JSON must be sent as UTF-8.'), undefined);
+    const text = body.toString('utf8');
     if (text === '') return done(null, undefined);
     parseJson(request, text, (error, value) => {
       if (error) return done(error, undefined);
