@@ -203,7 +203,9 @@ export const ConfigSchema = Type.Object({
   CAMPAIGN_LEASE_MS: Integer(1_000, 3_600_000, 30_000),
   /** Largest contacts import (JSON or CSV), in bytes (413 above it). */
   CAMPAIGN_CONTACTS_MAX_BYTES: Integer(1024, 1024 * 1024 * 1024, 16 * 1024 * 1024),
-  /** Most contacts one import may carry (422 above it). */
+  /** Most open campaigns (draft, running or paused) per organization, checked in the creating transaction so racing creations cannot exceed it. */
+  CAMPAIGN_MAX_OPEN_PER_ORGANIZATION: Integer(1, 100_000, 100),
+  /** Most contacts one import may carry, invalid and repeated ones included (422 above it). */
   CAMPAIGN_CONTACTS_MAX_PER_REQUEST: Integer(1, 1_000_000, 10_000),
   /** Most invalid contacts an import answer lists (every one is counted in invalid_count). */
   CAMPAIGN_CONTACTS_MAX_INVALID_LISTED: Integer(0, 100_000, 1_000),

@@ -41,6 +41,7 @@ export const ERROR_CODES = [
   'invalid_webhook_url',
   'webhook_url_not_allowed',
   'webhook_endpoint_limit',
+  'campaign_limit',
   'telephony_not_configured',
   'telephony_not_ready',
   'idempotency_key_reused',

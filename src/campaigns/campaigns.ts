@@ -25,6 +25,7 @@ import {
   cancelPendingContacts,
   countCampaignRunsByState,
   countContactsByStatus,
+  countOpenCampaigns,
   insertCampaign,
   selectCampaign,
   selectCampaignPage,
@@ -35,6 +36,7 @@ import {
 import type { CampaignRow, CampaignState, CampaignStreamEvent, ContactStatus, PausedReason, RunMode } from '../store/schema.js';
 import type { CampaignChange } from '../store/campaign-statements.js';
 import { insertCampaignEvent } from '../store/event-stream-statements.js';
+import { lockOrganization } from '../store/run-reads.js';
 import { decodeJson, type StoreTransaction } from '../store/store.js';
 import { insertOrganizationDeliveries } from '../store/webhook-statements.js';
 import { campaignMessageId, isWebhookEventType } from '../webhooks/event-types.js';
@@ -146,6 +148,14 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
   const route = await selectTelephonyConfiguration(deps.store, orgId, body.telephony_configuration_id, deps.lookups);
   const now = deps.clock.now();
   const { row, deliveries } = await deps.store.transaction('durable', async (trx) => {
+    // The count and the insert share the transaction, under the organization's row lock on
+    // PostgreSQL (SQLite's one writer runs them in turn already), so creations racing at the cap
+    // cannot all see room for one more.
+    await lockOrganization(deps.store, trx, orgId);
+    const max = deps.config.CAMPAIGN_MAX_OPEN_PER_ORGANIZATION;
+    if ((await countOpenCampaigns(trx, orgId)) >= max) {
+      throw new DialtoneError('campaign_limit', `An organization may have at most ${max} campaigns open (draft, running or paused; CAMPAIGN_MAX_OPEN_PER_ORGANIZATION); complete or cancel one first.`);
+    }
     const inserted = await insertCampaign(trx, {
       orgId,
       name: body.name,

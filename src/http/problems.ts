@@ -50,6 +50,7 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   invalid_webhook_url: { status: 422, title: 'Invalid webhook URL' },
   webhook_url_not_allowed: { status: 422, title: 'Webhook URL not allowed' },
   webhook_endpoint_limit: { status: 422, title: 'Webhook endpoint limit reached' },
+  campaign_limit: { status: 422, title: 'Campaign limit reached' },
   telephony_not_configured: { status: 422, title: 'Telephony not configured' },
   telephony_not_ready: { status: 422, title: 'Telephony not ready' },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },

@@ -10,6 +10,17 @@ import { runDetailsQuery, type RunDetailsRow } from './run-reads.js';
 import type { CampaignContactRow, CampaignRow, CampaignState, CampaignsTable, ContactStatus, RunMode, RunState } from './schema.js';
 import { queryable, type Queryable, type Store, type StoreTransaction } from './store.js';
 
+/** How many campaigns the organization has open (draft, running or paused); inside the creating transaction, after lockOrganization, the count is exact. */
+export async function countOpenCampaigns(on: Queryable, orgId: number): Promise<number> {
+  const { n } = await queryable(on)
+    .selectFrom('campaigns')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('org_id', '=', orgId)
+    .where('state', 'in', ['draft', 'running', 'paused'])
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
 export interface NewCampaignValues {
   orgId: number;
   name: string;

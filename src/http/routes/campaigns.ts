@@ -173,11 +173,11 @@ export function campaignRoutes(deps: Deps): FastifyPluginAsync {
           ...common,
           operationId: 'createCampaign',
           summary: 'Create Campaign',
-          description: 'A campaign in state draft: add contacts, then start it. Each attempt is an ordinary workflow run (with campaign_id, contact_id and attempt), created when its contact is due.',
+          description: 'A campaign in state draft: add contacts, then start it. An organization may have at most CAMPAIGN_MAX_OPEN_PER_ORGANIZATION campaigns open (draft, running or paused; default 100): one more is refused with 422 campaign_limit. Each attempt is an ordinary workflow run (with campaign_id, contact_id and attempt), created when its contact is due.',
           body: CampaignBody,
           response: {
             201: withRateLimitHeaders(Type.Ref('Campaign')),
-            ...problemResponses([...REFUSALS, ...BODY, 'validation_failed', 'agent_not_found', 'workflow_not_found', 'workflow_not_published', 'telephony_configuration_not_found', 'telephony_not_configured']),
+            ...problemResponses([...REFUSALS, ...BODY, 'validation_failed', 'agent_not_found', 'workflow_not_found', 'workflow_not_published', 'telephony_configuration_not_found', 'telephony_not_configured', 'campaign_limit']),
           },
         },
       },
