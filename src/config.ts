@@ -189,7 +189,7 @@ export const ConfigSchema = Type.Object({
   SUPPRESSION_IMPORT_MAX_LINES: Integer(1, 100_000_000, 1_000_000),
   /** Longest line of a CSV import (suppressions or contacts), in bytes; a longer one refuses the file (422) as soon as it arrives. */
   CSV_IMPORT_MAX_LINE_BYTES: Integer(64, 16 * 1024 * 1024, 64 * 1024),
-  /** Lines of a CSV import checked (and rows written) between two yields to the event loop, so other requests are served meanwhile. */
+  /** Lines of a CSV import (or items of a JSON contacts import) checked, and rows written, between two yields to the event loop, so other requests are served meanwhile. */
   CSV_IMPORT_SLICE_LINES: Integer(1, 100_000, 250),
   /** How long a CSV import's connection may stay quiet once its file is received, while it is checked and written (receiving it must fit in REQUEST_TIMEOUT_MS). */
   CSV_IMPORT_TIMEOUT_MS: Integer(1_000, 3_600_000, 300_000),

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { PassThrough, Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
+import { importContactCsv } from '../src/campaigns/contacts.js';
 import { DialtoneError } from '../src/errors.js';
 import { readCsvBody, type CsvBodyOptions } from '../src/http/csv-body.js';
 import { importSuppressions, importLimitsOf } from '../src/policy/suppressions.js';
@@ -114,6 +115,29 @@ for (const store of await storeCases()) {
       await health;
       assert.equal(result.imported, 400);
       assert.ok(answeredAtSlice !== undefined && answeredAtSlice < 40, `/healthz answered at slice ${answeredAtSlice} of ${slices}`);
+    });
+
+    it('answers /healthz between the slices of a contacts CSV import, before the import has been read through', async (t) => {
+      const { app, deps } = await build(t, store.kind, { env: { CSV_IMPORT_SLICE_LINES: '10' } });
+      const f = await createOrgFixture(deps);
+      const { id } = await createCampaign(app, f);
+      const csv = `phone_number,name\n${numbers(300).map((n) => `${n},Ada`).join('\n')}\n`;
+      let slices = 0;
+      let health: Promise<unknown> | undefined;
+      let answeredAtSlice: number | undefined;
+      const answer = await importContactCsv(deps, f.orgId, id, Readable.from([Buffer.from(csv)]), { idempotencyKey: undefined, path: `${CAMPAIGNS}/${id}/contacts` }, async () => {
+        slices++;
+        if (slices === 3) {
+          health = app.inject({ method: 'GET', url: '/healthz' }).then((response) => {
+            assert.equal(response.statusCode, 200);
+            answeredAtSlice = slices;
+          });
+        }
+        await nextTurn();
+      });
+      await health;
+      assert.equal(JSON.parse(answer.json).added, 300);
+      assert.ok(answeredAtSlice !== undefined && answeredAtSlice < 30, `/healthz answered at slice ${answeredAtSlice} of ${slices}`);
     });
 
     it('imports nothing from a suppression CSV holding only its header, and says so with imported 0', async (t) => {
