@@ -40,15 +40,18 @@ export function selectKeyByPrefix(store: Store, prefix: string) {
 
 /**
  * Records a key's use unless it was recorded less than `intervalMs` ago: the guard in SQL keeps
- * concurrent requests on several nodes from all writing.
+ * concurrent requests on several nodes from all writing. Relaxed (Store.relaxed): a last use lost
+ * in a power cut breaks no promise, and the request that records it should not wait for a flush.
  */
 export async function setKeyLastUsed(store: Store, keyId: number, now: number, intervalMs: number): Promise<void> {
-  await store.db
-    .updateTable('api_keys')
-    .set({ last_used_at: now })
-    .where('id', '=', keyId)
-    .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', now - intervalMs)]))
-    .execute();
+  await store.relaxed((db) =>
+    db
+      .updateTable('api_keys')
+      .set({ last_used_at: now })
+      .where('id', '=', keyId)
+      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', now - intervalMs)]))
+      .execute(),
+  );
 }
 
 /** An organization's keys, oldest first, without their hashes. */

@@ -25,13 +25,20 @@ export interface ClaimKey {
   owner: string;
 }
 
-/** Inserts the claim unless the organization already has a record for the key; true when inserted. */
+/**
+ * Inserts the claim unless the organization already has a record for the key; true when inserted.
+ * Relaxed (Store.relaxed): a claim promises nothing to anyone, and the durable write that ends its
+ * request (the run with its answer, or the claim's release) flushes it too; on SQLite it would
+ * otherwise cost every such request a flush of its own.
+ */
 export async function insertIdempotencyClaim(store: Store, orgId: number, key: string, claim: InFlightClaimColumns): Promise<boolean> {
-  const inserted = await store.db
-    .insertInto('idempotency_keys')
-    .values({ org_id: orgId, key, ...claim })
-    .onConflict((oc) => oc.columns(['org_id', 'key']).doNothing())
-    .executeTakeFirst();
+  const inserted = await store.relaxed((db) =>
+    db
+      .insertInto('idempotency_keys')
+      .values({ org_id: orgId, key, ...claim })
+      .onConflict((oc) => oc.columns(['org_id', 'key']).doNothing())
+      .executeTakeFirst(),
+  );
   return Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1;
 }
 
@@ -41,7 +48,7 @@ export function selectIdempotencyRecord(store: Store, orgId: number, key: string
   return store.db.selectFrom('idempotency_keys').selectAll().where('org_id', '=', orgId).where('key', '=', key).executeTakeFirst();
 }
 
-/** Replaces a record with a fresh claim if it is still as it was read (same owner, same state); true when replaced. */
+/** Replaces a record with a fresh claim if it is still as it was read (same owner, same state); true when replaced. Relaxed, as a claim's insert is. */
 export async function takeOverIdempotencyRecord(
   store: Store,
   orgId: number,
@@ -49,14 +56,16 @@ export async function takeOverIdempotencyRecord(
   seen: { owner: string; state: IdempotencyState },
   claim: InFlightClaimColumns,
 ): Promise<boolean> {
-  const taken = await store.db
-    .updateTable('idempotency_keys')
-    .set(claim)
-    .where('org_id', '=', orgId)
-    .where('key', '=', key)
-    .where('owner', '=', seen.owner)
-    .where('state', '=', seen.state)
-    .executeTakeFirst();
+  const taken = await store.relaxed((db) =>
+    db
+      .updateTable('idempotency_keys')
+      .set(claim)
+      .where('org_id', '=', orgId)
+      .where('key', '=', key)
+      .where('owner', '=', seen.owner)
+      .where('state', '=', seen.state)
+      .executeTakeFirst(),
+  );
   return Number(taken.numUpdatedRows) === 1;
 }
 

@@ -7,11 +7,12 @@ import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from './kysely.js';
+import { Kysely, PostgresDialect, sql } from './kysely.js';
 import type { Transaction } from 'kysely';
 import type Pg from 'pg';
 import type { Database } from './schema.js';
 import { CoalescingNotifier } from './coalescing-notifier.js';
+import { DurableCommits } from './durable-commits.js';
 import { GroupCommit } from './group-commit.js';
 import { withStatementCache } from './statement-cache.js';
 import { namePreparedStatements } from './prepared-statements.js';
@@ -40,6 +41,13 @@ export interface Store {
   transaction<T>(durability: Durability, work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
   /** A relaxed write, committed together with the other relaxed writes of the same moment (group-commit.ts). */
   batched<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+  /**
+   * Statements whose loss in a power cut breaks no promise (a key's last use, a claim no one has
+   * been answered about), run on their own: on SQLite their commits are not flushed (they still
+   * survive a crash of the process); on PostgreSQL they commit as any statement does. Every other
+   * write, in a transaction or not, is durable before its caller is answered (durable-commits.ts).
+   */
+  relaxed<T>(work: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   /**
    * Cross-process wake-ups: PostgreSQL LISTEN/NOTIFY. `announce`, called after a commit, sends the
    * notification by a statement of its own, coalesced with the other announcements of the moment
@@ -103,8 +111,9 @@ function openSqlite(path: string, options: StoreOptions): Store {
   }
   const sqlite = new SqliteDatabase(inMemory ? ':memory:' : path);
   // WAL lets readers proceed while the dispatcher writes. Every transaction commits with
-  // synchronous=NORMAL (durable against process crashes, no fsync on the event loop); a durable
-  // one is answered only once the WAL file is flushed on the thread pool (wal-sync.ts).
+  // synchronous=NORMAL (durable against process crashes, no fsync on the event loop); a commit that
+  // wrote is answered only once the WAL file is flushed on the thread pool (wal-sync.ts), unless
+  // its writer relaxed it (durable-commits.ts).
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
@@ -122,7 +131,6 @@ function openSqlite(path: string, options: StoreOptions): Store {
   // since a time (an hour by default): measured on a million runs, its peak was 54 MB above the
   // process's, against 15 MB when it could spill (docs/benchmarks.md, "SQLite temporary storage").
   sqlite.pragma('temp_store = MEMORY');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   // An in-memory database has no file to make durable.
   const walSync = inMemory ? undefined : new WalSync(`${resolve(path)}-wal`, options.flushWal, options.onFlushFailure, options.onWalFlushed);
   // Checkpoints run on a worker thread (wal-checkpointer.ts); this connection checkpoints only if
@@ -136,15 +144,24 @@ function openSqlite(path: string, options: StoreOptions): Store {
     const index = walIndex;
     checkpointer = new WalCheckpointer(() => thread(resolve(path)), () => index.pendingFrames(), options.onFlushFailure, options.onCheckpointTrouble);
   }
-  const transaction: Store['transaction'] = async (durability, work) => {
-    const result = await db.transaction().execute(work);
-    checkpointer?.committed();
-    if (durability === 'durable' && walSync) {
-      walSync.committedOne();
-      await walSync.sync();
-    }
-    return result;
-  };
+  // Every commit that wrote is flushed before its caller is answered, whichever statement or
+  // transaction made it, unless its writer relaxed it (durable-commits.ts): the one place that
+  // decides durability on SQLite.
+  const commits = new DurableCommits(sqlite, {
+    committed: () => checkpointer?.committed(),
+    committedDurable: () => walSync?.committedOne(),
+    flush: walSync ? () => walSync.sync() : undefined,
+  });
+  const db = new Kysely<Database>({ dialect: commits.dialect({ database: commits.watch(withStatementCache(sqlite)) }) });
+  const transaction: Store['transaction'] = (durability, work) =>
+    db.transaction().execute(
+      durability === 'durable'
+        ? work
+        : (trx) => {
+            commits.relaxCurrent();
+            return work(trx);
+          },
+    );
   const group = new GroupCommit((work) => transaction('relaxed', work), GROUP_COMMIT_MAX, 1);
   // Durable transactions of the same moment share one fsync (group-commit.ts): on one connection
   // the fsync is what a durable write waits for, so each one alone would cap the node at one
@@ -168,6 +185,11 @@ function openSqlite(path: string, options: StoreOptions): Store {
     dialect: 'sqlite',
     transaction: (durability, work) => (durability === 'durable' ? timedDurable(work) : transaction(durability, work)),
     batched: (work) => group.run(work),
+    relaxed: (work) =>
+      db.connection().execute((connection) => {
+        commits.relaxCurrent();
+        return work(connection);
+      }),
     announce: () => undefined,
     listen: async () => async () => undefined,
     async ping() {
@@ -223,6 +245,8 @@ function openPostgres(url: string, options: StoreOptions): Store {
     dialect: 'postgres',
     transaction,
     batched: (work) => group.run(work),
+    // Committed as every statement is; losing one would break nothing, winning nothing by relaxing one statement.
+    relaxed: (work) => work(db),
     announce: (channel) => announcements.announce(channel),
     async listen(channel, onNotify, onError) {
       // A dedicated connection: a pooled one would be handed to other queries between notifications.
@@ -260,9 +284,9 @@ export function queryable(on: Queryable): Kysely<Database> {
 }
 
 /**
- * A transaction at the connection's default commit setting (SQLite synchronous=NORMAL, PostgreSQL
- * synchronous_commit on): neither `durable` nor `relaxed`. The administration writes (workflows,
- * telephony configurations) commit this way, as they always have.
+ * A transaction of its own, outside the group commits: durable as every write is (PostgreSQL
+ * synchronous_commit on; SQLite flushed before it resolves, durable-commits.ts). For the
+ * administration writes (workflows, telephony configurations), which are few and need no batching.
  */
 export function plainTransaction<T>(store: Pick<Store, 'db'>, work: (trx: StoreTransaction) => Promise<T>): Promise<T> {
   return store.db.transaction().execute(work);

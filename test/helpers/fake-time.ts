@@ -25,6 +25,7 @@ export class FakeTime {
     dialect: store.dialect,
     transaction: (durability, work) => this.track(store.transaction(durability, work)),
     batched: (work) => this.track(store.batched(work)),
+    relaxed: (work) => this.track(store.relaxed(work)),
     announce: (channel) => store.announce(channel),
     listen: (channel, onNotify, onError) => store.listen(channel, onNotify, onError),
     durable: () => this.track(store.durable()),

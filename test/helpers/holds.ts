@@ -63,6 +63,7 @@ export function holdingStore(store: Store, armed: () => { sql: RegExp; hold: Hol
     dialect: store.dialect,
     transaction: (durability, work) => store.transaction(durability, work),
     batched: (work) => store.batched(work),
+    relaxed: (work) => store.relaxed((db) => work(held(db))),
     announce: (channel) => store.announce(channel),
     listen: (channel, onNotify, onError) => store.listen(channel, onNotify, onError),
     durable: () => durableHold()?.pass().then(() => store.durable()) ?? store.durable(),
