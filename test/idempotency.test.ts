@@ -108,6 +108,31 @@ for (const store of await storeCases()) {
       assert.equal(await countRuns(deps), 1);
     });
 
+    it('answers a dry run with a malformed key (too long, empty, not printable ASCII) exactly as the real request, on each operation', async (t) => {
+      const { app, deps } = await build(t, store.kind);
+      const f = await createOrgFixture(deps);
+      const malformed = ['k'.repeat(300), '', '""', 'tab\there', 'clé-été'];
+      for (const op of OPERATION_CASES) {
+        for (const bad of malformed) {
+          const options = { key: f.apiKey, headers: { 'idempotency-key': bad } };
+          const dryRun = await postJson(app, `${op.path(f)}?dry_run=true`, BODY, options);
+          const real = await postJson(app, op.path(f), BODY, options);
+          assert.equal(real.statusCode, 422, `${op.name} ${JSON.stringify(bad)}: ${real.body}`);
+          const problem = assertProblem(real, 422, 'validation_failed');
+          assert.equal(problem.header, 'Idempotency-Key', `${op.name} ${JSON.stringify(bad)}`);
+          assert.equal(dryRun.statusCode, real.statusCode, `${op.name} ${JSON.stringify(bad)}: ${dryRun.body}`);
+          const { request_id: _dryRequest, ...dryProblem } = dryRun.json() as Record<string, unknown>;
+          const { request_id: _realRequest, ...realProblem } = real.json() as Record<string, unknown>;
+          assert.deepEqual(dryProblem, realProblem, `${op.name} ${JSON.stringify(bad)}`);
+        }
+        // A well-formed key passes the dry run and is not consumed by it.
+        const valid = await postJson(app, `${op.path(f)}?dry_run=true`, BODY, withKey(f.apiKey, `dry-${op.name}`));
+        assert.equal(valid.statusCode, 200, valid.body);
+        assert.equal((valid.json() as { status: string }).status, 'valid');
+      }
+      assert.equal(await countRuns(deps), 0);
+    });
+
     it('stores nothing for a request refused by validation, so the corrected retry with the same key creates the run', async (t) => {
       const { app, deps } = await build(t, store.kind);
       const f = await createOrgFixture(deps);

@@ -126,9 +126,21 @@ export interface DryRunResult {
   scheduled_for: string | null;
 }
 
-/** Runs every check a real request runs up to idempotency (which it skips: no key is consumed) and persists nothing. */
-export async function dryRunInitiateCall(deps: Deps, caller: InitiateCaller, target: Target, mode: RunMode, body: InitiateCallBody): Promise<DryRunResult> {
+/**
+ * Runs every check a real request runs, in the same order, and persists nothing: the
+ * Idempotency-Key is checked as the real request checks it (a malformed one is the same 422) but
+ * never claimed or looked up, so no key is consumed.
+ */
+export async function dryRunInitiateCall(
+  deps: Deps,
+  caller: InitiateCaller,
+  target: Target,
+  mode: RunMode,
+  body: InitiateCallBody,
+  options: { idempotencyHeader?: string | string[] | undefined } = {},
+): Promise<DryRunResult> {
   const checked = await checkRequest(deps, caller, target, mode, body);
+  parseIdempotencyKey(options.idempotencyHeader);
   // Nothing persists, so the cap is counted now rather than in a creating transaction.
   const policy = await checkPolicy(deps, caller, checked.destination, false);
   return {

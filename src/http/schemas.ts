@@ -62,7 +62,7 @@ export const InitiateCallDryRunResponse = Type.Object(
 
 export const DryRunQuery = Type.Object({
   dry_run: Type.Optional(
-    Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true: run every check (authentication, rate limit, body, target, telephony, template variables, calling policy) and answer 200 "valid" or the problem the real request would get; nothing is created or dialed and no Idempotency-Key is used.' }),
+    Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true: run every check (authentication, rate limit, body, target, telephony, template variables, the Idempotency-Key\'s form, calling policy) and answer 200 "valid" or the problem the real request would get; nothing is created or dialed, and an Idempotency-Key is neither claimed nor looked up.' }),
   ),
 });
 

@@ -136,7 +136,7 @@ export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
           const target: Target = { kind: op.target, uuid: params[op.param] ?? '' };
           const plain = reply as unknown as FastifyReply;
           if ((request.query as { dry_run?: string }).dry_run === 'true') {
-            const result = await dryRunInitiateCall(deps, authOf(request), target, op.mode, request.body as Body);
+            const result = await dryRunInitiateCall(deps, authOf(request), target, op.mode, request.body as Body, { idempotencyHeader: request.headers['idempotency-key'] });
             return plain.code(200).type('application/json; charset=utf-8').send(JSON.stringify(result));
           }
           const outcome = await initiateCall(deps, authOf(request), target, op.mode, request.body as Body, {
