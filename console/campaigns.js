@@ -48,18 +48,25 @@ const ACTIONS = [
   { action: 'cancel', label: 'Cancel', from: ['draft', 'running', 'paused'] },
 ];
 
-/** The parts of the progress bar: contacts settled one way or the other, those being called, and those still waiting. */
+/**
+ * The parts of the progress bar: contacts settled one way or the other, those being called, and
+ * those still waiting. Every status a contact can be in is a part, so the figures add up to the
+ * total in every state of the campaign (a canceled one's canceled contacts included).
+ */
 const PARTS = [
   { key: 'reached', label: 'reached' },
   { key: 'exhausted', label: 'exhausted' },
   { key: 'suppressed', label: 'suppressed' },
+  { key: 'invalid', label: 'invalid' },
+  { key: 'canceled', label: 'canceled' },
   { key: 'in_progress', label: 'in progress' },
   { key: 'pending', label: 'pending' },
 ];
+const SETTLED = ['reached', 'exhausted', 'suppressed', 'invalid', 'canceled'];
 
 function Progress({ campaign }) {
   const p = campaign.progress;
-  const done = p.reached + p.exhausted + p.suppressed;
+  const done = SETTLED.reduce((sum, key) => sum + p[key], 0);
   // The figures beside the bar carry the meaning; the colours only repeat them.
   return html`<div class="campaign-progress">
     <div class="bar-track stacked-bar" role="progressbar" aria-label=${`Progress of ${campaign.name}`} aria-valuemin="0" aria-valuemax=${p.total} aria-valuenow=${done}
@@ -118,11 +125,10 @@ export function CampaignsPage({ stream }) {
   useEffect(() => {
     const showing = (id) => Boolean(shown.current?.data.some((c) => c.id === id));
     const stopCampaigns = stream.subscribeCampaigns((event) => {
-      const { id, state, paused_reason } = event.campaign;
-      if (showing(id)) {
-        setPage((current) => ({ ...current, data: current.data.map((c) => (c.id === id ? { ...c, state, paused_reason } : c)) }));
-        refresh();
-      } else if (event.type === 'campaign.created' && firstPage) refresh();
+      // Read again rather than set the new state on the row shown: its progress was counted
+      // before the change, and a state beside another moment's progress misleads (a campaign
+      // completed with contacts still in progress). The API answers both from one read.
+      if (showing(event.campaign.id) || (event.type === 'campaign.created' && firstPage)) refresh();
     });
     // An attempt moved: the campaign's progress did too.
     const stopRuns = stream.subscribe((event) => {

@@ -445,7 +445,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.deepEqual(await buttons(), ['Start', 'Cancel']);
     const bar = await page.$eval(`${row} [role="progressbar"]`, (el) => ({ max: el.getAttribute('aria-valuemax'), now: el.getAttribute('aria-valuenow'), label: el.getAttribute('aria-label') }));
     assert.deepEqual(bar, { max: '3', now: '0', label: `Progress of ${payload}` });
-    assert.equal(await page.$eval(`${row} [data-testid="campaign-progress"]`, (el) => el.textContent), '0 reached · 0 exhausted · 0 suppressed · 0 in progress · 3 pending · 3 total');
+    assert.equal(await page.$eval(`${row} [data-testid="campaign-progress"]`, (el) => el.textContent), '0 reached · 0 exhausted · 0 suppressed · 0 invalid · 0 canceled · 0 in progress · 3 pending · 3 total');
 
     await page.click(`${row} button[aria-label="Start ${payload.replace(/"/g, '\\"')}"]`);
     await stateIs('running');
@@ -529,14 +529,14 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.deepEqual(await page.$$eval(`${row(campaign.id)} td .actions button`, (els) => els.map((el) => el.textContent)), ['Pause', 'Cancel'], 'the buttons follow the state');
     // A scheduler pass queues an attempt per contact: their run events bring the progress.
     assert.equal((await runCampaignTick(env.deps)).created, 3);
-    await textIs(progress(campaign.id), '0 reached · 0 exhausted · 0 suppressed · 3 in progress · 0 pending · 3 total');
+    await textIs(progress(campaign.id), '0 reached · 0 exhausted · 0 suppressed · 0 invalid · 0 canceled · 3 in progress · 0 pending · 3 total');
     await api(campaign.id, 'pause');
     await textIs(state(campaign.id), 'paused');
     await textIs(`${row(campaign.id)} [data-testid="campaign-paused-reason"]`, ' (request)');
     // The pause canceled the queued attempts; the next pass gives them back to their contacts, which
     // no event reports: the page reads it while contacts are being called (every 5 s).
     await runCampaignTick(env.deps);
-    await textIs(progress(campaign.id), '0 reached · 0 exhausted · 0 suppressed · 0 in progress · 3 pending · 3 total', 10_000);
+    await textIs(progress(campaign.id), '0 reached · 0 exhausted · 0 suppressed · 0 invalid · 0 canceled · 0 in progress · 3 pending · 3 total', 10_000);
 
     // A campaign created through the API appears on the first page; one that runs out of contacts completes.
     const empty = await createCampaign(env.app, f, { name: 'Follow-ups' });
@@ -549,15 +549,15 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     await api(campaign.id, 'resume');
     await textIs(state(campaign.id), 'running');
     await runCampaignTick(env.deps);
-    await textIs(progress(campaign.id), '0 reached · 0 exhausted · 0 suppressed · 3 in progress · 0 pending · 3 total');
+    await textIs(progress(campaign.id), '0 reached · 0 exhausted · 0 suppressed · 0 invalid · 0 canceled · 3 in progress · 0 pending · 3 total');
     // The draft's contacts were added without an event: the refresh after the resume counted them.
-    await textIs(progress(draft.id), '0 reached · 0 exhausted · 0 suppressed · 0 in progress · 2 pending · 2 total');
+    await textIs(progress(draft.id), '0 reached · 0 exhausted · 0 suppressed · 0 invalid · 0 canceled · 0 in progress · 2 pending · 2 total');
     const winter = await createCampaign(env.app, f, { name: 'Winter check-ins' });
     await addContacts(env.app, f, winter.id, ['+12025550105', '+12025550106', '+12025550107', '+12025550108'].map((phone_number) => ({ phone_number })));
     await api(winter.id, 'start');
     await api(winter.id, 'pause');
     await textIs(state(winter.id), 'paused');
-    await textIs(progress(winter.id), '0 reached · 0 exhausted · 0 suppressed · 0 in progress · 4 pending · 4 total');
+    await textIs(progress(winter.id), '0 reached · 0 exhausted · 0 suppressed · 0 invalid · 0 canceled · 0 in progress · 4 pending · 4 total');
     assert.equal(await page.evaluate('window.notReloaded'), true, 'no reload');
     const reads = (await page.evaluate('window.campaignListReads')) as number[];
     const gaps = reads.slice(1).map((at, i) => at - (reads[i] as number));

@@ -23,11 +23,10 @@ import { iso, toRunView, type RunView } from '../runs/read-run.js';
 import { TERMINAL_STATES, type TerminalState } from '../runs/states.js';
 import {
   cancelPendingContacts,
-  countCampaignRunsByState,
-  countContactsByStatus,
   countOpenCampaigns,
   insertCampaign,
   selectCampaign,
+  selectCampaignWithCounts,
   selectCampaignPage,
   selectCampaignRunPage,
   selectQueuedCampaignRuns,
@@ -43,7 +42,7 @@ import { campaignMessageId, isWebhookEventType } from '../webhooks/event-types.j
 import { campaignMessageBody } from '../webhooks/message.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { selectWorkflowUuid } from '../store/workflow-statements.js';
-import { cachedProgress, remember } from './progress-cache.js';
+import { cachedProgress, remember, type Counted } from './progress-cache.js';
 import { breakerOf, CANCEL_REASON, limitProblems, PAUSE_REASON, retryRule, scheduleOf, type BreakerInput, type CampaignSchedule, type CircuitBreaker, type RetryInput, type RetryRule } from './settings.js';
 
 export interface CreateCampaignBody {
@@ -206,12 +205,13 @@ export async function listCampaignRuns(deps: Deps, orgId: number, campaignId: nu
   return { data, next_after: rows.length > page.limit ? (data[data.length - 1]?.id ?? null) : null };
 }
 
-export async function progressOf(deps: Pick<Deps, 'store'>, campaignId: number): Promise<CampaignProgress> {
-  const [contacts, runs] = await Promise.all([countContactsByStatus(deps.store, campaignId), countCampaignRunsByState(deps.store, campaignId)]);
+/** The progress shown for a campaign's contacts (by status) and runs (by state), as one read counted them. */
+export function progressFrom(contacts: Partial<Record<ContactStatus, number>>, runs: Partial<Record<string, number>>): CampaignProgress {
   const count = (status: ContactStatus) => contacts[status] ?? 0;
   const outcomes: Partial<Record<TerminalState, number>> = {};
   for (const state of TERMINAL_STATES) if (runs[state]) outcomes[state] = runs[state];
   return {
+    // Every contact is in exactly one status: the buckets below add up to the total in every state of the campaign.
     total: Object.values(contacts).reduce((sum, n) => sum + n, 0),
     pending: count('pending'),
     in_progress: count('in_progress'),
@@ -220,18 +220,31 @@ export async function progressOf(deps: Pick<Deps, 'store'>, campaignId: number):
     suppressed: count('suppressed'),
     invalid: count('invalid'),
     canceled: count('canceled'),
-    attempts: Object.values(runs).reduce((sum, n) => sum + n, 0),
+    attempts: Object.values(runs).reduce((sum: number, n) => sum + (n ?? 0), 0),
     outcomes,
   };
 }
 
+/** The campaign's row and progress counted now, from one snapshot (selectCampaignWithCounts). */
+async function countNow(deps: Pick<Deps, 'store'>, campaignId: number): Promise<Counted<CampaignProgress>> {
+  const read = await selectCampaignWithCounts(deps.store, campaignId);
+  if (!read) throw new DialtoneError('campaign_not_found', `No campaign ${campaignId}.`);
+  return { row: read.row, progress: progressFrom(read.contacts, read.runs) };
+}
+
 /**
- * The campaign as the API shows it. `progress`: 'fresh' counts now (an action's answer, kept for
- * the reads after it); 'cached' may serve a count up to CAMPAIGN_PROGRESS_CACHE_MS old (reads).
+ * The campaign as the API shows it: its state and its progress always from the same read, so they
+ * agree (a completed campaign shows no contact in progress). `progress` 'fresh' counts now (an
+ * action's answer, kept for the reads after it); 'cached' may serve a count up to
+ * CAMPAIGN_PROGRESS_CACHE_MS old, made while the campaign was as `row` shows it (progress-cache.ts).
  */
 async function viewOf(deps: Pick<Deps, 'store' | 'clock' | 'config'>, row: CampaignRow, progress: 'fresh' | 'cached', workflowUuid?: string): Promise<CampaignView> {
+  const counted = await (progress === 'fresh' ? remember(deps, row.id, countNow(deps, row.id)) : cachedProgress(deps, row, () => countNow(deps, row.id)));
+  return view(counted.row, counted.progress, workflowUuid ?? (await selectWorkflowUuid(deps.store, row.workflow_id)) ?? '');
+}
+
+function view(row: CampaignRow, progress: CampaignProgress, workflowUuid: string): CampaignView {
   const rules = rulesOf(row);
-  const uuid = workflowUuid ?? (await selectWorkflowUuid(deps.store, row.workflow_id)) ?? '';
   return {
     id: row.id,
     name: row.name,
@@ -239,7 +252,7 @@ async function viewOf(deps: Pick<Deps, 'store' | 'clock' | 'config'>, row: Campa
     paused_reason: row.paused_reason,
     mode: row.mode,
     agent_uuid: row.trigger_uuid,
-    workflow_uuid: uuid,
+    workflow_uuid: workflowUuid,
     telephony_configuration_id: row.telephony_configuration_id,
     max_concurrent_calls: row.max_concurrent_calls,
     calls_per_second: row.calls_per_second,
@@ -248,7 +261,7 @@ async function viewOf(deps: Pick<Deps, 'store' | 'clock' | 'config'>, row: Campa
     schedule: rules.schedule,
     retry: { max_attempts: rules.retry.maxAttempts, delay_seconds: rules.retry.delaySeconds, on: rules.retry.on },
     circuit_breaker: { failure_ratio: rules.breaker.failureRatio, window_seconds: rules.breaker.windowSeconds, min_calls: rules.breaker.minCalls },
-    progress: await (progress === 'fresh' ? remember(deps, row.id, progressOf(deps, row.id)) : cachedProgress(deps, row.id, () => progressOf(deps, row.id))),
+    progress,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
     started_at: row.started_at === null ? null : iso(row.started_at),

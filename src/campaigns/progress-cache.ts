@@ -5,12 +5,25 @@
 // dashboard) ask every second, several at once: without this each of them would pay the count,
 // and on SQLite the count holds the one thread every request needs. Concurrent reads share one
 // count in flight. The four actions count afresh and leave their answer here for the next read.
+//
+// A count is kept with the campaign's row as the same read saw it, and served only while the
+// campaign is still as that row shows it (same state, same last change): a read never pairs a
+// campaign's new state with progress counted before it (a completed campaign with contacts still
+// in progress, a canceled one without its canceled contacts). The reader shows the kept row, so
+// state and progress always come from one read.
 import type { Deps } from '../deps.js';
+import type { CampaignRow } from '../store/schema.js';
 import type { Store } from '../store/store.js';
+
+/** What one read of a campaign saw: its row and its progress. */
+export interface Counted<T> {
+  row: CampaignRow;
+  progress: T;
+}
 
 interface Entry<T> {
   countedAt: number;
-  value: Promise<T>;
+  value: Promise<Counted<T>>;
 }
 
 /** Entries past their time are dropped when the map grows past this; live ones are few (campaigns read within the window). */
@@ -29,19 +42,28 @@ function cacheOf<T>(store: Store): Map<number, Entry<T>> {
 
 type CacheDeps = Pick<Deps, 'store' | 'clock' | 'config'>;
 
-/** The progress counted within the last CAMPAIGN_PROGRESS_CACHE_MS, else counted now. */
-export function cachedProgress<T>(deps: CacheDeps, campaignId: number, count: () => Promise<T>): Promise<T> {
+/**
+ * The campaign and its progress as counted within the last CAMPAIGN_PROGRESS_CACHE_MS while the
+ * campaign was as `current` shows it, else counted now.
+ */
+export async function cachedProgress<T>(deps: CacheDeps, current: CampaignRow, count: () => Promise<Counted<T>>): Promise<Counted<T>> {
   const ttl = deps.config.CAMPAIGN_PROGRESS_CACHE_MS;
   if (ttl === 0) return count();
-  const cache = cacheOf<T>(deps.store);
-  const now = deps.clock.now();
-  const entry = cache.get(campaignId);
-  if (entry && now - entry.countedAt < ttl) return entry.value;
-  return remember(deps, campaignId, count());
+  const entry = cacheOf<T>(deps.store).get(current.id);
+  if (entry && deps.clock.now() - entry.countedAt < ttl) {
+    const counted = await entry.value.catch(() => undefined);
+    if (counted && sameMoment(counted.row, current)) return counted;
+  }
+  return remember(deps, current.id, count());
+}
+
+/** The campaign has not moved between the two reads: the same state, changed last at the same time. */
+function sameMoment(kept: CampaignRow, current: CampaignRow): boolean {
+  return kept.state === current.state && kept.paused_reason === current.paused_reason && kept.updated_at === current.updated_at;
 }
 
 /** Keeps a progress just counted (by an action) for the reads that follow. */
-export function remember<T>(deps: CacheDeps, campaignId: number, value: Promise<T>): Promise<T> {
+export function remember<T>(deps: CacheDeps, campaignId: number, value: Promise<Counted<T>>): Promise<Counted<T>> {
   if (deps.config.CAMPAIGN_PROGRESS_CACHE_MS === 0) return value;
   const cache = cacheOf<T>(deps.store);
   const now = deps.clock.now();

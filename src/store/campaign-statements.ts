@@ -403,8 +403,8 @@ export function explainQueuedCampaignRuns(store: Store, campaignId: number, limi
   return explainQuery(store, queuedCampaignRunsQuery(store, campaignId, limit));
 }
 
-function campaignRunStatesQuery(store: Pick<Store, 'db'>, campaignId: number) {
-  return store.db
+function campaignRunStatesQuery(on: Queryable, campaignId: number) {
+  return queryable(on)
     .selectFrom('workflow_runs')
     .select(['state', (eb) => eb.fn.countAll<number>().as('n')])
     .where('campaign_id', '=', campaignId)
@@ -412,8 +412,8 @@ function campaignRunStatesQuery(store: Pick<Store, 'db'>, campaignId: number) {
 }
 
 /** How many of a campaign's runs are in each state (index-only: workflow_runs_campaign_state_idx). */
-export async function countCampaignRunsByState(store: Pick<Store, 'db'>, campaignId: number): Promise<Partial<Record<RunState, number>>> {
-  const rows = await campaignRunStatesQuery(store, campaignId).execute();
+export async function countCampaignRunsByState(on: Queryable, campaignId: number): Promise<Partial<Record<RunState, number>>> {
+  const rows = await campaignRunStatesQuery(on, campaignId).execute();
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
 }
 
@@ -441,4 +441,28 @@ export function selectCampaignRunPage(store: Store, campaignId: number, beforeId
     .orderBy('r.id', 'desc')
     .limit(limit)
     .execute();
+}
+
+/** A campaign with its contacts counted by status and its runs by state, as one read saw them. */
+export interface CampaignCounts {
+  row: CampaignRow;
+  contacts: Partial<Record<ContactStatus, number>>;
+  runs: Partial<Record<RunState, number>>;
+}
+
+/**
+ * A campaign and its counts from one snapshot, so its state and its progress agree (a completed
+ * campaign never shows a contact in progress, a count never misses a contact another count saw):
+ * a read-only REPEATABLE READ transaction on PostgreSQL, whose statements share the snapshot of its
+ * first; a transaction on SQLite, whose reads in WAL mode all see the database as of the first.
+ * Undefined when there is no such campaign (of that organization, when given).
+ */
+export function selectCampaignWithCounts(store: Store, campaignId: number, orgId?: number): Promise<CampaignCounts | undefined> {
+  const read = async (trx: StoreTransaction): Promise<CampaignCounts | undefined> => {
+    const row = await selectCampaign(trx, campaignId, orgId);
+    if (!row) return undefined;
+    return { row, contacts: await countContactsByStatus(trx, campaignId), runs: await countCampaignRunsByState(trx, campaignId) };
+  };
+  const transaction = store.db.transaction();
+  return (store.dialect === 'postgres' ? transaction.setIsolationLevel('repeatable read').setAccessMode('read only') : transaction).execute(read);
 }
