@@ -4,7 +4,8 @@
 import { appendFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../deps.js';
-import { DialRefusedError, type DialRequest, type InProcessProvider, type LiveCall, type ProviderEventKind, type ProviderEventSink, type RouteDecoding } from './provider.js';
+import type { FieldError } from '../errors.js';
+import { DialRefusedError, type DialRequest, type InProcessProvider, type LiveCall, type ProviderEventKind, type ProviderEventSink, type RouteDecoding, type RouteInput } from './provider.js';
 
 export interface SimulatorTimings {
   latencyMs: number;
@@ -55,9 +56,47 @@ export function scriptFor(number: string, t: SimulatorTimings): Script {
   return { description: 'answered, then completed', steps: [ring, answer, hangUp(t.talkMs)] };
 }
 
-/** The simulator's schema: nothing beyond the settings every provider understands (routes.ts). */
-export function decodeSimulatorRoute(): RouteDecoding<null> {
-  return { ok: true, config: null };
+/**
+ * A route's own timings, each in place of the service's SIMULATOR_* setting of the same role: a
+ * demo route can run a thousand-contact campaign in a minute while another keeps life-like calls.
+ */
+export type SimulatorRouteConfig = Partial<SimulatorTimings>;
+
+/**
+ * The simulator route's settings, besides those every provider understands (routes.ts): the name,
+ * the timing it replaces and its bounds, the same as the SIMULATOR_* setting's (config.ts).
+ */
+export const SIMULATOR_ROUTE_SETTINGS = {
+  answer_latency_ms: { timing: 'latencyMs', max: 60_000 },
+  ring_ms: { timing: 'ringMs', max: 600_000 },
+  talk_ms: { timing: 'talkMs', max: 3_600_000 },
+  second_ms: { timing: 'secondMs', max: 60_000 },
+} as const satisfies Record<string, { timing: keyof SimulatorTimings; max: number }>;
+
+/** Settings the other providers, or every provider, understand: not the simulator's to refuse. */
+const SHARED_SETTINGS = new Set(['ring_timeout_ms']);
+
+/**
+ * The simulator's schema: its timings, each a whole number of milliseconds within its bounds; any
+ * other key is refused, so a misspelt timing is said at creation rather than silently ignored.
+ */
+export function decodeSimulatorRoute(input: RouteInput = { settings: {}, credentials: null }): RouteDecoding<SimulatorRouteConfig> {
+  const problems: FieldError[] = [];
+  const config: SimulatorRouteConfig = {};
+  for (const [name, value] of Object.entries(input.settings)) {
+    if (SHARED_SETTINGS.has(name)) continue;
+    const setting = (SIMULATOR_ROUTE_SETTINGS as Record<string, { timing: keyof SimulatorTimings; max: number } | undefined>)[name];
+    if (!setting) {
+      problems.push({ pointer: `/settings/${name}`, detail: `Not a simulator setting; the simulator takes ${Object.keys(SIMULATOR_ROUTE_SETTINGS).join(', ')} (and ring_timeout_ms).` });
+      continue;
+    }
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > setting.max) {
+      problems.push({ pointer: `/settings/${name}`, detail: `Must be a whole number of milliseconds, from 0 to ${setting.max}.` });
+      continue;
+    }
+    config[setting.timing] = value;
+  }
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, config };
 }
 
 export interface SimulatedDial {
@@ -68,7 +107,7 @@ export interface SimulatedDial {
   at: number;
 }
 
-export class SimulatorProvider implements InProcessProvider<null> {
+export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig> {
   readonly name = 'simulator' as const;
   readonly callsOutliveNode = false;
   /**
@@ -85,16 +124,17 @@ export class SimulatorProvider implements InProcessProvider<null> {
     private readonly dialLogPath?: string,
   ) {}
 
-  decodeRoute(): RouteDecoding<null> {
-    return decodeSimulatorRoute();
+  decodeRoute(input: RouteInput): RouteDecoding<SimulatorRouteConfig> {
+    return decodeSimulatorRoute(input);
   }
 
   readiness(): string[] {
     return [];
   }
 
-  async dial(request: DialRequest<null>): Promise<{ providerCallId: string }> {
-    const script = scriptFor(request.to, this.timings);
+  async dial(request: DialRequest<SimulatorRouteConfig>): Promise<{ providerCallId: string }> {
+    // The route's own timings, where it sets them, over the service's.
+    const script = scriptFor(request.to, { ...this.timings, ...request.route.config });
     const providerCallId = `SIM${randomUUID().replace(/-/g, '')}`;
     const dial: SimulatedDial = { runId: request.runId, to: request.to, from: request.from, providerCallId, at: this.clock.now() };
     this.recorded?.push(dial);
@@ -129,7 +169,7 @@ export class SimulatorProvider implements InProcessProvider<null> {
     this.timers.set(providerCallId, timer);
   }
 
-  async hangUp(call: LiveCall<null>): Promise<void> {
+  async hangUp(call: LiveCall<SimulatorRouteConfig>): Promise<void> {
     const timer = this.timers.get(call.providerCallId);
     if (timer) clearTimeout(timer);
     this.timers.delete(call.providerCallId);
