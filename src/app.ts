@@ -18,6 +18,7 @@ import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
+import { problemPageRoutes } from './http/routes/problem-pages.js';
 import { campaignRoutes } from './http/routes/campaigns.js';
 import { catalogRoutes } from './http/routes/catalog.js';
 import { consoleRoutes } from './http/routes/console.js';
@@ -132,6 +133,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await app.register(swaggerUi, DOCS_UI_OPTIONS);
 
   await app.register(operationsRoutes(deps));
+  // Every node answers problems, so every node serves the pages their `type` URIs name.
+  await app.register(problemPageRoutes());
   if (options.publicApi === false) return app;
   await deps.rateLimits.ready();
   await app.register(

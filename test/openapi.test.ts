@@ -228,7 +228,7 @@ describe('GET /openapi.json', () => {
       const status = Number(name.replace('Problem', ''));
       const codes = codesWithStatus(status);
       assert.deepEqual(schema.properties?.code?.enum, codes, name);
-      assert.deepEqual(schema.properties?.type?.enum, codes.map((code) => `https://dialtone.dev/problems/${code}`), name);
+      assert.deepEqual(schema.properties?.type?.enum, codes.map((code) => `/problems/${code}`), name);
       assert.deepEqual(schema.properties?.status?.enum, [status], name);
     }
     for (const [, , operation] of operationsOf(doc)) {
@@ -239,7 +239,7 @@ describe('GET /openapi.json', () => {
     }
   });
 
-  it('shows, for every problem response, examples whose code is answered with that status and whose type is under https://dialtone.dev/problems/', async (t) => {
+  it('shows, for every problem response, examples whose code is answered with that status and whose type is the code\'s page the service serves, /problems/<code>', async (t) => {
     const { app } = await build(t, 'sqlite');
     const doc = await openApi(app);
     for (const [, , operation] of operationsOf(doc)) {
@@ -253,7 +253,7 @@ describe('GET /openapi.json', () => {
           assert.equal(value.code, name, where);
           assert.equal(PROBLEMS[value.code as ErrorCode]?.status, Number(status), `${where}: the code is answered with ${status}`);
           assert.equal(value.status, Number(status), where);
-          assert.equal(value.type, `https://dialtone.dev/problems/${value.code}`, where);
+          assert.equal(value.type, `/problems/${value.code}`, where);
         }
       }
     }

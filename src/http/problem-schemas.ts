@@ -60,7 +60,7 @@ export function problemSchema(status: number): TObject {
   if (codes.length === 0) throw new Error(`No problem code is answered with HTTP ${status}`);
   return Type.Object(
     {
-      type: Type.String({ format: 'uri', enum: codes.map(problemType), description: 'Identifies the problem: https://dialtone.dev/problems/<code>' }),
+      type: Type.String({ format: 'uri-reference', enum: codes.map(problemType), description: 'Identifies the problem: /problems/<code>, relative to the URL the request was sent to, where the service serves a page describing the code' }),
       title: Type.String({ description: 'Short summary, the same for every occurrence of the code', examples: [PROBLEMS[codes[0] as ErrorCode].title] }),
       status: Type.Integer({ enum: [status], description: 'The HTTP status, repeated' }),
       detail: Type.String({ description: 'What went wrong with this request, for a person to read' }),

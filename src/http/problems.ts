@@ -64,7 +64,13 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   internal_error: { status: 500, title: 'Internal server error' },
 };
 
-export const PROBLEM_TYPE_BASE = 'https://dialtone.dev/problems/';
+/**
+ * Where each code's documentation is: the service serves a page per code there
+ * (routes/problem-pages.ts). A relative reference (RFC 9457 section 3.1.1: resolved against the
+ * request's URL), so it resolves to the service that answered, whatever host it is reached by,
+ * and never to a domain the project does not own.
+ */
+export const PROBLEM_TYPE_BASE = '/problems/';
 
 /** The problem `type` URI of a code. */
 export function problemType(code: ErrorCode): string {
@@ -99,7 +105,7 @@ export function sendProblem(reply: FastifyReply, error: DialtoneError): FastifyR
   const spec = PROBLEMS[error.code];
   const body: ProblemBody = {
     ...error.extra,
-    type: `${PROBLEM_TYPE_BASE}${error.code}`,
+    type: problemType(error.code),
     title: spec.title,
     status: spec.status,
     detail: error.message,

@@ -21,7 +21,7 @@ export function assertProblem(response: LightMyRequestResponse, status: number, 
   const body = response.json() as Problem;
   assert.equal(body.code, code);
   assert.equal(body.status, status);
-  assert.equal(body.type, `https://dialtone.dev/problems/${code}`);
+  assert.equal(body.type, `/problems/${code}`);
   assert.equal(typeof body.title, 'string');
   assert.equal(typeof body.detail, 'string');
   const header = response.headers['x-request-id'];

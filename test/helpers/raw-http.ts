@@ -71,7 +71,7 @@ export function assertRawProblem(response: RawResponse | undefined, status: numb
   const body = JSON.parse(response.body) as { status: number; code: string; request_id: string; type: string };
   assert.equal(body.status, status);
   assert.equal(body.code, code);
-  assert.equal(body.type, `https://dialtone.dev/problems/${code}`);
+  assert.equal(body.type, `/problems/${code}`);
   assert.equal(response.headers['x-request-id'], body.request_id);
 }
 
