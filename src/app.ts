@@ -12,7 +12,7 @@ import { refuseUnreadableBodies, useJsonBodies } from './http/json-body.js';
 import { lazySerializers, lazyValidators } from './http/lazy-schemas.js';
 import { methodNotAllowed } from './http/method-not-allowed.js';
 import { OneLinePerRequest } from './http/request-logging.js';
-import { DOCS_UI_OPTIONS, openApiOptions } from './http/openapi.js';
+import { DOCS_UI_OPTIONS, docsSecurityHeaders, openApiOptions } from './http/openapi.js';
 import { problemSchemas } from './http/problem-schemas.js';
 import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
@@ -130,7 +130,13 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   // Shared before any route refers to them: each status's problem schema, by $id.
   for (const schema of problemSchemas()) app.addSchema(schema);
   await app.register(swagger, openApiOptions(config));
-  await app.register(swaggerUi, DOCS_UI_OPTIONS);
+  // /docs in a plugin of its own, so its security headers reach every answer under it (Swagger UI's
+  // static files are served by @fastify/static, which its own `hooks` option does not cover).
+  const secureDocs = docsSecurityHeaders(config);
+  await app.register(async (docs) => {
+    docs.addHook('onRequest', async (_request, reply) => secureDocs(reply));
+    await docs.register(swaggerUi, DOCS_UI_OPTIONS);
+  });
 
   await app.register(operationsRoutes(deps));
   // Every node answers problems, so every node serves the pages their `type` URIs name.

@@ -321,6 +321,33 @@ describe('GET /docs', () => {
     return response;
   }
 
+  it('sends a strict CSP, X-Frame-Options DENY, nosniff and a Referrer-Policy with every answer under /docs, Swagger UI\'s static files and refusals included', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const { url, html } = await docsPage(app);
+    const scripts = [...html.matchAll(/<script src="([^"]+)"/g)].map((m) => m[1] ?? '');
+    const sheets = [...html.matchAll(/<link rel="stylesheet" type="text\/css" href="([^"]+)"/g)].map((m) => m[1] ?? '');
+    assert.ok(scripts.length >= 3 && sheets.length >= 1, 'the page loads Swagger UI\'s scripts and style sheets');
+    const urls = ['/docs', url, ...[...scripts, ...sheets].map((href) => new URL(href, `http://localhost${url}`).pathname), '/docs/json', '/docs/static/no-such-file.js'];
+    for (const path of urls) {
+      const response = await app.inject({ method: 'GET', url: path });
+      const csp = String(response.headers['content-security-policy'] ?? '');
+      const directives = new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name = '', ...values]) => [name, values]));
+      assert.deepEqual(directives.get('default-src'), ["'none'"], `${path} (${response.statusCode}): ${csp}`);
+      assert.deepEqual(directives.get('frame-ancestors'), ["'none'"], path);
+      assert.deepEqual(directives.get('script-src'), ["'self'"], `${path}: no inline or remote script`);
+      assert.ok(!csp.includes('unsafe-'), `${path}: nothing unsafe is allowed`);
+      assert.equal(response.headers['x-frame-options'], 'DENY', path);
+      assert.equal(response.headers['x-content-type-options'], 'nosniff', path);
+      assert.equal(response.headers['referrer-policy'], 'no-referrer', path);
+    }
+  });
+
+  it('lets "Try it out" reach PUBLIC_BASE_URL when the document names it as the server', async (t) => {
+    const { app } = await build(t, 'sqlite', { env: { PUBLIC_BASE_URL: 'https://calls.example.test/dialtone/' } });
+    const response = await app.inject({ method: 'GET', url: '/docs/' });
+    assert.match(String(response.headers['content-security-policy']), /connect-src 'self' https:\/\/calls\.example\.test;/);
+  });
+
   it('serves the interactive documentation as HTML', async (t) => {
     const { app } = await build(t, 'sqlite');
     const { html } = await docsPage(app);

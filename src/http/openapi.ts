@@ -1,6 +1,8 @@
 // The OpenAPI document's own parts (info, servers, tags, shared schemas) and the branding of the
 // interactive reference at /docs. Operations describe themselves in their route schemas.
+import { createHash } from 'node:crypto';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
+import type { FastifyReply } from 'fastify';
 import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import type { Config } from '../config.js';
 import { packageInfo } from '../package-info.js';
@@ -86,3 +88,45 @@ export const DOCS_UI_OPTIONS: FastifySwaggerUiOptions = {
   },
   logo: { type: 'image/svg+xml', content: LOGO_SVG, href: '/docs', target: '_self' },
 };
+
+/**
+ * The one inline style Swagger UI renders: the <style> inside its own top-bar logo, drawn for a
+ * moment before the initializer puts Dialtone's in its place. Allowed by its hash, so the browser
+ * reports no violation and no other inline style is allowed. (An upgrade of @fastify/swagger-ui
+ * that changes it shows as a CSP violation in test/docs-browser.test.ts.)
+ */
+const SWAGGER_LOGO_STYLE = '.logo_small_svg__cls-2{fill:#fff}.logo_small_svg__cls-3{fill:#85ea2d}';
+
+/**
+ * The Content-Security-Policy of /docs, as strict as Swagger UI allows: its page loads only its own
+ * scripts and style sheets (no inline script; it sets styles through the DOM, which CSP permits),
+ * its images are its own or data: URIs (the logo, the style sheet's icons), it fetches the document
+ * and "Try it out" requests from this origin (and PUBLIC_BASE_URL's, the document's server, when
+ * that is another), and nothing may frame it.
+ */
+export function docsCsp(config: Pick<Config, 'PUBLIC_BASE_URL'>): string {
+  const publicOrigin = config.PUBLIC_BASE_URL && URL.canParse(config.PUBLIC_BASE_URL) ? new URL(config.PUBLIC_BASE_URL).origin : undefined;
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    `style-src 'self' 'sha256-${createHash('sha256').update(SWAGGER_LOGO_STYLE).digest('base64')}'`,
+    "img-src 'self' data:",
+    `connect-src 'self'${publicOrigin ? ` ${publicOrigin}` : ''}`,
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/** The headers every answer under /docs carries (the console's, with the CSP Swagger UI needs). */
+export function docsSecurityHeaders(config: Pick<Config, 'PUBLIC_BASE_URL'>): (reply: FastifyReply) => void {
+  const csp = docsCsp(config);
+  return (reply) => {
+    reply
+      .header('content-security-policy', csp)
+      .header('x-frame-options', 'DENY')
+      .header('x-content-type-options', 'nosniff')
+      .header('referrer-policy', 'no-referrer')
+      .header('cross-origin-opener-policy', 'same-origin');
+  };
+}
