@@ -14,6 +14,8 @@ import { methodNotAllowed } from './http/method-not-allowed.js';
 import { OneLinePerRequest } from './http/request-logging.js';
 import { DOCS_UI_OPTIONS, docsSecurityHeaders, openApiOptions } from './http/openapi.js';
 import { problemSchemas } from './http/problem-schemas.js';
+import { sharedSchemas } from './http/schemas.js';
+import { WebhookEventTypeSchema } from './http/webhook-schemas.js';
 import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
@@ -127,8 +129,9 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     return sendProblem(reply, new DialtoneError('method_not_allowed', `${path} does not answer ${request.method}; it answers ${allowed.join(', ')}.`));
   });
 
-  // Shared before any route refers to them: each status's problem schema, by $id.
-  for (const schema of problemSchemas()) app.addSchema(schema);
+  // Shared before any route refers to them, by $id: the objects several operations show (a run, a
+  // page of runs, …) and each status's problem schema. The document names them under components.schemas.
+  for (const schema of [...sharedSchemas(), WebhookEventTypeSchema, ...problemSchemas()]) app.addSchema(schema);
   await app.register(swagger, openApiOptions(config));
   // /docs in a plugin of its own, so its security headers reach every answer under it (Swagger UI's
   // static files are served by @fastify/static, which its own `hooks` option does not cover).

@@ -10,7 +10,10 @@ import { connect } from 'node:net';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { requestFingerprint } from '../src/calls/idempotency.js';
+import { parseIdempotencyKey, requestFingerprint } from '../src/calls/idempotency.js';
+import { RUN_STATES } from '../src/runs/states.js';
+import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/event-types.js';
+import { campaignMessageBody, testMessageBody } from '../src/webhooks/message.js';
 import type { Deps } from '../src/deps.js';
 import { ERROR_CODES, type ErrorCode } from '../src/errors.js';
 import { PROBLEMS } from '../src/http/problems.js';
@@ -22,6 +25,15 @@ import { createOrgFixture, OPERATION_CASES, PATHS, type OperationCase, type OrgF
 
 interface Schema {
   $ref?: string;
+  oneOf?: Schema[];
+  anyOf?: Schema[];
+  const?: unknown;
+  items?: Schema;
+  format?: string;
+  pattern?: string;
+  minimum?: number;
+  maxLength?: number;
+  discriminator?: { propertyName: string; mapping?: Record<string, string> };
   type?: string | string[];
   enum?: unknown[];
   properties?: Record<string, Schema>;
@@ -37,13 +49,14 @@ interface Operation {
   description?: string;
   tags?: string[];
   security?: Record<string, string[]>[];
-  parameters?: { in: string; name: string; required?: boolean }[];
+  parameters?: { in: string; name: string; required?: boolean; schema?: Schema }[];
   requestBody?: { required?: boolean; content: Record<string, MediaType> };
   responses: Record<string, { description: string; content?: Record<string, MediaType>; headers?: Record<string, unknown> }>;
 }
 interface OpenApiDocument {
   openapi: string;
-  info: { title: string; version: string; license?: { name: string; identifier?: string } };
+  info: { title: string; version: string; license?: { name: string; identifier?: string }; contact?: { name?: string; url?: string; email?: string } };
+  webhooks?: Record<string, Record<string, Operation>>;
   servers?: { url: string; description?: string }[];
   tags?: { name: string; description?: string }[];
   paths: Record<string, Record<string, Operation>>;
@@ -61,6 +74,15 @@ function operationsOf(doc: OpenApiDocument): [string, string, Operation][] {
 function resolve(doc: OpenApiDocument, schema: Schema | undefined): Schema | undefined {
   const name = schema?.$ref?.replace('#/components/schemas/', '');
   return name === undefined ? schema : doc.components.schemas?.[name];
+}
+
+/** Calls `visit` on every object in the document, with its JSON Pointer. */
+function walk(value: unknown, visit: (node: Schema, at: string) => void, at = ''): void {
+  if (Array.isArray(value)) value.forEach((item, i) => walk(item, visit, `${at}/${i}`));
+  else if (typeof value === 'object' && value !== null) {
+    visit(value as Schema, at);
+    for (const [key, member] of Object.entries(value)) walk(member, visit, `${at}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+  }
 }
 
 function codesWithStatus(status: number): ErrorCode[] {
@@ -103,9 +125,9 @@ describe('GET /openapi.json', () => {
         ],
       );
       const ok = item.post?.responses?.['200'] as { headers?: Record<string, unknown> } | undefined;
-      assert.deepEqual(Object.keys(ok?.headers ?? {}).sort(), ['Idempotent-Replayed', 'RateLimit', 'RateLimit-Policy']);
+      assert.deepEqual(Object.keys(ok?.headers ?? {}).sort(), ['Idempotent-Replayed', 'RateLimit', 'RateLimit-Policy', 'X-Request-Id']);
       const limited = item.post?.responses?.['429'] as { headers?: Record<string, unknown> } | undefined;
-      assert.deepEqual(Object.keys(limited?.headers ?? {}).sort(), ['RateLimit', 'RateLimit-Policy', 'Retry-After']);
+      assert.deepEqual(Object.keys(limited?.headers ?? {}).sort(), ['RateLimit', 'RateLimit-Policy', 'Retry-After', 'X-Request-Id']);
     }
   });
 
@@ -132,7 +154,8 @@ describe('GET /openapi.json', () => {
     const doc = await openApi(app);
     for (const op of OPERATIONS) {
       const responses = doc.paths[op.path]?.post?.responses ?? {};
-      const shapes = (responses['200']?.content?.['application/json']?.schema as { oneOf?: { properties?: Record<string, { type?: unknown }>; required?: string[] }[] } | undefined)?.oneOf ?? [];
+      const answer = responses['200']?.content?.['application/json']?.schema;
+      const shapes = (answer?.oneOf ?? []).map((shape) => resolve(doc, shape));
       assert.equal(shapes.length, 2, `${op.operationId}: the run, or the dry run's answer`);
       const [run, dryRun] = shapes;
       assert.deepEqual(Object.keys(run?.properties ?? {}).sort(), ['scheduled_for', 'status', 'workflow_run_id', 'workflow_run_name'], op.operationId);
@@ -277,6 +300,141 @@ describe('GET /openapi.json', () => {
     for (const code of ERROR_CODES) {
       if (undocumentedOnly.includes(code)) assert.ok(!declared.has(code), `${code} is answered by undocumented routes only`);
       else assert.ok(declared.has(code), `${code} (${PROBLEMS[code].status}) is declared by some operation`);
+    }
+  });
+
+  it('writes every enum as one `enum`: no anyOf or oneOf anywhere has a single-value branch (a const or a one-value enum)', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    const found: string[] = [];
+    walk(doc, (node, at) => {
+      for (const keyword of ['anyOf', 'oneOf'] as const) {
+        const singles = (node[keyword] ?? []).filter((branch) => branch.const !== undefined || branch.enum?.length === 1);
+        if (singles.length > 0) found.push(`${at}/${keyword}: ${JSON.stringify(singles)}`);
+      }
+    });
+    assert.deepEqual(found, []);
+    // And the enums are there: the run states, once, under their own name.
+    assert.deepEqual(doc.components.schemas?.RunState?.enum, [...RUN_STATES]);
+  });
+
+  it('names the run once: every response carrying a run refers to the WorkflowRun component, and no schema outside it copies a run', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    const RUN = '#/components/schemas/WorkflowRun';
+    const body = (path: string, method: string) => doc.paths[path]?.[method]?.responses['200']?.content?.['application/json']?.schema;
+    for (const [method, path] of [['get', '/api/v1/public/workflow-runs/{id}'], ['post', '/api/v1/public/workflow-runs/{id}/cancel']]) {
+      assert.equal(body(path as string, method as string)?.$ref, RUN, `${method} ${path}`);
+    }
+    for (const path of ['/api/v1/public/workflow-runs', '/api/v1/public/campaigns/{id}/runs']) {
+      assert.equal(body(path, 'get')?.$ref, '#/components/schemas/WorkflowRunPage', path);
+    }
+    assert.equal(resolve(doc, { $ref: '#/components/schemas/WorkflowRunPage' })?.properties?.data?.items?.$ref, RUN);
+    const copies: string[] = [];
+    walk({ ...doc, components: { ...doc.components, schemas: { ...doc.components.schemas, WorkflowRun: {} } } }, (node, at) => {
+      const members = Object.keys(node.properties ?? {});
+      if (['dial_sent_at', 'ringing_at', 'answered_at', 'ended_at'].every((member) => members.includes(member))) copies.push(at);
+    });
+    assert.deepEqual(copies, [], 'inline copies of a run');
+    const webhookRun = resolve(doc, { $ref: '#/components/schemas/RunWebhookMessage' })?.properties?.data?.properties?.run;
+    assert.equal(webhookRun?.$ref, RUN, 'the run webhook message carries the same run');
+  });
+
+  it('declares X-Request-Id on every response of every operation', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    for (const [method, path, operation] of operationsOf(doc)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        assert.ok(response.headers?.['X-Request-Id'], `${method.toUpperCase()} ${path} ${status}`);
+      }
+    }
+  });
+
+  it('tells the Initiate Call answers apart by an OpenAPI discriminator on `status` that maps every status value to its shape', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    for (const op of OPERATIONS) {
+      const answer = doc.paths[op.path]?.post?.responses['200']?.content?.['application/json']?.schema;
+      assert.equal(answer?.discriminator?.propertyName, 'status', op.operationId);
+      const mapping = answer?.discriminator?.mapping ?? {};
+      const mapped = new Set(Object.values(mapping));
+      assert.deepEqual([...mapped].sort(), (answer?.oneOf ?? []).map((shape) => shape.$ref ?? 'inline').sort(), `${op.operationId}: every branch is a named schema the mapping reaches`);
+      for (const shape of answer?.oneOf ?? []) {
+        const resolved = resolve(doc, shape);
+        assert.ok(resolved?.required?.includes('status'), `${shape.$ref} requires status`);
+        for (const value of resolved?.properties?.status?.enum ?? []) assert.equal(mapping[String(value)], shape.$ref, `status ${String(value)} maps to ${shape.$ref}`);
+      }
+    }
+  });
+
+  it('types numeric path ids as integers within the 15 digits the handlers read, and gives Idempotency-Key and expires_at their rules', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    let ids = 0;
+    for (const [method, path, operation] of operationsOf(doc)) {
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in !== 'path' || !/(^|_)id$/.test(parameter.name)) continue;
+        ids++;
+        assert.deepEqual(parameter.schema && { type: parameter.schema.type, minimum: parameter.schema.minimum, maximum: (parameter.schema as { maximum?: number }).maximum }, { type: 'integer', minimum: 1, maximum: 999_999_999_999_999 }, `${method} ${path} ${parameter.name}`);
+      }
+    }
+    assert.ok(ids >= 20, `path ids found: ${ids}`);
+
+    // The documented Idempotency-Key rule is the one the service applies.
+    const key = doc.paths['/api/v1/public/agent/{uuid}']?.post?.parameters?.find((p) => p.name === 'idempotency-key')?.schema;
+    assert.ok(key?.pattern && key.maxLength, 'Idempotency-Key has a pattern and a maxLength');
+    const pattern = new RegExp(key.pattern);
+    // Header values as they arrive: HTTP strips the spaces around a value.
+    const candidates = ['k', 'k'.repeat(255), `"${'k'.repeat(255)}"`, 'k'.repeat(256), `"${'k'.repeat(256)}"`, '', '""', '"', '"k', 'k"', '" k "', 'clé-été', 'a b~c', 'tab\tkey', '"k"k"'];
+    for (const candidate of candidates) {
+      const accepted = (() => {
+        try {
+          return parseIdempotencyKey(candidate) !== undefined;
+        } catch {
+          return false;
+        }
+      })();
+      assert.equal(pattern.test(candidate) && candidate.length <= (key.maxLength ?? 0), accepted, `${JSON.stringify(candidate.slice(0, 20))}… (${candidate.length} characters)`);
+    }
+    const suppression = doc.paths['/api/v1/public/suppressions/{phone_number}']?.put?.requestBody?.content['application/json']?.schema;
+    const expiresAt = suppression?.properties?.expires_at;
+    assert.ok([...(expiresAt?.anyOf ?? []), expiresAt].some((branch) => branch?.format === 'date-time'), `expires_at: ${JSON.stringify(expiresAt) ?? 'undocumented'}`);
+  });
+
+  it('names a contact for the service in info.contact', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    assert.ok(doc.info.contact?.name || doc.info.contact?.url || doc.info.contact?.email, `info.contact: ${JSON.stringify(doc.info.contact) ?? 'none'}`);
+  });
+
+  it('describes in `webhooks` the message of every event type the registry has, signed with the Standard Webhooks headers', async (t) => {
+    const { app } = await build(t, 'sqlite');
+    const doc = await openApi(app);
+    assert.deepEqual(Object.keys(doc.webhooks ?? {}).sort(), [...WEBHOOK_EVENT_TYPES].sort());
+    const ajv = new Ajv2020({ strict: false });
+    addFormats.default(ajv);
+    const operationIds = new Set<string>();
+    for (const type of WEBHOOK_EVENT_TYPES) {
+      const operation = doc.webhooks?.[type]?.post;
+      assert.ok(operation?.operationId && operation.description, type);
+      assert.ok(!operationIds.has(operation.operationId), `${type}: its own operationId`);
+      operationIds.add(operation.operationId);
+      assert.deepEqual(
+        operation.parameters?.map((p) => [p.in, p.name, p.required]),
+        ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ['header', name, true]),
+        type,
+      );
+      const schema = operation.requestBody?.content['application/json']?.schema;
+      const message = resolve(doc, schema);
+      assert.ok(message?.properties?.type?.enum?.includes(type), `${type}: its body's type lists it`);
+      // A message the service sends validates against what is documented for it.
+      const validate = ajv.compile({ ...schema, components: doc.components });
+      const sample = type === 'webhook.test'
+        ? testMessageBody(3, Date.UTC(2026, 0, 1))
+        : type.startsWith('campaign.')
+          ? campaignMessageBody(type, Date.UTC(2026, 0, 1), { id: 3, name: 'Spring renewals', state: 'paused', paused_reason: 'circuit_breaker' })
+          : undefined;
+      if (sample !== undefined) assert.ok(validate(JSON.parse(sample)), `${type}: ${ajv.errorsText(validate.errors)}`);
     }
   });
 

@@ -6,6 +6,8 @@ import type { FastifyReply } from 'fastify';
 import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import type { Config } from '../config.js';
 import { packageInfo } from '../package-info.js';
+import { documentedSchema } from './schemas.js';
+import { webhookMessageSchemas, webhooksSection } from './webhook-schemas.js';
 
 export const TAGS = [
   { name: 'Calls', description: 'Start a call: each creates a durable workflow run that pins the agent definition it runs and dials through a telephony configuration.' },
@@ -38,6 +40,33 @@ function withoutUnusedSchemas(document: Record<string, unknown>): Record<string,
   return { ...document, components: { ...components, schemas: kept } };
 }
 
+/** Every answer carries the request id (app.ts's onRequest hook; client-errors.ts before routing). */
+export const X_REQUEST_ID_HEADER = {
+  description: 'The request id: the caller\'s own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id.',
+  schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+};
+
+type Responses = Record<string, { headers?: Record<string, unknown> } & Record<string, unknown>>;
+
+/** Declares X-Request-Id on every response of every operation. */
+function withRequestIdHeaders(document: Record<string, unknown>): Record<string, unknown> {
+  const paths = (document.paths ?? {}) as Record<string, Record<string, { responses?: Responses }>>;
+  const withHeader = (responses: Responses = {}): Responses =>
+    Object.fromEntries(Object.entries(responses).map(([status, response]) => [status, { ...response, headers: { ...response.headers, 'X-Request-Id': X_REQUEST_ID_HEADER } }]));
+  return {
+    ...document,
+    paths: Object.fromEntries(
+      Object.entries(paths).map(([path, item]) => [path, Object.fromEntries(Object.entries(item).map(([method, operation]) => [method, { ...operation, responses: withHeader(operation.responses) }]))]),
+    ),
+  };
+}
+
+/** The webhook messages (webhook-schemas.ts): the `webhooks` section and the bodies it refers to. */
+function withWebhooks(document: Record<string, unknown>): Record<string, unknown> {
+  const components = (document.components ?? {}) as { schemas?: Record<string, unknown> };
+  return { ...document, webhooks: webhooksSection(), components: { ...components, schemas: { ...components.schemas, ...webhookMessageSchemas() } } };
+}
+
 export function openApiOptions(config: Pick<Config, 'PUBLIC_BASE_URL'>): FastifyDynamicSwaggerOptions {
   const { version, license } = packageInfo();
   return {
@@ -49,6 +78,9 @@ export function openApiOptions(config: Pick<Config, 'PUBLIC_BASE_URL'>): Fastify
         description:
           'Outbound call initiation: your backend asks Dialtone to phone a person, and an agent decides what happens on the call. Errors are RFC 9457 problem details (application/problem+json) with a stable `code` and the `request_id`; every response carries X-Request-Id.',
         license: { name: license, identifier: license },
+        // Whoever runs this service answers for it (the project has no address of its own to give):
+        // a problem's request_id is what they look up.
+        contact: { name: 'The operator of this Dialtone service; quote the request_id (X-Request-Id) of the request in question' },
       },
       // PUBLIC_BASE_URL is where this service is reached from outside; without it, "/" is the
       // origin this document was fetched from.
@@ -66,8 +98,12 @@ export function openApiOptions(config: Pick<Config, 'PUBLIC_BASE_URL'>): Fastify
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
+    // Request members a handler checks itself are shown with their exact rule (schemas.ts, documentedAs).
+    transform: ({ schema, url }) => ({ schema: documentedSchema(schema) as typeof schema, url }),
     transformObject: (documentObject) =>
-      'openapiObject' in documentObject ? withoutUnusedSchemas(documentObject.openapiObject as Record<string, unknown>) : documentObject.swaggerObject,
+      'openapiObject' in documentObject
+        ? withoutUnusedSchemas(withWebhooks(withRequestIdHeaders(documentObject.openapiObject as Record<string, unknown>)))
+        : documentObject.swaggerObject,
   };
 }
 

@@ -9,15 +9,15 @@ import { DialtoneError, type ErrorCode } from '../../errors.js';
 import { actOnCampaign, createCampaign, getCampaign, listCampaignRuns, listCampaigns, type CampaignAction, type CreateCampaignBody } from '../../campaigns/campaigns.js';
 import { importContactCsv, importContactList, listContacts, type ContactInput } from '../../campaigns/contacts.js';
 import { CAMPAIGN_LIMITS as L, RETRYABLE_STATES } from '../../campaigns/settings.js';
-import { RUN_STATES, TERMINAL_STATES } from '../../runs/states.js';
+import { TERMINAL_STATES } from '../../runs/states.js';
 import { CAMPAIGN_STATES, CONTACT_STATUSES, PAUSED_REASONS, type ContactStatus } from '../../store/schema.js';
 import { WEEKDAYS } from '../../policy/calling-hours.js';
 import { authOf } from '../authenticate.js';
 import { allowQuietImport } from '../csv-body.js';
 import { problemResponses } from '../problem-schemas.js';
-import { IdempotencyHeaders, MAX_ID, replayableResponse, RunPage, withRateLimitHeaders } from '../schemas.js';
+import { IdempotencyHeaders, MAX_ID, NullableStringEnum, PathId, replayableResponse, RunPageRef, RunStateRef, StringEnum, withRateLimitHeaders } from '../schemas.js';
 
-const literals = <T extends string>(values: readonly T[], options: Record<string, unknown> = {}) => Type.Union(values.map((v) => Type.Literal(v)), options);
+const literals = <T extends string>(values: readonly T[], options: Record<string, unknown> = {}) => StringEnum(values, options);
 const Timestamp = Type.String({ format: 'date-time' });
 
 const Schedule = Type.Object(
@@ -27,7 +27,7 @@ const Schedule = Type.Object(
       additionalProperties: false,
     }),
   },
-  { additionalProperties: false, description: 'Attempts are created only inside these weekly windows (a missing day has none).' },
+  { $id: 'CampaignSchedule', title: 'CampaignSchedule', additionalProperties: false, description: 'Attempts are created only inside these weekly windows (a missing day has none).' },
 );
 
 const Retry = Type.Object(
@@ -59,7 +59,7 @@ const CampaignBody = Type.Object(
     calls_per_second: Type.Optional(Type.Number({ exclusiveMinimum: L.callsPerSecond.exclusiveMin, maximum: L.callsPerSecond.max, description: 'Dials per second at most, evenly spaced across every node (attempts are created no faster either); inside the route\'s own pacing, which also applies' })),
     starts_at: Type.Optional(Type.String({ format: 'date-time', description: 'No attempt before this time' })),
     ends_at: Type.Optional(Type.String({ format: 'date-time', description: 'The campaign pauses (paused_reason ends_at) at this time' })),
-    schedule: Type.Optional(Schedule),
+    schedule: Type.Optional(Type.Ref('CampaignSchedule')),
     retry: Type.Optional(Retry),
     circuit_breaker: Type.Optional(Breaker),
   },
@@ -84,7 +84,7 @@ const Campaign = Type.Object(
     id: Type.Integer(),
     name: Type.String(),
     state: literals(CAMPAIGN_STATES),
-    paused_reason: Type.Union([literals(PAUSED_REASONS), Type.Null()], { description: 'Why a paused campaign is paused: request, circuit_breaker or ends_at' }),
+    paused_reason: NullableStringEnum(PAUSED_REASONS, { description: 'Why a paused campaign is paused: request, circuit_breaker or ends_at' }),
     mode: literals(['published', 'test'] as const),
     agent_uuid: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
     workflow_uuid: Type.String({ format: 'uuid' }),
@@ -93,7 +93,7 @@ const Campaign = Type.Object(
     calls_per_second: Type.Union([Type.Number(), Type.Null()]),
     starts_at: Type.Union([Timestamp, Type.Null()]),
     ends_at: Type.Union([Timestamp, Type.Null()]),
-    schedule: Type.Union([Schedule, Type.Null()]),
+    schedule: Type.Union([Type.Ref('CampaignSchedule'), Type.Null()]),
     retry: Type.Object({ max_attempts: Type.Integer(), delay_seconds: Type.Integer(), on: Type.Array(Type.String()) }),
     circuit_breaker: Type.Object({ failure_ratio: Type.Number(), window_seconds: Type.Integer(), min_calls: Type.Integer() }),
     progress: Progress,
@@ -109,7 +109,7 @@ const Contact = Type.Object({
   phone_number: Type.String(),
   status: literals(CONTACT_STATUSES),
   timezone: Type.Union([Type.String(), Type.Null()]),
-  attempts: Type.Array(Type.Object({ attempt: Type.Integer(), run_id: Type.Integer(), state: literals(RUN_STATES) })),
+  attempts: Type.Array(Type.Object({ attempt: Type.Integer(), run_id: Type.Integer(), state: RunStateRef() })),
   next_attempt_at: Type.Union([Timestamp, Type.Null()], { description: 'When a pending contact is next due' }),
 });
 
@@ -136,7 +136,7 @@ const ImportResult = Type.Object({
   invalid_count: Type.Integer({ minimum: 0, description: 'Every contact skipped, listed or not' }),
 });
 
-const IdParams = Type.Object({ id: Type.String({ description: 'Campaign id' }) });
+const IdParams = Type.Object({ id: PathId('Campaign id') });
 const REFUSALS: ErrorCode[] = ['missing_api_key', 'invalid_api_key', 'rate_limited'];
 const BODY: ErrorCode[] = ['unsupported_media_type', 'payload_too_large', 'malformed_json'];
 const OWN: ErrorCode[] = [...REFUSALS, 'not_found', 'campaign_not_found'];
@@ -164,6 +164,7 @@ const ACTIONS: { action: CampaignAction; summary: string; description: string }[
 export function campaignRoutes(deps: Deps): FastifyPluginAsync {
   const common = { tags: ['Campaigns'], security: [{ ApiKey: [] }] };
   return async (app) => {
+    app.addSchema(Schedule);
     app.addSchema(Campaign);
 
     app.post(
@@ -334,7 +335,7 @@ export function campaignRoutes(deps: Deps): FastifyPluginAsync {
             },
             { additionalProperties: false },
           ),
-          response: { 200: withRateLimitHeaders(RunPage), ...problemResponses([...OWN, 'validation_failed']) },
+          response: { 200: withRateLimitHeaders(RunPageRef()), ...problemResponses([...OWN, 'validation_failed']) },
         },
       },
       async (request) => {

@@ -9,14 +9,14 @@ import { listTelephonyConfigurations } from '../../telephony/configurations.js';
 import { listWorkflows } from '../../workflows/workflows.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
-import { withRateLimitHeaders } from '../schemas.js';
+import { StringEnum, withRateLimitHeaders } from '../schemas.js';
 
 const Uuid = Type.String({ format: 'uuid' });
 
 const Workflow = Type.Object({
   workflow_uuid: Uuid,
   name: Type.String(),
-  status: Type.Union([Type.Literal('active'), Type.Literal('archived')]),
+  status: StringEnum(['active', 'archived'] as const),
   published_version: Type.Union([Type.Integer(), Type.Null()], { description: 'The version the non-test operations run; null when nothing is published' }),
   draft_version: Type.Union([Type.Integer(), Type.Null()], { description: 'The version the test operations run when there is one' }),
   agent_uuids: Type.Array(Uuid, { description: 'The published version\'s agent UUIDs (API triggers)' }),
@@ -31,12 +31,12 @@ const TelephonyConfiguration = Type.Object(
   {
     id: Type.Integer({ minimum: 1 }),
     name: Type.String(),
-    provider: Type.Union([Type.Literal('simulator'), Type.Literal('twilio'), Type.Literal('sip')]),
+    provider: StringEnum(['simulator', 'twilio', 'sip'] as const),
     caller_ids: Type.Array(Type.String()),
     is_default: Type.Boolean(),
     calls_per_second: Type.Number(),
     max_concurrent_calls: Type.Integer(),
-    status: Type.Union([Type.Literal('active'), Type.Literal('inactive')]),
+    status: StringEnum(['active', 'inactive'] as const),
     has_credentials: Type.Boolean({ description: 'Whether credentials are stored (they are never shown)' }),
   },
   { additionalProperties: false },

@@ -10,8 +10,7 @@ import { DialtoneError, type ErrorCode } from '../../errors.js';
 import type { RunMode } from '../../store/schema.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
-import { Type } from '@sinclair/typebox';
-import { DryRunQuery, IdempotencyHeaders, InitiateCallBody, InitiateCallDryRunResponse, InitiateCallResponse, replayableResponse, uuidParam } from '../schemas.js';
+import { DryRunQuery, IdempotencyHeaders, InitiateCallAnswer, InitiateCallBody, replayableResponse, uuidParam } from '../schemas.js';
 
 interface Operation {
   operationId: string;
@@ -121,12 +120,7 @@ export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
             body: InitiateCallBody,
             response: {
               // Exactly one of the two shapes: the run (status queued or scheduled), or the dry run's "valid".
-              200: replayableResponse(
-                Type.Unsafe({
-                  oneOf: [InitiateCallResponse, InitiateCallDryRunResponse],
-                  description: 'The run created (or, with an Idempotency-Key, the first answer again); with ?dry_run=true, the checks passed and nothing was created',
-                }),
-              ),
+              200: replayableResponse(InitiateCallAnswer),
               ...problemResponses(refusalsOf(op)),
             },
           },

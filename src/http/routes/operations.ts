@@ -7,6 +7,7 @@ import type { Deps } from '../../deps.js';
 import { DialtoneError } from '../../errors.js';
 import { migrationsApplied } from '../../store/migrate.js';
 import { problemResponses } from '../problem-schemas.js';
+import { StringEnum } from '../schemas.js';
 
 const operation = { tags: ['Operations'], security: [] };
 
@@ -20,7 +21,7 @@ export function operationsRoutes(deps: Deps): FastifyPluginAsync {
           operationId: 'getHealth',
           summary: 'Liveness',
           description: 'The process is up and serving HTTP. It does not look at the store (see /readyz).',
-          response: { 200: Type.Object({ status: Type.Literal('ok') }), ...problemResponses([]) },
+          response: { 200: Type.Object({ status: StringEnum(['ok'] as const) }), ...problemResponses([]) },
         },
       },
       async () => ({ status: 'ok' as const }),
@@ -34,7 +35,7 @@ export function operationsRoutes(deps: Deps): FastifyPluginAsync {
           operationId: 'getReadiness',
           summary: 'Readiness',
           description: 'The store is reachable and migrated: this node can take requests. 503 unavailable otherwise.',
-          response: { 200: Type.Object({ status: Type.Literal('ready') }), ...problemResponses([]) },
+          response: { 200: Type.Object({ status: StringEnum(['ready'] as const) }), ...problemResponses([]) },
         },
       },
       async (request) => {

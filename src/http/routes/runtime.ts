@@ -8,6 +8,7 @@ import { DialtoneError } from '../../errors.js';
 import { loadRunDefinition } from '../../runs/run-definition.js';
 import { verifyRunToken } from '../../runtime/run-token.js';
 import { problemResponses } from '../problem-schemas.js';
+import { PathId } from '../schemas.js';
 
 export const RuntimeRun = Type.Object({
   run_id: Type.Integer(),
@@ -31,7 +32,7 @@ export function runtimeRoutes(deps: Deps): FastifyPluginAsync {
           description: 'The pinned definition and template context of a run, for the agent runtime the answered call was handed to.',
           tags: ['Agent runtime'],
           security: [{ RunToken: [] }],
-          params: Type.Object({ id: Type.String({ description: 'Workflow run id' }) }),
+          params: Type.Object({ id: PathId('Workflow run id') }),
           response: { 200: RuntimeRun, ...problemResponses(['not_found', 'invalid_run_token']) },
         },
       },

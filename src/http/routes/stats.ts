@@ -4,20 +4,18 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
 import { runStats } from '../../runs/list-runs.js';
-import { RUN_STATES } from '../../runs/states.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
-import { withRateLimitHeaders } from '../schemas.js';
+import { RunStateRef, withRateLimitHeaders } from '../schemas.js';
 
 const HOUR_MS = 3_600_000;
-const RunState = Type.Union(RUN_STATES.map((s) => Type.Literal(s)));
 
 const Stats = Type.Object({
   since: Type.String({ format: 'date-time' }),
   total: Type.Integer({ minimum: 0, description: 'Runs created since `since`' }),
   by_state: Type.Record(Type.String(), Type.Integer({ minimum: 0 }), { description: 'Those runs by their state now (every state listed)' }),
   by_outcome: Type.Array(
-    Type.Object({ state: RunState, outcome_reason: Type.Union([Type.String(), Type.Null()]), count: Type.Integer({ minimum: 1 }) }),
+    Type.Object({ state: RunStateRef(), outcome_reason: Type.Union([Type.String(), Type.Null()]), count: Type.Integer({ minimum: 1 }) }),
     { description: 'Those runs by state and normalized outcome reason, most frequent first' },
   ),
   routes: Type.Array(

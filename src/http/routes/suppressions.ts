@@ -20,7 +20,7 @@ import type { Readable } from 'node:stream';
 import { authOf } from '../authenticate.js';
 import { allowQuietImport } from '../csv-body.js';
 import { problemResponses } from '../problem-schemas.js';
-import { withRateLimitHeaders } from '../schemas.js';
+import { documentedAs, withRateLimitHeaders } from '../schemas.js';
 
 const Suppression = Type.Object(
   {
@@ -70,7 +70,12 @@ export function suppressionRoutes(deps: Deps): FastifyPluginAsync {
           body: Type.Object(
             {
               reason: Type.Optional(Type.Union([Type.String({ maxLength: REASON_MAX_LENGTH }), Type.Null()], { description: 'Free text for your own reference' })),
-              expires_at: Type.Optional(Type.Union([Type.String({ description: 'RFC 3339 date-time, in the future' }), Type.Null()], { description: 'When the number may be called again; omitted or null: never' })),
+              // Checked by the handler (policy/suppressions.ts), which also says when it has passed.
+              expires_at: Type.Optional(
+                Type.Union([documentedAs(Type.String({ description: 'RFC 3339 date-time, in the future' }), { type: 'string', format: 'date-time', description: 'RFC 3339 date-time, in the future' }), Type.Null()], {
+                  description: 'When the number may be called again; omitted or null: never',
+                }),
+              ),
             },
             { additionalProperties: false, description: 'Optional: no body means no reason and no expiry' },
           ),

@@ -23,19 +23,18 @@ import type { DeliveryStatus } from '../../store/schema.js';
 import type { WebhookEventType } from '../../webhooks/event-types.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
-import { withRateLimitHeaders } from '../schemas.js';
+import { NullableStringEnum, PathId, StringEnum, withRateLimitHeaders } from '../schemas.js';
 
 const ID_PATTERN = /^[1-9][0-9]{0,14}$/;
+const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const satisfies readonly DeliveryStatus[];
 
 function parseId(text: string, code: 'webhook_endpoint_not_found' | 'webhook_delivery_not_found', what: string): number {
   if (!ID_PATTERN.test(text)) throw new DialtoneError(code, `No ${what} ${text}.`);
   return Number(text);
 }
 
-const EventType = Type.Union(
-  WEBHOOK_EVENT_TYPES.map((t) => Type.Literal(t)),
-  { description: 'A message type' },
-);
+/** The shared `WebhookEventType` schema (webhook-schemas.ts). */
+const EventType = Type.Unsafe<WebhookEventType>(Type.Ref('WebhookEventType'));
 const Events = Type.Array(EventType, { uniqueItems: true, maxItems: WEBHOOK_EVENT_TYPES.length, description: 'The message types sent to this endpoint; omitted or empty: every type' });
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Where messages are POSTed: https, resolving only to public addresses (unless the operator set WEBHOOK_ALLOW_PRIVATE_NETWORKS)', examples: ['https://api.acmecrm.io/hooks/dialtone'] });
 const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'Free text for your own reference' });
@@ -46,7 +45,7 @@ const Endpoint = Type.Object(
     url: Type.String(),
     events: Type.Array(EventType, { description: 'Subscribed types; empty means every type' }),
     enabled: Type.Boolean(),
-    disabled_reason: Type.Union([Type.Literal('request'), Type.Literal('gone'), Type.Literal('failing'), Type.Null()], {
+    disabled_reason: NullableStringEnum(['request', 'gone', 'failing'] as const, {
       description: '`request`: disabled through the API; `gone`: the endpoint answered 410; `failing`: no success for WEBHOOK_DISABLE_AFTER_MS',
     }),
     description: Type.Union([Type.String(), Type.Null()]),
@@ -74,7 +73,7 @@ const Delivery = Type.Object({
   message_id: Type.String({ description: 'The `webhook-id` header: the same on every attempt and for every endpoint' }),
   event_type: EventType,
   run_id: Type.Union([Type.Integer(), Type.Null()]),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  status: StringEnum(DELIVERY_STATUSES),
   attempts: Type.Array(Attempt),
   next_attempt_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
@@ -85,9 +84,9 @@ const DeliveryPage = Type.Object({
   next_after: Type.Union([Type.Integer(), Type.Null()], { description: 'Pass as `after` for older deliveries; null when there are none' }),
 });
 
-const EndpointParams = Type.Object({ id: Type.String({ description: 'Webhook endpoint id' }) });
+const EndpointParams = Type.Object({ id: PathId('Webhook endpoint id') });
 
-const DeliveryStatusFilter = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]);
+const DeliveryStatusFilter = StringEnum(DELIVERY_STATUSES, { description: 'Only deliveries in this status' });
 const After = Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return deliveries older than this id' });
 const Limit = Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 20)' });
 
@@ -307,9 +306,9 @@ export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
           operationId: 'retryWebhookDelivery',
           summary: 'Retry Webhook Delivery',
           description: 'Queues a succeeded or failed delivery again, now, with the full retry schedule. 409 while it is still pending.',
-          params: Type.Object({ id: Type.String({ description: 'Webhook endpoint id' }), delivery_id: Type.String({ description: 'Delivery id' }) }),
+          params: Type.Object({ id: PathId('Webhook endpoint id'), delivery_id: PathId('Delivery id') }),
           response: {
-            202: withRateLimitHeaders(Type.Object({ delivery_id: Type.Integer({ minimum: 1 }), status: Type.Literal('pending') })),
+            202: withRateLimitHeaders(Type.Object({ delivery_id: Type.Integer({ minimum: 1 }), status: StringEnum(['pending'] as const) })),
             ...problemResponses([...OWN, ...BODY, 'webhook_delivery_not_found', 'webhook_delivery_pending']),
           },
         },

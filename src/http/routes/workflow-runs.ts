@@ -9,7 +9,7 @@ import { RUN_STATES } from '../../runs/states.js';
 import type { RunState } from '../../store/schema.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
-import { RunEventsPage, RunPage, withRateLimitHeaders, WorkflowRun } from '../schemas.js';
+import { PathId, RunEventsPage, RunPageRef, StringEnum, withRateLimitHeaders, WorkflowRunRef } from '../schemas.js';
 
 /** Path ids that are not positive integers name no run: 404, like any unknown id. */
 export function parseRunId(text: string): number {
@@ -37,7 +37,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           security: [{ ApiKey: [] }],
           querystring: Type.Object(
             {
-              state: Type.Optional(Type.Union(RUN_STATES.map((s) => Type.Literal(s)), { description: 'Only runs in this state' })),
+              state: Type.Optional(StringEnum(RUN_STATES, { description: 'Only runs in this state' })),
               workflow_uuid: Type.Optional(Type.String({ format: 'uuid', description: 'Only runs of this workflow' })),
               phone_number: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Only runs to this number (E.164, or a SIP URI as given)' })),
               campaign_id: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Only the attempts of this campaign (another organization\'s campaign matches no run)' })),
@@ -48,7 +48,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
             },
             { additionalProperties: false },
           ),
-          response: { 200: withRateLimitHeaders(RunPage), ...problemResponses(['missing_api_key', 'invalid_api_key', 'rate_limited', 'validation_failed']) },
+          response: { 200: withRateLimitHeaders(RunPageRef()), ...problemResponses(['missing_api_key', 'invalid_api_key', 'rate_limited', 'validation_failed']) },
         },
       },
       async (request) => {
@@ -75,8 +75,8 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           description: 'A run of the key\'s organization: its state, outcome, the provider\'s own status and when each phase happened.',
           tags: ['Workflow runs'],
           security: [{ ApiKey: [] }],
-          params: Type.Object({ id: Type.String({ description: 'Workflow run id' }) }),
-          response: { 200: withRateLimitHeaders(WorkflowRun), ...problemResponses(READ_REFUSALS) },
+          params: Type.Object({ id: PathId('Workflow run id') }),
+          response: { 200: withRateLimitHeaders(WorkflowRunRef()), ...problemResponses(READ_REFUSALS) },
         },
       },
       async (request) => {
@@ -94,7 +94,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           description: 'Every state the run entered, in order. Page with `after` (the last `seq` seen).',
           tags: ['Workflow runs'],
           security: [{ ApiKey: [] }],
-          params: Type.Object({ id: Type.String({ description: 'Workflow run id' }) }),
+          params: Type.Object({ id: PathId('Workflow run id') }),
           querystring: Type.Object(
             {
               after: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$', description: 'Return events with seq greater than this (default 0)' })),
@@ -123,9 +123,9 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
             'A queued run is canceled at once and never dialed. A live call is ended by the node holding it: canceled before the answer, hung up (completed) after it; `cancel_requested_at` shows the request until then.',
           tags: ['Workflow runs'],
           security: [{ ApiKey: [] }],
-          params: Type.Object({ id: Type.String({ description: 'Workflow run id' }) }),
+          params: Type.Object({ id: PathId('Workflow run id') }),
           response: {
-            200: withRateLimitHeaders(WorkflowRun),
+            200: withRateLimitHeaders(WorkflowRunRef()),
             // Cancel ignores its body, but one that is sent is parsed: it must be JSON within the limit.
             ...problemResponses([...READ_REFUSALS, 'unsupported_media_type', 'payload_too_large', 'malformed_json', 'run_already_ended']),
           },
