@@ -197,6 +197,10 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
     when: 'The number was already called the organization\'s maximum number of times within its window.',
     action: 'Wait for Retry-After seconds before calling the number again.',
   },
+  too_many_streams: {
+    when: 'The API key (STREAM_MAX_CONNECTIONS_PER_KEY) or the organization (STREAM_MAX_CONNECTIONS_PER_ORG) already holds its most open event streams on this node.',
+    action: 'Close a stream you no longer read (browser tabs of one console share one), or retry after Retry-After seconds.',
+  },
   unavailable: {
     when: 'The node is shutting down, its store is unreachable, or it serves its maximum of event streams.',
     action: 'Retry after Retry-After seconds, on this node or another.',
