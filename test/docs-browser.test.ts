@@ -29,8 +29,9 @@ describe('/docs in a browser', { skip: chromiumSkip() }, () => {
     assert.ok(chrome);
     const { app } = await build(t, 'sqlite');
     const base = await app.listen({ host: '127.0.0.1', port: 0 });
-    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
-    const operations = Object.values(doc.paths).reduce((count, item) => count + Object.keys(item).length, 0);
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>>; webhooks?: Record<string, Record<string, unknown>> };
+    // Swagger UI draws the webhooks' operations like the paths'.
+    const operations = [...Object.values(doc.paths), ...Object.values(doc.webhooks ?? {})].reduce((count, item) => count + Object.keys(item).length, 0);
 
     const context = await chrome.browser.createBrowserContext();
     t.after(() => context.close());
@@ -41,7 +42,9 @@ describe('/docs in a browser', { skip: chromiumSkip() }, () => {
     assert.match(String(response?.headers()['content-security-policy']), /default-src 'none'/, 'the page is served under its CSP');
 
     // Swagger UI draws one block per operation once it has fetched and read the document.
-    await page.waitForFunction(`document.querySelectorAll('.opblock').length === ${operations}`, { timeout: 30_000 });
+    await page.waitForFunction(`document.querySelectorAll('.opblock').length === ${operations}`, { timeout: 30_000 }).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}: ${String(await page.evaluate("document.querySelectorAll('.opblock').length"))} operations drawn, ${operations} expected`);
+    });
     const logo = await page.waitForSelector('.topbar img[src^="data:image/svg+xml"]', { timeout: 10_000 });
     assert.ok(logo, 'the Dialtone logo replaced Swagger UI\'s');
     assert.equal(await page.evaluate("document.querySelector('.topbar img').naturalWidth > 0"), true, 'the logo (a data: image) loaded');
