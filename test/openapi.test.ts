@@ -20,6 +20,8 @@ import { PROBLEMS } from '../src/http/problems.js';
 import { setCallingHours } from '../src/orgs/organizations.js';
 import { issueRunToken } from '../src/runtime/run-token.js';
 import { build, postJson, type TestEnv } from './helpers/app.js';
+import { buildWithDispatcher, ended, waitForRun } from './helpers/dispatch.js';
+import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
 import { setOrganizationLimits } from '../src/orgs/organizations.js';
 import { createOrgFixture, OPERATION_CASES, PATHS, type OperationCase, type OrgFixture } from './helpers/fixtures.js';
 
@@ -435,6 +437,29 @@ describe('GET /openapi.json', () => {
           ? campaignMessageBody(type, Date.UTC(2026, 0, 1), { id: 3, name: 'Spring renewals', state: 'paused', paused_reason: 'circuit_breaker' })
           : undefined;
       if (sample !== undefined) assert.ok(validate(JSON.parse(sample)), `${type}: ${ajv.errorsText(validate.errors)}`);
+    }
+  });
+
+  it('documents the messages a real call and a test send to an endpoint: each body matches its type\'s schema in `webhooks`, each carries its headers', async (t) => {
+    const receiver = await startReceiver(t);
+    const env = await buildWithDispatcher(t, 'sqlite', { env: WEBHOOK_TEST_ENV });
+    const doc = await openApi(env.app);
+    const f = await createOrgFixture(env.deps);
+    const endpoint = await postJson(env.app, '/api/v1/public/webhook-endpoints', { url: receiver.url }, { key: f.apiKey });
+    assert.equal(endpoint.statusCode, 201, endpoint.body);
+    const call = await postJson(env.app, PATHS.initiateCall(f.agentUuid), OK_BODY, { key: f.apiKey });
+    assert.equal(call.statusCode, 200, call.body);
+    await waitForRun(env, call.json().workflow_run_id, ended);
+    assert.equal((await env.app.inject({ method: 'POST', url: `/api/v1/public/webhook-endpoints/${endpoint.json().id}/test`, headers: { 'x-api-key': f.apiKey } })).statusCode, 202);
+    const messages = await receiver.waitFor((all) => all.some((m) => m.json.type === 'run.ended') && all.some((m) => m.json.type === 'webhook.test'));
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats.default(ajv);
+    for (const message of messages) {
+      const operation = doc.webhooks?.[message.json.type]?.post;
+      assert.ok(operation, `${message.json.type} is documented`);
+      const validate = ajv.compile({ ...operation.requestBody?.content['application/json']?.schema, components: doc.components });
+      assert.ok(validate(message.json), `${message.json.type}: ${ajv.errorsText(validate.errors)}\n${message.body}`);
+      for (const parameter of operation.parameters ?? []) assert.ok(message.headers[parameter.name], `${message.json.type} carries ${parameter.name}`);
     }
   });
 
