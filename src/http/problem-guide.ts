@@ -125,6 +125,10 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
     when: 'A cancel was asked for a run that has already ended.',
     action: 'Nothing to do: the run\'s state says how it ended.',
   },
+  campaign_limit: {
+    when: 'The organization already has CAMPAIGN_MAX_OPEN_PER_ORGANIZATION campaigns open (draft, running or paused).',
+    action: 'Complete or cancel a campaign you no longer need, then create this one again.',
+  },
   campaign_state_conflict: {
     when: 'The campaign\'s state does not allow the action (for example resuming a running campaign, adding contacts to a canceled one, resuming after ends_at).',
     action: 'Read the campaign (its `state` is in the problem) and choose an action its state allows.',
