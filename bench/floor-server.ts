@@ -9,8 +9,8 @@
 //                  telephony configuration exist, ids given below)
 //   FLOOR_IDS      "orgId,workflowId,definitionId,telephonyConfigurationId"
 import Fastify from 'fastify';
-import { executeCompiled } from '../src/store/compiled-statements.js';
-import { openStore } from '../src/store/store.js';
+import { executeCompiled } from '../src/store/engine/compiled-statements.js';
+import { openStore } from '../src/store/engine/store.js';
 
 const store = openStore(process.env.DATABASE_URL ?? '', { poolSize: 10 });
 const [orgId = 0, workflowId = 0, definitionId = 0, telephonyConfigurationId = 0] = (process.env.FLOOR_IDS ?? '').split(',').map(Number);
@@ -21,9 +21,9 @@ app.post('/floor', async (request) => {
   const now = Date.now();
   // One insert, as durable as the service's: on PostgreSQL a statement outside a transaction
   // commits durably on its own (one round trip); SQLite needs the store's durable transaction to
-  // flush its WAL (store/wal-sync.ts).
+  // flush its WAL (store/engine/wal-sync.ts).
   // Built once and rerun with new values, and on PostgreSQL prepared once per connection, as the
-  // service's own hot statements are (store/compiled-statements.ts, store/prepared-statements.ts):
+  // service's own hot statements are (store/engine/compiled-statements.ts, store/engine/prepared-statements.ts):
   // the floor uses what any server would, so the ratio measures what the service adds.
   const values = { phoneNumber: body.phone_number, initialContext: body.initial_context === undefined ? null : JSON.stringify(body.initial_context), at: now };
   const insert = async (db: typeof store.db) =>

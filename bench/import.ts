@@ -10,7 +10,7 @@ import { cpus, loadavg } from 'node:os';
 import pino from 'pino';
 import { buildApp } from '../src/app.js';
 import { buildDeps } from '../src/deps.js';
-import { migrateToLatest } from '../src/store/migrate.js';
+import { migrateToLatest } from '../src/store/schema/migrate.js';
 import { testConfig } from '../test/helpers/app.js';
 import { createOrgFixture } from '../test/helpers/fixtures.js';
 import { createTestDatabase, openTestStore, type StoreKind } from '../test/helpers/stores.js';

@@ -18,7 +18,7 @@ export const ConfigSchema = Type.Object({
   /** Size of the PostgreSQL connection pool of one process. */
   DATABASE_POOL_SIZE: Integer(1, 200, 10),
   /**
-   * PostgreSQL: prepare the hot statements once per connection (store/prepared-statements.ts).
+   * PostgreSQL: prepare the hot statements once per connection (store/engine/prepared-statements.ts).
    * `false` behind a pooler in transaction mode that does not keep named statements (PgBouncer
    * without `max_prepared_statements`).
    */
@@ -119,7 +119,7 @@ export const ConfigSchema = Type.Object({
   DISPATCH_POLL_INTERVAL_MS: Integer(10, 60_000, 500),
   /**
    * PostgreSQL: least time between two wake-ups this node sends the other nodes' dispatchers for
-   * runs it created (store/coalescing-notifier.ts): every run created meanwhile rides on the next
+   * runs it created (store/engine/coalescing-notifier.ts): every run created meanwhile rides on the next
    * one; 0 sends one whenever the last has been answered. The wake-ups of the other nodes' webhook
    * delivery workers, for deliveries this node wrote, are spaced the same way.
    */

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { LookupCache } from './calls/lookup-cache.js';
+import { LookupCache } from './shared/lookup-cache.js';
 import type { Config } from './config.js';
 import { createLogger, wantsPrettyLogs } from './logging.js';
 import { RateLimits } from './limits/rate-limits.js';
@@ -12,9 +12,9 @@ import { RunLifecycle } from './runs/lifecycle.js';
 import { QueuedRunCounts } from './runs/queue-cap.js';
 import { configuredSecretKey } from './secret-key.js';
 import { Signals } from './signals.js';
-import { openStore, type Store } from './store/store.js';
-import { WEBHOOK_CHANNEL } from './store/webhook-statements.js';
-import { CredentialsCipher } from './telephony/credentials-cipher.js';
+import { openStore, type Store } from './store/engine/store.js';
+import { WEBHOOK_CHANNEL } from './store/statements/webhook-statements.js';
+import { CredentialsCipher } from './shared/credentials-cipher.js';
 import type { Providers } from './telephony/provider.js';
 import { RouteDecoder } from './telephony/routes.js';
 import { SipProvider } from './telephony/sip/provider.js';
@@ -44,7 +44,7 @@ export interface Deps {
   queuedRuns: QueuedRunCounts;
   /** The one writer of run state after creation (runs/lifecycle.ts). */
   lifecycle: RunLifecycle;
-  /** This node's short-lived copies of keys, agents and routes (calls/lookup-cache.ts). */
+  /** This node's short-lived copies of keys, agents and routes (shared/lookup-cache.ts). */
   lookups: LookupCache;
   /** Names this process in leases, so a node knows which live calls are its own. */
   nodeId: string;

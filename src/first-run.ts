@@ -4,7 +4,7 @@
 import type { Deps } from './deps.js';
 import { createApiKey } from './auth/api-keys.js';
 import { createOrganization } from './orgs/organizations.js';
-import { selectAnyOrganizationExists } from './store/organization-statements.js';
+import { selectAnyOrganizationExists } from './store/statements/organization-statements.js';
 import { createTelephonyConfiguration } from './telephony/configurations.js';
 import { createWorkflow } from './workflows/workflows.js';
 import { CONSOLE_PATH, DOCS_PATH } from './http/routes/root.js';

@@ -2,10 +2,10 @@
 // several apps side by side. Queue gauges are read from the store when scraped: the runs table is
 // the queue, and every node sees the same numbers.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { RunState } from './store/schema.js';
-import { countLiveRunsPerConfiguration, selectQueueStats } from './store/metrics-statements.js';
-import type { Store } from './store/store.js';
-import { selectOutboxDepth } from './store/webhook-statements.js';
+import type { RunState } from './store/schema/schema.js';
+import { countLiveRunsPerConfiguration, selectQueueStats } from './store/statements/metrics-statements.js';
+import type { Store } from './store/engine/store.js';
+import { selectOutboxDepth } from './store/statements/webhook-statements.js';
 
 /** The states of the runs dialtone_active_calls counts. */
 const ACTIVE_CALL_STATES: readonly RunState[] = ['dialing', 'ringing', 'in_progress'];

@@ -1,6 +1,6 @@
 // Where DIALTONE_SECRET_KEY comes from, and the start-up check that it is the key the stored
 // secrets were written with. The key encrypts webhook signing secrets and provider credentials
-// and signs the agent runtime's run tokens (telephony/credentials-cipher.ts, runtime/run-token.ts).
+// and signs the agent runtime's run tokens (shared/credentials-cipher.ts, runtime/run-token.ts).
 //
 // An explicit DIALTONE_SECRET_KEY always wins. Without it, an embedded (SQLite) database gets a
 // key generated on its first start and kept in a file beside it (`<database>.key`, mode 0600,
@@ -14,8 +14,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Config } from './config.js';
 import type { Deps } from './deps.js';
-import { insertKeyCheckIfAbsent, selectAnyEncryptedSecret, selectKeyCheck } from './store/secret-key-statements.js';
-import { newSecretKey, parseSecretKey, type CredentialsCipher } from './telephony/credentials-cipher.js';
+import { insertKeyCheckIfAbsent, selectAnyEncryptedSecret, selectKeyCheck } from './store/statements/secret-key-statements.js';
+import { newSecretKey, parseSecretKey, type CredentialsCipher } from './shared/credentials-cipher.js';
 
 /** A start that cannot use the secret key it was given (or has none where one is needed): the operator's to fix. */
 export class SecretKeyError extends Error {

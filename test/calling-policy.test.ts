@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { setOrganizationLimits } from '../src/orgs/organizations.js';
 import { createRun } from '../src/runs/create-run.js';
 import { getRun } from '../src/runs/read-run.js';
-import { explainCapOpening } from '../src/store/suppression-statements.js';
+import { explainCapOpening } from '../src/store/statements/suppression-statements.js';
 import { build, getJson, postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun } from './helpers/dispatch.js';
 import { countRuns, createOrgFixture, PATHS, type OperationName, type OrgFixture } from './helpers/fixtures.js';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { importContactCsv } from '../src/campaigns/contacts.js';
 import { DialtoneError } from '../src/errors.js';
-import { insertContacts } from '../src/store/campaign-statements.js';
+import { insertContacts } from '../src/store/statements/campaign-statements.js';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { messageBody } from '../src/webhooks/message.js';
 import { build, getJson, postJson } from './helpers/app.js';

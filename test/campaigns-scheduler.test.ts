@@ -5,7 +5,7 @@
 // itself (runCampaignTick), so what it sees depends on the clock it moves, never on a timer.
 import assert from 'node:assert/strict';
 import { CampaignScheduler, runCampaignTick } from '../src/campaigns/scheduler.js';
-import { claimCampaigns, releaseCampaignLease } from '../src/store/campaign-statements.js';
+import { claimCampaigns, releaseCampaignLease } from '../src/store/statements/campaign-statements.js';
 import { setCallingHours, setOrganizationLimits } from '../src/orgs/organizations.js';
 import { getRun } from '../src/runs/read-run.js';
 import { build, postJson } from './helpers/app.js';

@@ -1,8 +1,8 @@
-// Wake-ups for other nodes sent after a commit and coalesced (store/coalescing-notifier.ts), and
+// Wake-ups for other nodes sent after a commit and coalesced (store/engine/coalescing-notifier.ts), and
 // on PostgreSQL the store's `announce` reaching a listener on another connection.
 import assert from 'node:assert/strict';
-import { CoalescingNotifier } from '../src/store/coalescing-notifier.js';
-import { openStore } from '../src/store/store.js';
+import { CoalescingNotifier } from '../src/store/engine/coalescing-notifier.js';
+import { openStore } from '../src/store/engine/store.js';
 import { describe, it } from './helpers/suite.js';
 import { createTestDatabase, storeCases } from './helpers/stores.js';
 import { build, postJson } from './helpers/app.js';

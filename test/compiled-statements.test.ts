@@ -1,10 +1,10 @@
-// Statements built once per shape (store/compiled-statements.ts) run again with each run's own
+// Statements built once per shape (store/engine/compiled-statements.ts) run again with each run's own
 // values, on both stores, and a shape key that leaves a value out is caught while tests run.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql, type Kysely } from 'kysely';
-import { checkCompiledStatements, executeCompiled } from '../src/store/compiled-statements.js';
-import type { Store } from '../src/store/store.js';
+import { checkCompiledStatements, executeCompiled } from '../src/store/engine/compiled-statements.js';
+import type { Store } from '../src/store/engine/store.js';
 import { createTestDatabase, openTestStore, storeCases, type TestDatabase } from './helpers/stores.js';
 
 type ProbeTables = {

@@ -2,7 +2,7 @@
 // each filter), the workflows and telephony configurations, and the stats.
 import assert from 'node:assert/strict';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
-import { explainRunPage } from '../src/store/run-listing-statements.js';
+import { explainRunPage } from '../src/store/statements/run-listing-statements.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { DEMO_DEFINITION } from '../src/first-run.js';
 import { createWorkflow, saveDraft } from '../src/workflows/workflows.js';

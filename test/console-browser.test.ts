@@ -576,7 +576,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     };
     const first = await node();
     t.after(() => database.drop());
-    const { migrateToLatest } = await import('../src/store/migrate.js');
+    const { migrateToLatest } = await import('../src/store/schema/migrate.js');
     await migrateToLatest(first.deps.store);
     const f = await createOrgFixture(first.deps);
     const url = await first.app.listen({ host: '127.0.0.1', port: 0 });
@@ -611,7 +611,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
       return { app, deps, close: async () => { await app.close(); await deps.rateLimits.close(); await store.close(); } };
     };
     const first = await node();
-    const { migrateToLatest } = await import('../src/store/migrate.js');
+    const { migrateToLatest } = await import('../src/store/schema/migrate.js');
     await migrateToLatest(first.deps.store);
     const f = await createOrgFixture(first.deps);
     const kept = await call(first, f, '+12025550100');

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import type { Page } from 'puppeteer-core';
-import { insertDelivery } from '../src/store/webhook-statements.js';
+import { insertDelivery } from '../src/store/statements/webhook-statements.js';
 import { postJson } from './helpers/app.js';
 import { chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from './helpers/browser.js';
 import { buildWithDispatcher, ended, waitForRun } from './helpers/dispatch.js';

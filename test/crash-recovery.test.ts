@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
-import type { Store } from '../src/store/store.js';
+import type { Store } from '../src/store/engine/store.js';
 import { prepareDatabase, startServiceProcess } from './helpers/service-process.js';
 import { storeCases } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';

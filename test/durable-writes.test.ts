@@ -1,4 +1,4 @@
-// Every write a caller is told succeeded is on the disk first (store/durable-commits.ts): on SQLite
+// Every write a caller is told succeeded is on the disk first (store/engine/durable-commits.ts): on SQLite
 // the WAL is flushed before the write's promise resolves, whether the write is a statement on its
 // own, a transaction of its own or a durable group commit. Each operation below runs while the
 // flush is held: it must start a flush and not be answered until the flush returns. (PostgreSQL
@@ -15,8 +15,8 @@ import { buildApp } from '../src/app.js';
 import { createApiKey, revokeApiKey } from '../src/auth/api-keys.js';
 import { buildDeps, type Deps } from '../src/deps.js';
 import { createOrganization, setCallingHours, setOrganizationLimits } from '../src/orgs/organizations.js';
-import { migrateToLatest } from '../src/store/migrate.js';
-import { openStore, type Store } from '../src/store/store.js';
+import { migrateToLatest } from '../src/store/schema/migrate.js';
+import { openStore, type Store } from '../src/store/engine/store.js';
 import { createTelephonyConfiguration, disableTelephonyConfiguration, setDefaultTelephonyConfiguration, setTelephonyStatus } from '../src/telephony/configurations.js';
 import { archiveWorkflow, createWorkflow, publishDraft, saveDraft } from '../src/workflows/workflows.js';
 import { testConfig } from './helpers/app.js';

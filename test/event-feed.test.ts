@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { systemClock } from '../src/deps.js';
-import type { StreamEventRow } from '../src/store/event-stream-statements.js';
+import type { StreamEventRow } from '../src/store/statements/event-stream-statements.js';
 import { EventFeed, startingPoint } from '../src/stream/event-feed.js';
 import { build, postJson, type TestEnv } from './helpers/app.js';
 import { createOrgFixture, PATHS } from './helpers/fixtures.js';

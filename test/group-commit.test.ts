@@ -1,11 +1,11 @@
-// Group commit (store/group-commit.ts): the writes of one moment share a transaction, and with
+// Group commit (store/engine/group-commit.ts): the writes of one moment share a transaction, and with
 // savepoint isolation a write that refuses undoes only itself.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql, type Generated, type Transaction } from 'kysely';
-import { GroupCommit, type Isolation } from '../src/store/group-commit.js';
-import type { Database } from '../src/store/schema.js';
+import { GroupCommit, type Isolation } from '../src/store/engine/group-commit.js';
+import type { Database } from '../src/store/schema/schema.js';
 
 interface Notes {
   notes: { id: Generated<number>; text: string };

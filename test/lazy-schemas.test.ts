@@ -6,7 +6,7 @@ import pino from 'pino';
 import { buildApp } from '../src/app.js';
 import { buildDeps } from '../src/deps.js';
 import { lazySerializers, lazyValidators } from '../src/http/lazy-schemas.js';
-import { migrateToLatest } from '../src/store/migrate.js';
+import { migrateToLatest } from '../src/store/schema/migrate.js';
 import { testConfig } from './helpers/app.js';
 import { createTestDatabase, openTestStore } from './helpers/stores.js';
 

@@ -7,7 +7,7 @@ import pino from 'pino';
 import { buildApp } from '../src/app.js';
 import { revokeApiKey } from '../src/auth/api-keys.js';
 import { buildDeps, type Clock } from '../src/deps.js';
-import { migrateToLatest } from '../src/store/migrate.js';
+import { migrateToLatest } from '../src/store/schema/migrate.js';
 import { setTelephonyStatus } from '../src/telephony/configurations.js';
 import { archiveWorkflow, publishDraft, saveDraft } from '../src/workflows/workflows.js';
 import { postJson, testConfig, type TestEnv } from './helpers/app.js';

@@ -1,11 +1,11 @@
-// PostgreSQL: the compiled statements are prepared once per connection (store/prepared-statements.ts)
+// PostgreSQL: the compiled statements are prepared once per connection (store/engine/prepared-statements.ts)
 // and run with each run's own values; with DATABASE_PREPARED_STATEMENTS=false nothing is prepared.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql, type Kysely } from 'kysely';
-import { executeCompiled } from '../src/store/compiled-statements.js';
-import { namePreparedStatements, prepareOnPostgres, preparedStatementName } from '../src/store/prepared-statements.js';
-import { openStore, type Store } from '../src/store/store.js';
+import { executeCompiled } from '../src/store/engine/compiled-statements.js';
+import { namePreparedStatements, prepareOnPostgres, preparedStatementName } from '../src/store/engine/prepared-statements.js';
+import { openStore, type Store } from '../src/store/engine/store.js';
 import { createTestDatabase, storeCases, type TestDatabase } from './helpers/stores.js';
 
 type ProbeTables = { prepared_probe: { id: number; label: string } };

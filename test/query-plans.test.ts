@@ -1,12 +1,12 @@
 // Statements that run on every tick, shutdown or page view read an index, not the whole runs table:
 // the plan each store would use names the index. SQLite's planner has no statistics, so a plan
-// that looks right on PostgreSQL can still scan there (store/query-plans.ts).
+// that looks right on PostgreSQL can still scan there (store/engine/query-plans.ts).
 import assert from 'node:assert/strict';
-import { explainCampaignRunStates, explainQueuedCampaignRuns } from '../src/store/campaign-statements.js';
-import { explainRunEvents } from '../src/store/event-stream-statements.js';
-import { explainQueuedPerRoute } from '../src/store/run-listing-statements.js';
-import { explainReconcileCandidates, explainRecordedCallIds } from '../src/store/run-reads.js';
-import { explainReleaseNodeCalls } from '../src/store/run-writes.js';
+import { explainCampaignRunStates, explainQueuedCampaignRuns } from '../src/store/statements/campaign-statements.js';
+import { explainRunEvents } from '../src/store/statements/event-stream-statements.js';
+import { explainQueuedPerRoute } from '../src/store/statements/run-listing-statements.js';
+import { explainReconcileCandidates, explainRecordedCallIds } from '../src/store/statements/run-reads.js';
+import { explainReleaseNodeCalls } from '../src/store/statements/run-writes.js';
 import { build } from './helpers/app.js';
 import { storeCases } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';

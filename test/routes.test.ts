@@ -3,7 +3,7 @@
 // is refused at start-up, at request time and at dial time, each time with every problem listed.
 import assert from 'node:assert/strict';
 import { DialtoneError } from '../src/errors.js';
-import { insertConfiguration } from '../src/store/configuration-statements.js';
+import { insertConfiguration } from '../src/store/statements/configuration-statements.js';
 import { createTelephonyConfiguration, listTelephonyConfigurations } from '../src/telephony/configurations.js';
 import { postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, waitForRun } from './helpers/dispatch.js';

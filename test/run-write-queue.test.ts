@@ -1,10 +1,10 @@
-// The run write queue (store/run-write-queue.ts): call progress written together per moment, in
+// The run write queue (store/engine/run-write-queue.ts): call progress written together per moment, in
 // order per run, each caller answered with its own result. On PostgreSQL the writes of a moment
 // share one group commit and one statement per kind; on SQLite each is written alone.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Store } from '../src/store/store.js';
-import { RunWriteQueue } from '../src/store/run-write-queue.js';
+import type { Store } from '../src/store/engine/store.js';
+import { RunWriteQueue } from '../src/store/engine/run-write-queue.js';
 import { transitionWrite } from '../src/runs/transition-run.js';
 import { build, postJson } from './helpers/app.js';
 import { createOrgFixture, PATHS } from './helpers/fixtures.js';

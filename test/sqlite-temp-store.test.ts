@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import pino from 'pino';
 import { buildDeps } from '../src/deps.js';
 import { createRun } from '../src/runs/create-run.js';
-import { migrateToLatest } from '../src/store/migrate.js';
+import { migrateToLatest } from '../src/store/schema/migrate.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { testConfig } from './helpers/app.js';
 import { createOrgFixture } from './helpers/fixtures.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
-import { withStatementCache } from '../src/store/statement-cache.js';
+import { withStatementCache } from '../src/store/engine/statement-cache.js';
 
 function countingDatabase() {
   const sqlite = new SqliteDatabase(':memory:');

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it, type TestContext } from 'node:test';
 import { authenticateApiKey, createApiKey, listApiKeys, revokeApiKey } from '../src/auth/api-keys.js';
-import { parseDestination } from '../src/calls/phone-number.js';
+import { parseDestination } from '../src/shared/phone-number.js';
 import { createOrganization } from '../src/orgs/organizations.js';
-import { migrateToLatest } from '../src/store/migrate.js';
-import type { Store } from '../src/store/store.js';
-import { CredentialsCipher, SecretKeyMissingError } from '../src/telephony/credentials-cipher.js';
+import { migrateToLatest } from '../src/store/schema/migrate.js';
+import type { Store } from '../src/store/engine/store.js';
+import { CredentialsCipher, SecretKeyMissingError } from '../src/shared/credentials-cipher.js';
 import { TEST_SECRET_KEY } from './helpers/app.js';
 import { createTestDatabase, openTestStore } from './helpers/stores.js';
 

@@ -1,6 +1,6 @@
-// SQLite's WAL checkpoints (store/wal-checkpointer.ts): run by a worker thread with its own
+// SQLite's WAL checkpoints (store/engine/wal-checkpointer.ts): run by a worker thread with its own
 // connection once CHECKPOINT_PAGES frames wait in the WAL (read from the WAL-index,
-// store/wal-index.ts), not by the service's connection inside a commit on the event loop; the
+// store/engine/wal-index.ts), not by the service's connection inside a commit on the event loop; the
 // worker starts with the first checkpoint and ends when idle; a failure on I/O is fatal, other
 // troubles are reported and retried.
 import assert from 'node:assert/strict';
@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { sql } from 'kysely';
-import { openStore } from '../src/store/store.js';
-import { BACKSTOP_PAGES, CHECKPOINT_PAGES, checkpointWorker, IDLE_MS, WalCheckpointer, type CheckpointResult, type CheckpointThread } from '../src/store/wal-checkpointer.js';
-import { WalIndex } from '../src/store/wal-index.js';
+import { openStore } from '../src/store/engine/store.js';
+import { BACKSTOP_PAGES, CHECKPOINT_PAGES, checkpointWorker, IDLE_MS, WalCheckpointer, type CheckpointResult, type CheckpointThread } from '../src/store/engine/wal-checkpointer.js';
+import { WalIndex } from '../src/store/engine/wal-index.js';
 
 function tempDir(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'dialtone-checkpoint-'));

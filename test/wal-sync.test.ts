@@ -1,4 +1,4 @@
-// SQLite's durable commits (store/wal-sync.ts): committed at synchronous=NORMAL, answered only once
+// SQLite's durable commits (store/engine/wal-sync.ts): committed at synchronous=NORMAL, answered only once
 // the WAL file has been flushed on the thread pool; flushes coalesce, and none is skipped.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -9,9 +9,9 @@ import { performance } from 'node:perf_hooks';
 import { describe, it, type TestContext } from 'node:test';
 import { sql } from 'kysely';
 import { buildDeps } from '../src/deps.js';
-import { openStore } from '../src/store/store.js';
+import { openStore } from '../src/store/engine/store.js';
 import { testConfig } from './helpers/app.js';
-import { WalSync } from '../src/store/wal-sync.js';
+import { WalSync } from '../src/store/engine/wal-sync.js';
 
 /** A flush the test releases by hand, recording each one begun. */
 function gatedFlush() {

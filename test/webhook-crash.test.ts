@@ -1,7 +1,7 @@
 // The outbox across a crash: messages written while the receiver is down, by a service process
 // that is then killed with SIGKILL, all reach the receiver once it is back and a new process runs.
 import assert from 'node:assert/strict';
-import { insertEndpoint } from '../src/store/webhook-statements.js';
+import { insertEndpoint } from '../src/store/statements/webhook-statements.js';
 import { newWebhookSecret } from '../src/webhooks/signature.js';
 import { prepareDatabase, startServiceProcess } from './helpers/service-process.js';
 import { storeCases } from './helpers/stores.js';

@@ -2,7 +2,7 @@
 // every one of them however many other deliveries the endpoints have had since (the console's call
 // page used to read each endpoint's latest 100 and miss older runs), read through the run's index.
 import assert from 'node:assert/strict';
-import { explainRunDeliveries, insertDelivery } from '../src/store/webhook-statements.js';
+import { explainRunDeliveries, insertDelivery } from '../src/store/statements/webhook-statements.js';
 import { getJson, postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, type OrgFixture } from './helpers/fixtures.js';

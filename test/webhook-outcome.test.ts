@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { packageInfo } from '../src/package-info.js';
-import { insertEndpoint, selectEndpoint } from '../src/store/webhook-statements.js';
+import { insertEndpoint, selectEndpoint } from '../src/store/statements/webhook-statements.js';
 import { attemptOutcome, type OutcomeInput } from '../src/webhooks/attempt-outcome.js';
 import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
 import { sendTestMessage } from '../src/webhooks/endpoints.js';

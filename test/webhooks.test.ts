@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { getRun } from '../src/runs/read-run.js';
-import { insertEndpoint } from '../src/store/webhook-statements.js';
+import { insertEndpoint } from '../src/store/statements/webhook-statements.js';
 import { getJson, postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, type OrgFixture } from './helpers/fixtures.js';

@@ -1,11 +1,11 @@
 // API keys: `dt_live_<prefix-id>_<secret>`. Only a SHA-256 hash of the whole key is stored, next to
 // a short display prefix that also serves as the lookup index. The secret is shown once, at creation.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { NO_CACHE, type LookupCache } from '../calls/lookup-cache.js';
-import { insertApiKey, selectKeyByPrefix, selectKeyExists, selectKeysOfOrganization, setKeyLastUsed, setKeyRevoked } from '../store/api-key-statements.js';
+import { NO_CACHE, type LookupCache } from '../shared/lookup-cache.js';
+import { insertApiKey, selectKeyByPrefix, selectKeyExists, selectKeysOfOrganization, setKeyLastUsed, setKeyRevoked } from '../store/statements/api-key-statements.js';
 import { decodeCallingHours } from '../orgs/organizations.js';
 import type { CallingHours } from '../policy/calling-hours.js';
-import { isUniqueViolation, type Store } from '../store/store.js';
+import { isUniqueViolation, type Store } from '../store/engine/store.js';
 
 const KEY_PREFIX = 'dt_live_';
 const KEY_PATTERN = /^dt_live_([A-Za-z0-9]{10})_([A-Za-z0-9]{32})$/;

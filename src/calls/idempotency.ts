@@ -19,8 +19,8 @@ import {
   setIdempotencyCompleted,
   takeOverIdempotencyRecord,
   type InFlightClaimColumns,
-} from '../store/idempotency-statements.js';
-import type { Store, StoreTransaction } from '../store/store.js';
+} from '../store/statements/idempotency-statements.js';
+import type { Store, StoreTransaction } from '../store/engine/store.js';
 
 /** The longest key accepted, in characters. */
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
@@ -116,7 +116,7 @@ export async function claimIdempotencyKey(deps: Deps, orgId: number, request: Id
       throw inUse();
     }
     // The first request's answer goes out after its flush; a replay, which can read the record a
-    // moment before that flush ends (SQLite, store/wal-sync.ts), waits for it too.
+    // moment before that flush ends (SQLite, store/engine/wal-sync.ts), waits for it too.
     await store.durable();
     return { kind: 'replay', status: row.response_status, body: row.response_body };
   }

@@ -6,12 +6,12 @@ import type { AuthenticatedKey } from '../auth/api-keys.js';
 import { DialtoneError, validationFailed } from '../errors.js';
 import { checkCallingPolicy, type PolicyDecision } from '../policy/calling-policy.js';
 import { createRun, type CreatedRun } from '../runs/create-run.js';
-import type { RunMode } from '../store/schema.js';
-import { decodeJson, type StoreTransaction } from '../store/store.js';
+import type { RunMode } from '../store/schema/schema.js';
+import { decodeJson, type StoreTransaction } from '../store/engine/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
 import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, storedResponse, type Claim } from './idempotency.js';
-import { parseDestination, type Destination } from './phone-number.js';
+import { parseDestination, type Destination } from '../shared/phone-number.js';
 import { resolveTarget, type Target } from './resolve-target.js';
 
 export interface InitiateCallBody {

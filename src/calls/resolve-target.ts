@@ -2,10 +2,10 @@
 // definition is chosen by mode (published, or for tests the draft, else the published one); and
 // for agent UUIDs, the chosen definition must itself contain that trigger, enabled.
 import { DialtoneError } from '../errors.js';
-import { NO_CACHE, type LookupCache } from './lookup-cache.js';
-import type { DefinitionRow, RunMode, WorkflowRow } from '../store/schema.js';
-import type { Store } from '../store/store.js';
-import { selectActiveWorkflow, selectActiveWorkflowByTrigger, selectRunnableDefinition } from '../store/workflow-statements.js';
+import { NO_CACHE, type LookupCache } from '../shared/lookup-cache.js';
+import type { DefinitionRow, RunMode, WorkflowRow } from '../store/schema/schema.js';
+import type { Store } from '../store/engine/store.js';
+import { selectActiveWorkflow, selectActiveWorkflowByTrigger, selectRunnableDefinition } from '../store/statements/workflow-statements.js';
 import { isUuid, triggersOf, type DefinitionGraph } from '../workflows/definition.js';
 
 export type Target = { kind: 'agent'; uuid: string } | { kind: 'workflow'; uuid: string };

@@ -6,7 +6,7 @@
 //     │                 ├──(nothing left)──► completed
 //     └──cancel──► canceled ◄──cancel──────┘ (also from running)
 //
-// Every move is a compare-and-set on the state (store/campaign-statements.ts), so a move that lost
+// Every move is a compare-and-set on the state (store/statements/campaign-statements.ts), so a move that lost
 // a race, or is not allowed, answers 409 campaign_state_conflict and changes nothing. Creation and
 // every move are journalled for the event stream and written to the webhook outbox
 // (campaign.created, started, paused, resumed, completed, canceled) in their own transaction
@@ -31,17 +31,17 @@ import {
   selectCampaignRunPage,
   selectQueuedCampaignRuns,
   updateCampaignState,
-} from '../store/campaign-statements.js';
-import type { CampaignRow, CampaignState, CampaignStreamEvent, ContactStatus, PausedReason, RunMode } from '../store/schema.js';
-import type { CampaignChange } from '../store/campaign-statements.js';
-import { insertCampaignEvent } from '../store/event-stream-statements.js';
-import { lockOrganization } from '../store/run-reads.js';
-import { decodeJson, type StoreTransaction } from '../store/store.js';
-import { insertOrganizationDeliveries } from '../store/webhook-statements.js';
+} from '../store/statements/campaign-statements.js';
+import type { CampaignRow, CampaignState, CampaignStreamEvent, ContactStatus, PausedReason, RunMode } from '../store/schema/schema.js';
+import type { CampaignChange } from '../store/statements/campaign-statements.js';
+import { insertCampaignEvent } from '../store/statements/event-stream-statements.js';
+import { lockOrganization } from '../store/statements/run-reads.js';
+import { decodeJson, type StoreTransaction } from '../store/engine/store.js';
+import { insertOrganizationDeliveries } from '../store/statements/webhook-statements.js';
 import { campaignMessageId, isWebhookEventType } from '../webhooks/event-types.js';
 import { campaignMessageBody } from '../webhooks/message.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
-import { selectWorkflowUuid } from '../store/workflow-statements.js';
+import { selectWorkflowUuid } from '../store/statements/workflow-statements.js';
 import { cachedProgress, remember, type Counted } from './progress-cache.js';
 import { breakerOf, CANCEL_REASON, limitProblems, PAUSE_REASON, retryRule, scheduleOf, type BreakerInput, type CampaignSchedule, type CircuitBreaker, type RetryInput, type RetryRule } from './settings.js';
 
@@ -355,7 +355,7 @@ export async function moveCampaign(
  * Ends a campaign's attempts still queued (not claimed by a dispatcher) `canceled` through the run
  * lifecycle, so none of them is dialed; their contacts settle on the scheduler's next tick.
  * The campaign's state was changed first, and attempts are created only while it is running
- * (store/campaign-statements.ts, lockRunningCampaign), so no new one appears behind this sweep.
+ * (store/statements/campaign-statements.ts, lockRunningCampaign), so no new one appears behind this sweep.
  */
 export async function stopQueuedAttempts(deps: Pick<Deps, 'store' | 'lifecycle' | 'clock'>, campaignId: number, reason: string): Promise<number> {
   let stopped = 0;

@@ -2,7 +2,7 @@
 // suppression list's import) and the listing with each contact's attempts.
 //
 // An import is checked whole before anything is written: each contact's number (parsed and
-// normalized like a run's, calls/phone-number.ts), time zone, initial_context (bounded like a
+// normalized like a run's, shared/phone-number.ts), time zone, initial_context (bounded like a
 // request's) and the agent's required template variables. Invalid contacts are reported by index
 // (JSON) or line (CSV) and skipped; a number given twice, or already in the campaign, counts as a
 // duplicate. The valid ones are then written in one durable transaction, with the Idempotency-Key
@@ -15,13 +15,13 @@ import type { Deps } from '../deps.js';
 import { DialtoneError, validationFailed } from '../errors.js';
 import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, requestFingerprint, type Claim } from '../calls/idempotency.js';
 import { jsonDepth } from '../calls/initiate-call.js';
-import { parseDestination } from '../calls/phone-number.js';
+import { parseDestination } from '../shared/phone-number.js';
 import { resolveTarget } from '../calls/resolve-target.js';
 import { readCsvBody } from '../http/csv-body.js';
 import { isKnownTimeZone } from '../policy/calling-hours.js';
 import { iso } from '../runs/read-run.js';
-import { bumpContactsVersion, insertContacts, selectContactAttempts, selectContactPage, type NewContactValues } from '../store/campaign-statements.js';
-import type { CampaignRow, ContactStatus, RunState } from '../store/schema.js';
+import { bumpContactsVersion, insertContacts, selectContactAttempts, selectContactPage, type NewContactValues } from '../store/statements/campaign-statements.js';
+import type { CampaignRow, ContactStatus, RunState } from '../store/schema/schema.js';
 import { missingRequiredVariables, templateContext, type DefinitionGraph } from '../workflows/definition.js';
 import { campaignTarget, findCampaign } from './campaigns.js';
 import { forget } from './progress-cache.js';

@@ -12,8 +12,8 @@
 // in progress, a canceled one without its canceled contacts). The reader shows the kept row, so
 // state and progress always come from one read.
 import type { Deps } from '../deps.js';
-import type { CampaignRow } from '../store/schema.js';
-import type { Store } from '../store/store.js';
+import type { CampaignRow } from '../store/schema/schema.js';
+import type { Store } from '../store/engine/store.js';
 
 /** What one read of a campaign saw: its row and its progress. */
 export interface Counted<T> {

@@ -1,6 +1,6 @@
 // The campaign scheduler: one per node that runs the dispatcher (server.ts starts it). Every
 // CAMPAIGN_TICK_INTERVAL_MS, or at once when a campaign is started or resumed on this node, it
-// leases the campaigns with work left (store/campaign-statements.ts, claimCampaigns: SKIP LOCKED
+// leases the campaigns with work left (store/statements/campaign-statements.ts, claimCampaigns: SKIP LOCKED
 // on PostgreSQL, so two nodes never work one campaign at once) and, for each:
 //
 // 1. Settle: in-progress contacts whose run has ended become `reached` (completed), `pending`
@@ -49,9 +49,9 @@ import {
   updateCampaignColumns,
   updatePendingContact,
   lockRunningCampaign,
-} from '../store/campaign-statements.js';
-import type { CampaignContactRow, CampaignRow, TelephonyConfigurationRow } from '../store/schema.js';
-import { decodeJson } from '../store/store.js';
+} from '../store/statements/campaign-statements.js';
+import type { CampaignContactRow, CampaignRow, TelephonyConfigurationRow } from '../store/schema/schema.js';
+import { decodeJson } from '../store/engine/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
 import { campaignTarget, moveCampaign, rulesOf, stopQueuedAttempts, type CampaignRules } from './campaigns.js';

@@ -5,7 +5,7 @@ import { CommanderError } from 'commander';
 import { ConfigError } from '../config.js';
 import { DialtoneError, type FieldError } from '../errors.js';
 import { SecretKeyError } from '../secret-key.js';
-import { SecretKeyMissingError } from '../telephony/credentials-cipher.js';
+import { SecretKeyMissingError } from '../shared/credentials-cipher.js';
 
 /** A refusal the CLI itself decides (a missing row, an unreadable file), with a stable code. */
 export class CliError extends Error {

@@ -13,7 +13,7 @@ import { getSuppression, importLimitsOf, importSuppressions, listSuppressions, p
 import { cancelRun } from '../runs/cancel-run.js';
 import { getRun, iso, listRunEvents, listRuns } from '../runs/read-run.js';
 import { isTerminal } from '../runs/states.js';
-import { migrateToLatest } from '../store/migrate.js';
+import { migrateToLatest } from '../store/schema/migrate.js';
 import {
   createTelephonyConfiguration,
   disableTelephonyConfiguration,

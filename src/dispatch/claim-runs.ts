@@ -25,13 +25,13 @@
 // callee is outside a window now or by the end of the lookahead (when its pacing slot may come) is
 // deferred to the next window rather than claimed, and takes no pacing slot; one whose zones'
 // windows never meet any more is canceled (`outside_calling_hours`). Deferred runs that are not
-// due yet are never candidates (store/run-writes.ts's selectClaimCandidates).
+// due yet are never candidates (store/statements/run-writes.ts's selectClaimCandidates).
 //
 // The calling policy's screen (policy/claim-screen.ts) cancels, in one statement per batch, runs
 // whose number was suppressed after they were queued.
-import { countLiveRuns, selectCampaignDialPacing, selectConfigurationForClaim, selectPacingForUpdate, setCampaignDialPacing, setPacingNextAt } from '../store/dispatch-statements.js';
-import type { Store } from '../store/store.js';
-import type { TelephonyConfigurationRow } from '../store/schema.js';
+import { countLiveRuns, selectCampaignDialPacing, selectConfigurationForClaim, selectPacingForUpdate, setCampaignDialPacing, setPacingNextAt } from '../store/statements/dispatch-statements.js';
+import type { Store } from '../store/engine/store.js';
+import type { TelephonyConfigurationRow } from '../store/schema/schema.js';
 import { claimQueuedRuns, renewUndialedClaims, type ClaimCandidate, type ClaimedRow, type HoldDecision, type ClaimScreen } from '../runs/claim.js';
 import { decodeCallingHours } from '../orgs/organizations.js';
 import { claimCallingHoursVerdict, storedDestination } from '../policy/calling-hours-check.js';

@@ -24,7 +24,7 @@ import { claimScreen } from '../policy/claim-screen.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
 import { DialRefusedError, DialTimeoutError } from '../telephony/provider.js';
 import { routeInvalidDetail } from '../telephony/routes.js';
-import { deleteNode, selectConfigurationsWithQueuedRuns } from '../store/dispatch-statements.js';
+import { deleteNode, selectConfigurationsWithQueuedRuns } from '../store/statements/dispatch-statements.js';
 import { claimRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
 import { LiveCalls } from './live-calls.js';
 import { maintain, type Housekeeping } from './maintenance.js';

@@ -1,9 +1,9 @@
 // Ending runs nobody else will end: queued runs past their TTL, and live runs whose node or
 // provider went quiet. Each statement picks a bounded batch; every run still goes through
 // the run lifecycle, so the state rules, events and counts are the same as for any other transition.
-import { selectOverdueRuns, selectStaleQueuedRuns } from '../store/run-reads.js';
-import type { ProviderName } from '../store/schema.js';
-import type { Store } from '../store/store.js';
+import { selectOverdueRuns, selectStaleQueuedRuns } from '../store/statements/run-reads.js';
+import type { ProviderName } from '../store/schema/schema.js';
+import type { Store } from '../store/engine/store.js';
 import type { RunLifecycle } from '../runs/lifecycle.js';
 import type { AppliedTransition } from '../runs/transition-run.js';
 import { LIVE_STATES } from '../runs/states.js';

@@ -6,8 +6,8 @@
 import type { Deps } from '../deps.js';
 import { LIVE_STATES, isTerminal } from '../runs/states.js';
 import type { AppliedTransition } from '../runs/transition-run.js';
-import { selectCancelRequested, selectRunState } from '../store/run-reads.js';
-import type { ProviderName, RunState } from '../store/schema.js';
+import { selectCancelRequested, selectRunState } from '../store/statements/run-reads.js';
+import type { ProviderName, RunState } from '../store/schema/schema.js';
 import type { AppliedElsewhere } from '../signals.js';
 import type { DecodedRoute, ProviderEvent } from '../telephony/provider.js';
 import { applyProviderEvent, ringTimeoutOf } from './provider-events.js';

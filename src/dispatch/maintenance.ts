@@ -3,9 +3,9 @@
 // housekeeping the service adds (expired Idempotency-Key records). Each step decides which runs
 // to end; the run lifecycle writes them.
 import type { Deps } from '../deps.js';
-import type { ProviderName } from '../store/schema.js';
+import type { ProviderName } from '../store/schema/schema.js';
 import { expireQueuedRuns, reapSilentRuns } from './end-runs.js';
-import { upsertHeartbeat } from '../store/dispatch-statements.js';
+import { upsertHeartbeat } from '../store/statements/dispatch-statements.js';
 import { endLostNodeCalls } from './nodes.js';
 
 /** A periodic chore of the service's, run with the maintenance pass. */

@@ -5,9 +5,9 @@
 // that outlive their node (Twilio) are left to their provider's callbacks.
 import type { RunLifecycle } from '../runs/lifecycle.js';
 import type { AppliedTransition } from '../runs/transition-run.js';
-import type { ProviderName } from '../store/schema.js';
-import { deleteForgottenNodes, selectLostNodeRuns } from '../store/dispatch-statements.js';
-import type { Store } from '../store/store.js';
+import type { ProviderName } from '../store/schema/schema.js';
+import { deleteForgottenNodes, selectLostNodeRuns } from '../store/statements/dispatch-statements.js';
+import type { Store } from '../store/engine/store.js';
 
 const BATCH = 500;
 

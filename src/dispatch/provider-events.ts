@@ -2,7 +2,7 @@
 // (simulator, SIP) or any node that takes a provider callback (Twilio). Duplicates and late events
 // are harmless: the transition's compare-and-set simply does not match.
 import type { Deps } from '../deps.js';
-import type { RunState } from '../store/schema.js';
+import type { RunState } from '../store/schema/schema.js';
 import type { AppliedTransition } from '../runs/transition-run.js';
 import type { DecodedRoute, ProviderEvent, ProviderEventKind } from '../telephony/provider.js';
 

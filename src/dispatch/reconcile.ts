@@ -12,8 +12,8 @@
 // claimed in the store first (`reconciled_at`), so two nodes never ask about the same run at once.
 import type { Deps } from '../deps.js';
 import { LIVE_STATES } from '../runs/states.js';
-import { selectReconcileCandidates, selectRecordedCallIds, selectRunConfiguration, selectRunState, type ReconcileCandidate } from '../store/run-reads.js';
-import type { ProviderName } from '../store/schema.js';
+import { selectReconcileCandidates, selectRecordedCallIds, selectRunConfiguration, selectRunState, type ReconcileCandidate } from '../store/statements/run-reads.js';
+import type { ProviderName } from '../store/schema/schema.js';
 import type { CallReport, DecodedRoute, RemoteProvider } from '../telephony/provider.js';
 import { applyReportedEvent, ringTimeoutOf } from './provider-events.js';
 

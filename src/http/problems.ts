@@ -3,7 +3,7 @@
 // internals: its detail goes to the log under the request id.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { DialtoneError, ERROR_CODES, type ErrorCode, type FieldError } from '../errors.js';
-import { isStoreUnavailable } from '../store/store.js';
+import { isStoreUnavailable } from '../store/engine/store.js';
 
 interface ProblemSpec {
   status: number;

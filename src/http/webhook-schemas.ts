@@ -4,7 +4,7 @@
 // (webhooks/message.ts builds them); a type no family claims stops the document from being built,
 // and test/openapi.test.ts with it, rather than being documented wrongly.
 import { Type, type TSchema } from '@sinclair/typebox';
-import { CAMPAIGN_STATES, PAUSED_REASONS } from '../store/schema.js';
+import { CAMPAIGN_STATES, PAUSED_REASONS } from '../store/schema/schema.js';
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/event-types.js';
 import { NullableStringEnum, StringEnum } from './schemas.js';
 

@@ -9,8 +9,8 @@ import {
   selectOrganizations,
   setOrganizationLimitColumns,
   type OrganizationLimitColumns,
-} from '../store/organization-statements.js';
-import { decodeJson, type Store } from '../store/store.js';
+} from '../store/statements/organization-statements.js';
+import { decodeJson, type Store } from '../store/engine/store.js';
 
 export function createOrganization(store: Store, name: string, now: number) {
   return insertOrganization(store, name, now);

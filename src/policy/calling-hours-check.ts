@@ -1,12 +1,12 @@
 // The calling-hours rule as the request path and the dispatcher apply it: which zones a
 // destination is checked in, and what happens outside the windows (refuse with the next allowed
 // time, or defer the run to it).
-import { parseDestination } from '../calls/phone-number.js';
+import { parseDestination } from '../shared/phone-number.js';
 import { DialtoneError } from '../errors.js';
 import { calleeTimeZones } from './callee-time-zones.js';
 import { nextCallingInstant, type CallingHours } from './calling-hours.js';
 
-/** A destination as calls/phone-number.ts parses it. */
+/** A destination as shared/phone-number.ts parses it. */
 export interface CallingHoursDestination {
   kind: 'e164' | 'sip_uri';
   value: string;

@@ -8,8 +8,8 @@
 // inserting statement). The dispatcher checks suppression (claim-screen.ts) and calling hours
 // (dispatch/claim-runs.ts) again when it claims a run.
 import { DialtoneError } from '../errors.js';
-import { selectActiveSuppression } from '../store/suppression-statements.js';
-import type { Store } from '../store/store.js';
+import { selectActiveSuppression } from '../store/statements/suppression-statements.js';
+import type { Store } from '../store/engine/store.js';
 import { enforceCallingHours, type CallingHoursDestination } from './calling-hours-check.js';
 import type { CallingHours } from './calling-hours.js';
 import { cappedError, checkNumberCap, type NumberCap } from './number-cap.js';

@@ -2,7 +2,7 @@
 // dialed. The dispatcher's claim (runs/claim.ts) hands its whole batch here before moving it, so
 // the check is one statement per batch (per organization in it: a configuration has one), not one
 // per run; the runs named here end `canceled` with reason `suppressed`.
-import { selectSuppressedAmong } from '../store/suppression-statements.js';
+import { selectSuppressedAmong } from '../store/statements/suppression-statements.js';
 import type { ClaimCandidate, ClaimScreen } from '../runs/claim.js';
 
 /** The reason a run suppressed at claim time ends with. */

@@ -1,12 +1,12 @@
 // The per-number frequency cap: at most `maxCalls` runs to one number within a sliding window,
 // counted from the store's runs (so it holds across nodes). A request that creates a run has the
-// insert itself count, under the number's lock (store/insert-run.ts: on PostgreSQL in the inserting
+// insert itself count, under the number's lock (store/statements/insert-run.ts: on PostgreSQL in the inserting
 // statement), so concurrent requests for one number cannot all see room; a check that creates
 // nothing reads the count as it is.
 import { DialtoneError } from '../errors.js';
-import { selectCapOpening } from '../store/suppression-statements.js';
+import { selectCapOpening } from '../store/statements/suppression-statements.js';
 import type { InsertChecks } from '../runs/create-run.js';
-import type { Queryable } from '../store/store.js';
+import type { Queryable } from '../store/engine/store.js';
 
 export interface NumberCap {
   maxCalls: number;

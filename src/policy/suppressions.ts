@@ -1,14 +1,14 @@
 // An organization's suppression (do-not-call) list: numbers it must not call, each optionally
 // until a moment (`expires_at`). Numbers are normalized exactly as a run's phone_number is
-// (calls/phone-number.ts), so the checks match by equality. The HTTP routes and the CLI both use
+// (shared/phone-number.ts), so the checks match by equality. The HTTP routes and the CLI both use
 // these functions; another organization's suppressions are never visible.
 import type { Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { parseDestination } from '../calls/phone-number.js';
+import { parseDestination } from '../shared/phone-number.js';
 import type { Config } from '../config.js';
 import { DialtoneError, validationFailed } from '../errors.js';
 import { readCsvBody } from '../http/csv-body.js';
-import type { SuppressionRow } from '../store/schema.js';
+import type { SuppressionRow } from '../store/schema/schema.js';
 import {
   deleteSuppression,
   selectActiveSuppression,
@@ -17,8 +17,8 @@ import {
   upsertSuppression,
   upsertSuppressions,
   type SuppressionValues,
-} from '../store/suppression-statements.js';
-import type { Store } from '../store/store.js';
+} from '../store/statements/suppression-statements.js';
+import type { Store } from '../store/engine/store.js';
 
 /** True when the organization must not call the number (E.164) at `now`: what a campaign checks before each attempt. */
 export async function isSuppressed(store: Pick<Store, 'db' | 'dialect'>, orgId: number, phoneNumber: string, now: number): Promise<boolean> {

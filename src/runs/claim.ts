@@ -1,7 +1,7 @@
 // The claim's writes: queued runs of one configuration become `dialing`, leased to a node, each
 // with its event and webhook deliveries, inside the transaction of the caller
 // (dispatch/claim-runs.ts), which decides how many may be claimed (pacing, concurrency) and commits. Several nodes claim at once without
-// taking the same runs (store/run-writes.ts skips rows another claim holds).
+// taking the same runs (store/statements/run-writes.ts skips rows another claim holds).
 //
 // A run taken from the queue may not be dialable now. The caller's screen (the calling policy's
 // suppression list, checked again at claim time) names runs that must never be dialed: they end
@@ -11,11 +11,11 @@
 //
 // A claim a node's catch-up re-slot would outlast (its fresh slot too near the lease's end) is
 // renewed here too, in the re-slot's transaction (dispatch/claim-runs.ts's takePacingSlots).
-import { appendRunEvents } from '../store/run-event-outbox.js';
-import { extendUndialedClaim, selectClaimCandidates, setQueuedRunsCanceled, setQueuedRunsDialing, writeTransition, type ClaimCandidate, type ClaimedRow } from '../store/run-writes.js';
-import type { WorkflowRunRow } from '../store/schema.js';
+import { appendRunEvents } from '../store/statements/run-event-outbox.js';
+import { extendUndialedClaim, selectClaimCandidates, setQueuedRunsCanceled, setQueuedRunsDialing, writeTransition, type ClaimCandidate, type ClaimedRow } from '../store/statements/run-writes.js';
+import type { WorkflowRunRow } from '../store/schema/schema.js';
 import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
-import type { Store, StoreTransaction } from '../store/store.js';
+import type { Store, StoreTransaction } from '../store/engine/store.js';
 import { transitionRunInTransaction } from './transition-run.js';
 
 export type { ClaimCandidate, ClaimedRow };

@@ -1,9 +1,9 @@
 // Creating a run is enqueuing it: one transaction inserts the run in state `queued` (the runs table
 // is the dispatcher's queue) and its first event. When it commits, the run exists durably and
 // will be dialed; nothing can be lost between a database and a separate queue.
-import type { RunMode } from '../store/schema.js';
-import type { Store, StoreTransaction } from '../store/store.js';
-import { insertQueuedRun, insertQueuedRunDurably, type InsertedRun, type InsertGuards, type InsertRefused, type NewRunRow } from '../store/insert-run.js';
+import type { RunMode } from '../store/schema/schema.js';
+import type { Store, StoreTransaction } from '../store/engine/store.js';
+import { insertQueuedRun, insertQueuedRunDurably, type InsertedRun, type InsertGuards, type InsertRefused, type NewRunRow } from '../store/statements/insert-run.js';
 import { enforceQueueCap, type QueueCap } from './queue-cap.js';
 
 export interface NewRun extends NewRunRow {

@@ -1,13 +1,13 @@
-// The writer of run state (its statements are store/run-writes.ts). Every change of a run's state
+// The writer of run state (its statements are store/statements/run-writes.ts). Every change of a run's state
 // after its creation goes through here:
 // the compare-and-set transition with its event (transition-run.ts), the claim's writes
 // (claim.ts), the dial recorded, lease renewals and releases. Here, too, each change is counted,
 // once, in dialtone_run_transitions_total. The webhook outbox is written with each event, in the
-// same transaction (store/run-event-outbox.ts). Callers elsewhere decide *which* runs to move (dispatch/ picks overdue ones,
+// same transaction (store/statements/run-event-outbox.ts). Callers elsewhere decide *which* runs to move (dispatch/ picks overdue ones,
 // providers report events); only this module writes them.
-import { RunWriteQueue } from '../store/run-write-queue.js';
-import { extendUndialedClaim, markCancelRequested, markReconciled, releaseNodeCalls, setFoundCall, type DialValues } from '../store/run-writes.js';
-import type { Store } from '../store/store.js';
+import { RunWriteQueue } from '../store/engine/run-write-queue.js';
+import { extendUndialedClaim, markCancelRequested, markReconciled, releaseNodeCalls, setFoundCall, type DialValues } from '../store/statements/run-writes.js';
+import type { Store } from '../store/engine/store.js';
 import { LIVE_STATES, type RunState } from './states.js';
 import { transitionRun, type AppliedTransition, type TransitionDetails } from './transition-run.js';
 

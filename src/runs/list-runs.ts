@@ -1,11 +1,11 @@
 // An organization's runs as the console lists them: a filtered page, newest first, with the cursor
 // to the next (older) page; and the counts the overview shows.
-import { parseDestination } from '../calls/phone-number.js';
-import type { RunState } from '../store/schema.js';
-import { countLivePerRoute, countQueuedPerRoute, countRunsSince, selectRunPage, type RunPageFilter } from '../store/run-listing-statements.js';
-import { selectConfigurationsOfOrganization } from '../store/configuration-statements.js';
-import { selectWorkflowByUuid } from '../store/workflow-statements.js';
-import type { Store } from '../store/store.js';
+import { parseDestination } from '../shared/phone-number.js';
+import type { RunState } from '../store/schema/schema.js';
+import { countLivePerRoute, countQueuedPerRoute, countRunsSince, selectRunPage, type RunPageFilter } from '../store/statements/run-listing-statements.js';
+import { selectConfigurationsOfOrganization } from '../store/statements/configuration-statements.js';
+import { selectWorkflowByUuid } from '../store/statements/workflow-statements.js';
+import type { Store } from '../store/engine/store.js';
 import { iso, toRunView, type RunView } from './read-run.js';
 import { RUN_STATES } from './states.js';
 

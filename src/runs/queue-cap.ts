@@ -9,8 +9,8 @@
 // on PostgreSQL after locking the organization's row. The cap can only be overshot if an
 // organization queues more than the margin within COUNT_TTL_MS, which its rate limits forbid.
 import { DialtoneError } from '../errors.js';
-import { countQueuedRuns, lockOrganization } from '../store/run-reads.js';
-import type { Store, StoreTransaction } from '../store/store.js';
+import { countQueuedRuns, lockOrganization } from '../store/statements/run-reads.js';
+import type { Store, StoreTransaction } from '../store/engine/store.js';
 
 /** How stale a node's count may be; short, so the margin it needs stays small. */
 const COUNT_TTL_MS = 1_000;

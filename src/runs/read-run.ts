@@ -1,8 +1,8 @@
 // How a run looks to the organization that owns it.
 import { DialtoneError } from '../errors.js';
-import type { RunMode, RunState } from '../store/schema.js';
-import { selectRecentRuns, selectRunDetails, selectRunEvents, type RunDetailsRow } from '../store/run-reads.js';
-import type { Store } from '../store/store.js';
+import type { RunMode, RunState } from '../store/schema/schema.js';
+import { selectRecentRuns, selectRunDetails, selectRunEvents, type RunDetailsRow } from '../store/statements/run-reads.js';
+import type { Store } from '../store/engine/store.js';
 import { isTerminal } from './states.js';
 
 export interface RunView {

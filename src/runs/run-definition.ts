@@ -1,9 +1,9 @@
 // What a run runs: its pinned definition, its template context and its telephony configuration,
 // for the provider callbacks (Twilio's answer TwiML) and the agent runtime API.
-import { selectRunConfiguration, selectRunWithDefinition } from '../store/run-reads.js';
-import type { Store } from '../store/store.js';
-import { decodeJson } from '../store/store.js';
-import type { TelephonyConfigurationRow, WorkflowRunRow } from '../store/schema.js';
+import { selectRunConfiguration, selectRunWithDefinition } from '../store/statements/run-reads.js';
+import type { Store } from '../store/engine/store.js';
+import { decodeJson } from '../store/engine/store.js';
+import type { TelephonyConfigurationRow, WorkflowRunRow } from '../store/schema/schema.js';
 import { templateContext, type DefinitionGraph } from '../workflows/definition.js';
 import type { TemplateContext } from '../workflows/templates.js';
 

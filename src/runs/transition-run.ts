@@ -2,10 +2,10 @@
 // atomically. The UPDATE only matches when the current state is an allowed predecessor of the
 // target (compare-and-set), so concurrent or repeated events on any node cannot move a run
 // backwards or out of a terminal state.
-import { writeTransition, type RunColumns, type TransitionWrite, type TransitionWritten } from '../store/run-writes.js';
-import type { RunWriteQueue } from '../store/run-write-queue.js';
-import type { RunState } from '../store/schema.js';
-import type { DialectName, Store, StoreTransaction } from '../store/store.js';
+import { writeTransition, type RunColumns, type TransitionWrite, type TransitionWritten } from '../store/statements/run-writes.js';
+import type { RunWriteQueue } from '../store/engine/run-write-queue.js';
+import type { RunState } from '../store/schema/schema.js';
+import type { DialectName, Store, StoreTransaction } from '../store/engine/store.js';
 import { webhookTypeForState } from '../webhooks/event-types.js';
 import { isTerminal, PREDECESSORS } from './states.js';
 
@@ -98,7 +98,7 @@ export async function transitionRunInTransaction(
 /**
  * Applies one transition; undefined when the run was not in a predecessor state. A durable one
  * commits in a transaction of its own; the others go through the run write queue
- * (store/run-write-queue.ts), which writes the transitions of a moment together, in order per run.
+ * (store/engine/run-write-queue.ts), which writes the transitions of a moment together, in order per run.
  */
 export async function transitionRun(store: Store, writes: RunWriteQueue, runId: number, to: RunState, details: TransitionDetails): Promise<AppliedTransition | undefined> {
   if (details.durable) return store.transaction('durable', (trx) => transitionRunInTransaction(trx, store.dialect, runId, to, details));

@@ -3,7 +3,7 @@
 // an HMAC over the run id and an expiry, under a key derived from DIALTONE_SECRET_KEY, so any node
 // verifies it without a lookup and a token for one run opens no other.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { CredentialsCipher } from '../telephony/credentials-cipher.js';
+import type { CredentialsCipher } from '../shared/credentials-cipher.js';
 
 const PURPOSE = 'runtime-run-token';
 

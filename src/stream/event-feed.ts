@@ -1,5 +1,5 @@
 // One node's feed of stream events (run events, recorded webhook delivery attempts and campaign
-// state changes, in their one id order: store/event-stream-statements.ts), for every stream
+// state changes, in their one id order: store/statements/event-stream-statements.ts), for every stream
 // connection it serves: while at least one connection listens, it reads the tables past its horizon every
 // STREAM_POLL_INTERVAL_MS (and at once when this node wrote something), so events written on any
 // node reach every node's streams. Polling, not LISTEN/NOTIFY: a NOTIFY per event would add a statement and a commit-time
@@ -21,8 +21,8 @@
 // than STREAM_GAP_WAIT_MS ago), then waits for it like any other gap.
 import type { Logger } from 'pino';
 import type { Clock } from '../deps.js';
-import { selectEventsAfter, selectEventTimesAfter, selectLastEventId, type StreamEventRow } from '../store/event-stream-statements.js';
-import type { Store } from '../store/store.js';
+import { selectEventsAfter, selectEventTimesAfter, selectLastEventId, type StreamEventRow } from '../store/statements/event-stream-statements.js';
+import type { Store } from '../store/engine/store.js';
 
 /**
  * How far below the last id a starting feed looks for ids still in flight (PostgreSQL). A hole
@@ -188,7 +188,7 @@ export class EventFeed {
     if (!this.started) return;
     await this.started;
     const rows = await selectEventsAfter(this.store, this.horizonId, this.options.batchSize);
-    // A durable write is readable a moment before its flush ends (SQLite, store/wal-sync.ts): no
+    // A durable write is readable a moment before its flush ends (SQLite, store/engine/wal-sync.ts): no
     // event goes out before its write is on the disk (at once when flushes cover it already).
     if (rows.length > 0) await this.store.durable();
     // The feed stopped meanwhile: what was read belongs to no one (a new start may have begun).

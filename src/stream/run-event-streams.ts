@@ -1,6 +1,6 @@
 // The organization's run events, webhook delivery attempts and campaign state changes as
 // Server-Sent Events (GET /api/v1/public/stream). Each message's `id:` is the event's id, drawn
-// from one sequence for every kind (store/event-stream-statements.ts): the one order of events
+// from one sequence for every kind (store/statements/event-stream-statements.ts): the one order of events
 // across all runs, deliveries, campaigns and nodes. A client that reconnects with `Last-Event-ID:
 // N` first gets its organization's events of every kind after N from the store (at the reader's
 // pace), then the live ones, with none missing or repeated in between.
@@ -8,9 +8,9 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Clock } from '../deps.js';
 import { iso } from '../runs/read-run.js';
-import { selectLastEventId, selectOrganizationEventsBetween, type CampaignStreamRow, type DeliveryStreamRow, type RunStreamRow, type StreamEventRow } from '../store/event-stream-statements.js';
-import type { CampaignEventRow, CampaignStreamEvent, WebhookDeliveryEventRow } from '../store/schema.js';
-import type { Store } from '../store/store.js';
+import { selectLastEventId, selectOrganizationEventsBetween, type CampaignStreamRow, type DeliveryStreamRow, type RunStreamRow, type StreamEventRow } from '../store/statements/event-stream-statements.js';
+import type { CampaignEventRow, CampaignStreamEvent, WebhookDeliveryEventRow } from '../store/schema/schema.js';
+import type { Store } from '../store/engine/store.js';
 import { EventFeed } from './event-feed.js';
 import { encodeSse, SseConnection, type SseCloseReason, type SseMessage } from './sse-connection.js';
 import type { StreamSlot } from './stream-slots.js';

@@ -2,8 +2,8 @@
 import { createRequire } from 'node:module';
 import type * as LibPhoneNumber from 'libphonenumber-js/max';
 import { DialtoneError, validationFailed, type FieldError } from '../errors.js';
-import type { ProviderName, TelephonyConfigurationRow } from '../store/schema.js';
-import { NO_CACHE, type LookupCache } from '../calls/lookup-cache.js';
+import type { ProviderName, TelephonyConfigurationRow } from '../store/schema/schema.js';
+import { NO_CACHE, type LookupCache } from '../shared/lookup-cache.js';
 import {
   insertConfiguration,
   selectActiveConfiguration,
@@ -11,9 +11,9 @@ import {
   setConfigurationDisabled,
   setConfigurationStatus,
   setDefaultConfiguration,
-} from '../store/configuration-statements.js';
-import { decodeJson, type Store } from '../store/store.js';
-import type { CredentialsCipher } from './credentials-cipher.js';
+} from '../store/statements/configuration-statements.js';
+import { decodeJson, type Store } from '../store/engine/store.js';
+import type { CredentialsCipher } from '../shared/credentials-cipher.js';
 import { routeInputProblems } from './routes.js';
 
 export const PROVIDERS: readonly ProviderName[] = ['simulator', 'twilio', 'sip'];
@@ -63,7 +63,7 @@ export function viewConfiguration(row: TelephonyConfigurationRow): TelephonyConf
 async function normalizeCallerIds(callerIds: string[]): Promise<{ values: string[]; errors: FieldError[] }> {
   // Required here: its full metadata is heavy, and only creating a configuration needs it (every
   // other command that loads this module, such as telephony list, starts faster without it). The
-  // CommonJS build, as calls/phone-number.ts requires it: one copy per process.
+  // CommonJS build, as shared/phone-number.ts requires it: one copy per process.
   const { parsePhoneNumberFromString } = createRequire(import.meta.url)('libphonenumber-js/max') as typeof LibPhoneNumber;
   const errors: FieldError[] = [];
   const values = callerIds.map((raw, i) => {

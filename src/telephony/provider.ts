@@ -7,7 +7,7 @@
 // Providers never see a database row: they receive a DecodedRoute (routes.ts), whose settings were
 // parsed and credentials decrypted once and checked against the provider's own schema.
 import type { FieldError } from '../errors.js';
-import type { ProviderName } from '../store/schema.js';
+import type { ProviderName } from '../store/schema/schema.js';
 
 export type ProviderEventKind = 'ringing' | 'answered' | 'completed' | 'busy' | 'no_answer' | 'rejected' | 'failed' | 'canceled';
 

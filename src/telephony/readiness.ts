@@ -4,7 +4,7 @@
 // provider needs is its own to say (provider.ts: its schema, then its readiness); nothing here
 // knows one provider from another.
 import type { Logger } from 'pino';
-import type { TelephonyConfigurationRow } from '../store/schema.js';
+import type { TelephonyConfigurationRow } from '../store/schema/schema.js';
 import type { ServiceSettings } from './provider.js';
 import type { RouteDecoder } from './routes.js';
 

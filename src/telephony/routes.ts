@@ -4,9 +4,9 @@
 // go through `decode`, so a route whose stored settings or credentials do not fit its provider is
 // refused the same way everywhere.
 import type { FieldError } from '../errors.js';
-import type { ProviderName, TelephonyConfigurationRow } from '../store/schema.js';
-import { decodeJson } from '../store/store.js';
-import type { CredentialsCipher } from './credentials-cipher.js';
+import type { ProviderName, TelephonyConfigurationRow } from '../store/schema/schema.js';
+import { decodeJson } from '../store/engine/store.js';
+import type { CredentialsCipher } from '../shared/credentials-cipher.js';
 import type { DecodedRoute, Providers, RouteDecoding, RouteInput, ServiceSettings } from './provider.js';
 import { decodeSimulatorRoute } from './simulator.js';
 import { decodeSipRoute } from './sip/route.js';

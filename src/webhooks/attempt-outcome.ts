@@ -1,7 +1,7 @@
 // What an attempt's result makes of its delivery and endpoint: the retry schedule, 410 Gone, and
 // disabling an endpoint that has failed for too long. Pure, so it is tested without a network.
-import type { DeliveryStatus } from '../store/schema.js';
-import type { EndpointColumns } from '../store/webhook-statements.js';
+import type { DeliveryStatus } from '../store/schema/schema.js';
+import type { EndpointColumns } from '../store/statements/webhook-statements.js';
 
 export interface AttemptResult {
   httpStatus: number | null;

@@ -1,4 +1,4 @@
-// Sends the outbox: claims due deliveries (store/webhook-statements.ts decides which: due, in
+// Sends the outbox: claims due deliveries (store/statements/webhook-statements.ts decides which: due, in
 // per-run order, within each endpoint's concurrency, none held by another node), signs and sends
 // each, and records the attempt with what follows from it (attempt-outcome.ts). Every node that
 // runs the dispatcher runs one. A node that dies mid-send lets its claims lapse and another node
@@ -8,9 +8,9 @@ import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.js';
 import { webhooksMayUsePrivateNetworks } from '../config.js';
 import type { Metrics } from '../metrics.js';
-import { claimDueDeliveries, recordAttempt, WEBHOOK_CHANNEL, type ClaimedDelivery } from '../store/webhook-statements.js';
-import type { Store } from '../store/store.js';
-import type { CredentialsCipher } from '../telephony/credentials-cipher.js';
+import { claimDueDeliveries, recordAttempt, WEBHOOK_CHANNEL, type ClaimedDelivery } from '../store/statements/webhook-statements.js';
+import type { Store } from '../store/engine/store.js';
+import type { CredentialsCipher } from '../shared/credentials-cipher.js';
 import { attemptOutcome } from './attempt-outcome.js';
 import { messageBody } from './message.js';
 import { delayWithJitter, parseRetrySchedule } from './retry-schedule.js';
@@ -125,7 +125,7 @@ export class DeliveryWorker {
       perEndpoint: this.deps.config.WEBHOOK_ENDPOINT_CONCURRENCY,
     });
     // A message reports a write; it leaves only once that write is on the disk (SQLite may show a
-    // durable commit a moment before its flush ends: store/wal-sync.ts). At once when covered.
+    // durable commit a moment before its flush ends: store/engine/wal-sync.ts). At once when covered.
     if (claimed.length > 0) await this.deps.store.durable();
     return claimed.map((delivery) => {
       const send = this.attempt(delivery).finally(() => {

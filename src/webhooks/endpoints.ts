@@ -6,8 +6,8 @@ import type { Config } from '../config.js';
 import { webhooksMayUsePrivateNetworks } from '../config.js';
 import { DialtoneError } from '../errors.js';
 import { iso } from '../runs/read-run.js';
-import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow } from '../store/schema.js';
-import type { Store } from '../store/store.js';
+import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow } from '../store/schema/schema.js';
+import type { Store } from '../store/engine/store.js';
 import {
   deleteEndpoint,
   insertDelivery,
@@ -20,9 +20,9 @@ import {
   updateEndpoint,
   type DeliveryWithAttempts,
   type EndpointColumns,
-} from '../store/webhook-statements.js';
-import type { CredentialsCipher } from '../telephony/credentials-cipher.js';
-import { SecretKeyMissingError } from '../telephony/credentials-cipher.js';
+} from '../store/statements/webhook-statements.js';
+import type { CredentialsCipher } from '../shared/credentials-cipher.js';
+import { SecretKeyMissingError } from '../shared/credentials-cipher.js';
 import type { WebhookEventType } from './event-types.js';
 import { testMessageBody } from './message.js';
 import { newWebhookSecret } from './signature.js';

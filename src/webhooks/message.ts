@@ -1,8 +1,8 @@
 // The body of a webhook message, built from what the outbox fixed when the event happened: the
 // run's row at that moment (shown exactly as GET /workflow-runs/{id} showed it then) and the event.
 import { iso, toRunView } from '../runs/read-run.js';
-import type { RunDetailsRow } from '../store/run-reads.js';
-import type { ClaimedDelivery } from '../store/webhook-statements.js';
+import type { RunDetailsRow } from '../store/statements/run-reads.js';
+import type { ClaimedDelivery } from '../store/statements/webhook-statements.js';
 
 interface RunEventPayload {
   run: Omit<RunDetailsRow, 'workflow_uuid' | 'definition_version'>;

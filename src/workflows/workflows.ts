@@ -3,8 +3,8 @@
 // started with. Publishing promotes the draft and archives the previous published version.
 import { randomUUID } from 'node:crypto';
 import { DialtoneError, validationFailed } from '../errors.js';
-import type { DefinitionRow, WorkflowRow } from '../store/schema.js';
-import { plainTransaction, type Queryable, type Store, type StoreTransaction } from '../store/store.js';
+import type { DefinitionRow, WorkflowRow } from '../store/schema/schema.js';
+import { plainTransaction, type Queryable, type Store, type StoreTransaction } from '../store/engine/store.js';
 import {
   insertDefinition,
   insertTriggers,
@@ -22,7 +22,7 @@ import {
   setDefinitionsArchived,
   setWorkflowArchived,
   setWorkflowUpdatedAt,
-} from '../store/workflow-statements.js';
+} from '../store/statements/workflow-statements.js';
 import { isUuid, mintTriggerUuids, triggersOf, validateDefinition, type DefinitionGraph } from './definition.js';
 
 export interface DefinitionSummary {

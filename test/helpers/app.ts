@@ -5,8 +5,8 @@ import pino, { type Logger } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { buildDeps, type Clock, type Deps } from '../../src/deps.js';
-import { migrateToLatest } from '../../src/store/migrate.js';
-import type { Store } from '../../src/store/store.js';
+import { migrateToLatest } from '../../src/store/schema/migrate.js';
+import type { Store } from '../../src/store/engine/store.js';
 import { createTestDatabase, openTestStore, type StoreKind } from './stores.js';
 
 export const TEST_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');

@@ -3,7 +3,7 @@
 // when the test moves them. The store still does real I/O, so time moves on only while the store
 // has nothing in flight: what the test sees depends on the code, not on how fast the machine is.
 import type { TestContext } from 'node:test';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/engine/store.js';
 
 // Captured before any test replaces them: the guard against a store that never goes idle runs in real time.
 const realSetTimeout = globalThis.setTimeout;

@@ -1,7 +1,7 @@
 // Holding a request at one of its asynchronous steps: the step's first call waits until the test
 // releases it, so the test can act (say, close the client's socket) while the request is exactly
 // there, then let it go on. Nothing here sleeps: the test waits for `arrived`.
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/engine/store.js';
 
 export class Hold {
   readonly arrived: Promise<void>;

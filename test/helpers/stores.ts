@@ -10,9 +10,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { checkCompiledStatements } from '../../src/store/compiled-statements.js';
-import { migrateToLatest } from '../../src/store/migrate.js';
-import { openStore, type Store } from '../../src/store/store.js';
+import { checkCompiledStatements } from '../../src/store/engine/compiled-statements.js';
+import { migrateToLatest } from '../../src/store/schema/migrate.js';
+import { openStore, type Store } from '../../src/store/engine/store.js';
 
 // Every statement that runs from a compiled template is checked against a fresh build with its real
 // values, so a shape key that leaves something out fails the test that runs it twice.
@@ -115,7 +115,7 @@ const OBJECT_IN_USE = '55006';
 
 /** The migrations' source, hashed: the template of one set of migrations is never used for another. */
 function migrationsHash(): string {
-  const dir = new URL('../../src/store/', import.meta.url);
+  const dir = new URL('../../src/store/schema/', import.meta.url);
   const hash = createHash('sha256').update(readFileSync(new URL('migrate.ts', dir)));
   for (const file of readdirSync(new URL('migrations/', dir)).sort()) hash.update(file).update(readFileSync(new URL(`migrations/${file}`, dir)));
   return hash.digest('hex').slice(0, 16);

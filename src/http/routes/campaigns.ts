@@ -10,7 +10,7 @@ import { actOnCampaign, createCampaign, getCampaign, listCampaignRuns, listCampa
 import { importContactCsv, importContactList, listContacts, type ContactInput } from '../../campaigns/contacts.js';
 import { CAMPAIGN_LIMITS as L, RETRYABLE_STATES } from '../../campaigns/settings.js';
 import { TERMINAL_STATES } from '../../runs/states.js';
-import { CAMPAIGN_STATES, CONTACT_STATUSES, PAUSED_REASONS, type ContactStatus } from '../../store/schema.js';
+import { CAMPAIGN_STATES, CONTACT_STATUSES, PAUSED_REASONS, type ContactStatus } from '../../store/schema/schema.js';
 import { WEEKDAYS } from '../../policy/calling-hours.js';
 import { authOf } from '../authenticate.js';
 import { allowQuietImport } from '../csv-body.js';

@@ -7,7 +7,7 @@ import { dryRunInitiateCall, initiateCall, type InitiateCallBody as Body } from 
 import type { Target } from '../../calls/resolve-target.js';
 import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
-import type { RunMode } from '../../store/schema.js';
+import type { RunMode } from '../../store/schema/schema.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { DryRunQuery, IdempotencyHeaders, InitiateCallAnswer, InitiateCallBody, replayableResponse, uuidParam } from '../schemas.js';

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
 import { DialtoneError } from '../../errors.js';
-import { migrationsApplied } from '../../store/migrate.js';
+import { migrationsApplied } from '../../store/schema/migrate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { StringEnum } from '../schemas.js';
 

@@ -9,7 +9,7 @@ import { applyReportedEvent } from '../../dispatch/provider-events.js';
 import { DialtoneError } from '../../errors.js';
 import { loadRunDefinition, type RunDefinition } from '../../runs/run-definition.js';
 import { issueRunToken } from '../../runtime/run-token.js';
-import type { ProviderName } from '../../store/schema.js';
+import type { ProviderName } from '../../store/schema/schema.js';
 import type { AnswerPlan, CallbackRequest, DecodedRoute, ProviderCallbacks } from '../../telephony/provider.js';
 import { renderTemplate } from '../../workflows/templates.js';
 import { startNode } from '../../workflows/definition.js';

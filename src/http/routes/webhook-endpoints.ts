@@ -19,7 +19,7 @@ import {
   type EndpointPatch,
   type WebhookContext,
 } from '../../webhooks/endpoints.js';
-import type { DeliveryStatus } from '../../store/schema.js';
+import type { DeliveryStatus } from '../../store/schema/schema.js';
 import type { WebhookEventType } from '../../webhooks/event-types.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';

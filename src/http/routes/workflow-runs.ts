@@ -6,7 +6,7 @@ import { cancelRun } from '../../runs/cancel-run.js';
 import { listRunPage } from '../../runs/list-runs.js';
 import { getRun, listRunEvents } from '../../runs/read-run.js';
 import { RUN_STATES } from '../../runs/states.js';
-import type { RunState } from '../../store/schema.js';
+import type { RunState } from '../../store/schema/schema.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { PathId, RunEventsPage, RunPageRef, StringEnum, withRateLimitHeaders, WorkflowRunRef } from '../schemas.js';

@@ -1,0 +1,61 @@
+// Applies the numbered migrations. Kysely's Migrator takes a lock (a row lock on PostgreSQL) so
+// that when several nodes start at once one applies the migrations and the others wait, then see
+// them applied.
+import { Migrator } from '../engine/kysely.js';
+import type { Migration, MigrationProvider } from 'kysely';
+import { up001 } from './migrations/001_initial.js';
+import { up002 } from './migrations/002_dispatch.js';
+import { up003 } from './migrations/003_caller_safety.js';
+import { up004 } from './migrations/004_dispatcher_nodes.js';
+import { up005 } from './migrations/005_webhooks.js';
+import { up006 } from './migrations/006_suppressions.js';
+import { up007 } from './migrations/007_calling_hours.js';
+import { up008 } from './migrations/008_reconciliation.js';
+import { up009 } from './migrations/009_run_listing.js';
+import { up010 } from './migrations/010_campaigns.js';
+import { up011 } from './migrations/011_stream_deliveries.js';
+import { up012 } from './migrations/012_stream_campaigns.js';
+import { up013 } from './migrations/013_campaign_run_states.js';
+import { up014 } from './migrations/014_campaign_dial_pacing.js';
+import { up015 } from './migrations/015_outbox_wakes_after_commit.js';
+import { up016 } from './migrations/016_webhook_deliveries_by_run.js';
+import { up017 } from './migrations/017_secret_key_check.js';
+import type { DialectName, Store } from '../engine/store.js';
+
+function migrations(dialect: DialectName): Record<string, Migration> {
+  return {
+    '001_initial': { up: up001(dialect) },
+    '002_dispatch': { up: up002(dialect) },
+    '003_caller_safety': { up: up003(dialect) },
+    '004_dispatcher_nodes': { up: up004(dialect) },
+    '005_webhooks': { up: up005(dialect) },
+    '006_suppressions': { up: up006(dialect) },
+    '007_calling_hours': { up: up007(dialect) },
+    '008_reconciliation': { up: up008(dialect) },
+    '009_run_listing': { up: up009(dialect) },
+    '010_campaigns': { up: up010(dialect) },
+    '011_stream_deliveries': { up: up011(dialect) },
+    '012_stream_campaigns': { up: up012(dialect) },
+    '013_campaign_run_states': { up: up013(dialect) },
+    '014_campaign_dial_pacing': { up: up014(dialect) },
+    '015_outbox_wakes_after_commit': { up: up015(dialect) },
+    '016_webhook_deliveries_by_run': { up: up016(dialect) },
+    '017_secret_key_check': { up: up017(dialect) },
+  };
+}
+
+export async function migrateToLatest(store: Store): Promise<string[]> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect) };
+  const migrator = new Migrator({ db: store.db, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** True when every known migration has been applied (used by readiness). */
+export async function migrationsApplied(store: Store): Promise<boolean> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect) };
+  const migrator = new Migrator({ db: store.db, provider });
+  const list = await migrator.getMigrations();
+  return list.every((m) => m.executedAt !== undefined);
+}

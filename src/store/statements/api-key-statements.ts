@@ -1,0 +1,74 @@
+// Statements on API keys. A key is found by its display prefix (unique), read together with its
+// organization's own limits so that authenticating a request costs one query.
+import type { Store } from '../engine/store.js';
+
+export interface NewApiKeyRow {
+  org_id: number;
+  name: string;
+  prefix: string;
+  hash: string;
+  created_at: number;
+}
+
+/** Inserts a key and returns its id; a taken prefix fails as a unique violation (isUniqueViolation). */
+export async function insertApiKey(store: Store, key: NewApiKeyRow): Promise<number> {
+  const row = await store.db.insertInto('api_keys').values(key).returning('id').executeTakeFirstOrThrow();
+  return row.id;
+}
+
+/** The key with this prefix, revoked or not, with its organization's own limits (null: the default) and calling hours (null: off). */
+export function selectKeyByPrefix(store: Store, prefix: string) {
+  return store.db
+    .selectFrom('api_keys')
+    .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
+    .select([
+      'api_keys.id',
+      'api_keys.org_id',
+      'api_keys.hash',
+      'api_keys.revoked_at',
+      'api_keys.last_used_at',
+      'organizations.rate_limit_per_second',
+      'organizations.key_rate_limit_per_second',
+      'organizations.max_queued_runs',
+      'organizations.calling_hours',
+      'organizations.number_max_calls',
+      'organizations.number_window_seconds',
+    ])
+    .where('api_keys.prefix', '=', prefix)
+    .executeTakeFirst();
+}
+
+/**
+ * Records a key's use unless it was recorded less than `intervalMs` ago: the guard in SQL keeps
+ * concurrent requests on several nodes from all writing. Relaxed (Store.relaxed): a last use lost
+ * in a power cut breaks no promise, and the request that records it should not wait for a flush.
+ */
+export async function setKeyLastUsed(store: Store, keyId: number, now: number, intervalMs: number): Promise<void> {
+  await store.relaxed((db) =>
+    db
+      .updateTable('api_keys')
+      .set({ last_used_at: now })
+      .where('id', '=', keyId)
+      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<=', now - intervalMs)]))
+      .execute(),
+  );
+}
+
+/** An organization's keys, oldest first, without their hashes. */
+export function selectKeysOfOrganization(store: Store, orgId: number) {
+  return store.db
+    .selectFrom('api_keys')
+    .select(['id', 'org_id', 'name', 'prefix', 'created_at', 'last_used_at', 'revoked_at'])
+    .where('org_id', '=', orgId)
+    .orderBy('id')
+    .execute();
+}
+
+export async function selectKeyExists(store: Store, keyId: number): Promise<boolean> {
+  return (await store.db.selectFrom('api_keys').select('id').where('id', '=', keyId).executeTakeFirst()) !== undefined;
+}
+
+/** Revokes a key; one already revoked keeps its first time. */
+export async function setKeyRevoked(store: Store, keyId: number, now: number): Promise<void> {
+  await store.db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).where('revoked_at', 'is', null).execute();
+}

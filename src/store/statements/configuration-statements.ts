@@ -1,0 +1,108 @@
+// Statements on telephony configurations as their organization manages them and as a new run picks
+// one. (The dispatcher's statements on them, pacing and live calls, are in dispatch-statements.ts.)
+// The store allows one default configuration per organization at any instant: every statement that
+// makes one the default clears the previous default first, in the same transaction.
+import type { ProviderName, TelephonyConfigurationRow, TelephonyStatus } from '../schema/schema.js';
+import { plainTransaction, type Store } from '../engine/store.js';
+
+export interface NewConfiguration {
+  org_id: number;
+  name: string;
+  provider: ProviderName;
+  credentials_encrypted: string | null;
+  settings: Record<string, unknown>;
+  caller_ids: string[];
+  is_default: boolean;
+  calls_per_second: number;
+  max_concurrent_calls: number;
+}
+
+/** Inserts an active configuration (the organization's default, in place of the previous one, when asked). */
+export function insertConfiguration(store: Store, configuration: NewConfiguration, now: number): Promise<TelephonyConfigurationRow> {
+  return plainTransaction(store, async (trx) => {
+    if (configuration.is_default) {
+      await trx
+        .updateTable('telephony_configurations')
+        .set({ is_default: 0, updated_at: now })
+        .where('org_id', '=', configuration.org_id)
+        .where('is_default', '=', 1)
+        .execute();
+    }
+    return trx
+      .insertInto('telephony_configurations')
+      .values({
+        org_id: configuration.org_id,
+        name: configuration.name,
+        provider: configuration.provider,
+        credentials_encrypted: configuration.credentials_encrypted,
+        settings: JSON.stringify(configuration.settings),
+        caller_ids: JSON.stringify(configuration.caller_ids),
+        is_default: configuration.is_default ? 1 : 0,
+        calls_per_second: configuration.calls_per_second,
+        max_concurrent_calls: configuration.max_concurrent_calls,
+        status: 'active',
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+}
+
+/** Active configurations of every organization, oldest first, at most `limit` (the start-up check). */
+export function selectActiveConfigurations(store: Store, limit: number): Promise<TelephonyConfigurationRow[]> {
+  return store.db.selectFrom('telephony_configurations').selectAll().where('status', '=', 'active').orderBy('id').limit(limit).execute();
+}
+
+/** An organization's configurations, oldest first. */
+export function selectConfigurationsOfOrganization(store: Store, orgId: number): Promise<TelephonyConfigurationRow[]> {
+  return store.db.selectFrom('telephony_configurations').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+}
+
+/** Sets a configuration's status; false when there is no such configuration. */
+export async function setConfigurationStatus(store: Store, id: number, status: TelephonyStatus, now: number): Promise<boolean> {
+  const result = await store.db.updateTable('telephony_configurations').set({ status, updated_at: now }).where('id', '=', id).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * Makes an active configuration its organization's default (and the previous default an ordinary
+ * one). Returns the configuration as it now is: undefined when there is none, unchanged when it is
+ * not active.
+ */
+export function setDefaultConfiguration(store: Store, id: number, now: number): Promise<TelephonyConfigurationRow | undefined> {
+  return plainTransaction(store, async (trx) => {
+    const row = await trx.selectFrom('telephony_configurations').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row || row.status !== 'active') return row;
+    await trx
+      .updateTable('telephony_configurations')
+      .set({ is_default: 0, updated_at: now })
+      .where('org_id', '=', row.org_id)
+      .where('is_default', '=', 1)
+      .where('id', '!=', id)
+      .execute();
+    return trx.updateTable('telephony_configurations').set({ is_default: 1, updated_at: now }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+  });
+}
+
+/** Disables a configuration and stops it being the default; undefined when there is none. */
+export function setConfigurationDisabled(store: Store, id: number, now: number): Promise<TelephonyConfigurationRow | undefined> {
+  return store.db
+    .updateTable('telephony_configurations')
+    .set({ status: 'inactive', is_default: 0, updated_at: now })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** The organization's active configuration with this id, or (no id) its default active one. */
+export function selectActiveConfiguration(store: Store, orgId: number, id: number | undefined): Promise<TelephonyConfigurationRow | undefined> {
+  return store.db
+    .selectFrom('telephony_configurations')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('status', '=', 'active')
+    .$if(id !== undefined, (q) => q.where('id', '=', id as number))
+    .$if(id === undefined, (q) => q.where('is_default', '=', 1))
+    .executeTakeFirst();
+}

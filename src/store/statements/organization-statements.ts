@@ -1,0 +1,62 @@
+// Statements on organizations (tenants) and their own limits.
+import type { Store } from '../engine/store.js';
+
+export async function insertOrganization(store: Store, name: string, now: number): Promise<{ id: number; name: string }> {
+  return store.db.insertInto('organizations').values({ name, created_at: now }).returning(['id', 'name']).executeTakeFirstOrThrow();
+}
+
+export async function selectOrganizationExists(store: Store, id: number): Promise<boolean> {
+  return (await store.db.selectFrom('organizations').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+}
+
+/** True when the store holds at least one organization. */
+export async function selectAnyOrganizationExists(store: Store): Promise<boolean> {
+  return (await store.db.selectFrom('organizations').select('id').limit(1).executeTakeFirst()) !== undefined;
+}
+
+/** An organization's own limits, as columns: a number is its own limit, null the configuration's default. */
+export interface OrganizationLimitColumns {
+  rate_limit_per_second?: number | null;
+  key_rate_limit_per_second?: number | null;
+  max_queued_runs?: number | null;
+  /** The per-number frequency cap: set together, or both null (off). */
+  number_max_calls?: number | null;
+  number_window_seconds?: number | null;
+}
+
+/** Sets the limits given (the statement names only those columns). */
+export async function setOrganizationLimitColumns(store: Store, id: number, changes: OrganizationLimitColumns): Promise<void> {
+  await store.db.updateTable('organizations').set(changes).where('id', '=', id).execute();
+}
+
+export function selectOrganizationLimits(store: Store, id: number) {
+  return store.db
+    .selectFrom('organizations')
+    .select(['id', 'name', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** Every organization, oldest first. */
+export function selectOrganizations(store: Store) {
+  return store.db
+    .selectFrom('organizations')
+    .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds'])
+    .orderBy('id')
+    .execute();
+}
+
+/** Sets an organization's calling hours (serialized JSON), or turns them off (null); false when there is no such organization. */
+export async function setOrganizationCallingHoursColumn(store: Store, id: number, callingHoursJson: string | null): Promise<boolean> {
+  const result = await store.db.updateTable('organizations').set({ calling_hours: callingHoursJson }).where('id', '=', id).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** One organization with all its settings (`dialtone org show`). */
+export function selectOrganization(store: Store, id: number) {
+  return store.db
+    .selectFrom('organizations')
+    .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds', 'calling_hours'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+}

@@ -1,0 +1,115 @@
+// The statements behind the console's reads: a page of an organization's runs (newest first,
+// filtered), the counts of its runs since a time, and what is queued and live on each of its routes.
+import { sql } from '../engine/kysely.js';
+import { explainQuery, notIndexed } from '../engine/query-plans.js';
+import type { RunState } from '../schema/schema.js';
+import { runDetailsQuery, type RunDetailsRow } from './run-reads.js';
+import type { Store } from '../engine/store.js';
+
+export interface RunPageFilter {
+  state?: RunState;
+  workflowId?: number;
+  phoneNumber?: string;
+  /** Only the attempts of this campaign (served by migration 010's workflow_runs_campaign_idx). */
+  campaignId?: number;
+  /** Epoch ms, inclusive. */
+  createdAfter?: number;
+  /** Epoch ms, exclusive. */
+  createdBefore?: number;
+  /** Only runs with a smaller id (the previous page's cursor). */
+  beforeId?: number;
+}
+
+function runPageQuery(store: Store, orgId: number, filter: RunPageFilter, limit: number) {
+  // With a number, a workflow or a campaign to match, the time bounds are only filters (notIndexed):
+  // SQLite's planner, which has no statistics, would otherwise prefer the (org_id, created_at) range
+  // to the more specific equality index and sort the organization's whole window to find a page.
+  const specific = filter.phoneNumber !== undefined || filter.workflowId !== undefined || filter.campaignId !== undefined;
+  const createdAt = specific ? notIndexed('r.created_at') : sql.ref<number>('r.created_at');
+  return runDetailsQuery(store)
+    .where('r.org_id', '=', orgId)
+    .$if(filter.state !== undefined, (q) => q.where('r.state', '=', filter.state as RunState))
+    .$if(filter.workflowId !== undefined, (q) => q.where('r.workflow_id', '=', filter.workflowId as number))
+    .$if(filter.phoneNumber !== undefined, (q) => q.where('r.phone_number', '=', filter.phoneNumber as string))
+    // Kept beside the org_id condition, so another organization's campaign id matches no run.
+    .$if(filter.campaignId !== undefined, (q) => q.where('r.campaign_id', '=', filter.campaignId as number))
+    .$if(filter.createdAfter !== undefined, (q) => q.where(createdAt, '>=', filter.createdAfter as number))
+    .$if(filter.createdBefore !== undefined, (q) => q.where(createdAt, '<', filter.createdBefore as number))
+    .$if(filter.beforeId !== undefined, (q) => q.where('r.id', '<', filter.beforeId as number))
+    .orderBy('r.id', 'desc')
+    .limit(limit);
+}
+
+/** Up to `limit` of an organization's runs matching the filter, newest (highest id) first. */
+export function selectRunPage(store: Store, orgId: number, filter: RunPageFilter, limit: number): Promise<RunDetailsRow[]> {
+  return runPageQuery(store, orgId, filter, limit).execute();
+}
+
+/** The plan the store would use for selectRunPage, as text (tests check that an index serves it). */
+export function explainRunPage(store: Store, orgId: number, filter: RunPageFilter, limit: number): Promise<string> {
+  return explainQuery(store, runPageQuery(store, orgId, filter, limit));
+}
+
+export interface RunCountRow {
+  state: RunState;
+  outcome_reason: string | null;
+  count: number;
+}
+
+/** An organization's runs created at or after `since`, counted by state and outcome. */
+export async function countRunsSince(store: Store, orgId: number, since: number): Promise<RunCountRow[]> {
+  const rows = await store.db
+    .selectFrom('workflow_runs')
+    .select(['state', 'outcome_reason', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('org_id', '=', orgId)
+    .where('created_at', '>=', since)
+    .groupBy(['state', 'outcome_reason'])
+    .execute();
+  return rows.map((r) => ({ state: r.state, outcome_reason: r.outcome_reason, count: Number(r.count) }));
+}
+
+export interface RouteLoadRow {
+  telephony_configuration_id: number;
+  count: number;
+}
+
+/**
+ * Queued runs per route, for the given routes: those due at once and those deferred to their
+ * calling hours, each counted through its own partial index (migration 007), since no single
+ * index holds every queued run and a count over `state = 'queued'` alone would read the whole table.
+ */
+export async function countQueuedPerRoute(store: Store, configurationIds: readonly number[]): Promise<RouteLoadRow[]> {
+  if (configurationIds.length === 0) return [];
+  const [due, deferred] = await Promise.all([queuedPerRouteQuery(store, configurationIds, 'due').execute(), queuedPerRouteQuery(store, configurationIds, 'deferred').execute()]);
+  const counts = new Map<number, number>();
+  for (const r of [...due, ...deferred]) counts.set(r.telephony_configuration_id, (counts.get(r.telephony_configuration_id) ?? 0) + Number(r.count));
+  return [...counts].map(([id, count]) => ({ telephony_configuration_id: id, count }));
+}
+
+function queuedPerRouteQuery(store: Store, configurationIds: readonly number[], part: 'due' | 'deferred') {
+  return store.db
+    .selectFrom('workflow_runs')
+    .select(['telephony_configuration_id', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('state', '=', 'queued')
+    .where('scheduled_for', part === 'due' ? 'is' : 'is not', null)
+    .where('telephony_configuration_id', 'in', configurationIds)
+    .groupBy('telephony_configuration_id');
+}
+
+/** The plans of countQueuedPerRoute's two statements, as text (a test checks that their partial indexes serve them). */
+export async function explainQueuedPerRoute(store: Store, configurationIds: readonly number[]): Promise<string> {
+  return `${await explainQuery(store, queuedPerRouteQuery(store, configurationIds, 'due'))}\n${await explainQuery(store, queuedPerRouteQuery(store, configurationIds, 'deferred'))}`;
+}
+
+/** Live runs (dialing, ringing, in progress: exactly those with a deadline) per route. */
+export async function countLivePerRoute(store: Store, configurationIds: readonly number[]): Promise<RouteLoadRow[]> {
+  if (configurationIds.length === 0) return [];
+  const rows = await store.db
+    .selectFrom('workflow_runs')
+    .select(['telephony_configuration_id', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .where('deadline_at', 'is not', null)
+    .where('telephony_configuration_id', 'in', configurationIds)
+    .groupBy('telephony_configuration_id')
+    .execute();
+  return rows.map((r) => ({ telephony_configuration_id: r.telephony_configuration_id, count: Number(r.count) }));
+}
