@@ -26,6 +26,7 @@ import { catalogRoutes } from './http/routes/catalog.js';
 import { consoleRoutes } from './http/routes/console.js';
 import { rootRoute } from './http/routes/root.js';
 import { runtimeRoutes } from './http/routes/runtime.js';
+import { runStateRoutes } from './http/routes/run-states.js';
 import { statsRoutes } from './http/routes/stats.js';
 import { streamRoutes } from './http/routes/stream.js';
 import { providerCallbackRoutes } from './http/routes/provider-callbacks.js';
@@ -156,6 +157,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       await publicApi.register(suppressionRoutes(deps));
       await publicApi.register(campaignRoutes(deps));
       await publicApi.register(catalogRoutes(deps));
+      await publicApi.register(runStateRoutes());
       await publicApi.register(statsRoutes(deps));
       await publicApi.register(streamRoutes(deps));
     },

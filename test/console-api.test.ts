@@ -1,7 +1,8 @@
 // The console's reads through the public API: the run list (filters, paging, the index that serves
-// each filter), the workflows and telephony configurations, and the stats.
+// each filter), the workflows and telephony configurations, the stats and the run states.
 import assert from 'node:assert/strict';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
+import { LIVE_STATES, RUN_STATES, TERMINAL_STATES } from '../src/runs/states.js';
 import { explainRunPage } from '../src/store/statements/run-listing-statements.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { DEMO_DEFINITION } from '../src/first-run.js';
@@ -232,6 +233,30 @@ for (const store of await storeCases()) {
       assert.equal(wider.total, 4);
       const bad = await getJson(env.app, '/api/v1/public/stats?since=an-hour-ago', f.apiKey);
       assert.equal(bad.statusCode, 422);
+    });
+  });
+
+  describe(`GET /api/v1/public/run-states (${store.kind})`, { skip: store.skip }, () => {
+    it('serves every run state of runs/states.ts in lifecycle order, each saying whether it is terminal and whether it is live', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const response = await getJson(env.app, '/api/v1/public/run-states', f.apiKey);
+      assert.equal(response.statusCode, 200, response.body);
+      const { data } = response.json() as { data: { state: string; terminal: boolean; live: boolean }[] };
+      assert.deepEqual(data.map((s) => s.state), [...RUN_STATES]);
+      assert.deepEqual(data.filter((s) => s.terminal).map((s) => s.state), [...TERMINAL_STATES]);
+      assert.deepEqual(data.filter((s) => s.live).map((s) => s.state), [...LIVE_STATES]);
+      assert.deepEqual(data.find((s) => s.state === 'queued'), { state: 'queued', terminal: false, live: false });
+    });
+
+    it('refuses a request without a valid API key, like the console\'s other reads', async (t) => {
+      const env = await build(t, store.kind);
+      const none = await env.app.inject({ method: 'GET', url: '/api/v1/public/run-states' });
+      assert.equal(none.statusCode, 401);
+      assert.equal((none.json() as { code: string }).code, 'missing_api_key');
+      const wrong = await getJson(env.app, '/api/v1/public/run-states', 'dt_live_wrong');
+      assert.equal(wrong.statusCode, 401);
+      assert.equal((wrong.json() as { code: string }).code, 'invalid_api_key');
     });
   });
 }
