@@ -1,12 +1,14 @@
 // The console's only way to the service: the public API, same origin, with the API key in the
 // X-API-Key header. The key lives in sessionStorage (gone when the tab closes) and is never put in
 // a URL, a cookie or a log line.
+/** @import { CampaignMessage, DeliveryMessage, Problem, ProblemError, ResetMessage, RunMessage } from './types.js' */
 const KEY_NAME = 'dialtone.apiKey';
 
 export const session = {
   get key() {
     return sessionStorage.getItem(KEY_NAME);
   },
+  /** @param {string} key */
   signIn(key) {
     sessionStorage.setItem(KEY_NAME, key);
   },
@@ -17,23 +19,50 @@ export const session = {
 
 /** An error answer of the API (problem+json), with its code and detail. */
 export class ApiError extends Error {
+  /**
+   * @param {number} status 0 when no answer came
+   * @param {Problem | null} problem
+   */
   constructor(status, problem) {
     super(problem?.detail || problem?.title || `The service answered ${status}.`);
     this.status = status;
+    /** @type {string | undefined} */
     this.code = problem?.code;
+    /** @type {ProblemError[]} */
     this.errors = problem?.errors ?? [];
   }
 }
 
+/** @type {Set<(error: ApiError) => void>} */
 const unauthorizedListeners = new Set();
-/** Called when the service refuses the key (revoked while signed in, say). */
+/**
+ * Called when the service refuses the key (revoked while signed in, say).
+ * @param {(error: ApiError) => void} listener
+ * @returns {() => void} the unsubscribe
+ */
 export function onUnauthorized(listener) {
   unauthorizedListeners.add(listener);
-  return () => unauthorizedListeners.delete(listener);
+  return () => void unauthorizedListeners.delete(listener);
 }
 
-/** `body` is sent as JSON; `csv` (text) as text/csv, for the suppression import. */
+/**
+ * @typedef {object} ApiOptions
+ * @property {'GET' | 'POST' | 'PUT' | 'DELETE'} [method]
+ * @property {unknown} [body] sent as JSON
+ * @property {string} [csv] sent as text/csv (the imports)
+ * @property {string | null} [key] the API key; the session's by default
+ */
+
+/**
+ * The answer of a public API operation, as JSON (null for 204); a refusal throws an ApiError. The
+ * caller names what it expects (`T`): the types of types.js, from the OpenAPI document.
+ * @template [T=unknown]
+ * @param {string} path under /api/v1/public
+ * @param {ApiOptions} [options]
+ * @returns {Promise<T>}
+ */
 export async function api(path, { method = 'GET', body, csv, key = session.key } = {}) {
+  /** @type {Record<string, string>} */
   const headers = { accept: 'application/json' };
   if (key) headers['x-api-key'] = key;
   if (body !== undefined) headers['content-type'] = 'application/json';
@@ -44,7 +73,7 @@ export async function api(path, { method = 'GET', body, csv, key = session.key }
   } catch {
     throw new ApiError(0, { detail: 'The service could not be reached.' });
   }
-  if (response.status === 204) return null;
+  if (response.status === 204) return /** @type {T} */ (null);
   const text = await response.text();
   let value = null;
   try {
@@ -53,11 +82,11 @@ export async function api(path, { method = 'GET', body, csv, key = session.key }
     value = null;
   }
   if (!response.ok) {
-    const error = new ApiError(response.status, value);
+    const error = new ApiError(response.status, /** @type {Problem | null} */ (value));
     if (response.status === 401 && key === session.key) for (const listener of unauthorizedListeners) listener(error);
     throw error;
   }
-  return value;
+  return /** @type {T} */ (value);
 }
 
 /**
@@ -78,7 +107,9 @@ const SHARING = typeof BroadcastChannel === 'function' && typeof navigator !== '
  * SHA-256, because crypto.subtle is missing where the console is not a secure context; the name
  * never leaves the browser, so it needs to tell keys apart, not to resist an attacker.
  */
+/** @param {string} key */
 function sharedStreamName(key) {
+  /** @param {number} offset */
   const fnv = (offset) => {
     let hash = offset;
     for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193) >>> 0;
@@ -97,65 +128,119 @@ function sharedStreamName(key) {
  * Shared between the tabs of one key (above); `role` says whether this tab reads it (`leader`),
  * is passed it (`follower`) or reads its own (`own`).
  */
+/** @typedef {'connecting' | 'live' | 'reconnecting'} StreamStatus */
+/** @typedef {'leader' | 'follower' | 'own'} StreamRole */
+/**
+ * What the tabs of one key say to each other on their channel.
+ * @typedef {{ type: 'hello' }
+ *   | { type: 'status', status: StreamStatus, lastEventId: number | undefined }
+ *   | { type: 'message', id: number | undefined, event: string, data: string | undefined }
+ *   | { type: 'unauthorized' }} TabMessage
+ */
+
+/**
+ * Listeners of one kind, and the function that adds one and returns its removal.
+ * @template T
+ */
+class Listeners {
+  constructor() {
+    /** @type {Set<(value: T) => void>} */
+    this.set = new Set();
+  }
+
+  /**
+   * @param {(value: T) => void} listener
+   * @returns {() => void}
+   */
+  add(listener) {
+    this.set.add(listener);
+    return () => void this.set.delete(listener);
+  }
+
+  /** @param {T} value */
+  emit(value) {
+    for (const listener of this.set) listener(value);
+  }
+}
+
 export class EventStream {
   constructor() {
-    this.listeners = new Set();
-    this.deliveryListeners = new Set();
-    this.campaignListeners = new Set();
-    this.resetListeners = new Set();
-    this.statusListeners = new Set();
-    this.roleListeners = new Set();
+    /** @type {Listeners<RunMessage>} */
+    this.listeners = new Listeners();
+    /** @type {Listeners<DeliveryMessage>} */
+    this.deliveryListeners = new Listeners();
+    /** @type {Listeners<CampaignMessage>} */
+    this.campaignListeners = new Listeners();
+    /** @type {Listeners<ResetMessage>} */
+    this.resetListeners = new Listeners();
+    /** @type {Listeners<StreamStatus>} */
+    this.statusListeners = new Listeners();
+    /** @type {Listeners<StreamRole | undefined>} */
+    this.roleListeners = new Listeners();
+    /** @type {number | undefined} */
     this.lastEventId = undefined;
+    /** @type {StreamStatus} */
     this.status = 'connecting';
+    /** @type {StreamRole | undefined} */
     this.role = undefined;
     this.stopped = false;
+    /** @type {AbortController | undefined} */
     this.aborter = undefined;
+    /** @type {BroadcastChannel | undefined} */
     this.channel = undefined;
+    /** @type {AbortController | undefined} */
     this.lockAborter = undefined;
     this.retryMs = 500;
   }
 
+  /** @param {(message: RunMessage) => void} listener */
   subscribe(listener) {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.listeners.add(listener);
   }
 
+  /** @param {(message: DeliveryMessage) => void} listener */
   subscribeDeliveries(listener) {
-    this.deliveryListeners.add(listener);
-    return () => this.deliveryListeners.delete(listener);
+    return this.deliveryListeners.add(listener);
   }
 
+  /** @param {(message: CampaignMessage) => void} listener */
   subscribeCampaigns(listener) {
-    this.campaignListeners.add(listener);
-    return () => this.campaignListeners.delete(listener);
+    return this.campaignListeners.add(listener);
   }
 
+  /** @param {(message: ResetMessage) => void} listener */
   subscribeResets(listener) {
-    this.resetListeners.add(listener);
-    return () => this.resetListeners.delete(listener);
+    return this.resetListeners.add(listener);
   }
 
+  /** @param {(status: StreamStatus) => void} listener */
   onStatus(listener) {
-    this.statusListeners.add(listener);
     listener(this.status);
-    return () => this.statusListeners.delete(listener);
+    return this.statusListeners.add(listener);
   }
 
+  /** @param {(role: StreamRole | undefined) => void} listener */
   onRole(listener) {
-    this.roleListeners.add(listener);
     listener(this.role);
-    return () => this.roleListeners.delete(listener);
+    return this.roleListeners.add(listener);
   }
 
+  /** @param {TabMessage} message */
+  post(message) {
+    this.channel?.postMessage(message);
+  }
+
+  /** @param {StreamStatus} status */
   setStatus(status) {
     this.status = status;
-    for (const listener of this.statusListeners) listener(status);
-    if (this.role === 'leader') this.channel?.postMessage({ type: 'status', status, lastEventId: this.lastEventId });
+    this.statusListeners.emit(status);
+    if (this.role === 'leader') this.post({ type: 'status', status, lastEventId: this.lastEventId });
   }
 
+  /** @param {StreamRole} role */
   setRole(role) {
     this.role = role;
-    for (const listener of this.roleListeners) listener(role);
+    this.roleListeners.emit(role);
   }
 
   start() {
@@ -170,7 +255,7 @@ export class EventStream {
     this.channel.onmessage = (event) => this.fromLeader(event.data);
     this.setRole('follower');
     // Asks a leader already reading for its status and last id.
-    this.channel.postMessage({ type: 'hello' });
+    this.post({ type: 'hello' });
     this.lockAborter = new AbortController();
     navigator.locks
       .request(name, { signal: this.lockAborter.signal }, async () => {
@@ -192,10 +277,13 @@ export class EventStream {
     this.channel = undefined;
   }
 
-  /** What the leader passes on, as a follower takes it; the leader ignores the others' hellos but answers them. */
+  /**
+   * What the leader passes on, as a follower takes it; the leader ignores the others' hellos but answers them.
+   * @param {TabMessage} message
+   */
   fromLeader(message) {
     if (this.role === 'leader') {
-      if (message.type === 'hello') this.channel?.postMessage({ type: 'status', status: this.status, lastEventId: this.lastEventId });
+      if (message.type === 'hello') this.post({ type: 'status', status: this.status, lastEventId: this.lastEventId });
       return;
     }
     if (message.type === 'status') {
@@ -224,12 +312,13 @@ export class EventStream {
 
   async readOnce() {
     this.aborter = new AbortController();
+    /** @type {Record<string, string>} */
     const headers = { 'x-api-key': session.key ?? '', accept: 'text/event-stream' };
     if (this.lastEventId !== undefined) headers['last-event-id'] = String(this.lastEventId);
     const response = await fetch('/api/v1/public/stream', { headers, signal: this.aborter.signal, cache: 'no-store' });
     if (response.status === 401) {
       this.stopped = true;
-      this.channel?.postMessage({ type: 'unauthorized' });
+      this.post({ type: 'unauthorized' });
       for (const listener of unauthorizedListeners) listener(new ApiError(401, null));
       return;
     }
@@ -247,10 +336,15 @@ export class EventStream {
     }
   }
 
-  /** One message of the text/event-stream format, as read by this tab: handled here and passed to the other tabs. */
+  /**
+   * One message of the text/event-stream format, as read by this tab: handled here and passed to the other tabs.
+   * @param {string} block
+   */
   dispatch(block) {
+    /** @type {string | undefined} */
     let id;
     let event = 'message';
+    /** @type {string[]} */
     const data = [];
     for (const line of block.split('\n')) {
       if (line === '' || line.startsWith(':')) continue;
@@ -263,12 +357,18 @@ export class EventStream {
     }
     const numericId = id !== undefined && /^\d+$/.test(id) ? Number(id) : undefined;
     const text = data.length === 0 ? undefined : data.join('\n');
-    if (this.role === 'leader') this.channel?.postMessage({ type: 'message', id: numericId, event, data: text });
+    if (this.role === 'leader') this.post({ type: 'message', id: numericId, event, data: text });
     if (event === 'ready') this.retryMs = 500;
     this.handle(numericId, event, text);
   }
 
-  /** One message, read here or passed on by the leader. */
+  /**
+   * One message, read here or passed on by the leader. Its data is the service's JSON for that
+   * event (types.js), trusted as such: it comes from the same service the page does.
+   * @param {number | undefined} id
+   * @param {string} event
+   * @param {string | undefined} text
+   */
   handle(id, event, text) {
     if (id !== undefined) this.lastEventId = id;
     if (event === 'ready') {
@@ -277,12 +377,9 @@ export class EventStream {
     }
     if (text === undefined) return;
     const message = JSON.parse(text);
-    if (event === 'reset') {
-      for (const listener of this.resetListeners) listener(message);
-      return;
-    }
-    const listeners = event === 'run' ? this.listeners : event === 'webhook.delivery' ? this.deliveryListeners : event.startsWith('campaign.') ? this.campaignListeners : undefined;
-    if (!listeners) return;
-    for (const listener of listeners) listener(message);
+    if (event === 'reset') this.resetListeners.emit(message);
+    else if (event === 'run') this.listeners.emit(message);
+    else if (event === 'webhook.delivery') this.deliveryListeners.emit(message);
+    else if (event.startsWith('campaign.')) this.campaignListeners.emit(message);
   }
 }

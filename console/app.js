@@ -1,27 +1,19 @@
-// The Dialtone console: sign in with an API key, then the pages below. Each page is one entry of
-// PAGES (path pattern, label, component); a new page is one more entry and one more module.
+// The Dialtone console: sign in with an API key, then the shell (navigation, the event stream's
+// status, the run states read once) around the page the path names (pages.js).
 import { html, render, useEffect, useState } from './vendor-htm-preact.js';
 import { api, ApiError, EventStream, onUnauthorized, session } from './api.js';
-import { CallPage, CallsPage } from './calls.js';
-import { CampaignsPage } from './campaigns.js';
-import { OverviewPage, TestCallPage, WebhooksPage } from './pages.js';
-import { SuppressionsPage } from './suppressions.js';
-import { ErrorBox, Link } from './ui.js';
+import { PAGES } from './pages.js';
+import { loadRunStates, RunStatesContext } from './run-states.js';
+import { ErrorBox, Link, valueOf } from './ui.js';
+/** @import { StreamRole, StreamStatus } from './api.js' */
+/** @import { RunStates } from './run-states.js' */
 
-const PAGES = [
-  { path: /^\/console\/?$/, href: '/console', label: 'Calls', component: CallsPage, nav: true },
-  { path: /^\/console\/runs\/(\d+)$/, component: CallPage },
-  { path: /^\/console\/test-call$/, href: '/console/test-call', label: 'Test call', component: TestCallPage, nav: true },
-  { path: /^\/console\/overview$/, href: '/console/overview', label: 'Overview', component: OverviewPage, nav: true },
-  { path: /^\/console\/webhooks$/, href: '/console/webhooks', label: 'Webhook endpoints', component: WebhooksPage, nav: true },
-  { path: /^\/console\/campaigns$/, href: '/console/campaigns', label: 'Campaigns', component: CampaignsPage, nav: true },
-  { path: /^\/console\/suppressions$/, href: '/console/suppressions', label: 'Suppressions', component: SuppressionsPage, nav: true },
-];
-
+/** @param {{ onSignedIn: () => void, notice: ApiError | null }} props */
 function SignIn({ onSignedIn, notice }) {
   const [key, setKey] = useState('');
-  const [error, setError] = useState(notice);
+  const [error, setError] = useState(/** @type {unknown} */ (notice));
   const [busy, setBusy] = useState(false);
+  /** @param {SubmitEvent} event */
   const submit = async (event) => {
     event.preventDefault();
     setBusy(true);
@@ -41,7 +33,7 @@ function SignIn({ onSignedIn, notice }) {
     <h1>Dialtone console</h1>
     <form onSubmit=${submit}>
       <label for="api-key">API key</label>
-      <input id="api-key" name="api-key" type="password" autocomplete="off" spellcheck="false" required value=${key} onInput=${(e) => setKey(e.currentTarget.value)} />
+      <input id="api-key" name="api-key" type="password" autocomplete="off" spellcheck="false" required value=${key} onInput=${(/** @type {Event} */ e) => setKey(valueOf(e))} />
       <button type="submit" disabled=${busy}>Sign in</button>
     </form>
     <${ErrorBox} error=${error} />
@@ -59,11 +51,14 @@ function usePath() {
   return path;
 }
 
+/** @param {{ onSignOut: () => void }} props */
 function Shell({ onSignOut }) {
   const path = usePath();
   const [stream] = useState(() => new EventStream());
-  const [status, setStatus] = useState('connecting');
-  const [role, setRole] = useState(undefined);
+  const [status, setStatus] = useState(/** @type {StreamStatus} */ ('connecting'));
+  const [role, setRole] = useState(/** @type {StreamRole | undefined} */ (undefined));
+  const [states, setStates] = useState(/** @type {RunStates | null} */ (null));
+  const [statesError, setStatesError] = useState(/** @type {unknown} */ (null));
   // Bumped by a stream reset (the service's database went back in time): the page is built afresh,
   // so nothing it shows comes from the events before.
   const [generation, setGeneration] = useState(0);
@@ -75,28 +70,39 @@ function Shell({ onSignOut }) {
       stream.stop();
     };
   }, [stream]);
+  // Read once per sign-in: every page shows states, and they do not change while the service runs.
+  useEffect(() => {
+    loadRunStates().then(setStates, setStatesError);
+  }, []);
   const page = PAGES.find((p) => p.path.test(path));
-  const params = page ? path.match(page.path).slice(1) : [];
+  const params = page?.path.exec(path)?.slice(1) ?? [];
   const Page = page?.component;
   useEffect(() => {
-    document.title = page?.label ? `${page.label} · Dialtone` : 'Dialtone console';
+    document.title = page?.nav ? `${page.nav.label} · Dialtone` : 'Dialtone console';
   }, [page]);
+  const body = !Page
+    ? html`<p>No such page. <${Link} href="/console">Go to calls</${Link}>.</p>`
+    : states
+      ? html`<${RunStatesContext.Provider} value=${states}><${Page} key=${generation} params=${params} stream=${stream} /></${RunStatesContext.Provider}>`
+      : statesError
+        ? html`<${ErrorBox} error=${statesError} />`
+        : html`<p>Loading…</p>`;
   return html`<div class="shell">
     <header>
       <span class="brand">Dialtone</span>
       <nav aria-label="Console">
-        ${PAGES.filter((p) => p.nav).map((p) => html`<${Link} href=${p.href} aria-current=${p === page ? 'page' : undefined}>${p.label}</${Link}>`)}
+        ${PAGES.map((p) => (p.nav ? html`<${Link} href=${p.nav.href} aria-current=${p === page ? 'page' : undefined}>${p.nav.label}</${Link}>` : null))}
       </nav>
       <span class="stream-status" data-testid="stream-status" data-stream-role=${role} aria-live="polite">${status === 'live' ? 'Live' : status === 'reconnecting' ? 'Reconnecting…' : 'Connecting…'}</span>
       <button type="button" class="secondary" onClick=${onSignOut}>Sign out</button>
     </header>
-    <main>${Page ? html`<${Page} key=${generation} params=${params} stream=${stream} />` : html`<p>No such page. <${Link} href="/console">Go to calls</${Link}>.</p>`}</main>
+    <main>${body}</main>
   </div>`;
 }
 
 function App() {
   const [signedIn, setSignedIn] = useState(Boolean(session.key));
-  const [notice, setNotice] = useState(null);
+  const [notice, setNotice] = useState(/** @type {ApiError | null} */ (null));
   useEffect(
     () =>
       onUnauthorized(() => {
@@ -114,4 +120,5 @@ function App() {
   }} />`;
 }
 
-render(html`<${App} />`, document.getElementById('app'));
+const root = document.getElementById('app');
+if (root) render(html`<${App} />`, root);

@@ -8,7 +8,11 @@
 import { html, useCallback, useEffect, useRef, useState } from './vendor-htm-preact.js';
 import { api } from './api.js';
 import { Pager, useCursorPages } from './paging.js';
-import { ErrorBox, Link } from './ui.js';
+import { useThrottled } from './timing.js';
+import { ErrorBox, fileOf, Link } from './ui.js';
+/** @import { CursorPages } from './paging.js' */
+/** @import { PageProps } from './pages.js' */
+/** @import { Campaign, CampaignProgress, CampaignState, ContactsReport } from './types.js' */
 
 const PAGE_SIZE = 20;
 /** The page is read again at most this often while events come. */
@@ -20,27 +24,10 @@ const REFRESH_MS = 1_000;
  */
 const SETTLING_POLL_MS = 5_000;
 
-/** `work` at most once per `ms`: at once after a quiet spell, else once at the end of the wait for every call during it. */
-function useThrottled(work, ms) {
-  const latest = useRef(work);
-  latest.current = work;
-  const state = useRef({ last: 0, timer: undefined });
-  useEffect(() => () => clearTimeout(state.current.timer), []);
-  return useCallback(() => {
-    const s = state.current;
-    if (s.timer !== undefined) return;
-    const run = () => {
-      s.timer = undefined;
-      s.last = Date.now();
-      void latest.current();
-    };
-    const wait = s.last + ms - Date.now();
-    if (wait <= 0) run();
-    else s.timer = setTimeout(run, wait);
-  }, [ms]);
-}
-
-/** The states each action moves a campaign from (the API's own rule; it refuses others with 409). */
+/**
+ * The states each action moves a campaign from (the API's own rule; it refuses others with 409).
+ * @type {{ action: 'start' | 'pause' | 'resume' | 'cancel', label: string, from: CampaignState[] }[]}
+ */
 const ACTIONS = [
   { action: 'start', label: 'Start', from: ['draft'] },
   { action: 'pause', label: 'Pause', from: ['running'] },
@@ -53,6 +40,7 @@ const ACTIONS = [
  * those still waiting. Every status a contact can be in is a part, so the figures add up to the
  * total in every state of the campaign (a canceled one's canceled contacts included).
  */
+/** @type {{ key: keyof CampaignProgress, label: string }[]} */
 const PARTS = [
   { key: 'reached', label: 'reached' },
   { key: 'exhausted', label: 'exhausted' },
@@ -62,8 +50,10 @@ const PARTS = [
   { key: 'in_progress', label: 'in progress' },
   { key: 'pending', label: 'pending' },
 ];
+/** @type {(keyof CampaignProgress)[]} */
 const SETTLED = ['reached', 'exhausted', 'suppressed', 'invalid', 'canceled'];
 
+/** @param {{ campaign: Campaign }} props */
 function Progress({ campaign }) {
   const p = campaign.progress;
   const done = SETTLED.reduce((sum, key) => sum + p[key], 0);
@@ -77,12 +67,14 @@ function Progress({ campaign }) {
   </div>`;
 }
 
+/** @param {{ campaign: Campaign, onChanged: () => void }} props */
 function ImportContacts({ campaign, onChanged }) {
-  const [file, setFile] = useState(null);
-  const [report, setReport] = useState(null);
-  const [error, setError] = useState(null);
+  const [file, setFile] = useState(/** @type {File | null} */ (null));
+  const [report, setReport] = useState(/** @type {ContactsReport | null} */ (null));
+  const [error, setError] = useState(/** @type {unknown} */ (null));
   const [busy, setBusy] = useState(false);
   const id = `contacts-file-${campaign.id}`;
+  /** @param {SubmitEvent} event */
   const submit = async (event) => {
     event.preventDefault();
     if (!file) return;
@@ -90,7 +82,9 @@ function ImportContacts({ campaign, onChanged }) {
     setReport(null);
     setBusy(true);
     try {
-      setReport(await api(`/campaigns/${campaign.id}/contacts`, { method: 'POST', csv: await file.text() }));
+      /** @type {ContactsReport} */
+      const imported = await api(`/campaigns/${campaign.id}/contacts`, { method: 'POST', csv: await file.text() });
+      setReport(imported);
       onChanged();
     } catch (e) {
       setError(e);
@@ -100,7 +94,7 @@ function ImportContacts({ campaign, onChanged }) {
   };
   return html`<form class="import-contacts" onSubmit=${submit} aria-label=${`Import contacts into ${campaign.name}`}>
     <label for=${id}>Contacts CSV</label>
-    <input id=${id} type="file" accept=".csv,text/csv" required onChange=${(e) => setFile(e.currentTarget.files?.[0] ?? null)} />
+    <input id=${id} type="file" accept=".csv,text/csv" required onChange=${(/** @type {Event} */ e) => setFile(fileOf(e))} />
     <button type="submit" class="secondary" disabled=${busy || !file}>Import contacts</button>
     <${ErrorBox} error=${error} />
     <div role="status" data-testid="contacts-report">
@@ -112,17 +106,20 @@ function ImportContacts({ campaign, onChanged }) {
   </form>`;
 }
 
+/** @param {PageProps} props */
 export function CampaignsPage({ stream }) {
+  /** @type {CursorPages<Campaign>} */
   const pages = useCursorPages('/campaigns', PAGE_SIZE);
-  const { page, setPage, error, setError, load, firstPage } = pages;
-  const [confirming, setConfirming] = useState(null); // the id whose Cancel asks "are you sure?"
+  const { page, error, setError, load, firstPage } = pages;
+  const [confirming, setConfirming] = useState(/** @type {number | null} */ (null)); // the id whose Cancel asks "are you sure?"
   const [busy, setBusy] = useState(false);
   // A stable ref, so focus moves to the confirm button once, when it appears.
-  const focusOnMount = useCallback((el) => el?.focus(), []);
+  const focusOnMount = useCallback((/** @type {HTMLElement | null} */ el) => el?.focus(), []);
   const shown = useRef(page);
   shown.current = page;
   const refresh = useThrottled(load, REFRESH_MS);
   useEffect(() => {
+    /** @param {number} id */
     const showing = (id) => Boolean(shown.current?.data.some((c) => c.id === id));
     const stopCampaigns = stream.subscribeCampaigns((event) => {
       // Read again rather than set the new state on the row shown: its progress was counted
@@ -145,6 +142,10 @@ export function CampaignsPage({ stream }) {
     const timer = setInterval(refresh, SETTLING_POLL_MS);
     return () => clearInterval(timer);
   }, [settling, refresh]);
+  /**
+   * @param {Campaign} campaign
+   * @param {(typeof ACTIONS)[number]['action']} action
+   */
   const act = async (campaign, action) => {
     setConfirming(null);
     setError(null);
@@ -159,6 +160,7 @@ export function CampaignsPage({ stream }) {
       await load();
     }
   };
+  /** @param {Campaign} c */
   const buttons = (c) =>
     ACTIONS.filter((a) => a.from.includes(c.state)).map((a) =>
       a.action === 'cancel' && confirming === c.id

@@ -2,18 +2,42 @@
 // shown, the `after` of each page before it (for Previous), its reload, and the pager's buttons.
 import { html, useCallback, useEffect, useState } from './vendor-htm-preact.js';
 import { api } from './api.js';
+/** @import { Page } from './types.js' */
+/** @import { StateUpdater } from './vendor-htm-preact.js' */
 
-/** The page of `path` at the current cursor; `load` reads it again (after a change on it). */
+/**
+ * A list read page by page.
+ * @template T
+ * @typedef {object} CursorPages
+ * @property {Page<T> | null} page null until the first read
+ * @property {StateUpdater<Page<T> | null>} setPage
+ * @property {unknown} error
+ * @property {StateUpdater<unknown>} setError
+ * @property {() => Promise<void>} load reads the page shown again
+ * @property {boolean} firstPage
+ * @property {() => void} previous
+ * @property {() => void} next
+ */
+
+/**
+ * The page of `path` at the current cursor; `load` reads it again (after a change on it).
+ * @template T
+ * @param {string} path
+ * @param {number} pageSize
+ * @returns {CursorPages<T>}
+ */
 export function useCursorPages(path, pageSize) {
-  const [cursors, setCursors] = useState([]); // the `after` of each page before this one
-  const [page, setPage] = useState(null);
-  const [error, setError] = useState(null);
+  const [cursors, setCursors] = useState(/** @type {number[]} */ ([])); // the `after` of each page before this one
+  const [page, setPage] = useState(/** @type {Page<T> | null} */ (null));
+  const [error, setError] = useState(/** @type {unknown} */ (null));
   const after = cursors[cursors.length - 1];
   const load = useCallback(async () => {
     try {
       const params = new URLSearchParams({ limit: String(pageSize) });
-      if (after) params.set('after', after);
-      setPage(await api(`${path}?${params}`));
+      if (after) params.set('after', String(after));
+      /** @type {Page<T>} */
+      const read = await api(`${path}?${params}`);
+      setPage(read);
       setError(null);
     } catch (e) {
       setError(e);
@@ -28,11 +52,16 @@ export function useCursorPages(path, pageSize) {
     load,
     firstPage: cursors.length === 0,
     previous: () => setCursors(cursors.slice(0, -1)),
-    next: () => page && page.next_after !== null && setCursors([...cursors, page.next_after]),
+    next: () => {
+      if (page && page.next_after !== null) setCursors([...cursors, page.next_after]);
+    },
   };
 }
 
-/** Previous / Next for a useCursorPages list. */
+/**
+ * Previous / Next for a useCursorPages list.
+ * @param {{ pages: CursorPages<unknown> }} props
+ */
 export function Pager({ pages }) {
   return html`<div class="pager">
     <button type="button" class="secondary" disabled=${pages.firstPage} onClick=${pages.previous}>Previous</button>

@@ -4,30 +4,39 @@
 import { html, useCallback, useState } from './vendor-htm-preact.js';
 import { api } from './api.js';
 import { Pager, useCursorPages } from './paging.js';
-import { ErrorBox, formatTime } from './ui.js';
+import { ErrorBox, fieldSetter, fileOf, formatTime } from './ui.js';
+/** @import { CursorPages } from './paging.js' */
+/** @import { Suppression, SuppressionReport } from './types.js' */
 
 const PAGE_SIZE = 50;
 const EMPTY_FORM = { phone: '', reason: '', expires: '' };
 
-/** A number in a path: E.164's + must be URL-encoded (%2B). */
+/**
+ * A number in a path: E.164's + must be URL-encoded (%2B).
+ * @param {string} phone
+ */
 const numberPath = (phone) => `/suppressions/${encodeURIComponent(phone)}`;
 
+/** @param {{ onChanged: () => void }} props */
 function AddForm({ onChanged }) {
   const [form, setForm] = useState(EMPTY_FORM);
-  const [error, setError] = useState(null);
-  const [done, setDone] = useState(null);
+  const [error, setError] = useState(/** @type {unknown} */ (null));
+  const [done, setDone] = useState(/** @type {string | null} */ (null));
   const [busy, setBusy] = useState(false);
-  const set = (name) => (e) => setForm({ ...form, [name]: e.currentTarget.value });
+  const set = fieldSetter(form, setForm);
+  /** @param {SubmitEvent} event */
   const submit = async (event) => {
     event.preventDefault();
     setError(null);
     setDone(null);
     setBusy(true);
     try {
+      /** @type {{ reason?: string, expires_at?: string }} */
       const body = {};
       if (form.reason.trim()) body.reason = form.reason.trim();
       // datetime-local gives local time without a zone; the API takes RFC 3339.
       if (form.expires) body.expires_at = new Date(form.expires).toISOString();
+      /** @type {Suppression} */
       const saved = await api(numberPath(form.phone.trim()), { method: 'PUT', body });
       setDone(saved.phone_number);
       setForm(EMPTY_FORM);
@@ -52,11 +61,13 @@ function AddForm({ onChanged }) {
   </form>`;
 }
 
+/** @param {{ onChanged: () => void }} props */
 function ImportForm({ onChanged }) {
-  const [file, setFile] = useState(null);
-  const [report, setReport] = useState(null);
-  const [error, setError] = useState(null);
+  const [file, setFile] = useState(/** @type {File | null} */ (null));
+  const [report, setReport] = useState(/** @type {SuppressionReport | null} */ (null));
+  const [error, setError] = useState(/** @type {unknown} */ (null));
   const [busy, setBusy] = useState(false);
+  /** @param {SubmitEvent} event */
   const submit = async (event) => {
     event.preventDefault();
     if (!file) return;
@@ -64,7 +75,9 @@ function ImportForm({ onChanged }) {
     setReport(null);
     setBusy(true);
     try {
-      setReport(await api('/suppressions/import', { method: 'POST', csv: await file.text() }));
+      /** @type {SuppressionReport} */
+      const imported = await api('/suppressions/import', { method: 'POST', csv: await file.text() });
+      setReport(imported);
       onChanged();
     } catch (e) {
       setError(e);
@@ -76,7 +89,7 @@ function ImportForm({ onChanged }) {
     <h2>Import a CSV file</h2>
     <p class="hint">The first line names the columns: <code>phone_number</code>, and optionally <code>reason</code> and <code>expires_at</code> (RFC 3339). Numbers already on the list get the file's reason and expiry.</p>
     <label for="suppression-file">CSV file</label>
-    <input id="suppression-file" type="file" accept=".csv,text/csv" required onChange=${(e) => setFile(e.currentTarget.files?.[0] ?? null)} />
+    <input id="suppression-file" type="file" accept=".csv,text/csv" required onChange=${(/** @type {Event} */ e) => setFile(fileOf(e))} />
     <div class="actions"><button type="submit" disabled=${busy || !file}>Import</button></div>
     <${ErrorBox} error=${error} />
     <div role="status" data-testid="import-report">
@@ -89,12 +102,14 @@ function ImportForm({ onChanged }) {
 }
 
 export function SuppressionsPage() {
+  /** @type {CursorPages<Suppression>} */
   const pages = useCursorPages('/suppressions', PAGE_SIZE);
   const { page, error, setError, load, firstPage } = pages;
-  const [removed, setRemoved] = useState(null);
-  const [confirming, setConfirming] = useState(null); // the number whose Remove asks "are you sure?"
+  const [removed, setRemoved] = useState(/** @type {string | null} */ (null));
+  const [confirming, setConfirming] = useState(/** @type {string | null} */ (null)); // the number whose Remove asks "are you sure?"
   // A stable ref, so focus moves to the confirm button once, when it appears.
-  const focusOnMount = useCallback((el) => el?.focus(), []);
+  const focusOnMount = useCallback((/** @type {HTMLElement | null} */ el) => el?.focus(), []);
+  /** @param {Suppression} suppression */
   const remove = async (suppression) => {
     setConfirming(null);
     setError(null);

@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import type { BrowserContext, Page } from 'puppeteer-core';
 import { buildApp } from '../src/app.js';
+import { isTerminal, LIVE_STATES, RUN_STATES } from '../src/runs/states.js';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { buildDeps } from '../src/deps.js';
 import { DEMO_DEFINITION } from '../src/first-run.js';
@@ -128,6 +129,31 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     const others = [await call(env, f, '+12025550101'), await call(env, f, '+12025550103'), await call(env, f, '+12025550104')];
     await page.waitForFunction(`${JSON.stringify(others.map((o) => o.id))}.every((id) => ['busy', 'rejected', 'failed'].includes(document.querySelector('tr[data-run-id="' + id + '"] .state')?.textContent))`, { timeout: scaledTimeout(15_000) });
     await screenshot(page, 'calls');
+    assert.deepEqual(problems, []);
+  });
+
+  it('learns the run states from the API, once: a state the service serves shows in the Calls filter and in the Overview\'s chart', async (t) => {
+    const { env, url, f } = await serve(t, { dispatch: false });
+    const { page, problems } = await openPage(t);
+    // The service answers with one more state than runs/states.ts has today, as it would after a
+    // release that adds one: the console shows it without knowing it beforehand.
+    const served = { data: [...RUN_STATES.map((state) => ({ state, terminal: isTerminal(state), live: (LIVE_STATES as readonly string[]).includes(state) })), { state: 'machine_answered', terminal: true, live: false }] };
+    await page.setRequestInterception(true);
+    let reads = 0;
+    page.on('request', (request) => {
+      if (new URL(request.url()).pathname !== '/api/v1/public/run-states') return void request.continue();
+      reads++;
+      void request.respond({ status: 200, contentType: 'application/json', body: JSON.stringify(served) });
+    });
+    const run = await call(env, f, '+12025550100');
+    await signIn(page, url, f.apiKey);
+    await page.waitForSelector(`tr[data-run-id="${run.id}"]`);
+    const options = await page.$$eval('select[name="state"] option', (els) => els.map((el) => el.getAttribute('value')));
+    assert.deepEqual(options, ['', ...served.data.map((s) => s.state)], 'every served state, in the served order');
+
+    await page.locator('::-p-aria([name="Overview"][role="link"])').click();
+    await page.waitForFunction(`[...document.querySelectorAll('.chart li')].some((li) => li.textContent.includes('machine answered'))`, { timeout: scaledTimeout(10_000) });
+    assert.equal(reads, 1, 'read once, not once per page');
     assert.deepEqual(problems, []);
   });
 

@@ -1,6 +1,7 @@
 // /console as HTTP serves it: the app's page for every console path, its static files from the
 // package, strict security headers on all of them, and a JavaScript budget.
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { CONSOLE_CSP } from '../src/http/routes/console.js';
 import { build } from './helpers/app.js';
@@ -36,7 +37,7 @@ describe('GET /console', () => {
 
   it('serves its files from the package with their types and the same headers, a 404 problem for anything else, and imports nothing from the network', async (t) => {
     const { app } = await build(t, 'sqlite');
-    const scripts = ['app.js', 'api.js', 'calls.js', 'campaigns.js', 'pages.js', 'suppressions.js', 'ui.js', 'vendor-htm-preact.js'];
+    const scripts = readdirSync(new URL('../console/', import.meta.url)).filter((name) => name.endsWith('.js')).concat('vendor-htm-preact.js');
     let gzipped = 0;
     for (const name of [...scripts, 'console.css', 'favicon.svg']) {
       const response = await app.inject({ method: 'GET', url: `/console/assets/${name}` });
@@ -54,6 +55,8 @@ describe('GET /console', () => {
     assert.ok(gzipped < 150 * 1024, `the console's JavaScript is ${gzipped} bytes gzipped, under 150 KB`);
     const missing = await app.inject({ method: 'GET', url: '/console/assets/../../package.json' });
     assert.notEqual(missing.statusCode, 200);
+    // What only type-checks the console is not served: the browser never asks for it.
+    for (const name of ['tsconfig.json', 'vendor-htm-preact.d.ts']) assert.equal((await app.inject({ method: 'GET', url: `/console/assets/${name}` })).statusCode, 404, name);
     const unknown = await app.inject({ method: 'GET', url: '/console/assets/nope.js' });
     assert.equal(unknown.statusCode, 404);
     assert.match(String(unknown.headers['content-type']), /^application\/problem\+json/);

@@ -1,0 +1,143 @@
+// The shapes of the API's answers as the console reads them: JSDoc types only, nothing at run time.
+// Each is the part of the OpenAPI document's schema (GET /docs/json, the schema named in brackets)
+// that the console uses; the document is the reference and has every field. A run's state is a
+// string here, not a closed union: the console learns the states from GET /run-states (run-states.js).
+export {};
+
+/**
+ * A page of a cursor-paged list (`?after=&limit=` → `{ data, next_after }`).
+ * @template T
+ * @typedef {{ data: T[], next_after: number | null }} Page
+ */
+
+/** @typedef {{ data: RunStateInfo[] }} RunStateList [GET /run-states] */
+/** @typedef {{ state: string, terminal: boolean, live: boolean }} RunStateInfo */
+
+/**
+ * A workflow run: one call [WorkflowRun].
+ * @typedef {object} Run
+ * @property {number} id
+ * @property {string} name
+ * @property {string} state
+ * @property {'published' | 'test'} mode
+ * @property {string} workflow_uuid
+ * @property {string | null} agent_uuid
+ * @property {number} definition_version
+ * @property {string} phone_number
+ * @property {string | null} caller_id
+ * @property {number} telephony_configuration_id
+ * @property {Record<string, unknown> | null} initial_context
+ * @property {string | null} outcome_reason
+ * @property {string | null} raw_provider_status
+ * @property {string | null} provider_call_id
+ * @property {string} created_at
+ * @property {string} updated_at
+ * @property {string | null} answered_at
+ * @property {string | null} ended_at
+ * @property {string | null} cancel_requested_at
+ * @property {number | null} campaign_id
+ */
+
+/** @typedef {{ seq: number, type: string, at: string, data: Record<string, unknown> }} RunEvent [WorkflowRunEvent] */
+
+/**
+ * A workflow (agent) [GET /workflows].
+ * @typedef {object} Workflow
+ * @property {string} workflow_uuid
+ * @property {string} name
+ * @property {'active' | 'archived'} status
+ * @property {number | null} published_version
+ * @property {number | null} draft_version
+ * @property {string[]} agent_uuids
+ * @property {string[]} draft_agent_uuids
+ * @property {string[]} variables
+ * @property {string[]} draft_variables
+ */
+
+/** @typedef {{ id: number, name: string, provider: string, status: 'active' | 'inactive' }} TelephonyConfiguration [GET /telephony-configurations] */
+
+/**
+ * The overview's numbers [GET /stats].
+ * @typedef {object} Stats
+ * @property {string} since
+ * @property {number} total
+ * @property {Record<string, number>} by_state
+ * @property {{ state: string, outcome_reason: string | null, count: number }[]} by_outcome
+ * @property {{ telephony_configuration_id: number, name: string, provider: string, queued: number, live: number }[]} routes
+ */
+
+/**
+ * [WebhookEndpoint]
+ * @typedef {object} WebhookEndpoint
+ * @property {number} id
+ * @property {string} url
+ * @property {string[]} events
+ * @property {boolean} enabled
+ * @property {'request' | 'gone' | 'failing' | null} disabled_reason
+ * @property {string | null} description
+ */
+
+/** @typedef {{ at: string, http_status: number | null, error: string | null }} DeliveryAttempt */
+
+/**
+ * A webhook delivery [GET /webhook-deliveries].
+ * @typedef {object} Delivery
+ * @property {number} id
+ * @property {number} endpoint_id
+ * @property {string} event_type
+ * @property {number | null} run_id
+ * @property {'pending' | 'succeeded' | 'failed'} status
+ * @property {DeliveryAttempt[]} attempts
+ * @property {string | null} next_attempt_at
+ * @property {string} created_at
+ */
+
+/**
+ * A campaign's contacts by where they are [Campaign.progress].
+ * @typedef {object} CampaignProgress
+ * @property {number} total
+ * @property {number} pending
+ * @property {number} in_progress
+ * @property {number} reached
+ * @property {number} exhausted
+ * @property {number} suppressed
+ * @property {number} invalid
+ * @property {number} canceled
+ */
+
+/** @typedef {'draft' | 'running' | 'paused' | 'completed' | 'canceled'} CampaignState */
+
+/**
+ * [Campaign]
+ * @typedef {object} Campaign
+ * @property {number} id
+ * @property {string} name
+ * @property {CampaignState} state
+ * @property {string | null} paused_reason
+ * @property {CampaignProgress} progress
+ */
+
+/**
+ * What adding contacts from a file answers [POST /campaigns/{id}/contacts].
+ * @typedef {{ added: number, duplicates: number, invalid: { index?: number, line?: number, detail: string }[], invalid_count: number }} ContactsReport
+ */
+
+/**
+ * [Suppression]
+ * @typedef {object} Suppression
+ * @property {string} phone_number
+ * @property {string | null} reason
+ * @property {string | null} expires_at
+ * @property {boolean} active
+ * @property {string} created_at
+ */
+
+/** @typedef {{ imported: number, invalid: { line: number, value: string, detail: string }[], invalid_count: number }} SuppressionReport [POST /suppressions/import] */
+
+/** A problem+json answer's members the console shows. @typedef {{ code?: string, title?: string, detail?: string, errors?: ProblemError[] }} Problem */
+/** @typedef {{ pointer?: string, detail: string }} ProblemError */
+
+/** The event stream's `run` message: a state a run entered. @typedef {{ run_id: number, campaign_id: number | null, type: string, at: string, data: Record<string, unknown> }} RunMessage */
+/** The event stream's `webhook.delivery` message. @typedef {{ delivery_id: number, run_id: number | null, status: Delivery['status'], next_attempt_at: string | null }} DeliveryMessage */
+/** The event stream's `campaign.<change>` message. @typedef {{ type: string, campaign: { id: number, name: string, state: CampaignState, paused_reason: string | null } }} CampaignMessage */
+/** The event stream's `reset` message. @typedef {Record<string, unknown>} ResetMessage */
