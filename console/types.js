@@ -1,7 +1,9 @@
 // The shapes of the API's answers as the console reads them: JSDoc types only, nothing at run time.
-// Each is the part of the OpenAPI document's schema (GET /docs/json, the schema named in brackets)
-// that the console uses; the document is the reference and has every field. A run's state is a
-// string here, not a closed union: the console learns the states from GET /run-states (run-states.js).
+// Each is the part of the OpenAPI document's schema (GET /openapi.json; the schema or operation is
+// named in brackets) that the console uses; the document is the reference and has every field.
+// test/console-types.test.ts checks that each typedef named after one of the document's schemas
+// names only that schema's properties. A run's state is a string here, not a closed union: the
+// console learns the states from GET /run-states (run-states.js).
 export {};
 
 /**
@@ -38,7 +40,14 @@ export {};
  * @property {number | null} campaign_id
  */
 
-/** @typedef {{ seq: number, type: string, at: string, data: Record<string, unknown> }} RunEvent [WorkflowRunEvent] */
+/**
+ * A state a run entered [WorkflowRunEvent].
+ * @typedef {object} RunEvent
+ * @property {number} seq
+ * @property {string} type
+ * @property {string} at
+ * @property {Record<string, unknown>} data
+ */
 
 /**
  * A workflow (agent) [GET /workflows].
