@@ -70,10 +70,13 @@ function Shell({ onSignOut }) {
       stream.stop();
     };
   }, [stream]);
-  // Read once per sign-in: every page shows states, and they do not change while the service runs.
+  // Read once per sign-in (a reload reads them again): every page shows states, and they change
+  // only with a new release of the service. `attempt` is bumped by Try again after a failed read.
+  const [attempt, setAttempt] = useState(0);
   useEffect(() => {
+    setStatesError(null);
     loadRunStates().then(setStates, setStatesError);
-  }, []);
+  }, [attempt]);
   const page = PAGES.find((p) => p.path.test(path));
   const params = page?.path.exec(path)?.slice(1) ?? [];
   const Page = page?.component;
@@ -85,7 +88,7 @@ function Shell({ onSignOut }) {
     : states
       ? html`<${RunStatesContext.Provider} value=${states}><${Page} key=${generation} params=${params} stream=${stream} /></${RunStatesContext.Provider}>`
       : statesError
-        ? html`<${ErrorBox} error=${statesError} />`
+        ? html`<${ErrorBox} error=${statesError} /><p><button type="button" class="secondary" onClick=${() => setAttempt((a) => a + 1)}>Try again</button></p>`
         : html`<p>Loading…</p>`;
   return html`<div class="shell">
     <header>

@@ -157,6 +157,27 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.deepEqual(problems, []);
   });
 
+  it('says so when the run states cannot be read, and reads them again with Try again', async (t) => {
+    const { url, f } = await serve(t, { dispatch: false });
+    const { page, problems } = await openPage(t);
+    await page.setRequestInterception(true);
+    let refuse = true;
+    page.on('request', (request) => {
+      if (!refuse || new URL(request.url()).pathname !== '/api/v1/public/run-states') return void request.continue();
+      refuse = false;
+      void request.respond({ status: 503, contentType: 'application/problem+json', body: JSON.stringify({ code: 'service_unavailable', detail: 'The store is not answering.' }) });
+    });
+    await signIn(page, url, f.apiKey);
+    const alert = await page.locator('[role="alert"]').waitHandle();
+    assert.match((await alert.evaluate((el) => el.textContent)) ?? '', /The store is not answering/);
+    assert.equal(await page.$('h1'), null, 'no page without the states');
+    await page.locator('::-p-aria([name="Try again"][role="button"])').click();
+    await page.locator('::-p-aria([name="Calls"][role="heading"])').wait();
+    assert.equal(await page.$('[role="alert"]'), null);
+    // The 503 the browser logs for the refused read is the only console message.
+    assert.ok(problems.every((p) => p.includes('503')), problems.join('\n'));
+  });
+
   it('starts a test call from the Test call page, lands on its page and sees its timeline reach completed', async (t) => {
     const { url, f } = await serve(t);
     const { page, problems } = await openPage(t);
