@@ -106,8 +106,8 @@ const SHARING = typeof BroadcastChannel === 'function' && typeof navigator !== '
  * browser's developer tools. Two 32-bit FNV-1a hashes with different offsets (64 bits), rather than
  * SHA-256, because crypto.subtle is missing where the console is not a secure context; the name
  * never leaves the browser, so it needs to tell keys apart, not to resist an attacker.
+ * @param {string} key
  */
-/** @param {string} key */
 function sharedStreamName(key) {
   /** @param {number} offset */
   const fnv = (offset) => {
@@ -118,16 +118,6 @@ function sharedStreamName(key) {
   return `dialtone.stream.${fnv(0x811c9dc5)}${fnv(0x050c5d1f)}`;
 }
 
-/**
- * The organization's event stream, read with fetch() so the key goes in a header (EventSource
- * cannot send one). On any break it reconnects, sending the id of the last event it got as
- * Last-Event-ID, so the service resends whatever happened meanwhile: no event is lost. Run events
- * go to `subscribe` listeners, webhook delivery attempts to `subscribeDeliveries` ones, campaign
- * state changes (`campaign.<change>`) to `subscribeCampaigns` ones, and a `reset` (the service no
- * longer knows the last id: its database was restored) to `subscribeResets` ones, which read afresh.
- * Shared between the tabs of one key (above); `role` says whether this tab reads it (`leader`),
- * is passed it (`follower`) or reads its own (`own`).
- */
 /** @typedef {'connecting' | 'live' | 'reconnecting'} StreamStatus */
 /** @typedef {'leader' | 'follower' | 'own'} StreamRole */
 /**
@@ -163,6 +153,16 @@ class Listeners {
   }
 }
 
+/**
+ * The organization's event stream, read with fetch() so the key goes in a header (EventSource
+ * cannot send one). On any break it reconnects, sending the id of the last event it got as
+ * Last-Event-ID, so the service resends whatever happened meanwhile: no event is lost. Run events
+ * go to `subscribe` listeners, webhook delivery attempts to `subscribeDeliveries` ones, campaign
+ * state changes (`campaign.<change>`) to `subscribeCampaigns` ones, and a `reset` (the service no
+ * longer knows the last id: its database was restored) to `subscribeResets` ones, which read afresh.
+ * Shared between the tabs of one key (above); `role` says whether this tab reads it (`leader`),
+ * is passed it (`follower`) or reads its own (`own`).
+ */
 export class EventStream {
   constructor() {
     /** @type {Listeners<RunMessage>} */

@@ -39,8 +39,8 @@ const ACTIONS = [
  * The parts of the progress bar: contacts settled one way or the other, those being called, and
  * those still waiting. Every status a contact can be in is a part, so the figures add up to the
  * total in every state of the campaign (a canceled one's canceled contacts included).
+ * @type {{ key: keyof CampaignProgress, label: string }[]}
  */
-/** @type {{ key: keyof CampaignProgress, label: string }[]} */
 const PARTS = [
   { key: 'reached', label: 'reached' },
   { key: 'exhausted', label: 'exhausted' },
