@@ -6,17 +6,7 @@ import { ConfigError } from '../config.js';
 import { DialtoneError, type FieldError } from '../errors.js';
 import { SecretKeyError } from '../secret-key.js';
 import { SecretKeyMissingError } from '../shared/credentials-cipher.js';
-
-/** A refusal the CLI itself decides (a missing row, an unreadable file), with a stable code. */
-export class CliError extends Error {
-  constructor(
-    readonly code: 'not_found' | 'invalid_input' | 'invalid_state',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'CliError';
-  }
-}
+import { CliError } from './cli-error.js';
 
 export interface CliFailure {
   code: string;

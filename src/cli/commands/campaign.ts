@@ -3,30 +3,13 @@
 // campaign modules are loaded when a campaign command runs, so other commands start as fast.
 import { createReadStream } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
-import type { Deps } from '../deps.js';
-import type { CampaignView } from '../campaigns/campaigns.js';
-import { CliError } from './errors.js';
-import { formatRecord, formatTable, type Printable } from './output.js';
-import { RETRYABLE_STATES } from '../campaigns/settings.js';
-
-export interface Output {
-  json: unknown;
-  text: string;
-  compact?: boolean;
-}
-
-/** The CLI's runner: opens the store, runs the command, prints its Output (main.ts). */
-export type Action = <A extends unknown[]>(run: (deps: Deps, ...args: A) => Promise<Output>) => (...args: A) => Promise<void>;
-
-export interface CampaignCommandHelpers {
-  action: Action;
-  positiveInt(text: string): number;
-  positiveNumber(text: string): number;
-  readJsonFile(path: string): unknown;
-  requireOrg(deps: Deps, orgId: number): Promise<void>;
-  /** True when this invocation prints JSON. */
-  wantsJson(command: Command): boolean;
-}
+import type { Deps } from '../../deps.js';
+import type { CampaignView } from '../../campaigns/campaigns.js';
+import { RETRYABLE_STATES } from '../../campaigns/settings.js';
+import { action, readJsonFile, requireOrg, wantsJson } from '../action.js';
+import { CliError } from '../cli-error.js';
+import { formatRecord, formatTable, type Printable } from '../output.js';
+import { positiveInt, positiveNumber } from '../parsers.js';
 
 function commaList(text: string): string[] {
   return text.split(',').map((item) => item.trim()).filter((item) => item !== '');
@@ -64,7 +47,7 @@ function record(view: CampaignView): Printable {
 const ended = (view: CampaignView) => view.state === 'completed' || (view.state === 'canceled' && view.progress.in_progress === 0 && view.progress.pending === 0);
 
 async function importFile(deps: Deps, campaignId: number, file: string) {
-  const { importContactCsv } = await import('../campaigns/contacts.js');
+  const { importContactCsv } = await import('../../campaigns/contacts.js');
   const input = createReadStream(file);
   await new Promise<void>((resolve, reject) => {
     input.once('open', () => resolve());
@@ -74,8 +57,7 @@ async function importFile(deps: Deps, campaignId: number, file: string) {
   return JSON.parse(answer.json) as { added: number; duplicates: number; invalid: { line?: number; detail: string }[]; invalid_count: number };
 }
 
-export function campaignCommands(program: Command, helpers: CampaignCommandHelpers): void {
-  const { action, positiveInt, positiveNumber } = helpers;
+export function campaignCommands(program: Command): void {
   const campaign = program.command('campaign').description('campaigns: call a list of contacts with a schedule, retries and a circuit breaker (docs/campaigns.md)');
 
   campaign
@@ -126,8 +108,8 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
             start?: boolean;
           },
         ) => {
-          await helpers.requireOrg(deps, opts.org);
-          const { actOnCampaign, createCampaign, getCampaign } = await import('../campaigns/campaigns.js');
+          await requireOrg(deps, opts.org);
+          const { actOnCampaign, createCampaign, getCampaign } = await import('../../campaigns/campaigns.js');
           const retry = {
             ...(opts.maxAttempts !== undefined ? { max_attempts: opts.maxAttempts } : {}),
             ...(opts.retryDelay !== undefined ? { delay_seconds: opts.retryDelay } : {}),
@@ -150,7 +132,7 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
             ...(opts.endsAt !== undefined ? { ends_at: opts.endsAt } : {}),
             ...(Object.keys(retry).length > 0 ? { retry } : {}),
             ...(Object.keys(breaker).length > 0 ? { circuit_breaker: breaker } : {}),
-            ...(opts.schedule !== undefined ? { schedule: helpers.readJsonFile(opts.schedule) as { timezone: string; windows: Record<string, unknown> } } : {}),
+            ...(opts.schedule !== undefined ? { schedule: readJsonFile(opts.schedule) as { timezone: string; windows: Record<string, unknown> } } : {}),
           });
           const contacts = opts.contacts !== undefined ? await importFile(deps, created.id, opts.contacts) : undefined;
           const view = opts.start ? await actOnCampaign(deps, undefined, created.id, 'start') : await getCampaign(deps, undefined, created.id);
@@ -181,7 +163,7 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
       .argument('<campaign_id>', 'campaign id', positiveInt)
       .action(
         action(async (deps, id: number) => {
-          const { actOnCampaign } = await import('../campaigns/campaigns.js');
+          const { actOnCampaign } = await import('../../campaigns/campaigns.js');
           const view = await actOnCampaign(deps, undefined, id, verb);
           return { json: view, text: formatRecord(record(view)) };
         }),
@@ -196,9 +178,9 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
     .option('--limit <n>', 'campaigns per page (default 50, at most 200)', positiveInt, 50)
     .action(
       action(async (deps, opts: { org: number; after?: number; limit: number }) => {
-        await helpers.requireOrg(deps, opts.org);
+        await requireOrg(deps, opts.org);
         if (opts.limit > 200) throw new CliError('invalid_input', '--limit is at most 200.');
-        const { listCampaigns } = await import('../campaigns/campaigns.js');
+        const { listCampaigns } = await import('../../campaigns/campaigns.js');
         const page = await listCampaigns(deps, opts.org, { after: opts.after, limit: opts.limit });
         const rows = page.data.map((view) => ({ id: view.id, name: view.name, state: view.state, progress: progressLine(view).replace(/^campaign \d+ /, '') }));
         const more = page.next_after !== null ? `\n\nMore: --after ${page.next_after}` : '';
@@ -214,10 +196,10 @@ export function campaignCommands(program: Command, helpers: CampaignCommandHelpe
     .option('--interval <ms>', 'how often --watch reads the campaign (default 1000)', positiveInt, 1000)
     .action(
       action(async (deps, id: number, opts: { watch?: boolean; interval: number }, command: Command) => {
-        const { getCampaign } = await import('../campaigns/campaigns.js');
+        const { getCampaign } = await import('../../campaigns/campaigns.js');
         let view = await getCampaign(deps, undefined, id, 'fresh');
         if (!opts.watch) return { json: view, text: formatRecord(record(view)) };
-        const json = helpers.wantsJson(command);
+        const json = wantsJson(command);
         const tty = process.stdout.isTTY === true;
         let last = '';
         for (;;) {

@@ -1,0 +1,94 @@
+// `dialtone workflow …`: workflows (agents) and their versions: draft, publish, archive, show.
+import type { Command } from 'commander';
+import { action, readJsonFile, requireOrg, withTimes } from '../action.js';
+import { CliError } from '../cli-error.js';
+import { formatRecord, formatTable } from '../output.js';
+import { positiveInt } from '../parsers.js';
+
+// Loaded when one of these commands runs (src/cli/README.md).
+const workflows = () => import('../../workflows/workflows.js');
+
+export function workflowCommands(program: Command): void {
+  const workflow = program.command('workflow').description('workflows (agents) and their versions');
+  workflow
+    .command('list')
+    .description("list an organization's workflows with their published and draft versions")
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .action(
+      action(async (deps, opts: { org: number }) => {
+        const { listWorkflows } = await workflows();
+        const rows = (await listWorkflows(deps.store, opts.org)).map((r) => withTimes({ ...r }, ['created_at', 'updated_at']));
+        return { json: rows, text: formatTable(rows, ['workflow_uuid', 'name', 'status', 'published_version', 'draft_version', 'agent_uuids', 'updated_at']) };
+      }),
+    );
+  workflow
+    .command('create')
+    .description('create a workflow (agent) whose definition becomes published version 1')
+    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .requiredOption('--name <name>', 'workflow name')
+    .requiredOption('--definition <file>', 'definition JSON file; becomes published version 1')
+    .action(
+      action(async (deps, opts: { org: number; name: string; definition: string }) => {
+        const { createWorkflow } = await workflows();
+        await requireOrg(deps, opts.org);
+        const summary = await createWorkflow(deps.store, { orgId: opts.org, name: opts.name, definition: readJsonFile(opts.definition) }, deps.clock.now());
+        return { json: summary, text: formatRecord({ ...summary }) };
+      }),
+    );
+  workflow
+    .command('save-draft')
+    .description("save a new draft version; trigger nodes without trigger_uuid keep their agent UUID")
+    .argument('<workflow_uuid>', 'workflow UUID')
+    .requiredOption('--definition <file>', 'definition JSON file')
+    .action(
+      action(async (deps, uuid: string, opts: { definition: string }) => {
+        const { saveDraft } = await workflows();
+        const summary = await saveDraft(deps.store, uuid, readJsonFile(opts.definition), deps.clock.now());
+        return { json: summary, text: formatRecord({ ...summary }) };
+      }),
+    );
+  workflow
+    .command('publish')
+    .description('publish the draft; the previous published version is archived (runs keep theirs)')
+    .argument('<workflow_uuid>', 'workflow UUID')
+    .action(
+      action(async (deps, uuid: string) => {
+        const { publishDraft } = await workflows();
+        const summary = await publishDraft(deps.store, uuid, deps.clock.now());
+        return { json: summary, text: formatRecord({ ...summary }) };
+      }),
+    );
+  workflow
+    .command('archive')
+    .description('archive a workflow: its agent UUIDs stop answering')
+    .argument('<workflow_uuid>', 'workflow UUID')
+    .action(
+      action(async (deps, uuid: string) => {
+        const { archiveWorkflow } = await workflows();
+        await archiveWorkflow(deps.store, uuid, deps.clock.now());
+        return { json: { workflow_uuid: uuid, status: 'archived' }, text: `Archived workflow ${uuid}.` };
+      }),
+    );
+  workflow
+    .command('show')
+    .description("show a workflow and its versions, or with --definition one version's definition")
+    .argument('<workflow_uuid>', 'workflow UUID')
+    .option('--definition', 'print the definition JSON (text mode prints it bare, ready to edit and save-draft)')
+    .option('--version <n>', 'with --definition: which version (default: the draft, else the published one)', positiveInt)
+    .action(
+      action(async (deps, uuid: string, opts: { definition?: boolean; version?: number }) => {
+        const { getDefinition, showWorkflow } = await workflows();
+        if (opts.definition) {
+          const shown = await getDefinition(deps.store, uuid, opts.version);
+          return { json: shown, text: JSON.stringify(shown.definition, null, 2) };
+        }
+        if (opts.version !== undefined) throw new CliError('invalid_input', '--version needs --definition.');
+        const details = await showWorkflow(deps.store, uuid);
+        const versions = details.definitions.map((d) => withTimes(d, ['created_at', 'published_at']));
+        return {
+          json: { ...details, definitions: versions },
+          text: `${formatRecord({ workflow_uuid: details.workflow_uuid, org_id: details.org_id, name: details.name, status: details.status })}\n\n${formatTable(versions, ['version', 'status', 'created_at', 'published_at', 'agent_uuids'])}`,
+        };
+      }),
+    );
+}

@@ -1,0 +1,35 @@
+// Parsers of argument and option values, shared by the command groups. Commander calls them while
+// it parses, before any action runs, so they stay synchronous and light (no domain module).
+import { InvalidArgumentError } from 'commander';
+
+export function positiveInt(text: string): number {
+  if (!/^[1-9][0-9]{0,14}$/.test(text)) throw new InvalidArgumentError('expected a positive whole number');
+  return Number(text);
+}
+
+export function nonNegativeInt(text: string): number {
+  if (!/^[0-9]{1,15}$/.test(text)) throw new InvalidArgumentError('expected a whole number from 0');
+  return Number(text);
+}
+
+export function positiveNumber(text: string): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw new InvalidArgumentError('expected a number above 0');
+  return value;
+}
+
+export type Limit = number | 'default';
+
+/** A limit: a whole number from `min`, or `default` for the service-wide value. */
+export function limitValue(min: number) {
+  return (text: string): Limit => {
+    if (text === 'default') return 'default';
+    if (!/^[0-9]{1,15}$/.test(text) || Number(text) < min) throw new InvalidArgumentError(`expected a whole number from ${min}, or "default"`);
+    return Number(text);
+  };
+}
+
+/** For a repeatable option: each use adds its value. */
+export function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
