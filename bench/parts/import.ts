@@ -1,4 +1,4 @@
-// The bench's import part: a suppression CSV of BENCH_IMPORT_LINES numbers (default a million, the
+// The `import` part: a suppression CSV of BENCH_IMPORT_LINES numbers (default a million, the
 // size SUPPRESSION_IMPORT_MAX_BYTES is documented to hold) posted over a real socket to the app
 // running in this process, so that perf_hooks.monitorEventLoopDelay watches the very event loop
 // that parses and writes it. Reports the import's duration and the loop's worst stall during it
@@ -8,14 +8,13 @@ import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import pino from 'pino';
-import { buildApp } from '../src/app.js';
-import { buildDeps } from '../src/deps.js';
-import { migrateToLatest } from '../src/store/schema/migrate.js';
-import { testConfig } from '../test/helpers/app.js';
-import { createOrgFixture } from '../test/helpers/fixtures.js';
-import { createTestDatabase, openTestStore, type StoreKind } from '../test/helpers/stores.js';
-
-export const IMPORT_LINES = Number(process.env.BENCH_IMPORT_LINES ?? 1_000_000);
+import { buildApp } from '../../src/app.js';
+import { buildDeps } from '../../src/deps.js';
+import { migrateToLatest } from '../../src/store/schema/migrate.js';
+import { testConfig } from '../../test/helpers/app.js';
+import { createOrgFixture } from '../../test/helpers/fixtures.js';
+import { createTestDatabase, openTestStore, type StoreKind } from '../../test/helpers/stores.js';
+import { IMPORT_LINES } from '../knobs.js';
 
 /** node:http, not fetch: fetch gives up waiting for an answer after 300 s, as a slow machine may need. */
 function post(port: number, apiKey: string, body: Buffer): Promise<{ status: number; answer: { imported?: number } }> {
