@@ -22,6 +22,7 @@ import { percentile } from './load.js';
 
 const LOG_DIR = mkdtempSync(join(tmpdir(), 'dialtone-bench-logs-'));
 process.once('exit', () => rmSync(LOG_DIR, { recursive: true, force: true }));
+// Ctrl-C exits through process.exit, so the 'exit' hook above still removes the logs.
 process.once('SIGINT', () => process.exit(130));
 
 let servicesStarted = 0;
