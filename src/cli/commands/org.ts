@@ -1,6 +1,5 @@
 // `dialtone org …`: organizations (tenants), their own limits, per-number cap and calling hours.
-import type { Command } from 'commander';
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import ms from 'ms';
 import type { LimitChanges } from '../../orgs/organizations.js';
 import { action, readJsonFile, withTimes } from '../action.js';

@@ -1,6 +1,5 @@
 // `dialtone webhook …`: webhook endpoints (register, enable, rotate the secret, test, delete) and their deliveries.
-import type { Command } from 'commander';
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import type { Deps } from '../../deps.js';
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../webhooks/event-types.js';
 import type { EndpointView, WebhookContext } from '../../webhooks/endpoints.js';
