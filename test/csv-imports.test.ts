@@ -86,6 +86,47 @@ describe('Reading a CSV import', () => {
       (error: unknown) => error instanceof DialtoneError && error.code === 'validation_failed' && /Line 3 is not valid UTF-8/.test(error.errors?.[0]?.detail ?? ''),
     );
   });
+
+  /** The body one byte a chunk: every line, CRLF and multi-byte character is split between two chunks. */
+  const byteByByte = (body: Buffer) => Readable.from(Array.from(body, (byte) => Buffer.from([byte])));
+  const readAll = async (body: Readable, options: CsvBodyOptions = READ_OPTIONS) => {
+    const read: Array<{ line: number; record: Record<string, string | undefined> }> = [];
+    for await (const { line, record } of readCsvBody(body, options)) read.push({ line, record });
+    return read;
+  };
+
+  it('reads a body split inside its lines, CRLFs and multi-byte characters as it reads it whole', async () => {
+    const csv = Buffer.from('phone_number,reason\r\n+16462000000,café ☎ 𝄞\r\n+16462000001,"two\r\nlines é"\r\n\r\n+16462000002,naïve\n');
+    const whole = await readAll(Readable.from([csv]));
+    assert.deepEqual(whole.map(({ line }) => line), [2, 3, 6]);
+    assert.equal(whole[0]?.record.reason, 'café ☎ 𝄞');
+    assert.deepEqual(await readAll(byteByByte(csv)), whole);
+  });
+
+  it('names the first line that is not UTF-8 when its bytes arrive in several chunks, the last line without its newline too', async () => {
+    const notUtf8 = (body: Readable) =>
+      assert.rejects(readAll(body), (error: unknown) => error instanceof DialtoneError && error.code === 'validation_failed' && /^Line (\d+) is not valid UTF-8/.exec(error.errors?.[0]?.detail ?? '')?.[1] === '4');
+    // A character cut short (0xc3 without its continuation byte) on line 4, after valid two-byte characters split between chunks.
+    const cutShort = Buffer.concat([Buffer.from('phone_number,reason\n+16462000000,é\n+16462000001,é\n+16462000002,'), Buffer.from([0xc3]), Buffer.from('x\n+16462000003,ok\n')]);
+    await notUtf8(byteByByte(cutShort));
+    await notUtf8(Readable.from([cutShort.subarray(0, 50), cutShort.subarray(50)]));
+    // The last line, with no newline after it, is checked once the body ends.
+    const lastLine = Buffer.concat([Buffer.from('phone_number,reason\n+16462000000,a\n+16462000001,b\n+16462000002,'), Buffer.from([0xe9])]);
+    await notUtf8(byteByByte(lastLine));
+  });
+
+  it('takes a line of exactly CSV_IMPORT_MAX_LINE_BYTES split between chunks, and refuses one byte more', async () => {
+    const options = { ...READ_OPTIONS, maxLineBytes: 64 };
+    const reason = (bytes: number) => 'x'.repeat(bytes - '+16462000000,'.length);
+    const exact = Buffer.from(`phone_number,reason\n+16462000000,${reason(64)}\r\n`);
+    // The CR before the newline counts toward the line's bytes: 64 bytes with it.
+    const exactWithCr = Buffer.from(`phone_number,reason\n+16462000000,${reason(63)}\r\n`);
+    assert.equal((await readAll(byteByByte(exactWithCr), options)).length, 1);
+    await assert.rejects(
+      readAll(byteByByte(exact), options),
+      (error: unknown) => error instanceof DialtoneError && /Line 2 is longer than 64 bytes/.test(error.errors?.[0]?.detail ?? ''),
+    );
+  });
 });
 
 for (const store of await storeCases()) {
