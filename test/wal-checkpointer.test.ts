@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { sql } from 'kysely';
 import { openStore } from '../src/store/engine/store.js';
-import { BACKSTOP_PAGES, CHECKPOINT_PAGES, checkpointWorker, IDLE_MS, WalCheckpointer, type CheckpointResult, type CheckpointThread } from '../src/store/engine/wal-checkpointer.js';
+import { BACKSTOP_PAGES, CATCH_UP_PAGES, CHECKPOINT_PAGES, checkpointWorker, IDLE_MS, WalCheckpointer, type CheckpointResult, type CheckpointThread } from '../src/store/engine/wal-checkpointer.js';
 import { WalIndex } from '../src/store/engine/wal-index.js';
 
 function tempDir(t: TestContext): string {
@@ -205,6 +205,50 @@ describe('SQLite WAL checkpoints off the event loop', () => {
     assert.equal(asked, 2, 'the next commit after it ended starts the next');
     release({ ok: true, result: { busy: 0, log: 1, checkpointed: 1 } });
     await checkpointer.close();
+  });
+
+  it('lets a bulk writer that pauses between its transactions (betweenBulkWrites) restart the WAL at CATCH_UP_PAGES, before the backstop at which the service connection would checkpoint', async (t) => {
+    /** The most frames the WAL held while 1,300 relaxed commits of about ten pages each were written, one a turn. */
+    const mostFrames = async () => {
+      const file = join(tempDir(t), 'db.sqlite');
+      const { store } = observedStore(t, file);
+      await sql`create table notes (id integer primary key, body text not null)`.execute(store.db);
+      const index = new WalIndex(`${file}-shm`);
+      t.after(() => index.close());
+      let most = 0;
+      for (let commit = 0; commit < 1_300; commit++) {
+        await store.transaction('relaxed', (trx) => sql`insert into notes (body) values (${'x'.repeat(40_000)})`.execute(trx));
+        most = Math.max(most, index.frames());
+        await settle();
+        await store.betweenBulkWrites();
+      }
+      return most;
+    };
+    // Without the pauses each of the worker's checkpoints ends behind the writes made while it ran,
+    // the WAL is never restarted, and it reaches BACKSTOP_PAGES (10,006 frames, measured).
+    const most = await mostFrames();
+    assert.ok(most >= CATCH_UP_PAGES && most < CATCH_UP_PAGES + 100, `the WAL held at most ${most} frames`);
+  });
+
+  it('catches up on request: waits for the checkpoint under way, then checkpoints until no frame waits, at most four times', async () => {
+    const done: Reply = { ok: true, result: { busy: 0, log: 1, checkpointed: 1 } };
+    // What the WAL-index shows after each checkpoint: the frames written while it ran, then none.
+    const waiting = [CHECKPOINT_PAGES, 120, 0];
+    let checkpoints = 0;
+    const checkpointer = new WalCheckpointer(
+      () => ({ checkpoint: async () => (checkpoints++, waiting.shift(), done), close: async () => undefined }),
+      () => waiting[0] ?? 0,
+    );
+    checkpointer.committed();
+    await checkpointer.catchUp();
+    assert.equal(checkpoints, 2, 'the one under way, and one for the frames written meanwhile');
+    // Other writers keep filling the WAL: four checkpoints, and the bulk writer goes on.
+    let endless = 0;
+    const busy = new WalCheckpointer(() => ({ checkpoint: async () => (endless++, done), close: async () => undefined }), () => 50);
+    await busy.catchUp();
+    assert.equal(endless, 4);
+    await checkpointer.close();
+    await busy.close();
   });
 
   it('waits for CHECKPOINT_PAGES frames before starting anything', async () => {

@@ -27,7 +27,7 @@ export async function isSuppressed(store: Pick<Store, 'db' | 'dialect'>, orgId: 
 }
 
 export interface SuppressionContext {
-  store: Pick<Store, 'db' | 'dialect' | 'transaction'>;
+  store: Pick<Store, 'db' | 'dialect' | 'transaction' | 'betweenBulkWrites'>;
   clock: { now(): number };
 }
 
@@ -237,7 +237,10 @@ export async function importSuppressions(ctx: SuppressionContext, orgId: number,
     const slice = rows.slice(start, start + limits.sliceLines);
     const last = start + limits.sliceLines >= rows.length;
     await ctx.store.transaction(last ? 'durable' : 'relaxed', (trx) => upsertSuppressions(trx, slice, now));
-    if (!last) await yieldToLoop();
+    if (!last) {
+      await yieldToLoop();
+      await ctx.store.betweenBulkWrites();
+    }
   }
   return { imported: rows.length, invalid, invalid_count: invalidCount };
 }

@@ -29,6 +29,7 @@ export class FakeTime {
     announce: (channel) => store.announce(channel),
     listen: (channel, onNotify, onError) => store.listen(channel, onNotify, onError),
     durable: () => this.track(store.durable()),
+    betweenBulkWrites: () => this.track(store.betweenBulkWrites()),
     ping: () => this.track(store.ping()),
     close: () => store.close(),
   });

@@ -67,6 +67,7 @@ export function holdingStore(store: Store, armed: () => { sql: RegExp; hold: Hol
     announce: (channel) => store.announce(channel),
     listen: (channel, onNotify, onError) => store.listen(channel, onNotify, onError),
     durable: () => durableHold()?.pass().then(() => store.durable()) ?? store.durable(),
+    betweenBulkWrites: () => store.betweenBulkWrites(),
     ping: () => store.ping(),
     close: () => store.close(),
   };

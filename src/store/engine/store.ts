@@ -16,7 +16,7 @@ import { DurableCommits } from './durable-commits.js';
 import { GroupCommit } from './group-commit.js';
 import { withStatementCache } from './statement-cache.js';
 import { namePreparedStatements } from './prepared-statements.js';
-import { BACKSTOP_PAGES, checkpointWorker, WalCheckpointer, type CheckpointThread } from './wal-checkpointer.js';
+import { BACKSTOP_PAGES, CATCH_UP_PAGES, checkpointWorker, WalCheckpointer, type CheckpointThread } from './wal-checkpointer.js';
 import { WalIndex } from './wal-index.js';
 import { WalSync, type FlushFile } from './wal-sync.js';
 
@@ -64,6 +64,13 @@ export interface Store {
    * a write before its flush. PostgreSQL makes a commit visible only after its flush: nothing to wait.
    */
   durable(): Promise<void>;
+  /**
+   * A bulk writer (the suppression import) awaits this between two of its transactions. On SQLite,
+   * once the WAL holds CATCH_UP_PAGES frames, it waits for the checkpoint worker to copy it whole,
+   * so that the next commit restarts the WAL instead of the service's connection checkpointing on
+   * the event loop at the backstop (wal-checkpointer.ts). Otherwise, and on PostgreSQL, at once.
+   */
+  betweenBulkWrites(): Promise<void>;
   /** Cheap round trip used by readiness checks. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -196,6 +203,9 @@ function openSqlite(path: string, options: StoreOptions): Store {
       sqlite.prepare('select 1').get();
     },
     durable: () => walSync?.durable() ?? Promise.resolve(),
+    betweenBulkWrites: async () => {
+      if (checkpointer && walIndex && walIndex.frames() >= CATCH_UP_PAGES) await checkpointer.catchUp();
+    },
     close: async () => {
       await checkpointer?.close();
       walIndex?.close();
@@ -262,6 +272,7 @@ function openPostgres(url: string, options: StoreOptions): Store {
       };
     },
     durable: () => Promise.resolve(),
+    betweenBulkWrites: () => Promise.resolve(),
     async ping() {
       await pool.query('select 1');
     },

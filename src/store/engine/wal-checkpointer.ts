@@ -16,6 +16,15 @@
 // BACKSTOP_PAGES, ten times that: it checkpoints itself only if the worker cannot keep up (and
 // while the worker holds the checkpoint, SQLite's automatic one gives way at once).
 //
+// The backstop counts every frame in the WAL, not only those waiting: SQLite restarts the WAL from
+// its start only at a write that begins once every frame has been copied. Under a steady stream
+// of commits (a million-number import: a transaction every few milliseconds) each of the worker's
+// checkpoints ends behind the commits made while it ran, the WAL never restarts, and at
+// BACKSTOP_PAGES the service's connection checkpointed on the event loop (50-130 ms stalls every
+// few seconds, measured). Such a bulk writer pauses between its transactions once the WAL holds
+// CATCH_UP_PAGES frames (Store.betweenBulkWrites): the worker copies the rest, and the writer's
+// next commit restarts the WAL.
+//
 // A worker thread is a V8 isolate, about 17 MB: it starts with the first checkpoint and ends after
 // IDLE_MS without one, so an idle node does not carry it. A checkpoint that fails on I/O is fatal,
 // as a failed flush is (wal-sync.ts): the database file may hold half of what it was given. A
@@ -29,6 +38,13 @@ import { Worker } from 'node:worker_threads';
 export const CHECKPOINT_PAGES = 1_000;
 /** `wal_autocheckpoint` of the service's connection: it checkpoints itself only past this (40 MB of 4 KB pages). */
 export const BACKSTOP_PAGES = 10_000;
+/**
+ * Frames in the WAL (checkpointed or not) from which a bulk writer waits for the worker to copy
+ * the WAL whole before its next transaction (Store.betweenBulkWrites): half the backstop.
+ */
+export const CATCH_UP_PAGES = BACKSTOP_PAGES / 2;
+/** Most checkpoints one catch-up runs. */
+const CATCH_UP_ROUNDS = 4;
 /** The worker ends after this long without a checkpoint to run. */
 export const IDLE_MS = 30_000;
 
@@ -140,6 +156,24 @@ export class WalCheckpointer {
   /** The service's connection committed a write: once enough frames wait in the WAL, the worker checkpoints them. */
   committed(): void {
     if (this.running || this.closed || this.pendingFrames() < this.thresholdPages) return;
+    this.start();
+  }
+
+  /**
+   * Waits for the checkpoint under way, then has the worker checkpoint until no frame waits (at
+   * most CATCH_UP_ROUNDS checkpoints: other writers may keep adding frames). For a writer that
+   * pauses for it (Store.betweenBulkWrites): the WAL copied whole, its next commit restarts the WAL.
+   */
+  async catchUp(): Promise<void> {
+    for (let round = 0; round < CATCH_UP_ROUNDS && !this.closed; round++) {
+      await this.running;
+      if (this.closed || this.pendingFrames() === 0) return;
+      this.start();
+    }
+    await this.running;
+  }
+
+  private start(): void {
     // run() reports its own troubles; nothing it does may become an unhandled rejection.
     this.running = this.run()
       .catch((error: unknown) => this.onTrouble(error instanceof Error ? error : new Error(String(error))))

@@ -24,15 +24,25 @@ export class WalIndex {
 
   /** Frames in the WAL not yet copied into the database; 0 before the WAL-index exists. */
   pendingFrames(): number {
+    if (!this.readHeader()) return 0;
+    return Math.max(0, this.read32(16) - this.read32(96));
+  }
+
+  /** Frames in the WAL, copied into the database or not (`mxFrame`): 0 once it is restarted. */
+  frames(): number {
+    return this.readHeader() ? this.read32(16) : 0;
+  }
+
+  /** False before the WAL-index exists or while SQLite has not finished writing its header. */
+  private readHeader(): boolean {
     try {
       this.fd ??= openSync(this.shmPath, 'r');
     } catch {
-      return 0;
+      return false;
     }
-    if (readSync(this.fd, this.buffer, 0, HEADER_BYTES, 0) < HEADER_BYTES) return 0;
+    if (readSync(this.fd, this.buffer, 0, HEADER_BYTES, 0) < HEADER_BYTES) return false;
     // isInit (offset 12): a header SQLite has not finished writing says nothing yet.
-    if (this.read32(0) !== WAL_INDEX_VERSION || this.buffer[12] !== 1) return 0;
-    return Math.max(0, this.read32(16) - this.read32(96));
+    return this.read32(0) === WAL_INDEX_VERSION && this.buffer[12] === 1;
   }
 
   close(): void {
