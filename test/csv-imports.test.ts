@@ -9,7 +9,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { importContactCsv } from '../src/campaigns/contacts.js';
 import { DialtoneError } from '../src/errors.js';
-import { readCsvBody, type CsvBodyOptions } from '../src/http/csv-body.js';
+import { readCsvBody, SLICE_MS, type CsvBodyOptions } from '../src/http/csv-body.js';
 import { importSuppressions, importLimitsOf } from '../src/policy/suppressions.js';
 import { build, getJson } from './helpers/app.js';
 import { CAMPAIGNS, createCampaign } from './helpers/campaigns.js';
@@ -55,6 +55,20 @@ describe('Reading a CSV import', () => {
     const steps = [...seenAtYield, seen].map((n, i, all) => n - (all[i - 1] ?? 0));
     assert.ok(steps.every((step) => step <= 10), `records between yields: ${steps.join(',')}`);
     assert.ok(seenAtYield.filter((n) => n > 0 && n < 95).length >= 9, `yields while records remain: ${seenAtYield.join(',')}`);
+  });
+
+  it('ends a slice before CSV_IMPORT_SLICE_LINES records once it has run SLICE_MS', async () => {
+    const seenAtYield: number[] = [];
+    let seen = 0;
+    // Each record costs 40% of SLICE_MS on this clock: a slice ends after its third.
+    let clock = 0;
+    const csv = `phone_number\n${numbers(12).join('\n')}\n`;
+    const options = { ...READ_OPTIONS, sliceLines: 250, now: () => clock, yieldToLoop: async () => void seenAtYield.push(seen) };
+    for await (const _ of readCsvBody(Readable.from([Buffer.from(csv)]), options)) {
+      seen++;
+      clock += SLICE_MS * 0.4;
+    }
+    assert.deepEqual(seenAtYield.slice(1), [3, 6, 9, 12]);
   });
 
   it('refuses a line longer than CSV_IMPORT_MAX_LINE_BYTES as soon as it arrives, naming it, without waiting for the rest', async () => {

@@ -12,6 +12,7 @@
 import type { Socket } from 'node:net';
 import { Readable, finished } from 'node:stream';
 import { isUtf8 } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { FastifyRequest } from 'fastify';
 import { parse as parseCsv, CsvError } from 'csv-parse';
@@ -34,6 +35,8 @@ export interface CsvBodyOptions {
   onChunk?: (chunk: Buffer) => void;
   /** Yields to the event loop between slices; a test may observe the slices through it. */
   yieldToLoop?: () => Promise<unknown>;
+  /** The clock, in milliseconds, a slice's length is read on (performance.now); a test may set it. */
+  now?: () => number;
 }
 
 export interface CsvLine {
@@ -43,8 +46,15 @@ export interface CsvLine {
   record: Record<string, string | undefined>;
 }
 
-/** Bytes csv-parse is fed at a time: each piece is parsed at once, without a yield (16 KiB: some 800 lines, a few ms). */
-const FEED_BYTES = 16 * 1024;
+/** Bytes csv-parse is fed at a time: each piece is parsed at once, without a yield (4 KiB: some 200 lines, under a millisecond once compiled). */
+const FEED_BYTES = 4 * 1024;
+/**
+ * Longest slice, in milliseconds: a slice also ends, before `sliceLines` records, once it has run
+ * this long. The first slices of a process run libphonenumber's and csv-parse's code before V8 has
+ * compiled it, several times slower than the steady 8 ms a slice of 250 numbers costs (40-50 ms
+ * measured), and a slow or busy machine slows every slice.
+ */
+export const SLICE_MS = 10;
 const NEWLINE = 0x0a;
 const EMPTY = Buffer.alloc(0);
 
@@ -160,7 +170,7 @@ const count = (text: string, pattern: RegExp) => text.match(pattern)?.length ?? 
 /**
  * The body's records after its header, each with the line it starts on. Refuses a body that is
  * empty, not UTF-8 or not CSV, or whose header lacks the required column; a header alone yields
- * nothing. Between slices of `sliceLines` records it yields to the event loop, so the caller's
+ * nothing. Between slices of `sliceLines` records (fewer once a slice has run SLICE_MS) it yields to the event loop, so the caller's
  * work on each record is sliced too.
  */
 export async function* readCsvBody(body: Readable, options: CsvBodyOptions): AsyncGenerator<CsvLine, void, undefined> {
@@ -186,6 +196,8 @@ export async function* readCsvBody(body: Readable, options: CsvBodyOptions): Asy
   // each: the surplus is taken off here, and the record's own line breaks, to give its first line.
   let surplus = 0;
   let sinceYield = 0;
+  const now = options.now ?? (() => performance.now());
+  let sliceStarted = now();
   try {
     for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
       let breaks = 0;
@@ -206,9 +218,10 @@ export async function* readCsvBody(body: Readable, options: CsvBodyOptions): Asy
         named[name] = record[index];
       });
       yield { line, record: named };
-      if (++sinceYield >= options.sliceLines) {
+      if (++sinceYield >= options.sliceLines || now() - sliceStarted >= SLICE_MS) {
         sinceYield = 0;
         await yieldToLoop();
+        sliceStarted = now();
       }
     }
   } catch (error) {
