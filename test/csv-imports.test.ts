@@ -9,7 +9,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { importContactCsv } from '../src/campaigns/contacts.js';
 import { DialtoneError } from '../src/errors.js';
-import { readCsvBody, SLICE_MS, type CsvBodyOptions } from '../src/http/csv-body.js';
+import { readCsvBody, SLICE_MS, type CsvBodyOptions } from '../src/shared/csv-body.js';
 import { importSuppressions, importLimitsOf } from '../src/policy/suppressions.js';
 import { build, getJson } from './helpers/app.js';
 import { CAMPAIGNS, createCampaign } from './helpers/campaigns.js';

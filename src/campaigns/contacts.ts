@@ -17,7 +17,7 @@ import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, 
 import { jsonDepth } from '../calls/initiate-call.js';
 import { parseDestination } from '../shared/phone-number.js';
 import { resolveTarget } from '../calls/resolve-target.js';
-import { readCsvBody } from '../http/csv-body.js';
+import { readCsvBody } from '../shared/csv-body.js';
 import { isKnownTimeZone } from '../policy/calling-hours.js';
 import { iso } from '../runs/read-run.js';
 import { bumpContactsVersion, insertContacts, selectContactAttempts, selectContactPage, type NewContactValues } from '../store/statements/campaign-statements.js';
@@ -146,7 +146,7 @@ export async function importContactList(deps: Deps, orgId: number, campaignId: n
 /**
  * Imports a CSV of contacts: a header naming a `phone_number` column, optionally `timezone`; every
  * other column becomes an `initial_context` string value (empty cells are left out). The file is
- * received whole, then checked in slices that yield to the event loop (http/csv-body.ts); a header
+ * received whole, then checked in slices that yield to the event loop (shared/csv-body.ts); a header
  * alone adds nothing. Every line counts toward CAMPAIGN_CONTACTS_MAX_PER_REQUEST, invalid and
  * repeated ones too, since each costs its check.
  * `orgId` undefined: the administration CLI.

@@ -7,7 +7,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { parseDestination } from '../shared/phone-number.js';
 import type { Config } from '../config.js';
 import { DialtoneError, validationFailed } from '../errors.js';
-import { readCsvBody } from '../http/csv-body.js';
+import { readCsvBody } from '../shared/csv-body.js';
 import { ShardedMap } from '../shared/sharded-map.js';
 import type { SuppressionRow } from '../store/schema/schema.js';
 import {
@@ -171,7 +171,7 @@ export function importLimitsOf(config: Pick<Config, 'SUPPRESSION_IMPORT_MAX_BYTE
 
 /**
  * Imports a CSV of numbers: a header row naming a `phone_number` column, and optionally `reason`
- * and `expires_at` (RFC 3339). The body is received whole (http/csv-body.ts), then checked in
+ * and `expires_at` (RFC 3339). The body is received whole (shared/csv-body.ts), then checked in
  * slices, keeping only the valid numbers; they are written once all is checked, so a body refused
  * part-way (too large, too many lines, not CSV) changes nothing. Lines that are not valid numbers
  * are reported by line and skipped; the rest are imported. A header alone imports nothing.

@@ -13,7 +13,7 @@ import { TERMINAL_STATES } from '../../runs/states.js';
 import { CAMPAIGN_STATES, CONTACT_STATUSES, PAUSED_REASONS, type ContactStatus } from '../../store/schema/schema.js';
 import { WEEKDAYS } from '../../policy/calling-hours.js';
 import { authOf } from '../authenticate.js';
-import { allowQuietImport } from '../csv-body.js';
+import { allowQuietImport } from '../quiet-import.js';
 import { problemResponses } from '../problem-schemas.js';
 import { IdempotencyHeaders, MAX_ID, NullableStringEnum, PathId, replayableResponse, RunPageRef, RunStateRef, StringEnum, withRateLimitHeaders } from '../schemas.js';
 
@@ -239,7 +239,7 @@ export function campaignRoutes(deps: Deps): FastifyPluginAsync {
 
     // The contacts import alone takes text/csv: its parser lives in a scope of its own, so every
     // other route here refuses a CSV body with 415 like any body that is not JSON. The body is
-    // handed over unread, as a stream (http/csv-body.ts receives it, enforcing the byte limit).
+    // handed over unread, as a stream (shared/csv-body.ts receives it, enforcing the byte limit).
     await app.register(async (csv) => {
       csv.addContentTypeParser('text/csv', (_request, payload, done) => done(null, payload));
       csv.post(

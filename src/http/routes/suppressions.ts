@@ -18,7 +18,7 @@ import {
 } from '../../policy/suppressions.js';
 import type { Readable } from 'node:stream';
 import { authOf } from '../authenticate.js';
-import { allowQuietImport } from '../csv-body.js';
+import { allowQuietImport } from '../quiet-import.js';
 import { problemResponses } from '../problem-schemas.js';
 import { documentedAs, withRateLimitHeaders } from '../schemas.js';
 
@@ -162,7 +162,7 @@ export function suppressionRoutes(deps: Deps): FastifyPluginAsync {
 
     // The import alone takes text/csv: its parser lives in a scope of its own, so every other
     // route here refuses a CSV body with 415 like any body that is not JSON. The body is handed
-    // over unread, as a stream (http/csv-body.ts receives it, enforcing the byte limit).
+    // over unread, as a stream (shared/csv-body.ts receives it, enforcing the byte limit).
     await app.register(async (csv) => {
       csv.addContentTypeParser('text/csv', (_request, payload, done) => done(null, payload));
       csv.post(

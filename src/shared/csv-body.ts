@@ -6,15 +6,13 @@
 // (tens of microseconds a number), and a large file then misses REQUEST_TIMEOUT_MS (408) although
 // the network delivered it in a second. The file is bounded (the route's byte limit), and the
 // checks then run with the connection's quiet time extended (CSV_IMPORT_TIMEOUT_MS, see
-// allowQuietImport). While it arrives, chunk by chunk, each line's length and its bytes (UTF-8)
+// http/quiet-import.ts). While it arrives, chunk by chunk, each line's length and its bytes (UTF-8)
 // are checked, so an endless line is refused after CSV_IMPORT_MAX_LINE_BYTES, not after the whole
 // file, and no step takes the whole file in one turn of the event loop.
-import type { Socket } from 'node:net';
 import { Readable, finished } from 'node:stream';
 import { isUtf8 } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { FastifyRequest } from 'fastify';
 import { parse as parseCsv, CsvError } from 'csv-parse';
 import { DialtoneError, validationFailed } from '../errors.js';
 
@@ -244,16 +242,4 @@ function missingColumn(options: CsvBodyOptions): DialtoneError {
     [{ pointer: '', detail: `The first line must be a header naming a ${options.requiredColumn} column${options.headerHint}.` }],
     `The CSV has no ${options.requiredColumn} column.`,
   );
-}
-
-/**
- * Lets the import's connection stay quiet for `timeoutMs` while the received file is checked and
- * written: the server's inactivity timeout (REQUEST_TIMEOUT_MS and a little) would otherwise close
- * it without an answer in the middle of a large import. Node sets the connection's keep-alive
- * timeout again once the answer is sent, so the connection's next requests are not affected.
- */
-export function allowQuietImport(request: FastifyRequest, timeoutMs: number): void {
-  // Injected requests (app.inject, the tests) have a stand-in socket without timeouts.
-  const socket = request.raw.socket as Partial<Socket>;
-  if (typeof socket.setTimeout === 'function') socket.setTimeout(timeoutMs);
 }
