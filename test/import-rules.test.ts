@@ -65,6 +65,7 @@ describe('Folder boundaries (docs/design.md, "Folder map")', () => {
     const forbidden = ['await import(\'../http/app.js\');', "export { x } from '../http/problems.js';", "import '../http/problems.js';", "require('../http/problems.js');"];
     for (const line of forbidden) assert.equal(check('runs/new-file.ts', line).length, 1, line);
     assert.match(check('runs/new-file.ts', 'await import(name);')[0] ?? '', /computed specifier/);
+    assert.match(check('runs/new-file.ts', "import { x } from '../../bench/bench.js';")[0] ?? '', /leaves src\//);
   });
 
   it('lets a row allowing a file "(types)" import its types only, and an inline type import is a value import', () => {
@@ -74,7 +75,7 @@ describe('Folder boundaries (docs/design.md, "Folder map")', () => {
     }
   });
 
-  it('checks a subfolder with a row of its own against that row, even from its parent folder', () => {
+  it('holds each layer of a folder split in rows to its own row, and refuses a folder with no row', () => {
     const map = parseFolderMap('## Folder map\n\n| Folder | May import |\n|---|---|\n| `store/engine/` | `errors.ts` |\n| `store/statements/` | `store/engine/` |\n');
     assert.deepEqual(check('store/statements/a.ts', "import { x } from '../engine/store.js';", map), []);
     assert.equal(check('store/engine/a.ts', "import { x } from '../statements/run-writes.js';", map).length, 1);

@@ -178,9 +178,9 @@ export const describeRule = (rule: FolderRule) =>
  * every folder uses) are the composition root and have no row: their own imports are not checked.
  */
 export function violationOf(rules: readonly FolderRule[], edge: ImportEdge): string | undefined {
+  if (!edge.file.includes('/')) return undefined;
   const where = `src/${edge.file}:${edge.line} imports '${edge.specifier}'`;
   const rule = ruleOf(rules, edge.file);
-  if (!edge.file.includes('/')) return undefined;
   if (rule === undefined) return `${where}, but src/${posix.dirname(edge.file)}/ has no row in docs/design.md, "Folder map"`;
   if (edge.target === undefined) return `${where}: a computed specifier, which no rule can check (write the path as a string)`;
   if (edge.target.startsWith('../')) return `${where}, which leaves src/`;
