@@ -91,6 +91,7 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     clock,
     (event) => signals.providerEvent(event),
     config.SIMULATOR_DIAL_LOG,
+    (verdict) => signals.machineVerdict(verdict),
   );
   // DIALTONE_SECRET_KEY, or an embedded database's key file; a first start generates one (server.ts).
   const cipher = new CredentialsCipher(configuredSecretKey(config));

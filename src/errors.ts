@@ -44,6 +44,7 @@ export const ERROR_CODES = [
   'campaign_limit',
   'telephony_not_configured',
   'telephony_not_ready',
+  'machine_detection_unsupported',
   'idempotency_key_reused',
   'outside_calling_hours',
   'rate_limited',

@@ -3,7 +3,7 @@
 // to the lifecycle code, cancel requests for calls this node holds, webhook deliveries written,
 // delivery attempts and campaign changes journalled (for the event stream). Other nodes learn of work and cancel
 // requests by polling the store.
-import type { ProviderEvent } from './telephony/provider.js';
+import type { MachineVerdict, ProviderEvent } from './telephony/provider.js';
 
 /** An event some other part of the node already applied: whether it moved the run. */
 export interface AppliedElsewhere {
@@ -16,6 +16,7 @@ export class Signals {
   private readonly journalListeners = new Set<() => void>();
   private readonly eventListeners = new Set<(event: ProviderEvent, appliedElsewhere: AppliedElsewhere | undefined) => void>();
   private readonly cancelListeners = new Set<(runId: number) => Promise<void>>();
+  private readonly verdictListeners = new Set<(verdict: MachineVerdict) => void>();
   private readonly campaignListeners = new Set<() => void>();
 
   onCampaigns(listener: () => void): () => void {
@@ -69,6 +70,16 @@ export class Signals {
    */
   providerEvent(event: ProviderEvent, appliedElsewhere?: AppliedElsewhere): void {
     for (const listener of this.eventListeners) listener(event, appliedElsewhere);
+  }
+
+  onMachineVerdict(listener: (verdict: MachineVerdict) => void): () => void {
+    this.verdictListeners.add(listener);
+    return () => this.verdictListeners.delete(listener);
+  }
+
+  /** Who answered a call this node holds in-process (the simulator's verdicts): its dispatcher acts on it. */
+  machineVerdict(verdict: MachineVerdict): void {
+    for (const listener of this.verdictListeners) listener(verdict);
   }
 
   onCancel(listener: (runId: number) => Promise<void>): () => void {

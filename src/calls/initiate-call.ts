@@ -9,6 +9,7 @@ import { createRun, type CreatedRun } from '../runs/create-run.js';
 import type { RunMode } from '../store/schema/schema.js';
 import { decodeJson, type StoreTransaction } from '../store/engine/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
+import { refuseUndetectableRoute } from './machine-detection.js';
 import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
 import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, storedResponse, type Claim } from './idempotency.js';
 import { parseDestination, type Destination } from '../shared/phone-number.js';
@@ -90,6 +91,7 @@ async function checkRequest(deps: Deps, caller: InitiateCaller, target: Target, 
   if (problems.length > 0) {
     throw new DialtoneError('telephony_not_ready', `Telephony configuration ${telephony.id} cannot place calls: ${problems.join(' ')}`);
   }
+  refuseUndetectableRoute(deps.providers, telephony, resolved.graph.answering_machine);
 
   const missing = missingRequiredVariables(resolved.graph, templateContext(resolved.graph, initialContext));
   if (missing.length > 0) {

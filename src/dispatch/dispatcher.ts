@@ -28,6 +28,7 @@ import { deleteNode, selectConfigurationsWithQueuedRuns } from '../store/stateme
 import { claimRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
 import { LiveCalls } from './live-calls.js';
 import { maintain, type Housekeeping } from './maintenance.js';
+import { machineDetectionForDial } from './machine-verdicts.js';
 import { ringTimeoutOf } from './provider-events.js';
 import { askFirstProviders, Reconciler } from './reconcile.js';
 import { RoutePacer, type PacedDial, type PacerSettings } from './route-pacer.js';
@@ -94,6 +95,7 @@ export class Dispatcher {
     this.unsubscribe.push(
       // First: stop() keeps this one until live calls have drained.
       this.deps.signals.onProviderEvent((event, applied) => this.live.onProviderEvent(event, applied)),
+      this.deps.signals.onMachineVerdict((verdict) => this.live.onMachineVerdict(verdict)),
       this.deps.signals.onWork(() => this.wake()),
       this.deps.signals.onCancel((runId) => this.live.cancel(runId)),
     );
@@ -247,9 +249,11 @@ export class Dispatcher {
     const route = decoded.route;
     const provider = deps.providers[configuration.provider];
     const ringTimeoutMs = ringTimeoutOf(deps, route);
+    // Asked only of providers that can detect: a request for it on another route was refused when the run was created.
+    const machineDetection = provider.detectsMachines ? await machineDetectionForDial(deps, run.id) : undefined;
     const sentAt = deps.clock.now();
     deps.metrics.dialLatency.observe((sentAt - run.created_at) / 1000);
-    const attempt = provider.dial({ runId: run.id, to: run.phone_number, from: run.caller_id, ringTimeoutMs, route });
+    const attempt = provider.dial({ runId: run.id, to: run.phone_number, from: run.caller_id, ringTimeoutMs, route, ...(machineDetection ? { machineDetection } : {}) });
     let providerCallId: string;
     try {
       ({ providerCallId } = await withTimeout(attempt, deps.config.DIAL_TIMEOUT_MS));

@@ -9,7 +9,8 @@ import type { AppliedTransition } from '../runs/transition-run.js';
 import { selectCancelRequested, selectRunState } from '../store/statements/run-reads.js';
 import type { ProviderName, RunState } from '../store/schema/schema.js';
 import type { AppliedElsewhere } from '../signals.js';
-import type { DecodedRoute, ProviderEvent } from '../telephony/provider.js';
+import type { DecodedRoute, MachineVerdict, ProviderEvent } from '../telephony/provider.js';
+import { applyMachineVerdict } from './machine-verdicts.js';
 import { applyProviderEvent, ringTimeoutOf } from './provider-events.js';
 
 interface TrackedCall {
@@ -72,6 +73,26 @@ export class LiveCalls {
    */
   onProviderEvent(event: ProviderEvent, appliedElsewhere?: AppliedElsewhere): void {
     this.track(this.inOrder(event.runId, () => this.handleProviderEvent(event, appliedElsewhere)));
+  }
+
+  /**
+   * Who answered one of this node's in-process calls (the simulator's verdict), in order with its
+   * events: recorded once, then acted on here, where the call is held.
+   */
+  onMachineVerdict(verdict: MachineVerdict): void {
+    this.track(
+      this.inOrder(verdict.runId, async () => {
+        const call = this.calls.get(verdict.runId);
+        await applyMachineVerdict(
+          this.deps,
+          verdict,
+          call && {
+            hangUp: async (reason) => void (await this.endLocally(call, 'completed', reason, 'in_progress')),
+            leaveMessage: async (text) => this.deps.providers[call.route.provider].leaveMessage?.(call, text),
+          },
+        );
+      }),
+    );
   }
 
   /** Ends the call of a run whose cancel was requested, if this node holds it. */

@@ -37,7 +37,8 @@ export async function applyProviderEvent(deps: Deps, provider: string, event: Pr
     to === 'ringing' ? event.at + ringTimeoutMs + grace : to === 'in_progress' ? event.at + deps.config.MAX_CALL_DURATION_MS + grace : undefined;
   const applied = await deps.lifecycle.transition(event.runId, to, {
     at: event.at,
-    reason: EVENT_REASON[event.kind] ?? undefined,
+    // A provider that knows why the call ended (a message left on a machine) says so over its status word.
+    reason: event.reason ?? EVENT_REASON[event.kind] ?? undefined,
     rawProviderStatus: event.rawStatus,
     providerCallId: event.providerCallId,
     ...(deadlineAt !== undefined ? { deadlineAt } : {}),

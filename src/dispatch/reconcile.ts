@@ -15,6 +15,7 @@ import { LIVE_STATES } from '../runs/states.js';
 import { selectReconcileCandidates, selectRecordedCallIds, selectRunConfiguration, selectRunState, type ReconcileCandidate } from '../store/statements/run-reads.js';
 import type { ProviderName } from '../store/schema/schema.js';
 import type { CallReport, DecodedRoute, RemoteProvider } from '../telephony/provider.js';
+import { applyMachineVerdict, remoteHandling } from './machine-verdicts.js';
 import { applyReportedEvent, ringTimeoutOf } from './provider-events.js';
 
 const BATCH = 500;
@@ -127,11 +128,16 @@ export class Reconciler {
       if (!moved) return 'unchanged';
       deps.logger.info({ runId: run.id, providerCallId: report.providerCallId }, 'found the call of a run interrupted mid-dial');
     }
+    const live = report.kind === null || report.kind === 'ringing' || report.kind === 'answered';
+    // A verdict the call resource carries (its AsyncAmd callback lost): recorded before an end it
+    // explains (a campaign settles its contact by it), acted on after an answer it follows.
+    const verdict = report.verdict && { runId: run.id, providerCallId: report.providerCallId, ...report.verdict, at };
+    if (verdict && !live) await applyMachineVerdict(deps, verdict, undefined);
     if (report.kind !== null) {
       const event = { runId: run.id, providerCallId: report.providerCallId, kind: report.kind, rawStatus: report.rawStatus, at };
       moved = (await applyReportedEvent(deps, event, route, { reconciled: true })) !== undefined || moved;
     }
-    const live = report.kind === null || report.kind === 'ringing' || report.kind === 'answered';
+    if (verdict && report.kind === 'answered') await applyMachineVerdict(deps, verdict, remoteHandling(deps, { runId: run.id, providerCallId: report.providerCallId, route }));
     const overdue = run.deadline_at !== null && run.deadline_at < now;
     if (live && overdue && !moved) return (await this.endLive(run, route, provider, report, at)) ? 'ended_live' : 'unchanged';
     return moved ? 'moved' : 'unchanged';

@@ -181,6 +181,10 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
     when: 'The telephony configuration cannot place calls as it is set up (for example Twilio without PUBLIC_BASE_URL).',
     action: 'The detail says what is missing; the operator fixes the configuration or the service\'s settings.',
   },
+  machine_detection_unsupported: {
+    when: 'The agent (or the campaign) asks who answered (answering_machine.detect "on" or "message_end"), and the telephony configuration\'s provider cannot tell a machine from a person (SIP today).',
+    action: 'Call through a route whose provider detects machines (twilio, simulator), or set answering_machine.detect to "off" for this agent or campaign.',
+  },
   idempotency_key_reused: {
     when: 'The Idempotency-Key was already used with a different request (another operation, target or body).',
     action: 'Use a new key for a new request; reuse a key only to retry exactly the same request.',

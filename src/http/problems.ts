@@ -53,6 +53,7 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   campaign_limit: { status: 422, title: 'Campaign limit reached' },
   telephony_not_configured: { status: 422, title: 'Telephony not configured' },
   telephony_not_ready: { status: 422, title: 'Telephony not ready' },
+  machine_detection_unsupported: { status: 422, title: 'Machine detection unsupported' },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
   outside_calling_hours: { status: 422, title: 'Outside calling hours' },
   rate_limited: { status: 429, title: 'Rate limited' },

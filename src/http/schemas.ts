@@ -4,6 +4,7 @@
 // WorkflowRun, not a copy per operation), so generated clients get one type each.
 import { Type, type SchemaOptions, type TSchema, type TUnsafe } from '@sinclair/typebox';
 import { RUN_STATES, type RunState } from '../runs/states.js';
+import { ANSWERED_BY } from '../store/schema/schema.js';
 
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
@@ -223,6 +224,10 @@ export const WorkflowRun = Type.Object(
     campaign_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The campaign this run is an attempt of; null for a run started by an Initiate Call operation' }),
     contact_id: Type.Union([Type.Integer(), Type.Null()], { description: 'The campaign contact this run calls; null outside campaigns' }),
     attempt: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'The attempt number for that contact (1, 2, …); null outside campaigns' }),
+    answered_by: Type.Union([StringEnum(ANSWERED_BY), Type.Null()], {
+      description: 'Who answered, when the agent asks for answering-machine detection: human, machine, fax or unknown; null until the provider decides, and on runs that never asked',
+    }),
+    raw_answered_by: Type.Union([Type.String(), Type.Null()], { description: 'The provider\'s own verdict (for example Twilio\'s machine_end_beep)' }),
   },
   { $id: 'WorkflowRun', title: 'WorkflowRun', description: 'A workflow run: one call, from queued to its end' },
 );

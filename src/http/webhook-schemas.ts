@@ -25,6 +25,7 @@ const Timestamp = Type.String({ format: 'date-time', description: 'When the even
 /** What each run event type reports, where the generic sentence says too little. */
 const RUN_EVENT_SUMMARIES: Partial<Record<WebhookEventType, string>> = {
   'run.deferred': 'A queued run was put off to its next calling-hours window when it was claimed (it stays queued).',
+  'run.answered_by': 'Answering-machine detection decided who answered (the run\'s answered_by and raw_answered_by say what; the event\'s data says what Dialtone did about it).',
   'run.ended': 'A run ended, in any terminal state (the run in the message says which, and why).',
 };
 

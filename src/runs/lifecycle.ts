@@ -10,6 +10,7 @@ import { extendUndialedClaim, markCancelRequested, markReconciled, releaseNodeCa
 import type { Store } from '../store/engine/store.js';
 import { LIVE_STATES, type RunState } from './states.js';
 import { transitionRun, type AppliedTransition, type TransitionDetails } from './transition-run.js';
+import { answeredByWrite, type AnsweredByDetails } from './answered-by.js';
 
 /** Where transitions are counted (a prom-client counter). */
 export interface TransitionCounter {
@@ -38,6 +39,16 @@ export class RunLifecycle {
     if (applied) this.transitions.inc({ state: to });
     if (applied && applied.webhookDeliveries > 0) this.deliveriesWritten();
     return applied;
+  }
+
+  /**
+   * Records who answered, once (answered-by.ts), in order with the run's transitions; undefined
+   * when a verdict was already recorded (or the run was never dialed). Its event's `seq` is returned.
+   */
+  async recordAnsweredBy(runId: number, details: AnsweredByDetails): Promise<{ seq: number } | undefined> {
+    const written = await this.writes.transition(answeredByWrite(runId, details));
+    if (written && written.webhookDeliveries > 0) this.deliveriesWritten();
+    return written ? { seq: written.seq } : undefined;
   }
 
   /**

@@ -1,7 +1,7 @@
 // An organization's runs as the console lists them: a filtered page, newest first, with the cursor
 // to the next (older) page; and the counts the overview shows.
 import { parseDestination } from '../shared/phone-number.js';
-import type { RunState } from '../store/schema/schema.js';
+import type { AnsweredBy, RunState } from '../store/schema/schema.js';
 import { countLivePerRoute, countQueuedPerRoute, countRunsSince, selectRunPage, type RunPageFilter } from '../store/statements/run-listing-statements.js';
 import { selectConfigurationsOfOrganization } from '../store/statements/configuration-statements.js';
 import { selectWorkflowByUuid } from '../store/statements/workflow-statements.js';
@@ -11,6 +11,7 @@ import { RUN_STATES } from './states.js';
 
 export interface RunListQuery {
   state?: RunState;
+  answeredBy?: AnsweredBy;
   workflowUuid?: string;
   phoneNumber?: string;
   /** A campaign's id; matched together with the organization, so another's campaign gives an empty page. */
@@ -31,6 +32,7 @@ export interface RunPage {
 export async function listRunPage(store: Store, orgId: number, query: RunListQuery): Promise<RunPage> {
   const filter: RunPageFilter = {};
   if (query.state !== undefined) filter.state = query.state;
+  if (query.answeredBy !== undefined) filter.answeredBy = query.answeredBy;
   if (query.workflowUuid !== undefined) {
     // Another organization's or an unknown workflow matches no run: an empty page, nothing revealed.
     const workflow = await selectWorkflowByUuid(store, query.workflowUuid);

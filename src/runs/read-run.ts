@@ -1,6 +1,6 @@
 // How a run looks to the organization that owns it.
 import { DialtoneError } from '../errors.js';
-import type { RunMode, RunState } from '../store/schema/schema.js';
+import type { AnsweredBy, RunMode, RunState } from '../store/schema/schema.js';
 import { selectRecentRuns, selectRunDetails, selectRunEvents, type RunDetailsRow } from '../store/statements/run-reads.js';
 import type { Store } from '../store/engine/store.js';
 import { isTerminal } from './states.js';
@@ -37,6 +37,10 @@ export interface RunView {
   campaign_id: number | null;
   contact_id: number | null;
   attempt: number | null;
+  /** Who answered (answering-machine detection): null until decided, and on runs that never asked. */
+  answered_by: AnsweredBy | null;
+  /** The provider's own words for that verdict (Twilio's `machine_end_beep`). */
+  raw_answered_by: string | null;
 }
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -73,6 +77,9 @@ export function toRunView(row: RunDetailsRow): RunView {
     campaign_id: row.campaign_id ?? null,
     contact_id: row.contact_id ?? null,
     attempt: row.attempt ?? null,
+    // Nor has one fixed before migration 018 these two.
+    answered_by: row.answered_by ?? null,
+    raw_answered_by: row.raw_answered_by ?? null,
   };
 }
 

@@ -7,7 +7,7 @@
 // Providers never see a database row: they receive a DecodedRoute (routes.ts), whose settings were
 // parsed and credentials decrypted once and checked against the provider's own schema.
 import type { FieldError } from '../errors.js';
-import type { ProviderName } from '../store/schema/schema.js';
+import type { AnsweredBy, ProviderName } from '../store/schema/schema.js';
 
 export type ProviderEventKind = 'ringing' | 'answered' | 'completed' | 'busy' | 'no_answer' | 'rejected' | 'failed' | 'canceled';
 
@@ -18,9 +18,31 @@ export interface ProviderEvent {
   /** The provider's own status words (a SIP status line, a Twilio CallStatus). */
   rawStatus: string;
   at: number;
+  /** Why the call ended, when the provider knows better than its status word (`voicemail_left`). */
+  reason?: string;
 }
 
 export type ProviderEventSink = (event: ProviderEvent) => void;
+
+/** Who answered a call, as the provider decided it (answering-machine detection). */
+export interface MachineVerdict {
+  runId: number;
+  providerCallId: string;
+  answeredBy: AnsweredBy;
+  /** The provider's own words (Twilio's AnsweredBy, e.g. `machine_end_beep`). */
+  raw: string;
+  at: number;
+}
+
+export type MachineVerdictSink = (verdict: MachineVerdict) => void;
+
+/** What a dial asks of a provider that detects machines (its `detectsMachines` says it can). */
+export interface MachineDetectionRequest {
+  /** `message_end`: the verdict on a machine waits for the end of its greeting, so a message can follow. */
+  detect: 'on' | 'message_end';
+  /** How long the provider may listen before it says `unknown`. */
+  timeoutMs: number | undefined;
+}
 
 /** A telephony configuration as providers see it: checked, parsed, its credentials decrypted. */
 export interface DecodedRoute<C = unknown> {
@@ -55,6 +77,8 @@ export interface DialRequest<C = unknown> {
   from: string | null;
   ringTimeoutMs: number;
   route: DecodedRoute<C>;
+  /** Present when the run's agent asks who answered; only given to providers that detect machines. */
+  machineDetection?: MachineDetectionRequest;
 }
 
 export interface LiveCall<C = unknown> {
@@ -96,6 +120,10 @@ export interface CallReport {
   rawStatus: string;
   /** When the provider created the call (ms since the epoch), when it says. */
   createdAt: number | undefined;
+  /** Who answered, when the provider says (Twilio's AnsweredBy on a call detected for). */
+  verdict?: { answeredBy: AnsweredBy; raw: string };
+  /** Why the call ended, when the provider knows better than its status word (`voicemail_left`). */
+  reason?: string;
 }
 
 /** The call a run may have placed before its call id was recorded (the node stopped mid-dial). */
@@ -129,6 +157,8 @@ export interface ProviderCallbacks<C> {
   status(request: CallbackRequest): CallReport | undefined;
   /** The body and content type answering an answered call. */
   answer(plan: AnswerPlan): { contentType: string; body: string };
+  /** Who answered, from a machine-detection callback; undefined when the request carries no verdict. */
+  machineVerdict?(request: CallbackRequest): Omit<MachineVerdict, 'runId' | 'at'> | undefined;
 }
 
 interface ProviderBase<C> {
@@ -143,6 +173,13 @@ interface ProviderBase<C> {
   hangUp(call: LiveCall<C>): Promise<void>;
   /** Releases sockets and timers. */
   close(): Promise<void>;
+  /**
+   * Whether it can tell a machine from a person (answering-machine detection): a dial asking for it
+   * through a provider that cannot is refused at request time, never silently ignored.
+   */
+  readonly detectsMachines: boolean;
+  /** Speaks a message on an answered call (a machine's, after its beep), then hangs up. */
+  leaveMessage?(call: LiveCall<C>, text: string): Promise<void>;
   /** Present when the provider reports progress through HTTP callbacks. */
   readonly callbacks?: ProviderCallbacks<C>;
 }

@@ -5,7 +5,22 @@ import { appendFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../deps.js';
 import type { FieldError } from '../errors.js';
-import { DialRefusedError, type DialRequest, type InProcessProvider, type LiveCall, type ProviderEventKind, type ProviderEventSink, type RouteDecoding, type RouteInput } from './provider.js';
+import type { AnsweredBy } from '../store/schema/schema.js';
+import {
+  DialRefusedError,
+  type DialRequest,
+  type InProcessProvider,
+  type LiveCall,
+  type MachineDetectionRequest,
+  type MachineVerdictSink,
+  type ProviderEventKind,
+  type ProviderEventSink,
+  type RouteDecoding,
+  type RouteInput,
+} from './provider.js';
+
+/** The raw status and reason of a call that ended after a message was left on it. */
+const VOICEMAIL_LEFT = 'voicemail_left';
 
 export interface SimulatorTimings {
   latencyMs: number;
@@ -14,7 +29,7 @@ export interface SimulatorTimings {
   secondMs: number;
 }
 
-type Step = { afterMs: number; kind: ProviderEventKind; raw: string };
+type Step = { afterMs: number; kind: ProviderEventKind; raw: string } | { afterMs: number; kind: 'verdict'; answeredBy: AnsweredBy; raw: string };
 
 /** What a simulated destination does. `steps` run in order, each after the previous one. */
 export interface Script {
@@ -25,12 +40,55 @@ export interface Script {
 
 export const RESERVED_PREFIX = '+120255501';
 
-/** The script for a destination number (E.164). */
-export function scriptFor(number: string, t: SimulatorTimings): Script {
+/**
+ * The answering machines' timings, in simulated seconds (SIMULATOR_SECOND_MS each): a voicemail
+ * greeting lasts 4 and its beep comes at its end; detection without waiting for the end decides
+ * after 2; a fax is known after 1; the person who answers after a silence speaks after 2 and is
+ * known half a second later. A box records for 30 seconds after its beep (or the talk time, when
+ * longer), then hangs up. A message left takes one second per three words.
+ */
+export const MACHINE_TIMINGS = { greetingSeconds: 4, detectSeconds: 2, faxSeconds: 1, silenceSeconds: 2.5, wordsPerSecond: 3, recordingSeconds: 30 } as const;
+
+/**
+ * The script of an answering machine's or a person's number (the verdict steps only when the dial
+ * asks for detection): without detection the call goes on as any other, the agent talking to a
+ * recording until the box hangs up.
+ */
+function machineScript(suffix: string, t: SimulatorTimings, detection: MachineDetectionRequest | undefined, ring: Step, answer: Step, hangUp: (afterMs: number) => Step): Script | undefined {
+  const seconds = (n: number) => n * t.secondMs;
+  const m = MACHINE_TIMINGS;
+  const after = (verdict: Step | undefined, rest: number): Step[] => (verdict ? [verdict, hangUp(Math.max(0, rest - verdict.afterMs))] : [hangUp(rest)]);
+  switch (suffix) {
+    case '20': {
+      const verdict: Step | undefined = !detection
+        ? undefined
+        : detection.detect === 'message_end'
+          ? { afterMs: seconds(m.greetingSeconds), kind: 'verdict', answeredBy: 'machine', raw: 'machine_end_beep' }
+          : { afterMs: seconds(m.detectSeconds), kind: 'verdict', answeredBy: 'machine', raw: 'machine_start' };
+      const recording = Math.max(seconds(m.recordingSeconds), t.talkMs);
+      return { description: 'a voicemail box: a greeting, a beep, then it records', steps: [ring, answer, ...after(verdict, seconds(m.greetingSeconds) + recording)] };
+    }
+    case '21': {
+      const verdict: Step | undefined = detection ? { afterMs: seconds(m.faxSeconds), kind: 'verdict', answeredBy: 'fax', raw: 'fax' } : undefined;
+      return { description: 'a fax machine', steps: [ring, answer, ...after(verdict, t.talkMs)] };
+    }
+    case '22': {
+      const verdict: Step | undefined = detection ? { afterMs: seconds(m.silenceSeconds), kind: 'verdict', answeredBy: 'human', raw: 'human' } : undefined;
+      return { description: 'a person who answers after a short silence', steps: [ring, answer, ...after(verdict, seconds(m.silenceSeconds) + t.talkMs)] };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The script for a destination number (E.164), and the detection its dial asked for. */
+export function scriptFor(number: string, t: SimulatorTimings, detection?: MachineDetectionRequest): Script {
   const ring: Step = { afterMs: t.latencyMs, kind: 'ringing', raw: 'ringing' };
   const answer: Step = { afterMs: t.ringMs, kind: 'answered', raw: 'answered' };
   const hangUp = (afterMs: number): Step => ({ afterMs, kind: 'completed', raw: 'completed' });
   const suffix = number.startsWith(RESERVED_PREFIX) ? number.slice(RESERVED_PREFIX.length) : undefined;
+  const machine = suffix === undefined ? undefined : machineScript(suffix, t, detection, ring, answer, hangUp);
+  if (machine) return machine;
   switch (suffix) {
     case '01':
       return { description: 'busy', steps: [ring, { afterMs: t.latencyMs, kind: 'busy', raw: '486 Busy Here' }] };
@@ -110,18 +168,23 @@ export interface SimulatedDial {
 export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig> {
   readonly name = 'simulator' as const;
   readonly callsOutliveNode = false;
+  /** Its reserved numbers play voicemail boxes, faxes and people, and say which when asked. */
+  readonly detectsMachines = true;
   /**
    * The dials this process placed since `record()`, in order: for tests. A service keeps no such
    * list (it would grow with every call); audits use SIMULATOR_DIAL_LOG.
    */
   private recorded: SimulatedDial[] | undefined;
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** The messages left on this process's calls since `record()`, for tests (the run's events keep them too). */
+  private messages: { runId: number; text: string }[] | undefined;
 
   constructor(
     private readonly timings: SimulatorTimings,
     private readonly clock: Clock,
     private readonly emit: ProviderEventSink,
     private readonly dialLogPath?: string,
+    private readonly verdicts: MachineVerdictSink = () => undefined,
   ) {}
 
   decodeRoute(input: RouteInput): RouteDecoding<SimulatorRouteConfig> {
@@ -134,19 +197,20 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
 
   async dial(request: DialRequest<SimulatorRouteConfig>): Promise<{ providerCallId: string }> {
     // The route's own timings, where it sets them, over the service's.
-    const script = scriptFor(request.to, { ...this.timings, ...request.route.config });
+    const script = scriptFor(request.to, { ...this.timings, ...request.route.config }, request.machineDetection);
     const providerCallId = `SIM${randomUUID().replace(/-/g, '')}`;
     const dial: SimulatedDial = { runId: request.runId, to: request.to, from: request.from, providerCallId, at: this.clock.now() };
     this.recorded?.push(dial);
     // Written synchronously before the call "exists", so a crash can never hide a dial from the log.
     if (this.dialLogPath) appendFileSync(this.dialLogPath, `${JSON.stringify(dial)}\n`);
     if (script.refuse) throw new DialRefusedError(script.refuse.outcome, script.refuse.raw, `Simulated refusal: ${script.description}.`);
-    this.play(request.runId, providerCallId, script.steps);
+    this.play(request.runId, providerCallId, script.steps, { ...this.timings, ...request.route.config });
     return { providerCallId };
   }
 
   /** Starts keeping every dial in memory, and returns that record (it grows as dials happen). */
   record(): SimulatedDial[] {
+    this.messages ??= [];
     this.recorded ??= [];
     return this.recorded;
   }
@@ -156,17 +220,39 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
     return this.recorded ?? [];
   }
 
-  private play(runId: number, providerCallId: string, steps: Step[]): void {
+  /** The messages left since `record()`. */
+  get messagesLeft(): readonly { runId: number; text: string }[] {
+    return this.messages ?? [];
+  }
+
+  private play(runId: number, providerCallId: string, steps: Step[], timings: SimulatorTimings): void {
     const [next, ...rest] = steps;
     if (!next) {
       this.timers.delete(providerCallId);
       return;
     }
     const timer = setTimeout(() => {
-      this.emit({ runId, providerCallId, kind: next.kind, rawStatus: next.raw, at: this.clock.now() });
-      this.play(runId, providerCallId, rest);
+      const at = this.clock.now();
+      if (next.kind === 'verdict') this.verdicts({ runId, providerCallId, answeredBy: next.answeredBy, raw: next.raw, at });
+      else this.emit({ runId, providerCallId, kind: next.kind, rawStatus: next.raw, at, ...(next.kind === 'completed' && next.raw === VOICEMAIL_LEFT ? { reason: VOICEMAIL_LEFT } : {}) });
+      this.play(runId, providerCallId, rest, timings);
     }, next.afterMs);
     this.timers.set(providerCallId, timer);
+  }
+
+  /**
+   * The message is "spoken" over what the call was doing (a box recording after its beep), then
+   * the line goes down: the call completes `voicemail_left` once its words have been said.
+   */
+  async leaveMessage(call: LiveCall<SimulatorRouteConfig>, text: string): Promise<void> {
+    const timer = this.timers.get(call.providerCallId);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    this.messages?.push({ runId: call.runId, text });
+    const timings = { ...this.timings, ...call.route.config };
+    const words = text.split(/\s+/).filter((w) => w !== '').length;
+    const speakingMs = Math.ceil((words / MACHINE_TIMINGS.wordsPerSecond) * timings.secondMs);
+    this.play(call.runId, call.providerCallId, [{ afterMs: speakingMs, kind: 'completed', raw: VOICEMAIL_LEFT }], timings);
   }
 
   async hangUp(call: LiveCall<SimulatorRouteConfig>): Promise<void> {

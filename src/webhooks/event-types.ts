@@ -2,6 +2,7 @@
 import { isTerminal, type RunState } from '../runs/states.js';
 
 // run.deferred: a queued run put off to its next calling-hours window at claim time (it stays queued).
+// run.answered_by: answering-machine detection decided who answered (the run's state is unchanged).
 // campaign.*: every change of a campaign's state the event stream reports: created (a draft),
 // started, paused (by request, its circuit breaker or its ends_at), resumed, completed, canceled.
 export const WEBHOOK_EVENT_TYPES = [
@@ -10,6 +11,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'run.dialing',
   'run.ringing',
   'run.in_progress',
+  'run.answered_by',
   'run.ended',
   'campaign.created',
   'campaign.started',
@@ -26,6 +28,14 @@ export function webhookTypeForState(state: RunState): WebhookEventType {
   if (isTerminal(state)) return 'run.ended';
   return `run.${state}` as WebhookEventType;
 }
+
+/**
+ * The run event that records who answered (answering-machine detection), and its message type:
+ * `run.` and the event's type, as PostgreSQL's outbox trigger (migration 015) names every event
+ * that is not a terminal state.
+ */
+export const ANSWERED_BY_EVENT = 'answered_by';
+export const ANSWERED_BY_WEBHOOK_TYPE: WebhookEventType = 'run.answered_by';
 
 export function isWebhookEventType(value: string): value is WebhookEventType {
   return (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value);

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FieldError } from '../errors.js';
 import { templateProblems, type TemplateContext } from './templates.js';
+import { answeringMachineProblems, type AnsweringMachine } from './answering-machine.js';
 
 export type NodeType = 'api_trigger' | 'start' | 'agent' | 'end';
 const NODE_TYPES: readonly NodeType[] = ['api_trigger', 'start', 'agent', 'end'];
@@ -26,6 +27,8 @@ export interface DefinitionGraph {
   nodes: DefinitionNode[];
   edges: DefinitionEdge[];
   variables?: Record<string, VariableSpec>;
+  /** Answering-machine detection and what to do on a machine (answering-machine.ts); absent: none. */
+  answering_machine?: AnsweringMachine;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -60,7 +63,7 @@ export function validateDefinition(
 
   if (!isObject(input)) return { ok: false, errors: [{ pointer: '', detail: 'A definition is a JSON object.' }] };
   for (const key of Object.keys(input)) {
-    if (!['nodes', 'edges', 'variables'].includes(key)) add(`/${key}`, `Unknown field "${key}".`);
+    if (!['nodes', 'edges', 'variables', 'answering_machine'].includes(key)) add(`/${key}`, `Unknown field "${key}".`);
   }
   const nodes = Array.isArray(input.nodes) ? input.nodes : (add('/nodes', 'Must be an array of nodes.'), []);
   const edges =
@@ -135,6 +138,8 @@ export function validateDefinition(
       }
     }
   }
+
+  if (input.answering_machine !== undefined) errors.push(...answeringMachineProblems(input.answering_machine, '/answering_machine'));
 
   if (errors.length > 0) return { ok: false, errors };
   return { ok: true, graph: input as unknown as DefinitionGraph };

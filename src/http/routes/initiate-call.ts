@@ -90,6 +90,7 @@ function refusalsOf(op: Operation): ErrorCode[] {
     'telephony_configuration_not_found',
     'telephony_not_configured',
     'telephony_not_ready',
+    'machine_detection_unsupported',
     'missing_template_variables',
     'outside_calling_hours',
     'number_suppressed',

@@ -5,6 +5,7 @@
 // node may receive them: events are applied once, through the store (dispatch/provider-events.ts).
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Deps } from '../../deps.js';
+import { applyMachineVerdict, remoteHandling } from '../../dispatch/machine-verdicts.js';
 import { applyReportedEvent } from '../../dispatch/provider-events.js';
 import { DialtoneError } from '../../errors.js';
 import { loadRunDefinition, type RunDefinition } from '../../runs/run-definition.js';
@@ -74,9 +75,28 @@ export function providerCallbackRoutes(deps: Deps, name: ProviderName, callbacks
       if (report === undefined) request.log.warn({ runId: run.run.id, provider: name }, 'a status word the provider does not send: ignored');
       // A callback for another call of this run (it cannot have one) moves nothing.
       else if (report.kind !== null && (run.run.provider_call_id === null || run.run.provider_call_id === report.providerCallId)) {
-        await applyReportedEvent(deps, { runId: run.run.id, providerCallId: report.providerCallId, kind: report.kind, rawStatus: report.rawStatus, at: deps.clock.now() }, route);
+        const at = deps.clock.now();
+        // A verdict the status carries (its AsyncAmd callback lost) is recorded before the end it explains.
+        if (report.verdict) await applyMachineVerdict(deps, { runId: run.run.id, providerCallId: report.providerCallId, ...report.verdict, at }, undefined);
+        await applyReportedEvent(deps, { runId: run.run.id, providerCallId: report.providerCallId, kind: report.kind, rawStatus: report.rawStatus, at, ...(report.reason ? { reason: report.reason } : {}) }, route);
       }
       return reply.code(204).send();
     });
+
+    // Answering-machine detection's verdict (Twilio's AsyncAmdStatusCallback): recorded once, and
+    // acted on (hang up, leave the message) by whichever node receives it.
+    const machineVerdict = callbacks.machineVerdict?.bind(callbacks);
+    if (machineVerdict) {
+      app.post('/runs/:id/amd', { schema: hidden }, async (request, reply) => {
+        const { run, route, request: callback } = await verified(request);
+        const verdict = machineVerdict(callback);
+        if (verdict === undefined) request.log.warn({ runId: run.run.id, provider: name }, 'a machine-detection callback without a verdict: ignored');
+        else if (run.run.provider_call_id === null || run.run.provider_call_id === verdict.providerCallId) {
+          const call = { runId: run.run.id, providerCallId: verdict.providerCallId, route };
+          await applyMachineVerdict(deps, { runId: run.run.id, ...verdict, at: deps.clock.now() }, remoteHandling(deps, call));
+        }
+        return reply.code(204).send();
+      });
+    }
   };
 }

@@ -6,7 +6,7 @@ import { cancelRun } from '../../runs/cancel-run.js';
 import { listRunPage } from '../../runs/list-runs.js';
 import { getRun, listRunEvents } from '../../runs/read-run.js';
 import { RUN_STATES } from '../../runs/states.js';
-import type { RunState } from '../../store/schema/schema.js';
+import { ANSWERED_BY, type AnsweredBy, type RunState } from '../../store/schema/schema.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { PathId, RunEventsPage, RunPageRef, StringEnum, withRateLimitHeaders, WorkflowRunRef } from '../schemas.js';
@@ -32,12 +32,13 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           operationId: 'listWorkflowRuns',
           summary: 'List Workflow Runs',
           description:
-            'The organization\'s runs, newest first, filtered by any of state, workflow, campaign, phone number and creation time. Page with `after` (the `next_after` of the previous page). The phone number is matched in E.164, however it is written here.',
+            'The organization\'s runs, newest first, filtered by any of state, who answered, workflow, campaign, phone number and creation time. Page with `after` (the `next_after` of the previous page). The phone number is matched in E.164, however it is written here.',
           tags: ['Workflow runs'],
           security: [{ ApiKey: [] }],
           querystring: Type.Object(
             {
               state: Type.Optional(StringEnum(RUN_STATES, { description: 'Only runs in this state' })),
+              answered_by: Type.Optional(StringEnum(ANSWERED_BY, { description: 'Only runs answered by this (answering-machine detection\'s verdict)' })),
               workflow_uuid: Type.Optional(Type.String({ format: 'uuid', description: 'Only runs of this workflow' })),
               phone_number: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Only runs to this number (E.164, or a SIP URI as given)' })),
               campaign_id: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Only the attempts of this campaign (another organization\'s campaign matches no run)' })),
@@ -52,9 +53,10 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
         },
       },
       async (request) => {
-        const query = request.query as { state?: RunState; workflow_uuid?: string; phone_number?: string; campaign_id?: string; created_after?: string; created_before?: string; after?: string; limit?: string };
+        const query = request.query as { state?: RunState; answered_by?: AnsweredBy; workflow_uuid?: string; phone_number?: string; campaign_id?: string; created_after?: string; created_before?: string; after?: string; limit?: string };
         return listRunPage(deps.store, authOf(request).orgId, {
           ...(query.state !== undefined ? { state: query.state } : {}),
+          ...(query.answered_by !== undefined ? { answeredBy: query.answered_by } : {}),
           ...(query.workflow_uuid !== undefined ? { workflowUuid: query.workflow_uuid.toLowerCase() } : {}),
           ...(query.phone_number !== undefined ? { phoneNumber: query.phone_number } : {}),
           ...(query.campaign_id !== undefined ? { campaignId: Number(query.campaign_id) } : {}),

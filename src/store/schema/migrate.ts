@@ -20,6 +20,7 @@ import { up014 } from './migrations/014_campaign_dial_pacing.js';
 import { up015 } from './migrations/015_outbox_wakes_after_commit.js';
 import { up016 } from './migrations/016_webhook_deliveries_by_run.js';
 import { up017 } from './migrations/017_secret_key_check.js';
+import { up018 } from './migrations/018_answered_by.js';
 import type { DialectName, Store } from '../engine/store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
@@ -41,6 +42,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '015_outbox_wakes_after_commit': { up: up015(dialect) },
     '016_webhook_deliveries_by_run': { up: up016(dialect) },
     '017_secret_key_check': { up: up017(dialect) },
+    '018_answered_by': { up: up018(dialect) },
   };
 }
 

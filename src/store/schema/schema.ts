@@ -137,7 +137,15 @@ export interface WorkflowRunsTable {
   campaign_id: Generated<number | null>;
   contact_id: Generated<number | null>;
   attempt: Generated<number | null>;
+  /** Who answered (answering-machine detection): null until a provider decides. */
+  answered_by: Generated<AnsweredBy | null>;
+  /** The provider's own words for that verdict (Twilio's AnsweredBy, e.g. `machine_end_beep`). */
+  raw_answered_by: Generated<string | null>;
 }
+
+/** Who answered a call, as every provider's verdict is normalized. */
+export const ANSWERED_BY = ['human', 'machine', 'fax', 'unknown'] as const;
+export type AnsweredBy = (typeof ANSWERED_BY)[number];
 
 export interface RunEventsTable {
   id: Generated<number>;
@@ -306,6 +314,8 @@ export interface CampaignsTable {
   updated_at: number;
   started_at: number | null;
   finished_at: number | null;
+  /** The campaign's own answering_machine settings (JSON text), in place of its agent's; null: the agent's. */
+  answering_machine: Generated<string | null>;
 }
 
 /** The changes of a campaign's state that the event stream reports (`event: campaign.<change>`). */

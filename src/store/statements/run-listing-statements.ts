@@ -2,12 +2,14 @@
 // filtered), the counts of its runs since a time, and what is queued and live on each of its routes.
 import { sql } from '../engine/kysely.js';
 import { explainQuery, notIndexed } from '../engine/query-plans.js';
-import type { RunState } from '../schema/schema.js';
+import type { AnsweredBy, RunState } from '../schema/schema.js';
 import { runDetailsQuery, type RunDetailsRow } from './run-reads.js';
 import type { Store } from '../engine/store.js';
 
 export interface RunPageFilter {
   state?: RunState;
+  /** Who answered: a filter on the organization's page (no index of its own; most runs have none). */
+  answeredBy?: AnsweredBy;
   workflowId?: number;
   phoneNumber?: string;
   /** Only the attempts of this campaign (served by migration 010's workflow_runs_campaign_idx). */
@@ -29,6 +31,7 @@ function runPageQuery(store: Store, orgId: number, filter: RunPageFilter, limit:
   return runDetailsQuery(store)
     .where('r.org_id', '=', orgId)
     .$if(filter.state !== undefined, (q) => q.where('r.state', '=', filter.state as RunState))
+    .$if(filter.answeredBy !== undefined, (q) => q.where('r.answered_by', '=', filter.answeredBy as AnsweredBy))
     .$if(filter.workflowId !== undefined, (q) => q.where('r.workflow_id', '=', filter.workflowId as number))
     .$if(filter.phoneNumber !== undefined, (q) => q.where('r.phone_number', '=', filter.phoneNumber as string))
     // Kept beside the org_id condition, so another organization's campaign id matches no run.

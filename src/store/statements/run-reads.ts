@@ -17,7 +17,7 @@ export function runDetailsQuery(store: Store) {
       'r.telephony_configuration_id', 'r.initial_context', 'r.outcome_reason', 'r.provider_call_id',
       'r.created_at', 'r.updated_at', 'r.ended_at', 'r.org_id', 'r.raw_provider_status',
       'r.claimed_at', 'r.dial_sent_at', 'r.ringing_at', 'r.answered_at', 'r.cancel_requested_at', 'r.scheduled_for',
-      'r.campaign_id', 'r.contact_id', 'r.attempt',
+      'r.campaign_id', 'r.contact_id', 'r.attempt', 'r.answered_by', 'r.raw_answered_by',
       'w.workflow_uuid', 'd.version as definition_version',
     ]);
 }
@@ -60,6 +60,21 @@ export function selectRunWithDefinition(store: Store, runId: number) {
     .select(['r.id', 'r.name', 'r.org_id', 'r.state', 'r.mode', 'r.provider_call_id', 'r.created_at', 'r.initial_context', 'r.telephony_configuration_id', 'd.version', 'd.graph', 'w.workflow_uuid'])
     .where('r.id', '=', runId)
     .executeTakeFirst();
+}
+
+/**
+ * What answering-machine detection needs of a run: its pinned graph (the agent's settings), its
+ * campaign's own settings (JSON text; null: none, or a direct run) and its initial_context.
+ */
+export async function selectRunAnsweringMachine(store: Store, runId: number) {
+  const row = await store.db
+    .selectFrom('workflow_runs as r')
+    .innerJoin('workflow_definitions as d', 'd.id', 'r.definition_id')
+    .leftJoin('campaigns as c', 'c.id', 'r.campaign_id')
+    .select(['r.initial_context', 'd.graph', 'c.answering_machine as campaign_answering_machine'])
+    .where('r.id', '=', runId)
+    .executeTakeFirst();
+  return row && { initialContext: row.initial_context, graph: row.graph, campaignAnsweringMachine: row.campaign_answering_machine ?? null };
 }
 
 /** The telephony configuration a run dials through (whatever its status now). */

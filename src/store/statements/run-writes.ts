@@ -20,6 +20,8 @@ export interface StateGuard {
   onlyFrom?: RunState | undefined;
   /** And its deadline still before this time (the reaper's guard). */
   deadlineBefore?: number | undefined;
+  /** And who answered not decided yet (a verdict is recorded once). */
+  answeredByUnset?: boolean | undefined;
 }
 
 /** The compare-and-set update of a run: `columns` and the next event seq, only if the guard holds. */
@@ -30,7 +32,8 @@ function guardedRunUpdate(trx: Transaction<Database>, runId: number, columns: Ru
     .where('id', '=', runId)
     .where('state', 'in', guard.from)
     .$if(guard.onlyFrom !== undefined, (q) => q.where('state', '=', guard.onlyFrom as RunState))
-    .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number));
+    .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number))
+    .$if(guard.answeredByUnset === true, (q) => q.where('answered_by', 'is', null));
 }
 
 /**
@@ -42,7 +45,7 @@ async function guardedRunUpdateReturningRow(trx: Transaction<Database>, dialect:
   const entries = Object.entries(columns).filter(([, value]) => value !== undefined);
   const plain = entries.every(([, value]) => value === null || typeof value === 'number' || typeof value === 'string');
   const names = entries.map(([name]) => name);
-  const shape = plain ? JSON.stringify(['run-writes:guarded-update', names, guard.from, guard.onlyFrom ?? null, guard.deadlineBefore !== undefined]) : undefined;
+  const shape = plain ? JSON.stringify(['run-writes:guarded-update', names, guard.from, guard.onlyFrom ?? null, guard.deadlineBefore !== undefined, guard.answeredByUnset === true]) : undefined;
   const values: Record<string, unknown> = { runId, deadlineBefore: guard.deadlineBefore };
   for (const [name, value] of entries) values[`set:${name}`] = value;
   const { rows } = await executeCompiled(trx, dialect, shape, values, (p) => {
@@ -292,8 +295,11 @@ export async function markCancelRequested(store: Store, runId: number, at: numbe
 }
 
 export interface TransitionEvent {
-  /** The state entered, or `deferred` (a queued run put off to its calling hours; it stays queued). */
-  type: RunState | 'deferred';
+  /**
+   * The state entered, or `deferred` (a queued run put off to its calling hours; it stays queued),
+   * or `answered_by` (who answered was decided; the state is unchanged).
+   */
+  type: RunState | 'deferred' | 'answered_by';
   at: number;
   data: Record<string, unknown>;
   /** The webhook message type it is reported as. */
@@ -383,7 +389,9 @@ export function transitionShape(write: TransitionWrite): string | undefined {
     const value: unknown = (write.columns as Record<string, unknown>)[name];
     if (value !== null && typeof value !== 'number' && typeof value !== 'string') return undefined;
   }
-  const { from, onlyFrom, deadlineBefore } = write.guard;
+  const { from, onlyFrom, deadlineBefore, answeredByUnset } = write.guard;
+  // The set-based statement knows no verdict guard: such a write goes alone.
+  if (answeredByUnset === true) return undefined;
   return JSON.stringify([write.event.type, names, from, onlyFrom ?? null, deadlineBefore !== undefined]);
 }
 

@@ -98,6 +98,8 @@ class SipCall {
 
 export class SipProvider implements InProcessProvider<SipRouteConfig> {
   readonly name = 'sip' as const;
+  /** A trunk gives no verdict of its own, and Dialtone does not hear the call's audio yet. */
+  readonly detectsMachines = false;
   readonly callsOutliveNode = false;
   private endpoint: SipEndpoint | undefined;
   private readonly calls = new Map<string, SipCall>();

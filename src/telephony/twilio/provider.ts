@@ -21,6 +21,8 @@ import {
   type DecodedRoute,
   type DialRequest,
   type LiveCall,
+  type MachineDetectionRequest,
+  type MachineVerdict,
   type ProviderCallbacks,
   type RemoteProvider,
   type RouteDecoding,
@@ -30,7 +32,7 @@ import {
 import { parseTwilioCredentials, twilioCredentialProblems, type TwilioCredentials } from './credentials.js';
 import { errorExcerptClient } from './error-excerpt-client.js';
 import { twilio } from './sdk.js';
-import { eventKindOf } from './status.js';
+import { answeredByOf, eventKindOf } from './status.js';
 
 type TwilioClient = ReturnType<typeof TwilioSdk>;
 
@@ -62,10 +64,34 @@ export function connectionOverrides(config: Pick<Config, 'TWILIO_CALLBACK_RETRIE
   return config.TWILIO_CALLBACK_RETRIES === 0 ? '' : `rc=${config.TWILIO_CALLBACK_RETRIES}&rp=${config.TWILIO_CALLBACK_RETRY_POLICY}`;
 }
 
-/** Where Twilio calls back for a run: its answer (TwiML) and its status callbacks, without the fragment. */
-export function twilioCallbackUrls(publicBaseUrl: string, runId: number): { answer: string; status: string } {
+/**
+ * Where Twilio calls back for a run, without the fragment: its answer (TwiML), its status
+ * callbacks, and its answering-machine detection's verdict (AsyncAmdStatusCallback).
+ */
+export function twilioCallbackUrls(publicBaseUrl: string, runId: number): { answer: string; status: string; amd: string } {
   const base = `${publicBaseUrl.replace(/\/+$/, '')}/api/v1/providers/twilio/runs/${runId}`;
-  return { answer: `${base}/answer`, status: `${base}/status` };
+  return { answer: `${base}/answer`, status: `${base}/status`, amd: `${base}/amd` };
+}
+
+/**
+ * The status callback of a call a message was left on: Twilio reports its end here, and the query
+ * says why it ended (the call's own status word is only `completed`). The query is signed with the URL.
+ */
+const VOICEMAIL_LEFT = 'voicemail_left';
+
+/**
+ * The Calls API's answering-machine detection parameters for a dial that asks for it: asynchronous,
+ * so the answer's TwiML (the agent) runs while Twilio listens, and the verdict comes to its own
+ * callback. `DetectMessageEnd` waits for a machine's greeting to end, so a message can follow it.
+ */
+export function machineDetectionParameters(detection: MachineDetectionRequest, amdCallbackUrl: string) {
+  return {
+    machineDetection: detection.detect === 'message_end' ? 'DetectMessageEnd' : 'Enable',
+    ...(detection.timeoutMs !== undefined ? { machineDetectionTimeout: Math.round(detection.timeoutMs / 1000) } : {}),
+    asyncAmd: 'true',
+    asyncAmdStatusCallback: amdCallbackUrl,
+    asyncAmdStatusCallbackMethod: 'POST',
+  };
 }
 
 /** A Twilio route's schema: no settings of its own; credentials optional until the first dial (readiness says so). */
@@ -78,16 +104,20 @@ export function decodeTwilioRoute(input: RouteInput): RouteDecoding<TwilioRouteC
 
 const withFragment = (url: string, fragment: string) => (fragment === '' ? url : `${url}#${fragment}`);
 
-function reportOf(call: Pick<CallInstance, 'sid' | 'status' | 'dateCreated'>): CallReport | undefined {
+function reportOf(call: Pick<CallInstance, 'sid' | 'status' | 'dateCreated' | 'answeredBy'>): CallReport | undefined {
   const kind = eventKindOf(call.status);
   if (kind === undefined) return undefined;
   const created = call.dateCreated instanceof Date ? call.dateCreated.getTime() : Number.NaN;
-  return { providerCallId: call.sid, kind, rawStatus: call.status, createdAt: Number.isFinite(created) ? created : undefined };
+  // A call detected for carries Twilio's verdict (a lost AsyncAmd callback is recovered from it).
+  const verdict = typeof call.answeredBy === 'string' && call.answeredBy !== '' ? { verdict: { answeredBy: answeredByOf(call.answeredBy), raw: call.answeredBy } } : {};
+  return { providerCallId: call.sid, kind, rawStatus: call.status, createdAt: Number.isFinite(created) ? created : undefined, ...verdict };
 }
 
 export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
   readonly name = 'twilio' as const;
   readonly callsOutliveNode = true;
+  /** Twilio's own answering-machine detection (the Calls API's MachineDetection). */
+  readonly detectsMachines = true;
   /** One SDK client per credentials, so connections are reused across calls. */
   private readonly clients = new Map<string, TwilioClient>();
   readonly callbacks: ProviderCallbacks<TwilioRouteConfig>;
@@ -101,6 +131,7 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
       verify: (route, request) => verifySignature(route, request, fragment),
       status: (request) => statusOf(request),
       answer: (plan) => ({ contentType: 'text/xml; charset=utf-8', body: twiml(plan) }),
+      machineVerdict: (request) => verdictOf(request),
     };
   }
 
@@ -133,6 +164,7 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
         statusCallbackEvent: ['initiated', 'ringing', 'answered', 'completed'],
         timeout: Math.max(1, Math.ceil(request.ringTimeoutMs / 1000)),
         timeLimit: Math.max(1, Math.ceil(this.config.MAX_CALL_DURATION_MS / 1000)),
+        ...(request.machineDetection ? machineDetectionParameters(request.machineDetection, withFragment(urls.amd, fragment)) : {}),
       });
       return { providerCallId: call.sid };
     } catch (error) {
@@ -152,6 +184,21 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
   async hangUp(call: LiveCall<TwilioRouteConfig>): Promise<void> {
     // `completed` ends a call in any phase (`canceled` would leave an answered call up).
     await this.client(call.route).calls(call.providerCallId).update({ status: 'completed' });
+  }
+
+  /**
+   * Replaces what the call does with a message and a hang-up (its greeting over, the machine
+   * records), and moves its status callback to one whose query says a message was left.
+   */
+  async leaveMessage(call: LiveCall<TwilioRouteConfig>, text: string): Promise<void> {
+    const publicBaseUrl = this.config.PUBLIC_BASE_URL;
+    if (!publicBaseUrl) return;
+    const status = `${twilioCallbackUrls(publicBaseUrl, call.runId).status}?outcome=${VOICEMAIL_LEFT}`;
+    await this.client(call.route).calls(call.providerCallId).update({
+      twiml: twiml({ kind: 'say', text }),
+      statusCallback: withFragment(status, this.fragment),
+      statusCallbackMethod: 'POST',
+    });
   }
 
   async fetchCall(route: TwilioRoute, providerCallId: string): Promise<CallReport | undefined> {
@@ -216,7 +263,23 @@ function statusOf(request: CallbackRequest): CallReport | undefined {
   const kind = eventKindOf(callStatus);
   if (kind === undefined) return undefined;
   const sip = request.form.SipResponseCode ? ` (SIP ${request.form.SipResponseCode})` : '';
-  return { providerCallId: request.form.CallSid ?? '', kind, rawStatus: `${callStatus}${sip}`, createdAt: undefined };
+  const voicemailLeft = kind === 'completed' && new URL(request.url).searchParams.get('outcome') === VOICEMAIL_LEFT;
+  return {
+    providerCallId: request.form.CallSid ?? '',
+    kind,
+    rawStatus: `${callStatus}${sip}`,
+    createdAt: undefined,
+    ...(request.form.AnsweredBy ? { verdict: { answeredBy: answeredByOf(request.form.AnsweredBy), raw: request.form.AnsweredBy } } : {}),
+    ...(voicemailLeft ? { reason: VOICEMAIL_LEFT } : {}),
+  };
+}
+
+/** The verdict of an AsyncAmd callback: Twilio's AnsweredBy, normalized and as said. */
+function verdictOf(request: CallbackRequest): Omit<MachineVerdict, 'runId' | 'at'> | undefined {
+  const answeredBy = request.form.AnsweredBy;
+  const callSid = request.form.CallSid;
+  if (!answeredBy || !callSid) return undefined;
+  return { providerCallId: callSid, answeredBy: answeredByOf(answeredBy), raw: answeredBy };
 }
 
 function twiml(plan: AnswerPlan): string {
