@@ -43,6 +43,8 @@ export interface FakeCall {
   from: string;
   status: string;
   createdAt: number;
+  /** Answering-machine detection's verdict (AnsweredBy), once Twilio has one. */
+  answeredBy?: string;
 }
 
 export interface FakeTwilio {
@@ -52,6 +54,8 @@ export interface FakeTwilio {
   calls: Map<string, FakeCall>;
   /** Sets what Twilio says of a call from now on (fetch and list). */
   setStatus(sid: string, status: string): void;
+  /** Sets the call's answering-machine verdict (the resource's answered_by). */
+  setAnsweredBy(sid: string, answeredBy: string): void;
   /** Once this many calls exist, a create places the call but its answer never comes (the caller's node dies waiting); undefined: answer all. */
   stallCreatesAfter(count: number | undefined): void;
   fetches(): RecordedRequest[];
@@ -155,7 +159,7 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
   /** Twilio's call resource (the fields Dialtone and the SDK read, dates in RFC 2822 as Twilio writes them). */
   function resource(call: FakeCall) {
     const created = rfc2822(call.createdAt);
-    return { sid: call.sid, account_sid: call.accountSid, to: call.to, from: call.from, status: call.status, direction: 'outbound-api', date_created: created, date_updated: created, start_time: call.status === 'queued' ? null : created, end_time: null, uri: `/2010-04-01/Accounts/${call.accountSid}/Calls/${call.sid}.json` };
+    return { sid: call.sid, account_sid: call.accountSid, to: call.to, from: call.from, status: call.status, answered_by: call.answeredBy ?? null, direction: 'outbound-api', date_created: created, date_updated: created, start_time: call.status === 'queued' ? null : created, end_time: null, uri: `/2010-04-01/Accounts/${call.accountSid}/Calls/${call.sid}.json` };
   }
 
   /**
@@ -204,6 +208,10 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
     failNextCreate: (e) => (nextFailure = e),
     answerNextCreate: (status, contentType, body) => (nextRaw = { status, contentType, body }),
     calls,
+    setAnsweredBy: (sid, answeredBy) => {
+      const call = calls.get(sid);
+      if (call) call.answeredBy = answeredBy;
+    },
     setStatus: (sid, status) => {
       const call = calls.get(sid);
       if (!call) throw new Error(`no call ${sid}`);
