@@ -149,7 +149,7 @@ export async function settleEnded(deps: Pick<Deps, 'store' | 'clock'>, campaign:
   for (const attempt of ended) {
     const now = deps.clock.now();
     const outcome = settle(
-      { state: attempt.run_state as TerminalState, reason: attempt.outcome_reason, endedAt: attempt.ended_at ?? now, attempts: attempt.attempts, refunded: attempt.refunded },
+      { state: attempt.run_state as TerminalState, reason: attempt.outcome_reason, endedAt: attempt.ended_at ?? now, attempts: attempt.attempts, refunded: attempt.refunded, answeredBy: attempt.answered_by },
       rules.retry,
       campaign.state === 'canceled',
       now,

@@ -4,15 +4,26 @@
 import type { FieldError } from '../errors.js';
 import { insideCallingHours, nextCallingInstant, parseCallingHours, type CallingHours } from '../policy/calling-hours.js';
 import type { TerminalState } from '../runs/states.js';
+import type { AnsweredBy } from '../store/schema/schema.js';
 
 /** The run states an attempt may be retried after (a completed run reached the contact; a canceled one was stopped on purpose). */
 export const RETRYABLE_STATES = ['busy', 'no_answer', 'failed', 'rejected', 'expired'] as const satisfies readonly TerminalState[];
 export type RetryableState = (typeof RETRYABLE_STATES)[number];
 
+/**
+ * What `retry.on` may name: those states, and `machine`: an attempt a machine (or a fax) answered
+ * and Dialtone hung up on or left a message on (answering-machine detection), which reached no one.
+ */
+export const RETRY_CONDITIONS = [...RETRYABLE_STATES, 'machine'] as const;
+export type RetryCondition = (typeof RETRY_CONDITIONS)[number];
+
+/** How an attempt a machine answered ends when the agent did not keep the call (dispatch/machine-verdicts.ts). */
+const MACHINE_OUTCOMES: readonly (string | null)[] = ['machine_hangup', 'voicemail_left'];
+
 export interface RetryRule {
   maxAttempts: number;
   delaySeconds: number;
-  on: RetryableState[];
+  on: RetryCondition[];
 }
 
 export interface CircuitBreaker {
@@ -85,14 +96,14 @@ export interface BreakerInput {
 export function retryRule(input: RetryInput | undefined, problems: FieldError[]): RetryRule {
   const on = input?.on ?? DEFAULT_RETRY.on;
   on.forEach((state, index) => {
-    if (!(RETRYABLE_STATES as readonly string[]).includes(state)) {
-      problems.push({ pointer: `/retry/on/${index}`, detail: `"${state}" is not a state an attempt is retried after; use ${RETRYABLE_STATES.join(', ')}.` });
+    if (!(RETRY_CONDITIONS as readonly string[]).includes(state)) {
+      problems.push({ pointer: `/retry/on/${index}`, detail: `"${state}" is not something an attempt is retried after; use ${RETRY_CONDITIONS.join(', ')}.` });
     }
   });
   return {
     maxAttempts: input?.max_attempts ?? DEFAULT_RETRY.maxAttempts,
     delaySeconds: input?.delay_seconds ?? DEFAULT_RETRY.delaySeconds,
-    on: [...new Set(on)] as RetryableState[],
+    on: [...new Set(on)] as RetryCondition[],
   };
 }
 
@@ -143,22 +154,24 @@ export const CANCEL_REASON = 'campaign_canceled';
 export const SUPPRESSED_REASON = 'suppressed';
 
 /**
- * How an ended attempt settles its contact: `completed` reached it; canceled undialed by a pause
+ * How an ended attempt settles its contact: `completed` reached it, unless a machine answered and
+ * Dialtone hung up or left a message (then it is retried when `retry.on` names `machine`); canceled undialed by a pause
  * or the schedule's close it waits for the resume or the next window with its attempt given back; a state in `retry.on` with attempts left retries
  * `delay_seconds` after the end; anything else used it up.
  */
 export function settle(
-  ended: { state: TerminalState; reason: string | null; endedAt: number; attempts: number; refunded: number },
+  ended: { state: TerminalState; reason: string | null; endedAt: number; attempts: number; refunded: number; answeredBy?: AnsweredBy | null },
   retry: RetryRule,
   campaignCanceled: boolean,
   now: number,
 ): Settlement {
-  if (ended.state === 'completed') return { status: 'reached' };
+  const machine = ended.state === 'completed' && (ended.answeredBy === 'machine' || ended.answeredBy === 'fax') && MACHINE_OUTCOMES.includes(ended.reason);
+  if (ended.state === 'completed' && !machine) return { status: 'reached' };
   if (ended.state === 'canceled' && ended.reason === SUPPRESSED_REASON) return { status: 'suppressed' };
   if (campaignCanceled) return { status: 'canceled' };
   if (ended.state === 'canceled' && (ended.reason === PAUSE_REASON || ended.reason === SCHEDULE_REASON)) return { status: 'pending', nextAttemptAt: now, refund: true };
   const used = ended.attempts - ended.refunded;
-  if ((retry.on as readonly string[]).includes(ended.state) && used < retry.maxAttempts) {
+  if ((retry.on as readonly string[]).includes(machine ? 'machine' : ended.state) && used < retry.maxAttempts) {
     return { status: 'pending', nextAttemptAt: ended.endedAt + retry.delaySeconds * 1000, refund: false };
   }
   return { status: 'exhausted' };

@@ -5,7 +5,7 @@ import { createReadStream } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Deps } from '../../deps.js';
 import type { CampaignView } from '../../campaigns/campaigns.js';
-import { RETRYABLE_STATES } from '../../campaigns/settings.js';
+import { RETRY_CONDITIONS } from '../../campaigns/settings.js';
 import { action, readJsonFile, requireOrg, wantsJson } from '../action.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable, type Printable } from '../output.js';
@@ -76,7 +76,7 @@ export function campaignCommands(program: Command): void {
     .option('--ends-at <time>', 'the campaign pauses (ends_at) at this ISO 8601 time')
     .option('--max-attempts <n>', 'attempts per contact (1 to 10, default 1)', positiveInt)
     .option('--retry-delay <seconds>', 'seconds between attempts (at least 30, default 600)', positiveInt)
-    .option('--retry-on <states>', `comma-separated states that earn another attempt (of ${RETRYABLE_STATES.join(', ')}; default busy,no_answer,failed)`, commaList)
+    .option('--retry-on <states>', `comma-separated states that earn another attempt (of ${RETRY_CONDITIONS.join(', ')}: machine is an attempt a machine answered and Dialtone hung up on or left a message; default busy,no_answer,failed)`, commaList)
     .option('--failure-ratio <ratio>', 'circuit breaker: share of ended attempts ending failed that pauses the campaign (default 0.5)', positiveNumber)
     .option('--breaker-window <seconds>', 'circuit breaker: window the attempts are counted over (default 120)', positiveInt)
     .option('--breaker-min-calls <n>', 'circuit breaker: ended attempts needed in the window before it can trip (default 10)', positiveInt)

@@ -8,7 +8,7 @@ import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
 import { actOnCampaign, createCampaign, getCampaign, listCampaignRuns, listCampaigns, type CampaignAction, type CreateCampaignBody } from '../../campaigns/campaigns.js';
 import { importContactCsv, importContactList, listContacts, type ContactInput } from '../../campaigns/contacts.js';
-import { CAMPAIGN_LIMITS as L, RETRYABLE_STATES } from '../../campaigns/settings.js';
+import { CAMPAIGN_LIMITS as L, RETRY_CONDITIONS } from '../../campaigns/settings.js';
 import { TERMINAL_STATES } from '../../runs/states.js';
 import { CAMPAIGN_STATES, CONTACT_STATUSES, PAUSED_REASONS, type ContactStatus } from '../../store/schema/schema.js';
 import { WEEKDAYS } from '../../policy/calling-hours.js';
@@ -34,7 +34,7 @@ const Retry = Type.Object(
   {
     max_attempts: Type.Optional(Type.Integer({ minimum: L.maxAttempts.min, maximum: L.maxAttempts.max, description: 'Attempts per contact, the first included (default 1)' })),
     delay_seconds: Type.Optional(Type.Integer({ minimum: L.delaySeconds.min, maximum: L.delaySeconds.max, description: 'Wait after an attempt ends before the next (default 600)' })),
-    on: Type.Optional(Type.Array(literals(RETRYABLE_STATES), { uniqueItems: true, description: 'Run states that earn another attempt (default busy, no_answer, failed)' })),
+    on: Type.Optional(Type.Array(literals(RETRY_CONDITIONS), { uniqueItems: true, description: 'Run states that earn another attempt (default busy, no_answer, failed), and machine: an attempt a machine answered that was hung up on or left a message (answering-machine detection)' })),
   },
   { additionalProperties: false },
 );

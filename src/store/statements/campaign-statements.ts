@@ -7,7 +7,7 @@ import { sql } from '../engine/kysely.js';
 import { explainQuery } from '../engine/query-plans.js';
 import { lockingFreeRows } from '../engine/row-locks.js';
 import { runDetailsQuery, type RunDetailsRow } from './run-reads.js';
-import type { CampaignContactRow, CampaignRow, CampaignState, CampaignsTable, ContactStatus, RunMode, RunState } from '../schema/schema.js';
+import type { AnsweredBy, CampaignContactRow, CampaignRow, CampaignState, CampaignsTable, ContactStatus, RunMode, RunState } from '../schema/schema.js';
 import { queryable, type Queryable, type Store, type StoreTransaction } from '../engine/store.js';
 
 /** How many campaigns the organization has open (draft, running or paused); inside the creating transaction, after lockOrganization, the count is exact. */
@@ -262,6 +262,8 @@ export interface EndedAttemptRow {
   run_state: RunState;
   outcome_reason: string | null;
   ended_at: number | null;
+  /** Who answered (answering-machine detection), null when nobody asked. */
+  answered_by: AnsweredBy | null;
 }
 
 /** Up to `limit` in-progress contacts of a campaign whose latest run is in one of `terminal`. */
@@ -269,7 +271,7 @@ export async function selectEndedAttempts(store: Pick<Store, 'db'>, campaignId: 
   const rows = await store.db
     .selectFrom('campaign_contacts as c')
     .innerJoin('workflow_runs as r', 'r.id', 'c.last_run_id')
-    .select(['c.id', 'c.attempts', 'c.refunded', 'c.last_run_id', 'r.state as run_state', 'r.outcome_reason', 'r.ended_at'])
+    .select(['c.id', 'c.attempts', 'c.refunded', 'c.last_run_id', 'r.state as run_state', 'r.outcome_reason', 'r.ended_at', 'r.answered_by'])
     .where('c.campaign_id', '=', campaignId)
     .where('c.status', '=', 'in_progress')
     .where('r.state', 'in', terminal)
