@@ -11,6 +11,7 @@ import { Metrics } from './metrics.js';
 import { RunLifecycle } from './runs/lifecycle.js';
 import { QueuedRunCounts } from './runs/queue-cap.js';
 import { configuredSecretKey } from './secret-key.js';
+import { systemClock, type Clock } from './shared/clock.js';
 import { Signals } from './signals.js';
 import { openStore, type Store } from './store/engine/store.js';
 import { WEBHOOK_CHANNEL } from './store/statements/webhook-statements.js';
@@ -20,13 +21,6 @@ import { RouteDecoder } from './telephony/routes.js';
 import { SipProvider } from './telephony/sip/provider.js';
 import { SimulatorProvider } from './telephony/simulator.js';
 import { TwilioProvider } from './telephony/twilio/provider.js';
-
-export interface Clock {
-  /** Milliseconds since the epoch. */
-  now(): number;
-}
-
-export const systemClock: Clock = { now: () => Date.now() };
 
 export interface Deps {
   config: Config;

@@ -13,7 +13,8 @@
 // with a message saying what to do, rather than failing later on every secret it touches.
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Config } from './config.js';
-import type { Deps } from './deps.js';
+import type { Clock } from './shared/clock.js';
+import type { Store } from './store/engine/store.js';
 import { insertKeyCheckIfAbsent, selectAnyEncryptedSecret, selectKeyCheck } from './store/statements/secret-key-statements.js';
 import { newSecretKey, parseSecretKey, type CredentialsCipher } from './shared/credentials-cipher.js';
 
@@ -96,7 +97,7 @@ export type SecretKeyOutcome =
  * (see the top of this file), then compares its check value with the stored one, storing it on
  * the first start. Throws SecretKeyError when the key is missing or is not the stored secrets' key.
  */
-export async function establishSecretKey(deps: Pick<Deps, 'store' | 'cipher' | 'config' | 'clock'>): Promise<SecretKeyOutcome> {
+export async function establishSecretKey(deps: { store: Store; cipher: CredentialsCipher; config: Config; clock: Clock }): Promise<SecretKeyOutcome> {
   const file = secretKeyFilePath(deps.config.DATABASE_URL);
   const given = deps.config.DIALTONE_SECRET_KEY !== undefined ? 'DIALTONE_SECRET_KEY' : `the key in ${file ?? '(none)'}`;
   let stored = await selectKeyCheck(deps.store);

@@ -2,7 +2,7 @@
 // event id still in flight, and what a stop does to a read under way.
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { systemClock } from '../src/deps.js';
+import { systemClock } from '../src/shared/clock.js';
 import type { StreamEventRow } from '../src/store/statements/event-stream-statements.js';
 import { EventFeed, startingPoint } from '../src/stream/event-feed.js';
 import { build, postJson, type TestEnv } from './helpers/app.js';

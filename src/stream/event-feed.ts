@@ -20,7 +20,7 @@
 // and starts below the lowest hole that may still fill (one with an event above it written less
 // than STREAM_GAP_WAIT_MS ago), then waits for it like any other gap.
 import type { Logger } from 'pino';
-import type { Clock } from '../deps.js';
+import type { Clock } from '../shared/clock.js';
 import { selectEventsAfter, selectEventTimesAfter, selectLastEventId, type StreamEventRow } from '../store/statements/event-stream-statements.js';
 import type { Store } from '../store/engine/store.js';
 

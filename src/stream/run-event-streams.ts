@@ -6,7 +6,7 @@
 // pace), then the live ones, with none missing or repeated in between.
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { Clock } from '../deps.js';
+import type { Clock } from '../shared/clock.js';
 import { iso } from '../runs/read-run.js';
 import { selectLastEventId, selectOrganizationEventsBetween, type CampaignStreamRow, type DeliveryStreamRow, type RunStreamRow, type StreamEventRow } from '../store/statements/event-stream-statements.js';
 import type { CampaignEventRow, CampaignStreamEvent, WebhookDeliveryEventRow } from '../store/schema/schema.js';

@@ -3,7 +3,7 @@
 // number so every path can be exercised on purpose. The table is documented in docs/simulator.md.
 import { appendFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../deps.js';
+import type { Clock } from '../shared/clock.js';
 import type { FieldError } from '../errors.js';
 import type { AnsweredBy } from '../store/schema/schema.js';
 import {

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import type * as sip from 'sip';
 import type * as digest from 'sip/digest.js';
-import type { Clock } from '../../deps.js';
+import type { Clock } from '../../shared/clock.js';
 import { maskPhoneNumbersIn } from '../../logging.js';
 import { DialRefusedError, type DialRequest, type InProcessProvider, type LiveCall, type ProviderEventKind, type ProviderEventSink, type RouteDecoding, type RouteInput } from '../provider.js';
 import { decodeSipRoute, type SipRouteConfig } from './route.js';
