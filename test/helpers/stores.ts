@@ -66,15 +66,22 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A new database of the given kind (PostgreSQL's already migrated; SQLite's empty), and how to remove it. */
-export async function createTestDatabase(kind: StoreKind): Promise<TestDatabase> {
+/**
+ * A new database of the given kind (PostgreSQL's already migrated unless `empty`, for a test of a
+ * migration; SQLite's empty), and how to remove it.
+ */
+export async function createTestDatabase(kind: StoreKind, options: { empty?: boolean } = {}): Promise<TestDatabase> {
   if (kind === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'dialtone-test-'));
     return { url: `sqlite:${join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
   }
-  const template = await postgresTemplate();
   const name = `dialtone_t_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await withAdmin((admin) => whileInUse(() => admin.query(`create database ${name} template ${template}`)));
+  if (options.empty) {
+    await withAdmin((admin) => admin.query(`create database ${name}`));
+  } else {
+    const template = await postgresTemplate();
+    await withAdmin((admin) => whileInUse(() => admin.query(`create database ${name} template ${template}`)));
+  }
   return {
     url: postgresUrl(name),
     drop: () => withAdmin(async (admin) => void (await admin.query(`drop database if exists ${name} with (force)`))),

@@ -21,6 +21,7 @@ import { up015 } from './migrations/015_outbox_wakes_after_commit.js';
 import { up016 } from './migrations/016_webhook_deliveries_by_run.js';
 import { up017 } from './migrations/017_secret_key_check.js';
 import { up018 } from './migrations/018_answered_by.js';
+import { up019 } from './migrations/019_provider_names_unchecked.js';
 import type { DialectName, Store } from '../engine/store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
@@ -43,6 +44,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '016_webhook_deliveries_by_run': { up: up016(dialect) },
     '017_secret_key_check': { up: up017(dialect) },
     '018_answered_by': { up: up018(dialect) },
+    '019_provider_names_unchecked': { up: up019(dialect) },
   };
 }
 
@@ -52,6 +54,13 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Applies the migrations up to and including `name` only: for tests of a migration on the data before it. */
+export async function migrateTo(store: Store, name: string): Promise<void> {
+  const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect) };
+  const { error } = await new Migrator({ db: store.db, provider }).migrateTo(name);
+  if (error) throw error instanceof Error ? error : new Error(String(error));
 }
 
 /** True when every known migration has been applied (used by readiness). */
