@@ -30,6 +30,7 @@ import { runStateRoutes } from './http/routes/run-states.js';
 import { statsRoutes } from './http/routes/stats.js';
 import { streamRoutes } from './http/routes/stream.js';
 import { providerCallbackRoutes } from './http/routes/provider-callbacks.js';
+import { callbackPrefix } from './telephony/callback-urls.js';
 import { suppressionRoutes } from './http/routes/suppressions.js';
 import { webhookEndpointRoutes } from './http/routes/webhook-endpoints.js';
 import { workflowRunRoutes } from './http/routes/workflow-runs.js';
@@ -163,9 +164,13 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
     { prefix: '/api/v1/public' },
   );
-  // Each provider that reports progress by HTTP callbacks gets its routes under its own name.
-  for (const provider of Object.values(deps.providers)) {
-    if (provider.callbacks) await app.register(providerCallbackRoutes(deps, provider.name, provider.callbacks), { prefix: `/api/v1/providers/${provider.name}` });
+  // Each provider that declares callback routes (its definition, telephony/registry.ts) gets them
+  // under its own name, answered by its `callbacks`.
+  for (const definition of deps.registry.definitions) {
+    const callbacks = deps.providers[definition.name]?.callbacks;
+    if (definition.callbackRoutes.length === 0) continue;
+    if (!callbacks) throw new Error(`Provider "${definition.name}" declares callback routes but has no callbacks to answer them.`);
+    await app.register(providerCallbackRoutes(deps, definition.name, definition.callbackRoutes, callbacks), { prefix: callbackPrefix(definition.name) });
   }
   await app.register(runtimeRoutes(deps), { prefix: '/api/v1/runtime' });
   await app.register(consoleRoutes(), { prefix: '/console' });

@@ -2,6 +2,7 @@
 // Every variable is documented in `.env.example`; keep the two in step.
 import { Type, type Static } from '@sinclair/typebox';
 import { Errors } from '@sinclair/typebox/errors';
+import { PROVIDER_CONFIG_KEYS } from './telephony/registry.js';
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from './webhooks/retry-schedule.js';
 
 const Integer = (min: number, max: number, dflt: number) =>
@@ -56,17 +57,11 @@ export const ConfigSchema = Type.Object({
   /** An API key's `last_used_at` is written at most once per this interval. */
   API_KEY_LAST_USED_WRITE_INTERVAL_MS: Integer(0, 86_400_000, 60_000),
 
-  // Twilio and the agent runtime (docs/telephony.md, "Twilio").
-  /** Twilio's REST API; change it only for a regional endpoint or a test server speaking its wire format. */
-  TWILIO_API_BASE_URL: Type.String({ default: 'https://api.twilio.com', pattern: '^https?://' }),
+  // The agent runtime (docs/telephony.md, "Twilio").
   /** Media Streams WebSocket of the agent runtime; answered Twilio calls are connected to it. Unset: Dialtone speaks the greeting and hangs up. */
   AGENT_RUNTIME_URL: Type.Optional(Type.String({ pattern: '^wss?://' })),
   /** How long a per-run runtime token stays valid after the run is created. */
   RUNTIME_TOKEN_TTL_MS: Integer(60_000, 30 * 86_400_000, 86_400_000),
-  /** Times Twilio retries a failed callback (its connection override `rc`, 0 to 5); 0 leaves Twilio's default (no retry). */
-  TWILIO_CALLBACK_RETRIES: Integer(0, 5, 5),
-  /** Which failures Twilio retries (connection override `rp`): all, 4xx, 5xx, ct (connect timeout), rt (read timeout), comma-separated. */
-  TWILIO_CALLBACK_RETRY_POLICY: Type.String({ default: 'all', pattern: '^(all|4xx|5xx|ct|rt)(,(all|4xx|5xx|ct|rt))*$' }),
 
   // Reconciliation (docs/telephony.md, "Reconciliation"): asking a provider whose calls outlive the node (Twilio) what became of a call.
   /** A live run with no news from its provider for this long is looked up at the provider. */
@@ -75,17 +70,6 @@ export const ConfigSchema = Type.Object({
   RECONCILE_MAX_READS_PER_ROUTE: Integer(1, 10_000, 50),
   /** Look-ups for one telephony configuration are spaced to at most this many per second. */
   RECONCILE_READS_PER_SECOND: Type.Number({ minimum: 0.1, maximum: 100, default: 5 }),
-
-  // SIP trunks (docs/telephony.md, "SIP trunk"): the one SIP stack of this process, started on its first SIP call.
-  /** Address the SIP stack listens on (UDP socket; TCP listener once a TCP route dials). */
-  SIP_BIND_ADDRESS: Type.String({ default: '0.0.0.0', minLength: 1 }),
-  SIP_PORT: Integer(1, 65535, 5060),
-  /** How long an unused SIP TCP or TLS connection stays open for the next request to the same peer. */
-  SIP_CONNECTION_IDLE_MS: Integer(1_000, 3_600_000, 30_000),
-  /** Largest SIP message taken over TCP or TLS (its headers, and its body, each); a peer sending more is disconnected. */
-  SIP_MAX_MESSAGE_BYTES: Integer(1_024, 1_048_576, 65_535),
-  /** Address written in Via and Contact (and the SDP offer unless a configuration names a media address); default: the bind address, or the host name when binding all interfaces. */
-  SIP_PUBLIC_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
 
   // Caller safety (docs/design.md, "The contract"; docs/api.md, "Limits"): idempotency, rate limits, queue cap.
   /** How long an Idempotency-Key's record, and the response it replays, is kept. */
@@ -230,13 +214,9 @@ export const ConfigSchema = Type.Object({
   /** Most events read from the store at once by a node's feed and by a resuming stream. */
   STREAM_BATCH_SIZE: Integer(1, 10_000, 500),
 
-  /** Simulator timings (ms): dial to ringing, ringing to answer, answer to hang-up, one "simulated second". */
-  SIMULATOR_LATENCY_MS: Integer(0, 60_000, 100),
-  SIMULATOR_RING_MS: Integer(0, 600_000, 2_000),
-  SIMULATOR_TALK_MS: Integer(0, 3_600_000, 5_000),
-  SIMULATOR_SECOND_MS: Integer(0, 60_000, 1_000),
-  /** When set, the simulator appends one JSON line per dial to this file (for audits and tests). */
-  SIMULATOR_DIAL_LOG: Type.Optional(Type.String({ minLength: 1 })),
+  // Each provider's own settings (TWILIO_*, SIP_*, SIMULATOR_*), declared in its folder's
+  // definition.ts and gathered by the registry (docs/telephony.md).
+  ...PROVIDER_CONFIG_KEYS,
 });
 
 export type Config = Static<typeof ConfigSchema>;

@@ -16,11 +16,9 @@ import { Signals } from './signals.js';
 import { openStore, type Store } from './store/engine/store.js';
 import { WEBHOOK_CHANNEL } from './store/statements/webhook-statements.js';
 import { CredentialsCipher } from './shared/credentials-cipher.js';
-import type { Providers } from './telephony/provider.js';
+import type { MachineVerdict, ProviderEvent, Providers, TelephonyProvider } from './telephony/provider.js';
+import { builtInProviders, type ProviderRegistry } from './telephony/registry.js';
 import { RouteDecoder } from './telephony/routes.js';
-import { SipProvider } from './telephony/sip/provider.js';
-import { SimulatorProvider } from './telephony/simulator.js';
-import { TwilioProvider } from './telephony/twilio/provider.js';
 
 export interface Deps {
   config: Config;
@@ -30,6 +28,9 @@ export interface Deps {
   cipher: CredentialsCipher;
   metrics: Metrics;
   signals: Signals;
+  /** The providers this service knows, their definitions (telephony/registry.ts). */
+  registry: ProviderRegistry;
+  /** Each registered provider, built once. */
   providers: Providers;
   /** Telephony configuration rows made DecodedRoutes for the providers (telephony/routes.ts). */
   routes: RouteDecoder;
@@ -48,6 +49,8 @@ export interface DepsOverrides {
   store?: Store;
   clock?: Clock;
   logger?: Logger;
+  /** The providers known, in place of the built-in ones (a test's registry with a fake provider added). */
+  registry?: ProviderRegistry;
   providers?: Partial<Providers>;
 }
 
@@ -80,35 +83,25 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
   // other nodes too (PostgreSQL; a no-op on SQLite), coalesced with the other announcements of the
   // moment: the outbox trigger no longer notifies inside the writing transaction (migration 015).
   signals.onOutbox(() => store.announce(WEBHOOK_CHANNEL));
-  const simulator = new SimulatorProvider(
-    { latencyMs: config.SIMULATOR_LATENCY_MS, ringMs: config.SIMULATOR_RING_MS, talkMs: config.SIMULATOR_TALK_MS, secondMs: config.SIMULATOR_SECOND_MS },
-    clock,
-    (event) => signals.providerEvent(event),
-    config.SIMULATOR_DIAL_LOG,
-    (verdict) => signals.machineVerdict(verdict),
-  );
   // DIALTONE_SECRET_KEY, or an embedded database's key file; a first start generates one (server.ts).
   const cipher = new CredentialsCipher(configuredSecretKey(config));
   const metrics = new Metrics(store, { defaultMetrics: config.NODE_ENV !== 'test' });
   observeWalFlush = (seconds) => metrics.walFlush.observe(seconds);
   observeDurableWrite = (seconds) => metrics.durableWrite.observe(seconds);
-  const providers: Providers = {
-    simulator,
-    twilio: new TwilioProvider(config),
-    sip: new SipProvider(
-      {
-        bindAddress: config.SIP_BIND_ADDRESS,
-        port: config.SIP_PORT,
-        publicAddress: config.SIP_PUBLIC_ADDRESS,
-        connectionIdleMs: config.SIP_CONNECTION_IDLE_MS,
-        maxMessageBytes: config.SIP_MAX_MESSAGE_BYTES,
-        onTransportError: (error) => logger.warn({ err: error }, 'SIP transport error'),
-      },
-      clock,
-      (event) => signals.providerEvent(event),
-    ),
-    ...overrides.providers,
-  };
+  // Every registered provider, built from its definition with its own configuration keys.
+  const registry = overrides.registry ?? builtInProviders;
+  const emit = (event: ProviderEvent): void => signals.providerEvent(event);
+  const emitVerdict = (verdict: MachineVerdict): void => signals.machineVerdict(verdict);
+  const providers: Record<string, TelephonyProvider> = {};
+  for (const definition of registry.definitions) {
+    const provider = definition.create({ config, clock, logger, emit, emitVerdict });
+    // The provider's type says it too (provider.ts): the two must not disagree.
+    if (provider.name !== definition.name || provider.callsOutliveNode !== definition.capabilities.callsOutliveNode) {
+      throw new Error(`Provider "${definition.name}" does not match its definition (name ${provider.name}, callsOutliveNode ${provider.callsOutliveNode}).`);
+    }
+    providers[definition.name] = provider;
+  }
+  Object.assign(providers, overrides.providers);
   return {
     config,
     store,
@@ -118,8 +111,9 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
     metrics,
     lifecycle: new RunLifecycle(store, metrics.transitions, () => signals.outbox()),
     signals,
+    registry,
     providers,
-    routes: new RouteDecoder(cipher, providers),
+    routes: new RouteDecoder(cipher, providers, registry),
     queuedRuns: new QueuedRunCounts(),
     lookups: new LookupCache(config.LOOKUP_CACHE_TTL_MS, clock),
     rateLimits: new RateLimits({

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { ConfigSchema, loadConfig } from '../src/config.js';
-import { scriptFor } from '../src/telephony/simulator.js';
+import { scriptFor } from '../src/telephony/simulator/provider.js';
 
 const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
 const exists = (path: string) => existsSync(new URL(`../${path}`, import.meta.url));

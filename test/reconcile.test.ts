@@ -11,6 +11,7 @@ import { createRun as createQueuedRun } from '../src/runs/create-run.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { DialTimeoutError, type DecodedRoute } from '../src/telephony/provider.js';
 import { TwilioProvider, type TwilioRouteConfig } from '../src/telephony/twilio/provider.js';
+import { twilioDefinition } from '../src/telephony/twilio/definition.js';
 import { postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
@@ -275,7 +276,7 @@ describe('Twilio provider: a create slower than DIAL_TIMEOUT_MS', () => {
     fake.answerCreatesAfter(2_000);
     // The SDK's own timeout (DIAL_TIMEOUT_MS) is the only one here: no dispatcher races it.
     const provider = new TwilioProvider({ TWILIO_API_BASE_URL: fake.baseUrl, PUBLIC_BASE_URL, MAX_CALL_DURATION_MS: 600_000, DIAL_TIMEOUT_MS: 200, TWILIO_CALLBACK_RETRIES: 5, TWILIO_CALLBACK_RETRY_POLICY: 'all' });
-    const route: DecodedRoute<TwilioRouteConfig> = { id: 1, orgId: 1, provider: 'twilio', callerIds: [CALLER_ID], ringTimeoutMs: undefined, config: { credentials: { accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN } } };
+    const route: DecodedRoute<TwilioRouteConfig> = { id: 1, orgId: 1, provider: 'twilio', capabilities: twilioDefinition.capabilities, callerIds: [CALLER_ID], ringTimeoutMs: undefined, config: { credentials: { accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN } } };
     await assert.rejects(provider.dial({ runId: 1, to: number(1), from: CALLER_ID, ringTimeoutMs: 30_000, route }), (error: unknown) => error instanceof DialTimeoutError);
     assert.equal(fake.calls.size, 1, 'the call was placed all the same');
   });
@@ -292,7 +293,7 @@ describe('Twilio provider: finding a call whose id was never recorded', () => {
       TWILIO_CALLBACK_RETRIES: 5,
       TWILIO_CALLBACK_RETRY_POLICY: 'all',
     });
-    const route: DecodedRoute<TwilioRouteConfig> = { id: 1, orgId: 1, provider: 'twilio', callerIds: [CALLER_ID], ringTimeoutMs: undefined, config: { credentials: { accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN } } };
+    const route: DecodedRoute<TwilioRouteConfig> = { id: 1, orgId: 1, provider: 'twilio', capabilities: twilioDefinition.capabilities, callerIds: [CALLER_ID], ringTimeoutMs: undefined, config: { credentials: { accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN } } };
     const placedAfter = Date.UTC(2026, 10, 23, 12);
     const sids: string[] = [];
     // 45 calls to the number after the claim (three pages of 20, newest first): the 44 later ones are other runs'.

@@ -4,10 +4,11 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import type { DecodedRoute } from '../src/telephony/provider.js';
 import { routeInputProblems } from '../src/telephony/routes.js';
-import { decodeSimulatorRoute, SimulatorProvider, type SimulatorRouteConfig } from '../src/telephony/simulator.js';
+import { decodeSimulatorRoute, SimulatorProvider, type SimulatorRouteConfig } from '../src/telephony/simulator/provider.js';
+import { simulatorDefinition } from '../src/telephony/simulator/definition.js';
 
 const TIMINGS = { latencyMs: 0, ringMs: 0, talkMs: 0, secondMs: 0 };
-const route: DecodedRoute<SimulatorRouteConfig> = { id: 1, orgId: 1, provider: 'simulator', callerIds: [], ringTimeoutMs: undefined, config: {} };
+const route: DecodedRoute<SimulatorRouteConfig> = { id: 1, orgId: 1, provider: 'simulator', capabilities: simulatorDefinition.capabilities, callerIds: [], ringTimeoutMs: undefined, config: {} };
 
 async function dialMany(simulator: SimulatorProvider, count: number): Promise<void> {
   for (let runId = 1; runId <= count; runId++) {

@@ -73,6 +73,11 @@ interface CheckedRequest {
 /** The organization settings a request is checked against (they travel with its API key). */
 export type InitiateCaller = Pick<AuthenticatedKey, 'orgId' | 'limits'> & Partial<Pick<AuthenticatedKey, 'callingHours'>>;
 
+/** The providers that can dial a SIP URI, for the refusal's words. */
+function sipDialers(deps: Deps): string {
+  return deps.registry.definitions.filter((d) => d.capabilities.dialsSipUris).map((d) => d.name).join(', ') || 'none here';
+}
+
 /** Every check of the contract's order before the calling policy; throws the refusal the request gets. */
 async function checkRequest(deps: Deps, caller: InitiateCaller, target: Target, mode: RunMode, body: InitiateCallBody): Promise<CheckedRequest> {
   const { orgId } = caller;
@@ -84,14 +89,14 @@ async function checkRequest(deps: Deps, caller: InitiateCaller, target: Target, 
   const resolved = await resolveTarget(deps.store, orgId, target, mode, deps.lookups);
 
   const telephony = await selectTelephonyConfiguration(deps.store, orgId, body.telephony_configuration_id, deps.lookups);
-  if (parsed.destination.kind === 'sip_uri' && telephony.provider !== 'sip') {
-    throw invalidPhoneNumber(`A SIP URI can only be dialed through a SIP telephony configuration; "${telephony.name}" is ${telephony.provider}.`);
+  if (parsed.destination.kind === 'sip_uri' && !deps.registry.capabilities(telephony.provider).dialsSipUris) {
+    throw invalidPhoneNumber(`A SIP URI can only be dialed through a telephony configuration whose provider dials SIP URIs (${sipDialers(deps)}); "${telephony.name}" is ${telephony.provider}.`);
   }
   const problems = deps.routes.readiness(telephony, { publicBaseUrl: deps.config.PUBLIC_BASE_URL });
   if (problems.length > 0) {
     throw new DialtoneError('telephony_not_ready', `Telephony configuration ${telephony.id} cannot place calls: ${problems.join(' ')}`);
   }
-  refuseUndetectableRoute(deps.providers, telephony, resolved.graph.answering_machine);
+  refuseUndetectableRoute(deps.registry, telephony, resolved.graph.answering_machine);
 
   const missing = missingRequiredVariables(resolved.graph, templateContext(resolved.graph, initialContext));
   if (missing.length > 0) {

@@ -1,19 +1,19 @@
 // A run that asks who answered must go through a route whose provider can tell (its
-// `detectsMachines`): a SIP trunk gives no verdict of its own, so asking for detection through one
+// `supportsMachineDetection` capability, telephony/registry.ts): a SIP trunk gives no verdict of its own, so asking for detection through one
 // is refused when the call is requested, never silently ignored. Called where a direct call checks
 // its route, and where a campaign is created.
 // Where it goes next: the provider registry's capability and the admission module (docs/design.md,
 // "Calling policy") make this one step of the one written order.
 import { DialtoneError } from '../errors.js';
-import type { Providers } from '../telephony/provider.js';
+import type { ProviderRegistry } from '../telephony/registry.js';
 import type { AnsweringMachine } from '../workflows/answering-machine.js';
 
 export function refuseUndetectableRoute(
-  providers: Providers,
-  route: { id: number; name: string; provider: keyof Providers },
+  registry: ProviderRegistry,
+  route: { id: number; name: string; provider: string },
   settings: AnsweringMachine | null | undefined,
 ): void {
-  if (!settings || settings.detect === 'off' || providers[route.provider].detectsMachines) return;
+  if (!settings || settings.detect === 'off' || registry.capabilities(route.provider).supportsMachineDetection) return;
   throw new DialtoneError(
     'machine_detection_unsupported',
     `The agent asks who answered (answering_machine.detect "${settings.detect}"), but telephony configuration ${route.id} ("${route.name}") is ${route.provider}, which cannot tell a machine from a person.`,

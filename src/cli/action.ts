@@ -4,7 +4,7 @@
 // usage error load none of them, and each command loads only the modules its group imports.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import type { Deps } from '../deps.js';
+import type { Deps, DepsOverrides } from '../deps.js';
 import { CliError } from './cli-error.js';
 import type { Printable } from './output.js';
 
@@ -18,8 +18,11 @@ export interface Output {
 /** True when this invocation prints JSON (`--json` is a global option). */
 export const wantsJson = (command: Command): boolean => Boolean(command.optsWithGlobals().json);
 
-/** Opens the store (migrating it), runs one command, prints its result, closes the store. */
-export function action<A extends unknown[]>(run: (deps: Deps, ...args: A) => Promise<Output>) {
+/**
+ * Opens the store (migrating it), runs one command, prints its result, closes the store.
+ * `overrides` go to buildDeps (the telephony commands pass a test's provider registry).
+ */
+export function action<A extends unknown[]>(run: (deps: Deps, ...args: A) => Promise<Output>, overrides: DepsOverrides = {}) {
   return async (...args: A) => {
     const json = wantsJson(args[args.length - 1] as Command);
     const [{ loadConfig }, { buildDeps }, { migrateToLatest }, { establishSecretKey }] = await Promise.all([
@@ -28,7 +31,7 @@ export function action<A extends unknown[]>(run: (deps: Deps, ...args: A) => Pro
       import('../store/schema/migrate.js'),
       import('../secret-key.js'),
     ]);
-    const deps = buildDeps(loadConfig(), {});
+    const deps = buildDeps(loadConfig(), overrides);
     try {
       await migrateToLatest(deps.store);
       // As the service does at start-up: a key generated here is the one it reads later.

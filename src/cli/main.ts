@@ -3,6 +3,7 @@
 // from the command groups (commands/, one file each) and runs it; a group declares its commands
 // with light imports only and loads the modules that do the work when one of them runs.
 import { Command, CommanderError } from 'commander';
+import type { ProviderRegistry } from '../telephony/registry.js';
 import { campaignCommands } from './commands/campaign.js';
 import { keyCommands } from './commands/key.js';
 import { orgCommands } from './commands/org.js';
@@ -13,7 +14,8 @@ import { telephonyCommands } from './commands/telephony.js';
 import { webhookCommands } from './commands/webhook.js';
 import { workflowCommands } from './commands/workflow.js';
 
-export function buildCli(options: { json?: boolean } = {}): Command {
+/** `registry`: the providers known, in place of the built-in ones (a test's fake provider added). */
+export function buildCli(options: { json?: boolean; registry?: ProviderRegistry } = {}): Command {
   const program = new Command('dialtone')
     .description('Dialtone: outbound call initiation service')
     .option('--json', 'print machine-readable JSON (errors too, as {"error":{"code","message"}} on stderr)')
@@ -27,7 +29,7 @@ export function buildCli(options: { json?: boolean } = {}): Command {
   serviceCommands(program);
   orgCommands(program);
   keyCommands(program);
-  telephonyCommands(program);
+  telephonyCommands(program, options.registry);
   workflowCommands(program);
   runCommands(program);
   suppressionCommands(program);

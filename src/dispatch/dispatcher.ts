@@ -250,7 +250,7 @@ export class Dispatcher {
     const provider = deps.providers[configuration.provider];
     const ringTimeoutMs = ringTimeoutOf(deps, route);
     // Asked only of providers that can detect: a request for it on another route was refused when the run was created.
-    const machineDetection = provider.detectsMachines ? await machineDetectionForDial(deps, run.id) : undefined;
+    const machineDetection = route.capabilities.supportsMachineDetection ? await machineDetectionForDial(deps, run.id) : undefined;
     const sentAt = deps.clock.now();
     deps.metrics.dialLatency.observe((sentAt - run.created_at) / 1000);
     const attempt = provider.dial({ runId: run.id, to: run.phone_number, from: run.caller_id, ringTimeoutMs, route, ...(machineDetection ? { machineDetection } : {}) });

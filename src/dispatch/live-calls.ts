@@ -225,7 +225,7 @@ export class LiveCalls {
    * (Twilio) are released to their provider's callbacks instead.
    */
   async drainInProcessCalls(deadline: number): Promise<void> {
-    const inProcess = () => [...this.calls.values()].filter((call) => !this.deps.providers[call.route.provider].callsOutliveNode);
+    const inProcess = () => [...this.calls.values()].filter((call) => !call.route.capabilities.callsOutliveNode);
     while (inProcess().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     for (const call of inProcess()) {
       const state = await this.currentState(call.runId);

@@ -84,7 +84,8 @@ export class Reconciler {
     const { deps } = this;
     const row = await selectRunConfiguration(deps.store, configurationId);
     const provider = deps.providers[row.provider];
-    if (!provider.callsOutliveNode) return;
+    // A route of a provider this process does not run (removed from the registry) has nobody to ask.
+    if (!provider?.callsOutliveNode) return;
     const decoded = deps.routes.decode(row);
     const spacingMs = 1000 / deps.config.RECONCILE_READS_PER_SECOND;
     let asked = 0;

@@ -14,9 +14,8 @@ import {
 } from '../store/statements/configuration-statements.js';
 import { decodeJson, type Store } from '../store/engine/store.js';
 import type { CredentialsCipher } from '../shared/credentials-cipher.js';
+import { builtInProviders, type ProviderRegistry } from './registry.js';
 import { routeInputProblems } from './routes.js';
-
-export const PROVIDERS: readonly ProviderName[] = ['simulator', 'twilio', 'sip'];
 
 export interface NewTelephonyConfiguration {
   orgId: number;
@@ -82,11 +81,11 @@ export async function createTelephonyConfiguration(
   cipher: CredentialsCipher,
   input: NewTelephonyConfiguration,
   now: number,
+  registry: ProviderRegistry = builtInProviders,
 ): Promise<TelephonyConfigurationView> {
   const errors: FieldError[] = [];
-  if (!PROVIDERS.includes(input.provider as ProviderName)) {
-    errors.push({ pointer: '/provider', detail: `Must be one of ${PROVIDERS.join(', ')}.` });
-  }
+  const known = registry.has(input.provider);
+  if (!known) errors.push({ pointer: '/provider', detail: `Must be one of ${registry.names.join(', ')}.` });
   const callerIds = await normalizeCallerIds(input.callerIds ?? []);
   errors.push(...callerIds.errors);
   const cps = input.callsPerSecond ?? 1;
@@ -96,10 +95,8 @@ export async function createTelephonyConfiguration(
     errors.push({ pointer: '/max_concurrent_calls', detail: 'Must be a whole number of at least 1.' });
   }
   if (input.name.trim().length === 0) errors.push({ pointer: '/name', detail: 'Must not be empty.' });
-  // The provider's own schema (provider.ts), the same one readiness applies to the stored route.
-  if (PROVIDERS.includes(input.provider as ProviderName)) {
-    errors.push(...routeInputProblems(input.provider as ProviderName, { settings: input.settings ?? {}, credentials: input.credentials ?? null }));
-  }
+  // The provider's own schema (its definition's decoder), the same one readiness applies to the stored route.
+  if (known) errors.push(...routeInputProblems(input.provider, { settings: input.settings ?? {}, credentials: input.credentials ?? null }, registry));
   if (errors.length > 0) throw validationFailed(errors, 'The telephony configuration is not valid.');
 
   const credentials = input.credentials ? cipher.encrypt(input.orgId, input.credentials) : null;
@@ -108,7 +105,7 @@ export async function createTelephonyConfiguration(
     {
       org_id: input.orgId,
       name: input.name,
-      provider: input.provider as ProviderName,
+      provider: input.provider,
       credentials_encrypted: credentials,
       settings: input.settings ?? {},
       caller_ids: callerIds.values,

@@ -5,7 +5,9 @@
 // runs/) turns events into transitions, so the rules about states live in one place.
 //
 // Providers never see a database row: they receive a DecodedRoute (routes.ts), whose settings were
-// parsed and credentials decrypted once and checked against the provider's own schema.
+// parsed and credentials decrypted once and checked against the provider's own schema (its
+// definition's decoder, definition.ts). What a provider is called, what it can do and how it is
+// built are said by its definition; this is what a built provider does.
 import type { FieldError } from '../errors.js';
 import type { AnsweredBy, ProviderName } from '../store/schema/schema.js';
 
@@ -36,7 +38,7 @@ export interface MachineVerdict {
 
 export type MachineVerdictSink = (verdict: MachineVerdict) => void;
 
-/** What a dial asks of a provider that detects machines (its `detectsMachines` says it can). */
+/** What a dial asks of a provider that detects machines (its definition's `supportsMachineDetection` says it can). */
 export interface MachineDetectionRequest {
   /** `message_end`: the verdict on a machine waits for the end of its greeting, so a message can follow. */
   detect: 'on' | 'message_end';
@@ -44,11 +46,33 @@ export interface MachineDetectionRequest {
   timeoutMs: number | undefined;
 }
 
+/**
+ * What a provider can do, said as plain booleans so code that depends on one (a SIP URI dialed,
+ * answering-machine detection asked for, a run given up with its node) asks the route's provider
+ * rather than its name. Transfer and DTMF say what Dialtone does through the provider today (nothing
+ * yet, for any); machine detection says whether the provider can report it, which answering-machine
+ * detection (issue 31) builds on.
+ */
+export interface ProviderCapabilities {
+  /** The provider holds its calls: they go on when the node that placed them stops, and it can be asked about them. */
+  readonly callsOutliveNode: boolean;
+  /** A `sip:` or `sips:` URI can be dialed, besides E.164 numbers. */
+  readonly dialsSipUris: boolean;
+  /** The provider can tell a person from an answering machine when a call is answered. */
+  readonly supportsMachineDetection: boolean;
+  /** An answered call can be handed to another destination. */
+  readonly supportsTransfer: boolean;
+  /** Dialtone can send DTMF digits on an answered call through the provider. */
+  readonly sendsDtmf: boolean;
+}
+
 /** A telephony configuration as providers see it: checked, parsed, its credentials decrypted. */
 export interface DecodedRoute<C = unknown> {
   id: number;
   orgId: number;
   provider: ProviderName;
+  /** What the route's provider can do (its definition's, definition.ts). */
+  capabilities: ProviderCapabilities;
   callerIds: string[];
   /** The route's own ring timeout (settings.ring_timeout_ms), when it sets one. */
   ringTimeoutMs: number | undefined;
@@ -163,8 +187,6 @@ export interface ProviderCallbacks<C> {
 
 interface ProviderBase<C> {
   readonly name: ProviderName;
-  /** Checks a route's settings and credentials, listing every problem; typed config when none. */
-  decodeRoute(input: RouteInput): RouteDecoding<C>;
   /** Why a well-formed route still cannot place a call now (no caller ID, nowhere to call back). */
   readiness(route: DecodedRoute<C>, service: ServiceSettings): string[];
   /** Places a call; resolves once the provider has accepted it and named it. */
@@ -173,11 +195,6 @@ interface ProviderBase<C> {
   hangUp(call: LiveCall<C>): Promise<void>;
   /** Releases sockets and timers. */
   close(): Promise<void>;
-  /**
-   * Whether it can tell a machine from a person (answering-machine detection): a dial asking for it
-   * through a provider that cannot is refused at request time, never silently ignored.
-   */
-  readonly detectsMachines: boolean;
   /** Speaks a message on an answered call (a machine's, after its beep), then hangs up. */
   leaveMessage?(call: LiveCall<C>, text: string): Promise<void>;
   /** Present when the provider reports progress through HTTP callbacks. */
@@ -206,4 +223,5 @@ export interface RemoteProvider<C = unknown> extends ProviderBase<C> {
 
 export type TelephonyProvider<C = unknown> = InProcessProvider<C> | RemoteProvider<C>;
 
-export type Providers = Record<ProviderName, TelephonyProvider>;
+/** The providers this process built, by name (deps.ts, from the registry). */
+export type Providers = Readonly<Record<ProviderName, TelephonyProvider>>;

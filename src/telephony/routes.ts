@@ -7,10 +7,8 @@ import type { FieldError } from '../errors.js';
 import type { ProviderName, TelephonyConfigurationRow } from '../store/schema/schema.js';
 import { decodeJson } from '../store/engine/store.js';
 import type { CredentialsCipher } from '../shared/credentials-cipher.js';
-import type { DecodedRoute, Providers, RouteDecoding, RouteInput, ServiceSettings } from './provider.js';
-import { decodeSimulatorRoute } from './simulator.js';
-import { decodeSipRoute } from './sip/route.js';
-import { decodeTwilioRoute } from './twilio/provider.js';
+import type { DecodedRoute, Providers, RouteInput, ServiceSettings } from './provider.js';
+import { builtInProviders, type ProviderRegistry } from './registry.js';
 
 export type RouteResult = { ok: true; route: DecodedRoute } | { ok: false; problems: FieldError[] };
 
@@ -26,16 +24,19 @@ export function commonSettingsProblems(settings: Record<string, unknown>): Field
   return [];
 }
 
-/** Each provider's schema, as its `decodeRoute` applies it: for checks made without a provider at hand (creation). */
-const SCHEMAS: Record<ProviderName, (input: RouteInput) => RouteDecoding<unknown>> = {
-  simulator: decodeSimulatorRoute,
-  twilio: decodeTwilioRoute,
-  sip: decodeSipRoute,
-};
+/** A route naming a provider nobody registered (one removed from the registry since the row was written). */
+function unknownProvider(provider: ProviderName, registry: ProviderRegistry): FieldError {
+  return { pointer: '/provider', detail: `No provider named "${provider}" is registered; this service knows ${registry.names.join(', ')}.` };
+}
 
-/** Checks settings and credentials against the provider's schema (as given at creation, before encryption). */
-export function routeInputProblems(provider: ProviderName, input: RouteInput): FieldError[] {
-  const decoded = SCHEMAS[provider](input);
+/**
+ * Checks settings and credentials against the provider's schema, its definition's decoder (as given
+ * at creation, before encryption: no provider need be built for it).
+ */
+export function routeInputProblems(provider: ProviderName, input: RouteInput, registry: ProviderRegistry = builtInProviders): FieldError[] {
+  const definition = registry.find(provider);
+  if (!definition) return [unknownProvider(provider, registry)];
+  const decoded = definition.decodeRoute(input);
   return [...commonSettingsProblems(input.settings), ...(decoded.ok ? [] : decoded.problems)];
 }
 
@@ -52,6 +53,7 @@ export class RouteDecoder {
   constructor(
     private readonly cipher: CredentialsCipher,
     private readonly providers: Providers,
+    private readonly registry: ProviderRegistry,
   ) {}
 
   decode(row: TelephonyConfigurationRow): RouteResult {
@@ -68,7 +70,9 @@ export class RouteDecoder {
   readiness(row: TelephonyConfigurationRow, service: ServiceSettings): string[] {
     const decoded = this.decode(row);
     if (!decoded.ok) return decoded.problems.map(describeProblem);
-    return this.providers[row.provider].readiness(decoded.route, service);
+    const provider = this.providers[row.provider];
+    if (!provider) return [`No provider named "${row.provider}" is running in this process.`];
+    return provider.readiness(decoded.route, service);
   }
 
   private decodeNow(row: TelephonyConfigurationRow): RouteResult {
@@ -82,8 +86,10 @@ export class RouteDecoder {
         return { ok: false, problems: [{ pointer: '/credentials', detail: `Cannot be decrypted: ${(error as Error).message}` }] };
       }
     }
+    const definition = this.registry.find(row.provider);
+    if (!definition) return { ok: false, problems: [unknownProvider(row.provider, this.registry)] };
     const problems = commonSettingsProblems(settings);
-    const decoded = this.providers[row.provider].decodeRoute({ settings, credentials });
+    const decoded = definition.decodeRoute({ settings, credentials });
     if (!decoded.ok) problems.push(...decoded.problems);
     if (problems.length > 0 || !decoded.ok) return { ok: false, problems };
     const ring = settings.ring_timeout_ms;
@@ -93,6 +99,7 @@ export class RouteDecoder {
         id: row.id,
         orgId: row.org_id,
         provider: row.provider,
+        capabilities: definition.capabilities,
         callerIds: decodeJson<string[]>(row.caller_ids) ?? [],
         ringTimeoutMs: typeof ring === 'number' ? ring : undefined,
         config: decoded.config,

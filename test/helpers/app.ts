@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { buildDeps, type Deps } from '../../src/deps.js';
 import type { Clock } from '../../src/shared/clock.js';
+import type { ProviderRegistry } from '../../src/telephony/registry.js';
 import { migrateToLatest } from '../../src/store/schema/migrate.js';
 import type { Store } from '../../src/store/engine/store.js';
 import { createTestDatabase, openTestStore, type StoreKind } from './stores.js';
@@ -23,6 +24,8 @@ export interface TestEnvOptions {
   clock?: Clock;
   /** Default: silent. */
   logger?: Logger;
+  /** The providers known, in place of the built-in ones (a fake provider added). */
+  registry?: ProviderRegistry;
   /** Replaces the store the app and dispatcher are given (e.g. FakeTime's `watch`); the test still owns the real one. */
   wrapStore?: (store: Store) => Store;
 }
@@ -54,6 +57,7 @@ export async function createTestEnv(kind: StoreKind, options: TestEnvOptions = {
     store: options.wrapStore ? options.wrapStore(store) : store,
     logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.registry ? { registry: options.registry } : {}),
   });
   await migrateToLatest(store);
   const app = await buildApp(deps);

@@ -3,7 +3,7 @@ import type { TestContext } from 'node:test';
 import { Dispatcher } from '../../src/dispatch/dispatcher.js';
 import { getRun, type RunView } from '../../src/runs/read-run.js';
 import { isTerminal } from '../../src/runs/states.js';
-import type { SimulatorProvider } from '../../src/telephony/simulator.js';
+import type { SimulatorProvider } from '../../src/telephony/simulator/provider.js';
 import { packageInfo } from '../../src/package-info.js';
 import { DeliveryWorker } from '../../src/webhooks/delivery-worker.js';
 import { createTestEnv, type TestEnv, type TestEnvOptions } from './app.js';

@@ -1,34 +1,105 @@
-// `dialtone telephony …`: telephony configurations, an organization's routes to the phone network.
+// `dialtone telephony …`: telephony configurations (an organization's routes to the phone network)
+// and the providers they go through. The providers, what they can do and the settings flags of
+// `create` (`--<provider>-<setting>`) come from the provider registry (telephony/registry.ts), read
+// when a command runs: the CLI's start loads none of the providers, and a provider added to the
+// registry is offered here with no change to this file.
 import type { Command } from 'commander';
+import type { RouteFieldDescription } from '../../telephony/definition.js';
+import type { ProviderRegistry } from '../../telephony/registry.js';
 import { action, readJsonFile, requireOrg } from '../action.js';
+import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable, type Printable } from '../output.js';
 import { collect, positiveInt, positiveNumber } from '../parsers.js';
 
 // Loaded when one of these commands runs (src/cli/README.md).
 const configurations = () => import('../../telephony/configurations.js');
+const builtIn = async () => (await import('../../telephony/registry.js')).builtInProviders;
 
-export function telephonyCommands(program: Command): void {
-  const telephony = program.command('telephony').description('telephony configurations');
+/** A setting's flag: `--sip-host`, `--simulator-ring-ms`. */
+const flagOf = (provider: string, field: RouteFieldDescription): string => `--${provider}-${field.name}`.replace(/_/g, '-');
+
+const yesNo = (value: boolean) => (value ? 'yes' : 'no');
+
+/**
+ * The settings given as provider flags (left among the command's operands, since commander does
+ * not know them): each must be a setting of the route's own provider, with a value of its type.
+ */
+function settingsFromFlags(registry: ProviderRegistry, provider: string, words: readonly string[]): Record<string, unknown> {
+  const flags = new Map(registry.definitions.flatMap((d) => d.settings.map((field) => [flagOf(d.name, field), { provider: d.name, field }] as const)));
+  const settings: Record<string, unknown> = {};
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i] ?? '';
+    const [flag, inline] = word.includes('=') ? [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)] : [word, undefined];
+    const known = flags.get(flag);
+    if (!known) throw new CliError('invalid_input', `Unknown option ${flag} (each provider's settings flags: npx dialtone telephony providers).`);
+    if (known.provider !== provider) throw new CliError('invalid_input', `${flag} is a ${known.provider} setting; this configuration's provider is ${provider}.`);
+    const text = inline ?? words[++i];
+    if (text === undefined) throw new CliError('invalid_input', `${flag} needs a value.`);
+    if (known.field.type === 'integer' && !/^-?[0-9]{1,15}$/.test(text)) throw new CliError('invalid_input', `${flag} expects a whole number.`);
+    settings[known.field.name] = known.field.type === 'integer' ? Number(text) : text;
+  }
+  return settings;
+}
+
+export function telephonyCommands(program: Command, registryOverride?: ProviderRegistry): void {
+  const registryOf = async () => registryOverride ?? (await builtIn());
+  const overrides = registryOverride ? { registry: registryOverride } : {};
+  const telephony = program.command('telephony').description('telephony configurations and the providers they go through');
+
+  telephony
+    .command('providers')
+    .description('list the providers this service can dial through: what each can do, the settings (and their flags) and credentials its routes take, the environment variables it reads')
+    .action(
+      action(async () => {
+        const registry = await registryOf();
+        const rows = registry.definitions.map((d) => ({
+          name: d.name,
+          summary: d.summary,
+          capabilities: { ...d.capabilities },
+          settings: d.settings.map((f) => ({ ...f, flag: flagOf(d.name, f) })),
+          credentials: d.credentials.map((f) => ({ ...f })),
+          config_keys: Object.keys(d.configKeys),
+        }));
+        const text = rows
+          .map((r) =>
+            [
+              `${r.name}: ${r.summary}`,
+              `  calls outlive the node: ${yesNo(r.capabilities.callsOutliveNode)}; dials SIP URIs: ${yesNo(r.capabilities.dialsSipUris)}; machine detection: ${yesNo(r.capabilities.supportsMachineDetection)}; transfer: ${yesNo(r.capabilities.supportsTransfer)}; sends DTMF: ${yesNo(r.capabilities.sendsDtmf)}`,
+              ...r.settings.map((f) => `  setting ${f.name}${f.required ? ' (required)' : ''} [${f.flag}]: ${f.description}`),
+              ...r.credentials.map((f) => `  credential ${f.name}${f.required ? ' (required)' : ''}: ${f.description}`),
+              ...(r.config_keys.length > 0 ? [`  environment: ${r.config_keys.join(', ')}`] : []),
+            ].join('\n'),
+          )
+          .join('\n\n');
+        return { json: rows, text };
+      }, overrides),
+    );
+
   telephony
     .command('create')
     .description('create a telephony configuration (a route to the phone network)')
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .requiredOption('--name <name>', 'configuration name')
-    .requiredOption('--provider <provider>', 'simulator, twilio or sip')
+    .requiredOption('--provider <provider>', 'the provider (npx dialtone telephony providers lists them)')
     .option('--caller-id <e164>', 'caller ID (repeatable)', collect, [])
     .option('--default', 'make this the organization\'s default configuration')
     .option('--cps <n>', 'calls per second', positiveNumber)
     .option('--max-concurrent <n>', 'maximum concurrent calls', positiveInt)
-    .option('--credentials <file>', 'JSON file with the provider credentials (stored encrypted)')
-    .option('--settings <file>', 'JSON file with non-secret provider settings (for example the SIP trunk host)')
+    .option('--credentials <file>', 'JSON file with the provider credentials (stored encrypted; never taken from flags, which other users can see)')
+    .option('--settings <file>', 'JSON file with non-secret provider settings; each may also be given as --<provider>-<setting> (telephony providers lists them), which wins')
+    // The provider's settings flags are the registry's, read when the command runs.
+    .allowUnknownOption()
     .action(
       action(
         async (
           deps,
           opts: { org: number; name: string; provider: string; callerId: string[]; default?: boolean; cps?: number; maxConcurrent?: number; credentials?: string; settings?: string },
+          command: Command,
         ) => {
           const { createTelephonyConfiguration } = await configurations();
           await requireOrg(deps, opts.org);
+          const fromFile = opts.settings ? (readJsonFile(opts.settings) as Record<string, unknown>) : undefined;
+          const fromFlags = settingsFromFlags(deps.registry, opts.provider, command.args);
           const view = await createTelephonyConfiguration(
             deps.store,
             deps.cipher,
@@ -41,12 +112,14 @@ export function telephonyCommands(program: Command): void {
               callsPerSecond: opts.cps,
               maxConcurrentCalls: opts.maxConcurrent,
               credentials: opts.credentials ? (readJsonFile(opts.credentials) as Record<string, unknown>) : undefined,
-              settings: opts.settings ? (readJsonFile(opts.settings) as Record<string, unknown>) : undefined,
+              settings: fromFile || Object.keys(fromFlags).length > 0 ? { ...fromFile, ...fromFlags } : undefined,
             },
             deps.clock.now(),
+            deps.registry,
           );
           return { json: view, text: formatRecord({ ...view }) };
         },
+        overrides,
       ),
     );
   telephony
@@ -61,7 +134,7 @@ export function telephonyCommands(program: Command): void {
           json: rows,
           text: formatTable(rows as unknown as Printable[], ['id', 'name', 'provider', 'status', 'is_default', 'caller_ids', 'calls_per_second', 'max_concurrent_calls']),
         };
-      }),
+      }, overrides),
     );
   telephony
     .command('set-default')
@@ -72,7 +145,7 @@ export function telephonyCommands(program: Command): void {
         const { setDefaultTelephonyConfiguration } = await configurations();
         const view = await setDefaultTelephonyConfiguration(deps.store, id, deps.clock.now());
         return { json: view, text: formatRecord({ ...view }) };
-      }),
+      }, overrides),
     );
   telephony
     .command('disable')
@@ -83,6 +156,6 @@ export function telephonyCommands(program: Command): void {
         const { disableTelephonyConfiguration } = await configurations();
         const view = await disableTelephonyConfiguration(deps.store, id, deps.clock.now());
         return { json: view, text: formatRecord({ ...view }) };
-      }),
+      }, overrides),
     );
 }

@@ -27,11 +27,12 @@ const Workflow = Type.Object({
   updated_at: Type.String({ format: 'date-time' }),
 });
 
-const TelephonyConfiguration = Type.Object(
+/** A configuration as listed; its provider is one of the registry's (telephony/registry.ts). */
+const telephonyConfiguration = (providers: readonly string[]) => Type.Object(
   {
     id: Type.Integer({ minimum: 1 }),
     name: Type.String(),
-    provider: StringEnum(['simulator', 'twilio', 'sip'] as const),
+    provider: StringEnum(providers),
     caller_ids: Type.Array(Type.String()),
     is_default: Type.Boolean(),
     calls_per_second: Type.Number(),
@@ -45,6 +46,7 @@ const TelephonyConfiguration = Type.Object(
 const REFUSALS = ['missing_api_key', 'invalid_api_key', 'rate_limited'] as const;
 
 export function catalogRoutes(deps: Deps): FastifyPluginAsync {
+  const TelephonyConfiguration = telephonyConfiguration(deps.registry.names);
   return async (app) => {
     app.get(
       '/workflows',

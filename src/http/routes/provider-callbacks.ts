@@ -11,6 +11,8 @@ import { DialtoneError } from '../../errors.js';
 import { loadRunDefinition, type RunDefinition } from '../../runs/run-definition.js';
 import { issueRunToken } from '../../runtime/run-token.js';
 import type { ProviderName } from '../../store/schema/schema.js';
+import { callbackRoutePath } from '../../telephony/callback-urls.js';
+import type { CallbackRoute } from '../../telephony/definition.js';
 import type { AnswerPlan, CallbackRequest, DecodedRoute, ProviderCallbacks } from '../../telephony/provider.js';
 import { renderTemplate } from '../../workflows/templates.js';
 import { startNode } from '../../workflows/definition.js';
@@ -30,7 +32,7 @@ interface Verified {
   request: CallbackRequest;
 }
 
-export function providerCallbackRoutes(deps: Deps, name: ProviderName, callbacks: ProviderCallbacks<unknown>): FastifyPluginAsync {
+export function providerCallbackRoutes(deps: Deps, name: ProviderName, routes: readonly CallbackRoute[], callbacks: ProviderCallbacks<unknown>): FastifyPluginAsync {
   const refused = () => new DialtoneError('invalid_signature', `The request is not signed by ${name} for this run.`);
 
   /** The run a callback names, once the provider has verified the request against that run's route. */
@@ -63,31 +65,35 @@ export function providerCallbackRoutes(deps: Deps, name: ProviderName, callbacks
     app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => done(null, parseForm(body.toString())));
     const hidden = { hide: true } as const;
 
-    app.post('/runs/:id/answer', { schema: hidden }, async (request, reply) => {
-      const { run } = await verified(request);
-      const answer = callbacks.answer(answerPlan(run));
-      return reply.type(answer.contentType).send(answer.body);
-    });
+    if (routes.includes('answer')) {
+      app.post(callbackRoutePath('answer'), { schema: hidden }, async (request, reply) => {
+        const { run } = await verified(request);
+        const answer = callbacks.answer(answerPlan(run));
+        return reply.type(answer.contentType).send(answer.body);
+      });
+    }
 
-    app.post('/runs/:id/status', { schema: hidden }, async (request, reply) => {
-      const { run, route, request: callback } = await verified(request);
-      const report = callbacks.status(callback);
-      if (report === undefined) request.log.warn({ runId: run.run.id, provider: name }, 'a status word the provider does not send: ignored');
-      // A callback for another call of this run (it cannot have one) moves nothing.
-      else if (report.kind !== null && (run.run.provider_call_id === null || run.run.provider_call_id === report.providerCallId)) {
-        const at = deps.clock.now();
-        // A verdict the status carries (its AsyncAmd callback lost) is recorded before the end it explains.
-        if (report.verdict) await applyMachineVerdict(deps, { runId: run.run.id, providerCallId: report.providerCallId, ...report.verdict, at }, undefined);
-        await applyReportedEvent(deps, { runId: run.run.id, providerCallId: report.providerCallId, kind: report.kind, rawStatus: report.rawStatus, at, ...(report.reason ? { reason: report.reason } : {}) }, route);
-      }
-      return reply.code(204).send();
-    });
+    if (routes.includes('status')) {
+      app.post(callbackRoutePath('status'), { schema: hidden }, async (request, reply) => {
+        const { run, route, request: callback } = await verified(request);
+        const report = callbacks.status(callback);
+        if (report === undefined) request.log.warn({ runId: run.run.id, provider: name }, 'a status word the provider does not send: ignored');
+        // A callback for another call of this run (it cannot have one) moves nothing.
+        else if (report.kind !== null && (run.run.provider_call_id === null || run.run.provider_call_id === report.providerCallId)) {
+          const at = deps.clock.now();
+          // A verdict the status carries (its AsyncAmd callback lost) is recorded before the end it explains.
+          if (report.verdict) await applyMachineVerdict(deps, { runId: run.run.id, providerCallId: report.providerCallId, ...report.verdict, at }, undefined);
+          await applyReportedEvent(deps, { runId: run.run.id, providerCallId: report.providerCallId, kind: report.kind, rawStatus: report.rawStatus, at, ...(report.reason ? { reason: report.reason } : {}) }, route);
+        }
+        return reply.code(204).send();
+      });
+    }
 
     // Answering-machine detection's verdict (Twilio's AsyncAmdStatusCallback): recorded once, and
     // acted on (hang up, leave the message) by whichever node receives it.
     const machineVerdict = callbacks.machineVerdict?.bind(callbacks);
-    if (machineVerdict) {
-      app.post('/runs/:id/amd', { schema: hidden }, async (request, reply) => {
+    if (routes.includes('amd') && machineVerdict) {
+      app.post(callbackRoutePath('amd'), { schema: hidden }, async (request, reply) => {
         const { run, route, request: callback } = await verified(request);
         const verdict = machineVerdict(callback);
         if (verdict === undefined) request.log.warn({ runId: run.run.id, provider: name }, 'a machine-detection callback without a verdict: ignored');

@@ -66,7 +66,12 @@ export interface ApiTriggersTable {
   created_at: number;
 }
 
-export type ProviderName = 'simulator' | 'twilio' | 'sip';
+/**
+ * A registered provider's name. The store keeps it as text and checks nothing (migration 018):
+ * which names exist is the provider registry's to say (telephony/registry.ts), so adding a provider
+ * touches no schema.
+ */
+export type ProviderName = string;
 export type TelephonyStatus = 'active' | 'inactive';
 export interface TelephonyConfigurationsTable {
   id: Generated<number>;

@@ -13,8 +13,8 @@ import type * as sip from 'sip';
 import type * as digest from 'sip/digest.js';
 import type { Clock } from '../../shared/clock.js';
 import { maskPhoneNumbersIn } from '../../logging.js';
-import { DialRefusedError, type DialRequest, type InProcessProvider, type LiveCall, type ProviderEventKind, type ProviderEventSink, type RouteDecoding, type RouteInput } from '../provider.js';
-import { decodeSipRoute, type SipRouteConfig } from './route.js';
+import { DialRefusedError, type DialRequest, type InProcessProvider, type LiveCall, type ProviderEventKind, type ProviderEventSink } from '../provider.js';
+import type { SipRouteConfig } from './route.js';
 import type { SipCredentials, SipTrunk } from './settings.js';
 import { hopOf, preloadedRouteSet, routeRequest, routeSetOfResponse, type Hop } from './route-set.js';
 import { outcomeOfFinalResponse } from './status.js';
@@ -97,9 +97,7 @@ class SipCall {
 }
 
 export class SipProvider implements InProcessProvider<SipRouteConfig> {
-  readonly name = 'sip' as const;
-  /** A trunk gives no verdict of its own, and Dialtone does not hear the call's audio yet. */
-  readonly detectsMachines = false;
+  readonly name = 'sip';
   readonly callsOutliveNode = false;
   private endpoint: SipEndpoint | undefined;
   private readonly calls = new Map<string, SipCall>();
@@ -133,10 +131,6 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
       this.settings.onTransportError,
     );
     return this.endpoint;
-  }
-
-  decodeRoute(input: RouteInput): RouteDecoding<SipRouteConfig> {
-    return decodeSipRoute(input);
   }
 
   readiness(): string[] {

@@ -9,7 +9,6 @@
 // reconciliation asks when the callback is lost.
 import type TwilioSdk from 'twilio';
 import type { CallInstance } from 'twilio/lib/rest/api/v2010/account/call.js';
-import type { Config } from '../../config.js';
 import type { FieldError } from '../../errors.js';
 import {
   DialRefusedError,
@@ -29,6 +28,7 @@ import {
   type RouteInput,
   type ServiceSettings,
 } from '../provider.js';
+import { callbackUrl } from '../callback-urls.js';
 import { parseTwilioCredentials, twilioCredentialProblems, type TwilioCredentials } from './credentials.js';
 import { errorExcerptClient } from './error-excerpt-client.js';
 import { twilio } from './sdk.js';
@@ -50,17 +50,22 @@ const FIND_PAGE_SIZE = 20;
 /** Twilio's clock and ours may differ a little: a call created this much before the claim still counts. */
 const CLOCK_SKEW_MS = 5_000;
 
-type TwilioConfig = Pick<
-  Config,
-  'TWILIO_API_BASE_URL' | 'PUBLIC_BASE_URL' | 'MAX_CALL_DURATION_MS' | 'DIAL_TIMEOUT_MS' | 'TWILIO_CALLBACK_RETRIES' | 'TWILIO_CALLBACK_RETRY_POLICY'
->;
+/** What the provider reads of the service's configuration (its TWILIO_* keys are declared in definition.ts). */
+export interface TwilioConfig {
+  TWILIO_API_BASE_URL: string;
+  TWILIO_CALLBACK_RETRIES: number;
+  TWILIO_CALLBACK_RETRY_POLICY: string;
+  PUBLIC_BASE_URL?: string | undefined;
+  MAX_CALL_DURATION_MS: number;
+  DIAL_TIMEOUT_MS: number;
+}
 
 /**
  * Twilio's connection overrides for a callback URL (its "URL extensions", in the fragment, which is
  * never sent to us): Twilio retries a failed callback `rc` times on the failures `rp` names, so a
  * node restarting or a load balancer's hiccup does not lose the call's progress.
  */
-export function connectionOverrides(config: Pick<Config, 'TWILIO_CALLBACK_RETRIES' | 'TWILIO_CALLBACK_RETRY_POLICY'>): string {
+export function connectionOverrides(config: Pick<TwilioConfig, 'TWILIO_CALLBACK_RETRIES' | 'TWILIO_CALLBACK_RETRY_POLICY'>): string {
   return config.TWILIO_CALLBACK_RETRIES === 0 ? '' : `rc=${config.TWILIO_CALLBACK_RETRIES}&rp=${config.TWILIO_CALLBACK_RETRY_POLICY}`;
 }
 
@@ -69,8 +74,11 @@ export function connectionOverrides(config: Pick<Config, 'TWILIO_CALLBACK_RETRIE
  * callbacks, and its answering-machine detection's verdict (AsyncAmdStatusCallback).
  */
 export function twilioCallbackUrls(publicBaseUrl: string, runId: number): { answer: string; status: string; amd: string } {
-  const base = `${publicBaseUrl.replace(/\/+$/, '')}/api/v1/providers/twilio/runs/${runId}`;
-  return { answer: `${base}/answer`, status: `${base}/status`, amd: `${base}/amd` };
+  return {
+    answer: callbackUrl(publicBaseUrl, 'twilio', runId, 'answer'),
+    status: callbackUrl(publicBaseUrl, 'twilio', runId, 'status'),
+    amd: callbackUrl(publicBaseUrl, 'twilio', runId, 'amd'),
+  };
 }
 
 /**
@@ -114,10 +122,8 @@ function reportOf(call: Pick<CallInstance, 'sid' | 'status' | 'dateCreated' | 'a
 }
 
 export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
-  readonly name = 'twilio' as const;
+  readonly name = 'twilio';
   readonly callsOutliveNode = true;
-  /** Twilio's own answering-machine detection (the Calls API's MachineDetection). */
-  readonly detectsMachines = true;
   /** One SDK client per credentials, so connections are reused across calls. */
   private readonly clients = new Map<string, TwilioClient>();
   readonly callbacks: ProviderCallbacks<TwilioRouteConfig>;
@@ -133,10 +139,6 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
       answer: (plan) => ({ contentType: 'text/xml; charset=utf-8', body: twiml(plan) }),
       machineVerdict: (request) => verdictOf(request),
     };
-  }
-
-  decodeRoute(input: RouteInput): RouteDecoding<TwilioRouteConfig> {
-    return decodeTwilioRoute(input);
   }
 
   readiness(route: TwilioRoute, service: ServiceSettings): string[] {

@@ -3,9 +3,9 @@
 // number so every path can be exercised on purpose. The table is documented in docs/simulator.md.
 import { appendFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../shared/clock.js';
-import type { FieldError } from '../errors.js';
-import type { AnsweredBy } from '../store/schema/schema.js';
+import type { Clock } from '../../shared/clock.js';
+import type { FieldError } from '../../errors.js';
+import type { AnsweredBy } from '../../store/schema/schema.js';
 import {
   DialRefusedError,
   type DialRequest,
@@ -17,7 +17,7 @@ import {
   type ProviderEventSink,
   type RouteDecoding,
   type RouteInput,
-} from './provider.js';
+} from '../provider.js';
 
 /** The raw status and reason of a call that ended after a message was left on it. */
 const VOICEMAIL_LEFT = 'voicemail_left';
@@ -166,10 +166,8 @@ export interface SimulatedDial {
 }
 
 export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig> {
-  readonly name = 'simulator' as const;
+  readonly name = 'simulator';
   readonly callsOutliveNode = false;
-  /** Its reserved numbers play voicemail boxes, faxes and people, and say which when asked. */
-  readonly detectsMachines = true;
   /**
    * The dials this process placed since `record()`, in order: for tests. A service keeps no such
    * list (it would grow with every call); audits use SIMULATOR_DIAL_LOG.
@@ -186,10 +184,6 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
     private readonly dialLogPath?: string,
     private readonly verdicts: MachineVerdictSink = () => undefined,
   ) {}
-
-  decodeRoute(input: RouteInput): RouteDecoding<SimulatorRouteConfig> {
-    return decodeSimulatorRoute(input);
-  }
 
   readiness(): string[] {
     return [];

@@ -1,0 +1,86 @@
+// What a provider declares about itself, in one place (its folder's `definition.ts`): its name,
+// what it can do, the settings and credentials its routes take, the decoder that checks them, the
+// service settings (environment variables) it reads, the callbacks it receives over HTTP, and how
+// to build it. The registry (registry.ts) lists the definitions; the catalog, the CLI, the
+// configuration schema, route checks and deps.ts all read them from there, so adding a provider is
+// one folder and one line (docs/design.md, "Provider interface").
+import type { Static, TObject, TProperties } from '@sinclair/typebox';
+import type { Logger } from 'pino';
+import type { Clock } from '../shared/clock.js';
+import type { MachineVerdictSink, ProviderCapabilities, ProviderEventSink, RouteDecoding, RouteInput, TelephonyProvider } from './provider.js';
+
+export type { ProviderCapabilities } from './provider.js';
+
+/** One key of a route's `settings` or `credentials`, described for people (CLI help, the catalog). */
+export interface RouteFieldDescription {
+  readonly name: string;
+  readonly description: string;
+  /** How the CLI reads it from a flag (`--<provider>-<name>`); credentials are never taken from flags. */
+  readonly type: 'string' | 'integer';
+  readonly required?: boolean;
+}
+
+/** The service-wide settings a provider may read besides its own keys. */
+export interface ServiceConfig {
+  /** Where providers call back (PUBLIC_BASE_URL). */
+  readonly PUBLIC_BASE_URL?: string | undefined;
+  readonly MAX_CALL_DURATION_MS: number;
+  readonly DIAL_TIMEOUT_MS: number;
+}
+
+/** What a provider's factory is given. */
+export interface ProviderContext<K extends TProperties> {
+  /** The provider's own configuration keys, validated at start-up (config.ts), and the service-wide ones. */
+  readonly config: Static<TObject<K>> & ServiceConfig;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Where the provider reports what happens to its calls. */
+  readonly emit: ProviderEventSink;
+  /** Where a provider that detects machines reports who answered (answering-machine detection). */
+  readonly emitVerdict: MachineVerdictSink;
+}
+
+/** A path a provider calls back on for a run, under /api/v1/providers/<name>/runs/:id/. */
+export type CallbackRoute = 'answer' | 'status' | 'amd';
+
+/** What a provider's folder writes: everything about it, typed by its own route config and keys. */
+export interface ProviderSpec<C, K extends TProperties> {
+  /** Stored in the route's `provider` column and shown everywhere: lower case, stable. */
+  readonly name: string;
+  /** One line saying what it is (CLI help, the catalog). */
+  readonly summary: string;
+  readonly capabilities: ProviderCapabilities;
+  readonly settings: readonly RouteFieldDescription[];
+  readonly credentials: readonly RouteFieldDescription[];
+  /** The route's settings and credentials schema: every problem listed with its JSON Pointer, or the typed config. */
+  decodeRoute(input: RouteInput): RouteDecoding<C>;
+  /**
+   * The environment variables it reads (TypeBox properties). Those of the built-in providers are
+   * merged into the configuration schema (config.ts), so they are validated and documented with the rest.
+   */
+  readonly configKeys: K;
+  /** The callbacks it receives over HTTP, each verified and parsed by its `callbacks` (provider.ts); empty when none. */
+  readonly callbackRoutes: readonly CallbackRoute[];
+  /** Builds the provider once per process (deps.ts). */
+  create(context: ProviderContext<K>): TelephonyProvider<C>;
+}
+
+/** A provider's definition as the registry holds it, whatever its route config and keys. */
+export interface ProviderDefinition extends Omit<ProviderSpec<unknown, TProperties>, 'create' | 'decodeRoute'> {
+  decodeRoute(input: RouteInput): RouteDecoding<unknown>;
+  /** Given the service's whole configuration, of which the provider reads its own keys. */
+  create(context: ProviderContext<TProperties>): TelephonyProvider;
+}
+
+/**
+ * A provider's definition from its spec. The spec's factory is typed by its own keys; the registry
+ * hands it the service's configuration, validated against a schema that holds those keys (config.ts
+ * merges every built-in provider's), which is what makes the narrowing below true.
+ */
+export function defineProvider<C, K extends TProperties>(spec: ProviderSpec<C, K>): ProviderDefinition & { readonly configKeys: K } {
+  return {
+    ...spec,
+    decodeRoute: (input) => spec.decodeRoute(input),
+    create: (context) => spec.create(context as ProviderContext<K>) as TelephonyProvider,
+  };
+}

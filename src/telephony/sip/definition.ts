@@ -1,0 +1,63 @@
+// SIP trunks as the registry knows them (telephony/definition.ts): a SIP user agent in this
+// process dialing through an operator's trunk (docs/telephony.md, "SIP trunk").
+import { Type } from '@sinclair/typebox';
+import { defineProvider } from '../definition.js';
+import { SipProvider } from './provider.js';
+import { decodeSipRoute, type SipRouteConfig } from './route.js';
+
+const int = (min: number, max: number, dflt: number) => Type.Integer({ minimum: min, maximum: max, default: dflt });
+
+/** The one SIP stack of this process, started on its first SIP call. */
+const configKeys = {
+  /** Address the SIP stack listens on (UDP socket; TCP listener once a TCP route dials). */
+  SIP_BIND_ADDRESS: Type.String({ default: '0.0.0.0', minLength: 1 }),
+  SIP_PORT: int(1, 65535, 5060),
+  /** How long an unused SIP TCP or TLS connection stays open for the next request to the same peer. */
+  SIP_CONNECTION_IDLE_MS: int(1_000, 3_600_000, 30_000),
+  /** Largest SIP message taken over TCP or TLS (its headers, and its body, each); a peer sending more is disconnected. */
+  SIP_MAX_MESSAGE_BYTES: int(1_024, 1_048_576, 65_535),
+  /** Address written in Via and Contact (and the SDP offer unless a configuration names a media address); default: the bind address, or the host name when binding all interfaces. */
+  SIP_PUBLIC_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
+};
+
+export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
+  name: 'sip',
+  summary: 'A SIP trunk, dialed by a SIP user agent in this process (UDP, TCP or TLS).',
+  capabilities: {
+    callsOutliveNode: false,
+    dialsSipUris: true,
+    supportsMachineDetection: false,
+    supportsTransfer: false,
+    sendsDtmf: false,
+  },
+  settings: [
+    { name: 'host', type: 'string', required: true, description: 'The trunk\'s host name or IP address.' },
+    { name: 'port', type: 'integer', description: 'The trunk\'s port (default 5060, 5061 for TLS).' },
+    { name: 'transport', type: 'string', description: 'udp (default), tcp or tls.' },
+    { name: 'outbound_proxy', type: 'string', description: 'A SIP URI every call goes through first (";lr" for a loose router).' },
+    { name: 'tls_server_name', type: 'string', description: 'The name the TLS peer\'s certificate carries, when not the host.' },
+    { name: 'tls_ca_pem', type: 'string', description: 'PEM CA certificates the TLS peer\'s certificate must chain to.' },
+    { name: 'media_address', type: 'string', description: 'Where the SDP offer says to send media (an RTP endpoint).' },
+    { name: 'media_port', type: 'integer', description: 'The media port (default 4000).' },
+  ],
+  credentials: [
+    { name: 'username', type: 'string', description: 'Digest user name, with password.' },
+    { name: 'password', type: 'string', description: 'Digest password, with username.' },
+  ],
+  decodeRoute: decodeSipRoute,
+  configKeys,
+  callbackRoutes: [],
+  create: ({ config, clock, logger, emit }) =>
+    new SipProvider(
+      {
+        bindAddress: config.SIP_BIND_ADDRESS,
+        port: config.SIP_PORT,
+        publicAddress: config.SIP_PUBLIC_ADDRESS,
+        connectionIdleMs: config.SIP_CONNECTION_IDLE_MS,
+        maxMessageBytes: config.SIP_MAX_MESSAGE_BYTES,
+        onTransportError: (error) => logger.warn({ err: error }, 'SIP transport error'),
+      },
+      clock,
+      emit,
+    ),
+});

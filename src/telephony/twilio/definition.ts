@@ -1,0 +1,38 @@
+// Twilio as the registry knows it (telephony/definition.ts): calls held by Twilio, placed over its
+// REST API, their progress reported by signed callbacks (docs/telephony.md, "Twilio").
+import { Type } from '@sinclair/typebox';
+import { defineProvider } from '../definition.js';
+import { decodeTwilioRoute, TwilioProvider, type TwilioRouteConfig } from './provider.js';
+
+const configKeys = {
+  /** Twilio's REST API; change it only for a regional endpoint or a test server speaking its wire format. */
+  TWILIO_API_BASE_URL: Type.String({ default: 'https://api.twilio.com', pattern: '^https?://' }),
+  /** Times Twilio retries a failed callback (its connection override `rc`, 0 to 5); 0 leaves Twilio's default (no retry). */
+  TWILIO_CALLBACK_RETRIES: Type.Integer({ minimum: 0, maximum: 5, default: 5 }),
+  /** Which failures Twilio retries (connection override `rp`): all, 4xx, 5xx, ct (connect timeout), rt (read timeout), comma-separated. */
+  TWILIO_CALLBACK_RETRY_POLICY: Type.String({ default: 'all', pattern: '^(all|4xx|5xx|ct|rt)(,(all|4xx|5xx|ct|rt))*$' }),
+};
+
+export const twilioDefinition = defineProvider<TwilioRouteConfig, typeof configKeys>({
+  name: 'twilio',
+  summary: 'Twilio Programmable Voice: calls placed over its REST API, progress by signed callbacks.',
+  capabilities: {
+    callsOutliveNode: true,
+    dialsSipUris: false,
+    // Twilio's AnsweringMachineDetection parameter on a call (issue 31 asks for it).
+    supportsMachineDetection: true,
+    supportsTransfer: false,
+    sendsDtmf: false,
+  },
+  settings: [],
+  credentials: [
+    { name: 'account_sid', type: 'string', required: true, description: 'The account SID (AC followed by 32 hex digits).' },
+    { name: 'auth_token', type: 'string', required: true, description: 'The account auth token: Twilio signs its callbacks with it.' },
+    { name: 'api_key_sid', type: 'string', description: 'An API key SID (SK…); REST calls then authenticate with the key.' },
+    { name: 'api_key_secret', type: 'string', description: 'The API key\'s secret, with api_key_sid.' },
+  ],
+  decodeRoute: decodeTwilioRoute,
+  configKeys,
+  callbackRoutes: ['answer', 'status', 'amd'],
+  create: ({ config }) => new TwilioProvider(config),
+});
