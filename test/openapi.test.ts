@@ -735,8 +735,8 @@ const CAMPAIGN_OPERATIONS = [
   ['get', '/api/v1/public/campaigns/{id}/contacts'],
   ['get', '/api/v1/public/campaigns/{id}/runs'],
 ] as const;
-/** The console's reads: no path parameters, GET only. The stream answers over a real socket (below). */
-const CONSOLE_READS = ['/api/v1/public/workflow-runs', '/api/v1/public/workflows', '/api/v1/public/telephony-configurations', '/api/v1/public/stats', '/api/v1/public/run-states'] as const;
+/** The console's reads, and the provider list: no path parameters, GET only. The stream answers over a real socket (below). */
+const CONSOLE_READS = ['/api/v1/public/workflow-runs', '/api/v1/public/workflows', '/api/v1/public/telephony-configurations', '/api/v1/public/telephony-providers', '/api/v1/public/stats', '/api/v1/public/run-states'] as const;
 const STREAM_PATH = '/api/v1/public/stream';
 
 /**

@@ -83,10 +83,21 @@ for (const store of await storeCases()) {
       assert.match(refused.json().detail, /dials SIP URIs \(sip, fake\)/);
     });
 
-    it('is listed by the catalog API with its routes', async (t) => {
+    it('is listed by the catalog API, with what it can do and what its routes take, and so are its routes', async (t) => {
       const env = await buildWithDispatcher(t, store.kind, { registry, start: false });
       const f = await createOrgFixture(env.deps);
       const route = await fakeRoute(env, f);
+      const catalog = await getJson(env.app, '/api/v1/public/telephony-providers', f.apiKey);
+      assert.equal(catalog.statusCode, 200, catalog.body);
+      const known = catalog.json().data as { name: string; capabilities: Record<string, boolean>; settings: { name: string; required: boolean }[] }[];
+      assert.deepEqual(known.map((p) => p.name), ['simulator', 'twilio', 'sip', 'fake']);
+      assert.deepEqual(known.at(-1), {
+        name: 'fake',
+        summary: fakeDefinition.summary,
+        capabilities: { calls_outlive_node: false, dials_sip_uris: true, supports_machine_detection: false, supports_transfer: false, sends_dtmf: false },
+        settings: [{ name: 'line', description: 'The fake line to dial on.', type: 'string', required: true }],
+        credentials: [],
+      });
       const listed = await getJson(env.app, '/api/v1/public/telephony-configurations', f.apiKey);
       assert.equal(listed.statusCode, 200, listed.body);
       const providers = (listed.json().data as { id: number; provider: string }[]).map((c) => [c.id, c.provider]);

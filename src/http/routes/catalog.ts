@@ -1,11 +1,13 @@
-// What an organization can call with and through: its workflows (agents) and its telephony
-// configurations, read-only. Credentials never leave the store: the configuration view here is an
-// explicit list of fields, so a field added to the row is not shown until someone decides it may be.
+// What an organization can call with and through: its workflows (agents), its telephony
+// configurations and the providers they can use (the registry's, telephony/registry.ts),
+// read-only. Credentials never leave the store: the configuration view here is an explicit list of
+// fields, so a field added to the row is not shown until someone decides it may be.
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
 import { iso } from '../../runs/read-run.js';
 import { listTelephonyConfigurations } from '../../telephony/configurations.js';
+import type { RouteFieldDescription } from '../../telephony/definition.js';
 import { listWorkflows } from '../../workflows/workflows.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
@@ -43,6 +45,37 @@ const telephonyConfiguration = (providers: readonly string[]) => Type.Object(
   { additionalProperties: false },
 );
 
+/** A provider as the registry declares it (telephony/registry.ts): what its routes take and what it can do. */
+const RouteField = Type.Object(
+  {
+    name: Type.String(),
+    description: Type.String(),
+    type: StringEnum(['string', 'integer'] as const),
+    required: Type.Boolean(),
+  },
+  { additionalProperties: false },
+);
+
+const TelephonyProvider = Type.Object(
+  {
+    name: Type.String({ description: 'What a telephony configuration\'s `provider` names' }),
+    summary: Type.String(),
+    capabilities: Type.Object(
+      {
+        calls_outlive_node: Type.Boolean({ description: 'The provider holds its calls: they go on when the node that placed them stops' }),
+        dials_sip_uris: Type.Boolean({ description: 'A sip: or sips: URI can be dialed through its routes' }),
+        supports_machine_detection: Type.Boolean({ description: 'It can tell a person from an answering machine' }),
+        supports_transfer: Type.Boolean({ description: 'An answered call can be handed on' }),
+        sends_dtmf: Type.Boolean({ description: 'DTMF digits can be sent on an answered call' }),
+      },
+      { additionalProperties: false },
+    ),
+    settings: Type.Array(RouteField, { description: 'The keys of a route\'s settings' }),
+    credentials: Type.Array(RouteField, { description: 'The keys of a route\'s credentials (stored encrypted, never shown)' }),
+  },
+  { additionalProperties: false },
+);
+
 const REFUSALS = ['missing_api_key', 'invalid_api_key', 'rate_limited'] as const;
 
 export function catalogRoutes(deps: Deps): FastifyPluginAsync {
@@ -64,6 +97,38 @@ export function catalogRoutes(deps: Deps): FastifyPluginAsync {
         const workflows = await listWorkflows(deps.store, authOf(request).orgId);
         return { data: workflows.map((w) => ({ ...w, created_at: iso(w.created_at), updated_at: iso(w.updated_at) })) };
       },
+    );
+
+    const providers = deps.registry.definitions.map((d) => {
+      const field = (f: RouteFieldDescription) => ({ name: f.name, description: f.description, type: f.type, required: f.required === true });
+      const c = d.capabilities;
+      return {
+        name: d.name,
+        summary: d.summary,
+        capabilities: {
+          calls_outlive_node: c.callsOutliveNode,
+          dials_sip_uris: c.dialsSipUris,
+          supports_machine_detection: c.supportsMachineDetection,
+          supports_transfer: c.supportsTransfer,
+          sends_dtmf: c.sendsDtmf,
+        },
+        settings: d.settings.map(field),
+        credentials: d.credentials.map(field),
+      };
+    });
+    app.get(
+      '/telephony-providers',
+      {
+        schema: {
+          operationId: 'listTelephonyProviders',
+          summary: 'List Telephony Providers',
+          description: 'The providers this service can dial through, in the order it lists them: what each can do, and the settings and credentials a telephony configuration of it takes.',
+          tags: ['Telephony'],
+          security: [{ ApiKey: [] }],
+          response: { 200: withRateLimitHeaders(Type.Object({ data: Type.Array(TelephonyProvider) })), ...problemResponses([...REFUSALS]) },
+        },
+      },
+      async () => ({ data: providers }),
     );
 
     app.get(
