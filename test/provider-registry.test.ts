@@ -4,6 +4,7 @@
 // SIP URI goes through it because it says it dials them, not because of its name.
 import assert from 'node:assert/strict';
 import { buildCli } from '../src/cli/main.js';
+import { ConfigSchema, loadConfig } from '../src/config.js';
 import { DialtoneError } from '../src/errors.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { BUILT_IN_PROVIDERS, builtInProviders, ProviderRegistry } from '../src/telephony/registry.js';
@@ -40,6 +41,14 @@ describe('The provider registry', () => {
   it('refuses two providers of one name, and a name the store and URLs could not carry', () => {
     assert.throws(() => builtInProviders.with({ ...fakeDefinition, name: 'twilio' }), /Two providers are named "twilio"/);
     assert.throws(() => new ProviderRegistry([{ ...fakeDefinition, name: 'Fake Carrier' }]), /lower case/);
+  });
+
+  it("takes every provider's environment variables into the one configuration schema from its definition, and no provider's from anywhere else", () => {
+    const declared = BUILT_IN_PROVIDERS.flatMap((d) => Object.keys(d.configKeys)).sort();
+    const providerLike = Object.keys(ConfigSchema.properties).filter((key) => /^(TWILIO|SIP|SIMULATOR)_/.test(key)).sort();
+    assert.deepEqual(providerLike, declared);
+    assert.equal(loadConfig({ SIP_PORT: '5080' }).SIP_PORT, 5080);
+    assert.throws(() => loadConfig({ TWILIO_CALLBACK_RETRIES: '9' }), /TWILIO_CALLBACK_RETRIES/, "a provider's key is validated like any other");
   });
 
   it('declares, for every built-in provider, the capabilities it has today', () => {
