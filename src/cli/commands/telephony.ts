@@ -89,6 +89,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .option('--settings <file>', 'JSON file with non-secret provider settings; each may also be given as --<provider>-<setting> (telephony providers lists them), which wins')
     // The provider's settings flags are the registry's, read when the command runs.
     .allowUnknownOption()
+    .allowExcessArguments()
     .action(
       action(
         async (
