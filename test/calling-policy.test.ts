@@ -330,14 +330,17 @@ for (const store of await storeCases()) {
       assert.equal(cancel.statusCode, 200, cancel.body);
       assertProblem(await call(app, f), 429, 'number_frequency_capped');
       assert.equal((await call(app, other)).statusCode, 200, "another organization's runs do not count");
-      // A check that creates nothing (persisting: false) counts at once; one that persists leaves
+      // A check that creates nothing (a dry run) counts at once; one whose insert follows leaves
       // the count to its creating transaction.
-      const { checkCallingPolicy } = await import('../src/policy/calling-policy.js');
+      const { askCallingPolicy } = await import('../src/admission/policy.js');
       const cap = { numberCap: { maxCalls: 1, windowSeconds: 60 } };
-      await assert.rejects(checkCallingPolicy(deps, f.orgId, cap, E164, Date.now()), { code: 'number_frequency_capped' });
-      const decision = await checkCallingPolicy(deps, f.orgId, cap, E164, Date.now(), { persisting: true });
-      assert.ok(decision.atInsert?.guards.cap);
-      assert.equal((await checkCallingPolicy(deps, f.orgId, {}, E164, Date.now(), { persisting: true })).atInsert?.guards.cap, undefined, 'nothing to count with the cap off');
+      const subject = { orgId: f.orgId, destination: E164 };
+      const now = await askCallingPolicy(deps.store, cap, subject, Date.now(), { answeredAtInsert: [] });
+      assert.equal(now.admitted ? undefined : now.refusal.code, 'number_frequency_capped');
+      const decision = await askCallingPolicy(deps.store, cap, subject, Date.now(), { answeredAtInsert: ['suppression', 'cap'] });
+      assert.ok(decision.admitted && decision.atInsert?.guards.cap);
+      const off = await askCallingPolicy(deps.store, {}, subject, Date.now(), { answeredAtInsert: ['suppression', 'cap'] });
+      assert.equal(off.admitted ? off.atInsert?.guards.cap : 'refused', undefined, 'nothing to count with the cap off');
     });
 
     it('replays the stored answer to a retry with the same Idempotency-Key instead of counting its own run against the cap', async (t) => {
@@ -375,16 +378,16 @@ for (const store of await storeCases()) {
       const { deps } = await build(t, store.kind);
       const f = await createOrgFixture(deps);
       const definition = await deps.store.db.selectFrom('workflow_definitions').select(['id', 'workflow_id', 'version']).executeTakeFirstOrThrow();
-      const { checkCallingPolicy } = await import('../src/policy/calling-policy.js');
+      const { askCallingPolicy } = await import('../src/admission/policy.js');
       const now = Date.now();
-      const decisions = await Promise.all(Array.from({ length: 10 }, () => checkCallingPolicy(deps, f.orgId, { numberCap: { maxCalls: 1, windowSeconds: 86_400 } }, E164, now)));
+      const decisions = await Promise.all(Array.from({ length: 10 }, () => askCallingPolicy(deps.store, { numberCap: { maxCalls: 1, windowSeconds: 86_400 } }, { orgId: f.orgId, destination: E164 }, now, { answeredAtInsert: [] })));
       const run = {
         orgId: f.orgId, workflowId: definition.workflow_id, definitionId: definition.id, definitionVersion: definition.version, mode: 'published' as const, triggerUuid: null,
         phoneNumber: NUMBER, callerId: null, telephonyConfigurationId: f.telephonyId, initialContextJson: null, scheduledFor: null,
       };
       // Both ways a run is created: alone (one statement on PostgreSQL) and in a transaction with other writes.
       const outcomes = await Promise.allSettled(decisions.map((d, i) => {
-        assert.ok(d.atInsert);
+        assert.ok(d.admitted && d.atInsert);
         return createRun(deps.store, run, now, { checks: d.atInsert, ...(i % 2 === 0 ? { onCreated: async () => undefined } : {}) });
       }));
       assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1);

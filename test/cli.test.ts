@@ -12,7 +12,7 @@ import { initiateCall } from '../src/calls/initiate-call.js';
 import { buildCli } from '../src/cli/main.js';
 import { buildDeps, type Deps } from '../src/deps.js';
 import { createOrganization } from '../src/orgs/organizations.js';
-import { checkCallingPolicy } from '../src/policy/calling-policy.js';
+import { askCallingPolicy } from '../src/admission/policy.js';
 import { migrateToLatest } from '../src/store/schema/migrate.js';
 import { openStore } from '../src/store/engine/store.js';
 import { CredentialsCipher } from '../src/shared/credentials-cipher.js';
@@ -386,10 +386,12 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.deepEqual((await ws.json<{ data: unknown[] }>('suppression', 'list', '--org', String(other.id))).data, [], 'per organization');
 
     const deps = await openDeps(t, ws);
-    await assert.rejects(checkCallingPolicy(deps, org.id, {}, { kind: 'e164', value: '+12025550121' }, deps.clock.now()), { code: 'number_suppressed' });
+    const ask = () => askCallingPolicy(deps.store, {}, { orgId: org.id, destination: { kind: 'e164', value: '+12025550121' } }, deps.clock.now(), { answeredAtInsert: [] });
+    const suppressed = await ask();
+    assert.equal(suppressed.admitted ? undefined : suppressed.refusal.code, 'number_suppressed');
 
     assert.deepEqual(await ws.json('suppression', 'remove', '+12025550121', '--org', String(org.id)), { removed: '+12025550121' });
-    await checkCallingPolicy(deps, org.id, {}, { kind: 'e164', value: '+12025550121' }, deps.clock.now());
+    assert.equal((await ask()).admitted, true);
     const again = await ws.cli(['--json', 'suppression', 'remove', '+12025550121', '--org', String(org.id)]);
     assert.equal(JSON.parse(again.stderr).error.code, 'suppression_not_found');
     const invalid = await ws.cli(['--json', 'suppression', 'add', '12345', '--org', String(org.id)]);

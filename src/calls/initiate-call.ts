@@ -1,19 +1,17 @@
-// Initiate Call, in all four forms: the checks in their contract order (docs/design.md,
-// "Check order"; authentication and body parsing come before, in the HTTP layer), then one
-// durable insert.
+// Initiate Call, in all four forms: the request's own checks (initial_context's bounds, the phone
+// number), then admission's stages in the contract's order (admission/admission.ts; docs/design.md,
+// "Check order"; authentication and body parsing come before, in the HTTP layer), idempotency, and
+// one durable insert that makes admission's last checks exactly.
 import type { Deps } from '../deps.js';
 import type { AuthenticatedKey } from '../auth/api-keys.js';
 import { DialtoneError, validationFailed } from '../errors.js';
-import { checkCallingPolicy, type PolicyDecision } from '../policy/calling-policy.js';
+import { admitAgentAndRoute, variablesRefusal, type AdmittedAgentRoute, type Target } from '../admission/admission.js';
+import { askCallingPolicy, type InsertQuestion, type PolicyVerdict } from '../admission/policy.js';
 import { createRun, type CreatedRun } from '../runs/create-run.js';
 import type { RunMode } from '../store/schema/schema.js';
-import { decodeJson, type StoreTransaction } from '../store/engine/store.js';
-import { selectTelephonyConfiguration } from '../telephony/configurations.js';
-import { refuseUndetectableRoute } from './machine-detection.js';
-import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
+import type { StoreTransaction } from '../store/engine/store.js';
 import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, storedResponse, type Claim } from './idempotency.js';
 import { parseDestination, type Destination } from '../shared/phone-number.js';
-import { resolveTarget, type Target } from './resolve-target.js';
 
 export interface InitiateCallBody {
   phone_number: string;
@@ -62,10 +60,8 @@ function checkInitialContext(deps: Deps, context: Record<string, unknown>): stri
   return serialized;
 }
 
-/** What a request names and passed every check with, before idempotency and persistence. */
-interface CheckedRequest {
-  resolved: Awaited<ReturnType<typeof resolveTarget>>;
-  telephony: Awaited<ReturnType<typeof selectTelephonyConfiguration>>;
+/** What a request names and passed every check with, before idempotency and the policy. */
+interface CheckedRequest extends AdmittedAgentRoute {
   destination: Destination;
   initialContextJson: string | null;
 }
@@ -73,54 +69,30 @@ interface CheckedRequest {
 /** The organization settings a request is checked against (they travel with its API key). */
 export type InitiateCaller = Pick<AuthenticatedKey, 'orgId' | 'limits'> & Partial<Pick<AuthenticatedKey, 'callingHours'>>;
 
-/** The providers that can dial a SIP URI, for the refusal's words. */
-function sipDialers(deps: Deps): string {
-  return deps.registry.definitions.filter((d) => d.capabilities.dialsSipUris).map((d) => d.name).join(', ') || 'none here';
-}
-
-/** Every check of the contract's order before the calling policy; throws the refusal the request gets. */
+/** The request's own checks, then admission's stages 1 to 4 (target, route, readiness, variables); throws the refusal the request gets. */
 async function checkRequest(deps: Deps, caller: InitiateCaller, target: Target, mode: RunMode, body: InitiateCallBody): Promise<CheckedRequest> {
-  const { orgId } = caller;
   const initialContext = body.initial_context ?? null;
   const initialContextJson = initialContext === null ? null : checkInitialContext(deps, initialContext);
   const parsed = parseDestination(body.phone_number);
   if (!parsed.ok) throw invalidPhoneNumber(parsed.detail);
-
-  const resolved = await resolveTarget(deps.store, orgId, target, mode, deps.lookups);
-
-  const telephony = await selectTelephonyConfiguration(deps.store, orgId, body.telephony_configuration_id, deps.lookups);
-  if (parsed.destination.kind === 'sip_uri' && !deps.registry.capabilities(telephony.provider).dialsSipUris) {
-    throw invalidPhoneNumber(`A SIP URI can only be dialed through a telephony configuration whose provider dials SIP URIs (${sipDialers(deps)}); "${telephony.name}" is ${telephony.provider}.`);
-  }
-  const problems = deps.routes.readiness(telephony, { publicBaseUrl: deps.config.PUBLIC_BASE_URL });
-  if (problems.length > 0) {
-    throw new DialtoneError('telephony_not_ready', `Telephony configuration ${telephony.id} cannot place calls: ${problems.join(' ')}`);
-  }
-  refuseUndetectableRoute(deps.registry, telephony, resolved.graph.answering_machine);
-
-  const missing = missingRequiredVariables(resolved.graph, templateContext(resolved.graph, initialContext));
-  if (missing.length > 0) {
-    throw new DialtoneError('missing_template_variables', `Required variables missing from initial_context: ${missing.join(', ')}.`, {
-      errors: missing.map((name) => ({ pointer: `/initial_context/${name}`, detail: `"${name}" is required by the agent.` })),
-      extra: { missing_variables: missing },
-    });
-  }
-
-  return { resolved, telephony, destination: parsed.destination, initialContextJson };
+  const admitted = await admitAgentAndRoute(deps, { orgId: caller.orgId, target, mode, routeId: body.telephony_configuration_id, destination: parsed.destination.kind });
+  const missing = variablesRefusal(admitted.target.graph, initialContext);
+  if (missing) throw missing;
+  return { ...admitted, destination: parsed.destination, initialContextJson };
 }
 
 /**
- * The calling policy (suppression, per-number cap, calling hours; docs/design.md, "Calling policy"),
- * counting a real request's refusals (a dry run's are not refusals).
+ * Admission's stage 5, the calling policy (docs/design.md, "Calling policy"), with the questions
+ * the caller's insert answers (none for a dry run); a real request's refusals are counted (a dry
+ * run's are not refusals).
  */
-async function checkPolicy(deps: Deps, caller: InitiateCaller, destination: Destination, persisting: boolean, options: { beforeIdempotency?: boolean } = {}): Promise<PolicyDecision> {
+async function checkPolicy(deps: Deps, caller: InitiateCaller, destination: Destination, answeredAtInsert: readonly InsertQuestion[]): Promise<Extract<PolicyVerdict, { admitted: true }>> {
   const settings = { numberCap: caller.limits.numberCap, callingHours: caller.callingHours };
-  try {
-    return await checkCallingPolicy(deps, caller.orgId, settings, destination, deps.clock.now(), { persisting, ...options });
-  } catch (error) {
-    if (persisting) countPolicyRefusal(deps, error);
-    throw error;
-  }
+  const verdict = await askCallingPolicy(deps.store, settings, { orgId: caller.orgId, destination }, deps.clock.now(), { answeredAtInsert });
+  if (verdict.admitted) return verdict;
+  // A dry run inserts nothing, so it answers every question now: its refusals are not counted.
+  if (answeredAtInsert.length > 0) countPolicyRefusal(deps, verdict.refusal);
+  throw verdict.refusal;
 }
 
 /** `?dry_run=true`: the answer when every check passes; nothing is created, dialed or claimed. */
@@ -148,14 +120,14 @@ export async function dryRunInitiateCall(
 ): Promise<DryRunResult> {
   const checked = await checkRequest(deps, caller, target, mode, body);
   parseIdempotencyKey(options.idempotencyHeader);
-  // Nothing persists, so the cap is counted now rather than in a creating transaction.
-  const policy = await checkPolicy(deps, caller, checked.destination, false);
+  // Nothing is inserted, so every question of the policy is answered now.
+  const policy = await checkPolicy(deps, caller, checked.destination, []);
   return {
     status: 'valid',
     workflow_run_id: null,
     workflow_run_name: null,
-    definition_version: checked.resolved.definition.version,
-    telephony_configuration_id: checked.telephony.id,
+    definition_version: checked.target.definition.version,
+    telephony_configuration_id: checked.route.row.id,
     scheduled_for: policy.scheduledFor === null ? null : new Date(policy.scheduledFor).toISOString(),
   };
 }
@@ -169,18 +141,17 @@ export async function initiateCall(
   options: InitiateCallOptions = {},
 ): Promise<InitiateCallOutcome> {
   const { orgId } = caller;
-  const { resolved, telephony, destination, initialContextJson } = await checkRequest(deps, caller, target, mode, body);
+  const { target: resolved, route, destination, initialContextJson } = await checkRequest(deps, caller, target, mode, body);
   const idempotencyKey = parseIdempotencyKey(options.idempotency?.header);
 
-  let policy: PolicyDecision;
+  let policy: Extract<PolicyVerdict, { admitted: true }>;
   try {
     // The suppression list is read and the cap counted once, exactly, by the creating insert
     // (after the Idempotency-Key claim, which a refusal there releases): reading them here too
-    // would cost a query per request.
-    // With an Idempotency-Key the suppression list is read now too, so that it is refused before the
-    // key is looked at (docs/design.md, "Check order"); without one nothing stands between, and the
-    // insert's own check is the only read.
-    policy = await checkPolicy(deps, caller, destination, true, { beforeIdempotency: idempotencyKey !== undefined });
+    // would cost a query per request. With an Idempotency-Key the list is answered now, so that
+    // a suppressed number is refused before the key is looked at (docs/design.md, "Check order");
+    // without one nothing stands between, and the insert's own check is the only read.
+    policy = await checkPolicy(deps, caller, destination, idempotencyKey === undefined ? ['suppression', 'cap'] : ['cap']);
   } catch (error) {
     // The retry of a request that created its run must get that answer again, not a refusal
     // caused by a suppression added (or calling hours closed) since.
@@ -212,7 +183,6 @@ export async function initiateCall(
     claim = claimed.claim;
   }
 
-  const callerIds = decodeJson<string[]>(telephony.caller_ids);
   const maxQueued = caller.limits.maxQueuedRuns ?? deps.config.MAX_QUEUED_RUNS_PER_ORG;
   // A deferred run is counted, exactly, with the organization's other deferred runs (runs/queue-cap.ts).
   const deferred = scheduledFor !== null;
@@ -228,14 +198,14 @@ export async function initiateCall(
         mode,
         triggerUuid: resolved.triggerUuid,
         phoneNumber: destination.value,
-        callerId: callerIds[0] ?? null,
-        telephonyConfigurationId: telephony.id,
+        callerId: route.callerId,
+        telephonyConfigurationId: route.row.id,
         initialContextJson,
         scheduledFor,
       },
       deps.clock.now(),
       {
-        ...(nearCap ? { queueCap: { maxQueued, callsPerSecond: telephony.calls_per_second, scheduled: deferred } } : {}),
+        ...(nearCap ? { queueCap: { maxQueued, callsPerSecond: route.row.calls_per_second, scheduled: deferred } } : {}),
         ...(policy.atInsert ? { checks: policy.atInsert } : {}),
         // The Idempotency-Key's answer commits with the run; without a key there is nothing else
         // to write, and on PostgreSQL the run is then one statement.

@@ -18,7 +18,7 @@
 // dispatcher never dials a paused campaign's queued run. Runs already claimed or live finish.
 import type { Deps } from '../deps.js';
 import { DialtoneError, validationFailed, type FieldError } from '../errors.js';
-import { resolveTarget, type Target } from '../calls/resolve-target.js';
+import { admitAgentAndRoute, type Target } from '../admission/admission.js';
 import { iso, toRunView, type RunView } from '../runs/read-run.js';
 import { TERMINAL_STATES, type TerminalState } from '../runs/states.js';
 import {
@@ -40,7 +40,6 @@ import { decodeJson, type StoreTransaction } from '../store/engine/store.js';
 import { insertOrganizationDeliveries } from '../store/statements/webhook-statements.js';
 import { campaignMessageId, isWebhookEventType } from '../webhooks/event-types.js';
 import { campaignMessageBody } from '../webhooks/message.js';
-import { selectTelephonyConfiguration } from '../telephony/configurations.js';
 import { selectWorkflowUuid } from '../store/statements/workflow-statements.js';
 import { cachedProgress, remember, type Counted } from './progress-cache.js';
 import { breakerOf, CANCEL_REASON, limitProblems, PAUSE_REASON, retryRule, scheduleOf, type BreakerInput, type CampaignSchedule, type CircuitBreaker, type RetryInput, type RetryRule } from './settings.js';
@@ -113,7 +112,7 @@ export function rulesOf(row: CampaignRow): CampaignRules {
 /** What a campaign's attempts run: its agent (trigger) UUID, else its workflow's UUID. */
 export async function campaignTarget(deps: Pick<Deps, 'store'>, row: CampaignRow): Promise<Target> {
   if (row.trigger_uuid !== null) return { kind: 'agent', uuid: row.trigger_uuid };
-  // An archived workflow's UUID resolves to nothing: resolveTarget answers workflow_not_found.
+  // An archived workflow's UUID resolves to nothing: admission answers workflow_not_found.
   return { kind: 'workflow', uuid: (await selectWorkflowUuid(deps.store, row.workflow_id)) ?? '' };
 }
 
@@ -143,8 +142,11 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
   if (problems.length > 0) throw validationFailed(problems);
 
   const target: Target = body.agent_uuid !== undefined ? { kind: 'agent', uuid: body.agent_uuid } : { kind: 'workflow', uuid: body.workflow_uuid ?? '' };
-  const resolved = await resolveTarget(deps.store, orgId, target, body.mode, deps.lookups);
-  const route = await selectTelephonyConfiguration(deps.store, orgId, body.telephony_configuration_id, deps.lookups);
+  // Admission's stages 1 to 3 (docs/design.md, "Check order"), as a direct call through the same
+  // agent and route would be checked: a route that cannot place calls now refuses the campaign
+  // (422 telephony_not_ready) rather than each of its attempts later.
+  const { target: resolved, route: admitted } = await admitAgentAndRoute(deps, { orgId, target, mode: body.mode, routeId: body.telephony_configuration_id });
+  const route = admitted.row;
   const now = deps.clock.now();
   const { row, deliveries } = await deps.store.transaction('durable', async (trx) => {
     // The count and the insert share the transaction, under the organization's row lock on

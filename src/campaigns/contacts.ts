@@ -16,13 +16,13 @@ import { DialtoneError, validationFailed } from '../errors.js';
 import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, requestFingerprint, type Claim } from '../calls/idempotency.js';
 import { jsonDepth } from '../calls/initiate-call.js';
 import { parseDestination } from '../shared/phone-number.js';
-import { resolveTarget } from '../calls/resolve-target.js';
+import { admitTarget, variablesRefusal } from '../admission/admission.js';
 import { readCsvBody } from '../shared/csv-body.js';
 import { isKnownTimeZone } from '../policy/calling-hours.js';
 import { iso } from '../runs/read-run.js';
 import { bumpContactsVersion, insertContacts, selectContactAttempts, selectContactPage, type NewContactValues } from '../store/statements/campaign-statements.js';
 import type { CampaignRow, ContactStatus, RunState } from '../store/schema/schema.js';
-import { missingRequiredVariables, templateContext, type DefinitionGraph } from '../workflows/definition.js';
+import type { DefinitionGraph } from '../workflows/definition.js';
 import { campaignTarget, findCampaign } from './campaigns.js';
 import { forget } from './progress-cache.js';
 
@@ -106,8 +106,9 @@ class ContactBatch {
       if (depth > this.deps.config.INITIAL_CONTEXT_MAX_DEPTH) return `initial_context is nested ${depth} levels deep; the limit is ${this.deps.config.INITIAL_CONTEXT_MAX_DEPTH}.`;
     }
     if (this.graph) {
-      const missing = missingRequiredVariables(this.graph, templateContext(this.graph, context));
-      if (missing.length > 0) return `Required variables missing from initial_context: ${missing.join(', ')}.`;
+      // Admission's variables stage, as each attempt will ask it (campaigns/scheduler.ts).
+      const missing = variablesRefusal(this.graph, context);
+      if (missing) return missing.message;
     }
     return { phoneNumber: parsed.destination.value, initialContextJson, timezone };
   }
@@ -120,7 +121,7 @@ async function openCampaign(deps: Deps, orgId: number | undefined, campaignId: n
   if (parseIdempotencyKey(request.idempotencyKey) === undefined && !OPEN_STATES.includes(campaign.state)) throw closed(campaign);
   // The agent's required variables, checked now so a contact missing one is reported, not dialed;
   // an agent not runnable now is checked again when each attempt is created.
-  const graph = await resolveTarget(deps.store, campaign.org_id, await campaignTarget(deps, campaign), campaign.mode, deps.lookups).then(
+  const graph = await admitTarget(deps, campaign.org_id, await campaignTarget(deps, campaign), campaign.mode).then(
     (resolved) => resolved.graph,
     () => undefined,
   );

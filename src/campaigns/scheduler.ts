@@ -13,9 +13,11 @@
 //    calls_per_second allows since the last tick (the dispatcher then spaces the dials themselves
 //    at calls_per_second, dispatch/claim-runs.ts), at most CAMPAIGN_BATCH_SIZE a tick, and none
 //    outside the schedule's windows or before starts_at. Attempts still queued when a window
-//    closes end canceled undialed (reason outside_campaign_schedule), given back to their contacts. Each contact passes the calling policy
-//    first (policy/): suppressed → contact `suppressed`; per-number cap → deferred; outside the
-//    callee's calling hours (the contact's own time zone when it has one) → deferred.
+//    closes end canceled undialed (reason outside_campaign_schedule), given back to their contacts.
+//    Each attempt is admitted like a direct call (admission/, docs/design.md, "Check order"): the
+//    agent, the route and its readiness once per tick, then each contact's variables and the
+//    calling policy, a batch at once (the suppression list in one statement). What a refusal makes
+//    of the contact is ATTEMPT_REFUSALS below.
 //
 // An attempt is created in ONE durable transaction: the campaign still running (share-locked on
 // PostgreSQL), the contact's compare-and-set `pending → in_progress` on its attempt count, the
@@ -25,14 +27,12 @@
 // with its at-most-once claim. The queue thus never holds more than max_concurrent_calls of a
 // campaign's runs, and memory holds one batch, whatever the list's length.
 import type { Deps } from '../deps.js';
-import { DialtoneError } from '../errors.js';
-import { resolveTarget, type ResolvedTarget } from '../calls/resolve-target.js';
+import { DialtoneError, type ErrorCode } from '../errors.js';
+import { admitBatch, admitRoute, admitTarget, type AdmittedRoute, type ResolvedTarget } from '../admission/admission.js';
+import type { PolicySettings, PolicyVerdict } from '../admission/policy.js';
 import { decodeCallingHours, showOrganization } from '../orgs/organizations.js';
-import { nextCallingInstant, type CallingHours } from '../policy/calling-hours.js';
-import { callingHoursVerdict } from '../policy/calling-hours-check.js';
-import { numberCapChecks, type NumberCap } from '../policy/number-cap.js';
-import { isSuppressed } from '../policy/suppressions.js';
 import { createRun } from '../runs/create-run.js';
+import { transitionRunInTransaction, type AppliedTransition } from '../runs/transition-run.js';
 import { TERMINAL_STATES, type TerminalState } from '../runs/states.js';
 import {
   beginAttempt,
@@ -50,10 +50,7 @@ import {
   updatePendingContact,
   lockRunningCampaign,
 } from '../store/statements/campaign-statements.js';
-import type { CampaignContactRow, CampaignRow, TelephonyConfigurationRow } from '../store/schema/schema.js';
-import { decodeJson } from '../store/engine/store.js';
-import { selectTelephonyConfiguration } from '../telephony/configurations.js';
-import { missingRequiredVariables, templateContext } from '../workflows/definition.js';
+import type { CampaignContactRow, CampaignRow } from '../store/schema/schema.js';
 import { campaignTarget, moveCampaign, rulesOf, stopQueuedAttempts, type CampaignRules } from './campaigns.js';
 import { breakerTrips, insideSchedule, pacingAllowance, settle, CANCEL_REASON, PAUSE_REASON, SCHEDULE_REASON } from './settings.js';
 
@@ -160,35 +157,45 @@ export async function settleEnded(deps: Pick<Deps, 'store' | 'clock'>, campaign:
   return settled;
 }
 
-/** What every attempt of one tick shares: the definition run, the route, the organization's policy. */
+/** What every attempt of one tick shares: the definition run, the route (or why it refuses), the organization's policy. */
 interface AttemptContext {
-  resolved: ResolvedTarget;
-  route: TelephonyConfigurationRow;
-  callerId: string | null;
-  numberCap: NumberCap | null;
-  callingHours: CallingHours | null;
+  target: ResolvedTarget;
+  /** The admitted route, or the refusal every attempt of the tick ends with (see ATTEMPT_REFUSALS). */
+  route: { admitted: true; route: AdmittedRoute } | { admitted: false; refusal: DialtoneError };
+  policy: PolicySettings;
 }
 
+/** Admission's stages 1 to 3 for the tick (docs/design.md, "Check order"), and the organization's policy settings. */
 async function attemptContext(deps: Deps, row: CampaignRow): Promise<AttemptContext | undefined> {
+  let target: ResolvedTarget;
   try {
-    const resolved = await resolveTarget(deps.store, row.org_id, await campaignTarget(deps, row), row.mode, deps.lookups);
-    const route = await selectTelephonyConfiguration(deps.store, row.org_id, row.telephony_configuration_id, deps.lookups);
-    const org = await showOrganization(deps.store, row.org_id);
-    return {
-      resolved,
-      route,
-      callerId: decodeJson<string[]>(route.caller_ids)[0] ?? null,
-      numberCap: org?.number_max_calls != null && org.number_window_seconds != null ? { maxCalls: org.number_max_calls, windowSeconds: org.number_window_seconds } : null,
-      callingHours: org ? decodeCallingHours(org.calling_hours) : null,
-    };
+    target = await admitTarget(deps, row.org_id, await campaignTarget(deps, row), row.mode);
   } catch (error) {
-    // The agent was disabled or unpublished, or the route deactivated: nothing is created until it is back.
+    // The agent was disabled or unpublished: there is no definition to pin an attempt to, so
+    // nothing is created until it is back.
     if (error instanceof DialtoneError) {
-      deps.logger.warn({ campaignId: row.id, code: error.code }, 'campaign cannot create attempts: its agent or route is not usable');
+      deps.logger.warn({ campaignId: row.id, code: error.code }, 'campaign cannot create attempts: its agent is not runnable');
       return undefined;
     }
     throw error;
   }
+  let route: AttemptContext['route'];
+  try {
+    route = { admitted: true, route: await admitRoute(deps, row.org_id, row.telephony_configuration_id) };
+  } catch (error) {
+    if (!(error instanceof DialtoneError)) throw error;
+    deps.logger.warn({ campaignId: row.id, code: error.code }, 'campaign attempts refused: its route cannot place calls');
+    route = { admitted: false, refusal: error };
+  }
+  const org = await showOrganization(deps.store, row.org_id);
+  return {
+    target,
+    route,
+    policy: {
+      numberCap: org?.number_max_calls != null && org.number_window_seconds != null ? { maxCalls: org.number_max_calls, windowSeconds: org.number_window_seconds } : null,
+      callingHours: org ? decodeCallingHours(org.calling_hours) : null,
+    },
+  };
 }
 
 /** Step 4. */
@@ -216,7 +223,11 @@ async function createDueAttempts(deps: Deps, row: CampaignRow, rules: CampaignRu
   let failure: { error: unknown } | undefined;
   while (created < room && due.length > 0 && !failure) {
     const wave = due.splice(0, Math.min(room - created, atOnce));
-    const outcomes = await Promise.allSettled(wave.map((contact) => createAttempt(deps, row, context, contact)));
+    // Stages 4 and 5 for the wave at once; a refused route answers before them (its stage comes first).
+    const verdicts: readonly (PolicyVerdict | undefined)[] = context.route.admitted
+      ? await admitBatch(deps, row.org_id, context.target.graph, context.policy, wave.map((c) => ({ phoneNumber: c.phone_number, initialContextJson: c.initial_context, timezone: c.timezone })), now)
+      : [];
+    const outcomes = await Promise.allSettled(wave.map((contact, i) => createAttempt(deps, row, context, contact, verdicts[i])));
     for (const outcome of outcomes) {
       if (outcome.status === 'rejected') failure ??= { error: outcome.reason };
       else if (outcome.value) created++;
@@ -229,52 +240,61 @@ async function createDueAttempts(deps: Deps, row: CampaignRow, rules: CampaignRu
   return created;
 }
 
-/** The contact's zones for calling hours: its own time zone when given, else the number's (policy/). */
-function callingHoursDecision(hours: CallingHours | null, contact: CampaignContactRow, now: number): { kind: 'now' } | { kind: 'later'; at: number | null } {
-  if (!hours) return { kind: 'now' };
-  if (contact.timezone !== null) {
-    const next = nextCallingInstant(hours, [contact.timezone], now);
-    return next === now ? { kind: 'now' } : { kind: 'later', at: next };
-  }
-  return callingHoursVerdict(hours, { kind: 'e164', value: contact.phone_number }, now);
-}
-
 class AttemptLost extends Error {}
 
+/**
+ * What an attempt makes of admission's refusals, by problem code: the direct call's answer, as the
+ * contact's recorded outcome (docs/design.md, "Check order").
+ *
+ * - A refused route (disabled since the campaign was created, or not ready: `telephony_not_ready`)
+ *   refuses every attempt of the tick: each is created and ended at once `failed` with the code as
+ *   its `outcome_reason`, never dialed. It is counted like any failed attempt (the contact's retry
+ *   rule, the campaign's progress and circuit breaker, which pauses the campaign when they pile up),
+ *   and its `run.failed` message says why.
+ * - The callee's refusals settle the contact without a run, as this table says.
+ */
+const ATTEMPT_REFUSALS: Partial<Record<ErrorCode, (verdict: Extract<PolicyVerdict, { admitted: false }>) => ContactChange>> = {
+  missing_template_variables: () => ({ status: 'invalid' }),
+  number_suppressed: () => ({ status: 'suppressed' }),
+  // Deferred, not refused: the contact waits for a place under the cap.
+  number_frequency_capped: (v) => (v.retryAt === null ? { status: 'exhausted' } : { nextAttemptAt: v.retryAt }),
+  // Deferred to the next window in the contact's zones; never inside (the windows never meet): it cannot be called.
+  outside_calling_hours: (v) => (v.retryAt === null ? { status: 'exhausted' } : { nextAttemptAt: v.retryAt }),
+};
+
+type ContactChange = Parameters<typeof updatePendingContact>[3];
+
 /** Creates one contact's next attempt, or defers or ends the contact; true when a run was created. */
-async function createAttempt(deps: Deps, row: CampaignRow, context: AttemptContext, contact: CampaignContactRow): Promise<boolean> {
+async function createAttempt(deps: Deps, row: CampaignRow, context: AttemptContext, contact: CampaignContactRow, verdict: PolicyVerdict | undefined): Promise<boolean> {
   const now = deps.clock.now();
   const orgId = row.org_id;
-  if (await isSuppressed(deps.store, orgId, contact.phone_number, now)) {
-    await updatePendingContact(deps.store, contact.id, contact.attempts, { status: 'suppressed' }, now);
+  if (verdict && !verdict.admitted) {
+    const change = ATTEMPT_REFUSALS[verdict.refusal.code];
+    if (!change) throw verdict.refusal;
+    await updatePendingContact(deps.store, contact.id, contact.attempts, change(verdict), now);
     return false;
   }
-  const hours = callingHoursDecision(context.callingHours, contact, now);
-  if (hours.kind === 'later') {
-    // Never inside (the zones' windows never meet): the contact cannot be called at all.
-    await updatePendingContact(deps.store, contact.id, contact.attempts, hours.at === null ? { status: 'exhausted' } : { nextAttemptAt: hours.at }, now);
+  // The organization defers calls outside its hours: the contact waits for the window instead.
+  if (verdict && verdict.scheduledFor !== null) {
+    await updatePendingContact(deps.store, contact.id, contact.attempts, { nextAttemptAt: verdict.scheduledFor }, now);
     return false;
   }
-  const initialContext = contact.initial_context === null ? null : (JSON.parse(contact.initial_context) as Record<string, unknown>);
-  if (missingRequiredVariables(context.resolved.graph, templateContext(context.resolved.graph, initialContext)).length > 0) {
-    // The agent now requires a variable this contact does not give.
-    await updatePendingContact(deps.store, contact.id, contact.attempts, { status: 'invalid' }, now);
-    return false;
-  }
+  const refusedRoute = context.route.admitted ? undefined : context.route.refusal;
   const attempt = contact.attempts + 1;
+  let ended: AppliedTransition | undefined;
   try {
     const run = await createRun(
       deps.store,
       {
         orgId,
-        workflowId: context.resolved.workflow.id,
-        definitionId: context.resolved.definition.id,
-        definitionVersion: context.resolved.definition.version,
+        workflowId: context.target.workflow.id,
+        definitionId: context.target.definition.id,
+        definitionVersion: context.target.definition.version,
         mode: row.mode,
-        triggerUuid: context.resolved.triggerUuid,
+        triggerUuid: context.target.triggerUuid,
         phoneNumber: contact.phone_number,
-        callerId: context.callerId,
-        telephonyConfigurationId: context.route.id,
+        callerId: context.route.admitted ? context.route.route.callerId : null,
+        telephonyConfigurationId: row.telephony_configuration_id,
         initialContextJson: contact.initial_context,
         scheduledFor: null,
         campaignAttempt: { campaignId: row.id, contactId: contact.id, attempt },
@@ -285,12 +305,17 @@ async function createAttempt(deps: Deps, row: CampaignRow, context: AttemptConte
           if (!(await lockRunningCampaign(deps.store, trx, row.id))) throw new AttemptLost('campaign no longer running');
           if (!(await beginAttempt(trx, contact.id, contact.attempts, now))) throw new AttemptLost('contact moved on');
         },
-        // The per-number cap is counted by the insert itself, under the number's lock.
-        ...(context.numberCap ? { checks: numberCapChecks(context.numberCap, now) } : {}),
-        onCreated: (trx, created) => setContactRun(trx, contact.id, created.id),
+        // What admission left to the insert (the per-number cap, counted under the number's lock).
+        ...(verdict?.atInsert ? { checks: verdict.atInsert } : {}),
+        onCreated: async (trx, created) => {
+          await setContactRun(trx, contact.id, created.id);
+          // A refused route: the attempt ends here, in the transaction that made it, so no dispatcher ever claims it.
+          if (refusedRoute) ended = await transitionRunInTransaction(trx, deps.store.dialect, created.id, 'failed', { at: now, reason: refusedRoute.code, data: { detail: refusedRoute.message } });
+        },
       },
     );
     deps.metrics.runsCreated.inc({ mode: row.mode });
+    if (ended) deps.lifecycle.applied(ended);
     if (run.webhookDeliveries > 0) deps.signals.outbox();
     return true;
   } catch (error) {

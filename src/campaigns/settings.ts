@@ -150,7 +150,7 @@ export const PAUSE_REASON = 'campaign_paused';
 /** An attempt still queued when the schedule's window closed: canceled undialed, given back too. */
 export const SCHEDULE_REASON = 'outside_campaign_schedule';
 export const CANCEL_REASON = 'campaign_canceled';
-/** What the dispatcher's claim screen says of a run to a number suppressed since it was queued (policy/claim-screen.ts). */
+/** What the dispatcher's claim screen says of a run to a number suppressed since it was queued (admission/claim.ts). */
 export const SUPPRESSED_REASON = 'suppressed';
 
 /**

@@ -21,21 +21,18 @@
 // for one configuration from several nodes take turns, and the queued rows are taken with
 // `FOR UPDATE SKIP LOCKED`. SQLite has one writer at a time, which gives the same guarantee.
 //
-// Calling hours are checked again here, with the organization's current setting: a run whose
-// callee is outside a window now or by the end of the lookahead (when its pacing slot may come) is
-// deferred to the next window rather than claimed, and takes no pacing slot; one whose zones'
-// windows never meet any more is canceled (`outside_calling_hours`). Deferred runs that are not
-// due yet are never candidates (store/statements/run-writes.ts's selectClaimCandidates).
-//
-// The calling policy's screen (policy/claim-screen.ts) cancels, in one statement per batch, runs
-// whose number was suppressed after they were queued.
+// Admission's claim-time questions (admission/claim.ts) are asked of each batch: calling hours, with
+// the organization's current setting (a run whose callee is outside a window now or by the end of
+// the lookahead is deferred to the next window rather than claimed, and takes no pacing slot; one
+// whose zones' windows never meet any more is canceled, `outside_calling_hours`), and the
+// suppression list (the screen the dispatcher passes: runs whose number was suppressed after they
+// were queued are canceled, one statement per batch). Deferred runs that are not due yet are never
+// candidates (store/statements/run-writes.ts's selectClaimCandidates).
 import { countLiveRuns, selectCampaignDialPacing, selectConfigurationForClaim, selectPacingForUpdate, setCampaignDialPacing, setPacingNextAt } from '../store/statements/dispatch-statements.js';
 import type { Store } from '../store/engine/store.js';
 import type { TelephonyConfigurationRow } from '../store/schema/schema.js';
-import { claimQueuedRuns, renewUndialedClaims, type ClaimCandidate, type ClaimedRow, type HoldDecision, type ClaimScreen } from '../runs/claim.js';
-import { decodeCallingHours } from '../orgs/organizations.js';
-import { claimCallingHoursVerdict, storedDestination } from '../policy/calling-hours-check.js';
-import type { CallingHours } from '../policy/calling-hours.js';
+import { claimQueuedRuns, renewUndialedClaims, type ClaimedRow, type ClaimScreen } from '../runs/claim.js';
+import { callingHoursHold } from '../admission/claim.js';
 import { LIVE_STATES } from '../runs/states.js';
 import { planSlots, type SlotPlan, type SlotRequest } from './pacing-slots.js';
 
@@ -49,7 +46,7 @@ export interface ClaimOptions {
   pacingHeadroom: number;
   /** False when the caller knows no deferred run of the configuration is due (one query less); default true. */
   deferredDue?: boolean;
-  /** The calling policy's check of the batch (policy/claim-screen.ts): runs it names end canceled, never dialed. */
+  /** Admission's suppression screen of the batch (admission/claim.ts): runs it names end canceled, never dialed. */
   screen?: ClaimScreen;
 }
 
@@ -71,26 +68,6 @@ export interface ClaimResult {
   /** Runs put off to their calling hours; runs canceled (suppressed since queued, or never inside their calling hours). */
   deferred?: number;
   canceled?: number;
-}
-
-/**
- * The claim-time calling-hours decision for each candidate of one batch, at `now` and at the end of
- * the lookahead. A batch's runs share their organization's setting: it is decoded once per
- * organization and batch (and its weekly windows parsed once), not for every run.
- */
-export function callingHoursHold(now: number, lookaheadMs: number) {
-  const settings = new Map<number, CallingHours | null>();
-  return (candidate: ClaimCandidate): HoldDecision => {
-    let hours = settings.get(candidate.org_id);
-    if (hours === undefined) {
-      hours = decodeCallingHours(candidate.calling_hours);
-      settings.set(candidate.org_id, hours);
-    }
-    if (!hours) return { kind: 'dial' };
-    const verdict = claimCallingHoursVerdict(hours, storedDestination(candidate.phone_number), now, lookaheadMs);
-    if (verdict.kind === 'now') return { kind: 'dial' };
-    return verdict.at === null ? { kind: 'cancel', reason: 'outside_calling_hours' } : { kind: 'defer', until: verdict.at, reason: 'outside_calling_hours' };
-  };
 }
 
 export async function claimRuns(store: Store, configurationId: number, options: ClaimOptions): Promise<ClaimResult> {

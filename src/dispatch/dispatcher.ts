@@ -20,7 +20,7 @@
 // through the store (PostgreSQL NOTIFY), when a pacing slot opens, or every
 // DISPATCH_POLL_INTERVAL_MS as a safety net. Ticks never overlap.
 import type { Deps } from '../deps.js';
-import { claimScreen } from '../policy/claim-screen.js';
+import { claimScreen } from '../admission/claim.js';
 import { WORK_CHANNEL } from '../runs/create-run.js';
 import { DialRefusedError, DialTimeoutError } from '../telephony/provider.js';
 import { routeInvalidDetail } from '../telephony/routes.js';

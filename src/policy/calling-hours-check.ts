@@ -33,9 +33,10 @@ export type CallingHoursVerdict =
   /** Outside: the next instant every zone is inside a window, or null when their windows never meet. */
   | { kind: 'later'; at: number | null; zones: string[] };
 
-export function callingHoursVerdict(hours: CallingHours | null | undefined, destination: CallingHoursDestination, now: number): CallingHoursVerdict {
+/** `zones`: the callee's own zones when known (a campaign contact's time zone), else the destination's. */
+export function callingHoursVerdict(hours: CallingHours | null | undefined, destination: CallingHoursDestination, now: number, zones?: readonly string[]): CallingHoursVerdict {
   if (!hours) return { kind: 'now' };
-  return verdictIn(hours, zonesOf(hours, destination), now);
+  return verdictIn(hours, zones && zones.length > 0 ? [...zones] : zonesOf(hours, destination), now);
 }
 
 /**
@@ -53,24 +54,23 @@ function verdictIn(hours: CallingHours, zones: string[], at: number): CallingHou
   return next === at ? { kind: 'now' } : { kind: 'later', at: next, zones };
 }
 
+/** What calling hours make of a call at `now`: dial it, defer it to `at`, or refuse it (with when it would be allowed, null: never). */
+export type CallingHoursRuling = { kind: 'now' } | { kind: 'defer'; at: number } | { kind: 'refuse'; error: DialtoneError; at: number | null };
+
 /**
- * The request-time check. Returns null when the call may be queued for now, or the time it is
- * deferred to (`outside: "defer"`); throws 422 `outside_calling_hours` when the organization
- * refuses calls outside its hours, or when the number's zones are never all inside a window.
+ * The request-time rule: outside the windows a call is deferred to the next allowed time when the
+ * organization defers (`outside: "defer"`), and refused with 422 `outside_calling_hours` when it
+ * refuses such calls, or when the zones' windows never meet.
  */
-export function enforceCallingHours(hours: CallingHours | null | undefined, destination: CallingHoursDestination, now: number): number | null {
-  const verdict = callingHoursVerdict(hours, destination, now);
-  if (verdict.kind === 'now' || !hours) return null;
-  if (hours.outside === 'defer' && verdict.at !== null) return verdict.at;
+export function callingHoursRuling(hours: CallingHours | null | undefined, destination: CallingHoursDestination, now: number, zones?: readonly string[]): CallingHoursRuling {
+  const verdict = callingHoursVerdict(hours, destination, now, zones);
+  if (verdict.kind === 'now' || !hours) return { kind: 'now' };
+  if (hours.outside === 'defer' && verdict.at !== null) return { kind: 'defer', at: verdict.at };
   const nextAllowedAt = verdict.at === null ? null : new Date(verdict.at).toISOString();
-  const zones = verdict.zones.join(', ');
+  const zoneList = verdict.zones.join(', ');
   const detail =
     nextAllowedAt === null
-      ? `The organization's calling hours are never open in every time zone of this number at once (${zones}).`
-      : `It is outside the organization's calling hours in ${zones}; the next allowed time is ${nextAllowedAt}.`;
-  return refuse(detail, nextAllowedAt, verdict.zones);
-}
-
-function refuse(detail: string, nextAllowedAt: string | null, zones: string[]): never {
-  throw new DialtoneError('outside_calling_hours', detail, { extra: { next_allowed_at: nextAllowedAt, time_zones: zones } });
+      ? `The organization's calling hours are never open in every time zone of this number at once (${zoneList}).`
+      : `It is outside the organization's calling hours in ${zoneList}; the next allowed time is ${nextAllowedAt}.`;
+  return { kind: 'refuse', at: verdict.at, error: new DialtoneError('outside_calling_hours', detail, { extra: { next_allowed_at: nextAllowedAt, time_zones: verdict.zones } }) };
 }

@@ -12,7 +12,6 @@ import { ShardedMap } from '../shared/sharded-map.js';
 import type { SuppressionRow } from '../store/schema/schema.js';
 import {
   deleteSuppression,
-  selectActiveSuppression,
   selectSuppression,
   selectSuppressionPage,
   upsertSuppression,
@@ -20,11 +19,6 @@ import {
   type SuppressionValues,
 } from '../store/statements/suppression-statements.js';
 import type { Store } from '../store/engine/store.js';
-
-/** True when the organization must not call the number (E.164) at `now`: what a campaign checks before each attempt. */
-export async function isSuppressed(store: Pick<Store, 'db' | 'dialect'>, orgId: number, phoneNumber: string, now: number): Promise<boolean> {
-  return (await selectActiveSuppression(store, orgId, phoneNumber, now)) !== undefined;
-}
 
 export interface SuppressionContext {
   store: Pick<Store, 'db' | 'dialect' | 'transaction' | 'betweenBulkWrites'>;

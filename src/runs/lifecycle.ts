@@ -62,6 +62,16 @@ export class RunLifecycle {
   }
 
   /**
+   * Counts a transition a caller applied inside its own transaction (transition-run.ts's
+   * transitionRunInTransaction: a campaign attempt refused as it was created), once that committed,
+   * and wakes the delivery of its messages.
+   */
+  applied(transition: AppliedTransition): void {
+    this.transitions.inc({ state: transition.to });
+    if (transition.webhookDeliveries > 0) this.deliveriesWritten();
+  }
+
+  /**
    * Records that the provider took the dial: its call id and when. The run may have ended while the
    * dial was in flight (canceled, reaped): what it is now is returned, so the caller can put the
    * line down. Undefined when the run no longer exists.

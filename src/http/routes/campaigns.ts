@@ -178,7 +178,7 @@ export function campaignRoutes(deps: Deps): FastifyPluginAsync {
           body: CampaignBody,
           response: {
             201: withRateLimitHeaders(Type.Ref('Campaign')),
-            ...problemResponses([...REFUSALS, ...BODY, 'validation_failed', 'agent_not_found', 'workflow_not_found', 'workflow_not_published', 'telephony_configuration_not_found', 'telephony_not_configured', 'campaign_limit']),
+            ...problemResponses([...REFUSALS, ...BODY, 'validation_failed', 'agent_not_found', 'workflow_not_found', 'workflow_not_published', 'telephony_configuration_not_found', 'telephony_not_configured', 'telephony_not_ready', 'campaign_limit']),
           },
         },
       },

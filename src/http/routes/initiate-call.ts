@@ -4,7 +4,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { requestFingerprint } from '../../calls/idempotency.js';
 import { dryRunInitiateCall, initiateCall, type InitiateCallBody as Body } from '../../calls/initiate-call.js';
-import type { Target } from '../../calls/resolve-target.js';
+import type { Target } from '../../admission/target.js';
 import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
 import type { RunMode } from '../../store/schema/schema.js';
@@ -92,9 +92,9 @@ function refusalsOf(op: Operation): ErrorCode[] {
     'telephony_not_ready',
     'machine_detection_unsupported',
     'missing_template_variables',
-    'outside_calling_hours',
     'number_suppressed',
     'number_frequency_capped',
+    'outside_calling_hours',
     'idempotency_key_reused',
     'idempotency_key_in_use',
     'queue_full',

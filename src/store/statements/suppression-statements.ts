@@ -1,7 +1,7 @@
 // Statements on organizations' suppression (do-not-call) lists, and the per-number cap's count.
 // A suppression is active while `expires_at` is null or still ahead; an expired row stays until it
 // is replaced or deleted, and suppresses nothing.
-import type { ExpressionBuilder, OnConflictBuilder, Transaction } from 'kysely';
+import type { ExpressionBuilder, OnConflictBuilder } from 'kysely';
 import type { Database, SuppressionRow } from '../schema/schema.js';
 import { executeCompiled } from '../engine/compiled-statements.js';
 import { explainQuery, notIndexed } from '../engine/query-plans.js';
@@ -89,9 +89,9 @@ export async function selectActiveSuppression(
 }
 
 /** Which of these numbers the organization suppresses now: one statement for a whole claim batch. */
-export async function selectSuppressedAmong(trx: Transaction<Database>, orgId: number, phoneNumbers: readonly string[], now: number): Promise<Set<string>> {
+export async function selectSuppressedAmong(on: Queryable, orgId: number, phoneNumbers: readonly string[], now: number): Promise<Set<string>> {
   if (phoneNumbers.length === 0) return new Set();
-  const rows = await trx
+  const rows = await queryable(on)
     .selectFrom('suppressions')
     .select('phone_number')
     .where('org_id', '=', orgId)

@@ -1,6 +1,6 @@
 // Statements on workflows, their definitions (versions) and the registry of their trigger UUIDs
 // (agent UUIDs). workflows/workflows.ts decides what a save, a publish or an archive writes, inside
-// one transaction; calls/resolve-target.ts reads which definition a call runs. Definition graphs
+// one transaction; admission/target.ts reads which definition a call runs. Definition graphs
 // are stored as JSON and come back decoded.
 import type { DefinitionGraph } from '../../workflows/definition.js';
 import type { DefinitionRow, DefinitionStatus, RunMode, WorkflowRow } from '../schema/schema.js';

@@ -1,9 +1,7 @@
 // A run that asks who answered must go through a route whose provider can tell (its
 // `supportsMachineDetection` capability, telephony/registry.ts): a SIP trunk gives no verdict of its own, so asking for detection through one
-// is refused when the call is requested, never silently ignored. Called where a direct call checks
-// its route, and where a campaign is created.
-// Where it goes next: the provider registry's capability and the admission module (docs/design.md,
-// "Calling policy") make this one step of the one written order.
+// is refused when the call is requested, never silently ignored: part of admission's readiness
+// stage (admission.ts), so a direct call, its dry run and a campaign's creation refuse it alike.
 import { DialtoneError } from '../errors.js';
 import type { ProviderRegistry } from '../telephony/registry.js';
 import type { AnsweringMachine } from '../workflows/answering-machine.js';
