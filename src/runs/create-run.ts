@@ -36,7 +36,7 @@ export interface CreateRunOptions {
   queueCap?: QueueCap;
   /**
    * The calling policy's checks that the insert itself makes exactly (the suppression list, the
-   * per-number cap: policy/calling-policy.ts); when one refuses, nothing is created and the
+   * per-number cap: admission/policy.ts); when one refuses, nothing is created and the
    * refusal is thrown.
    */
   checks?: InsertChecks;

@@ -61,7 +61,7 @@ export interface CapGuard {
 }
 
 /**
- * The calling policy's checks that only the insert can make exactly (policy/calling-policy.ts):
+ * The calling policy's checks that only the insert can make exactly (admission/policy.ts):
  * the number is not on the organization's suppression list at `suppressedAt`, and the per-number
  * cap has room. On PostgreSQL both are part of the inserting statement, one round trip: the cap
  * takes the number's transaction-scoped lock (migration 006's dialtone_number_cap_opening) and the
