@@ -10,6 +10,7 @@ import { messageBody } from '../src/webhooks/message.js';
 import { getJson, postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/fixtures.js';
+import { CAMPAIGNS } from './helpers/campaigns.js';
 import { assertProblem } from './helpers/problems.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
@@ -191,6 +192,11 @@ for (const store of await storeCases()) {
       assertProblem(dryRun, 422, 'machine_detection_unsupported');
       const runs = await env.deps.store.db.selectFrom('workflow_runs').select('id').execute();
       assert.equal(runs.length, 0);
+      // A campaign through the same route is refused alike at its creation (admission's readiness stage).
+      const campaign = await postJson(env.app, CAMPAIGNS, { name: 'Drive', agent_uuid: env.f.agentUuid, mode: 'published', telephony_configuration_id: sip.id }, { key: env.f.apiKey });
+      assertProblem(campaign, 422, 'machine_detection_unsupported');
+      const campaigns = await env.deps.store.db.selectFrom('campaigns').select('id').execute();
+      assert.equal(campaigns.length, 0);
     });
   });
 }
