@@ -2,8 +2,9 @@
 import { ConfigError } from './config.js';
 import { SecretKeyError } from './secret-key.js';
 import { ListenError, main } from './server.js';
+import { DatabaseNewerError } from './store/schema/newer-database-error.js';
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof ConfigError || error instanceof ListenError || error instanceof SecretKeyError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(`${error instanceof ConfigError || error instanceof ListenError || error instanceof SecretKeyError || error instanceof DatabaseNewerError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

@@ -13,16 +13,39 @@ export function serviceCommands(program: Command): void {
 
   program
     .command('migrate')
-    .description('apply database migrations')
-    .action(async (_opts: unknown, command: Command) => {
-      const [{ loadConfig }, { buildDeps }, { migrateToLatest }] = await Promise.all([import('../../config.js'), import('../../deps.js'), import('../../store/schema/migrate.js')]);
+    .description('apply database migrations (with --status, list applied and pending ones instead)')
+    .option('--status', 'list applied and pending migrations; apply nothing')
+    .action(async (opts: { status?: boolean }, command: Command) => {
+      const [{ loadConfig }, { buildDeps }, { migrateToLatest, migrationStatus }] = await Promise.all([import('../../config.js'), import('../../deps.js'), import('../../store/schema/migrate.js')]);
       const deps = buildDeps(loadConfig());
+      const json = wantsJson(command);
       try {
+        if (opts.status) {
+          const status = await migrationStatus(deps.store);
+          process.stdout.write(json ? `${JSON.stringify(status, null, 2)}\n` : `${statusText(status)}\n`);
+          return;
+        }
         const applied = await migrateToLatest(deps.store);
-        const json = wantsJson(command);
         process.stdout.write(json ? `${JSON.stringify({ applied })}\n` : `${applied.length ? `Applied ${applied.join(', ')}` : 'Already up to date'}\n`);
       } finally {
         await deps.store.close();
       }
     });
+}
+
+interface StatusLines {
+  applied: { name: string; appliedAt: Date }[];
+  pending: string[];
+  unknown: { name: string; appliedAt: Date }[];
+}
+
+function statusText({ applied, pending, unknown }: StatusLines): string {
+  const lines = [
+    ...applied.map((m) => `applied  ${m.name}  ${m.appliedAt.toISOString()}`),
+    ...pending.map((name) => `pending  ${name}`),
+    // A newer version's: this one refuses to start on the database (docs/operations.md).
+    ...unknown.map((m) => `unknown  ${m.name}  ${m.appliedAt.toISOString()}  (applied by a newer version)`),
+  ];
+  const summary = `${applied.length} applied, ${pending.length} pending${unknown.length ? `, ${unknown.length} unknown to this version: it will not start on this database` : ''}`;
+  return [...lines, summary].join('\n');
 }

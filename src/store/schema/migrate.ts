@@ -1,8 +1,9 @@
 // Applies the numbered migrations. Kysely's Migrator takes a lock (a row lock on PostgreSQL) so
 // that when several nodes start at once one applies the migrations and the others wait, then see
 // them applied.
-import { Migrator } from '../engine/kysely.js';
-import type { Migration, MigrationProvider } from 'kysely';
+import { Migrator, sql } from '../engine/kysely.js';
+import type { Migration, MigrationProvider, Migrator as KyselyMigrator } from 'kysely';
+import { DatabaseNewerError } from './newer-database-error.js';
 import { up001 } from './migrations/001_initial.js';
 import { up002 } from './migrations/002_dispatch.js';
 import { up003 } from './migrations/003_caller_safety.js';
@@ -48,25 +49,78 @@ function migrations(dialect: DialectName): Record<string, Migration> {
   };
 }
 
-export async function migrateToLatest(store: Store): Promise<string[]> {
+function migrator(store: Store): KyselyMigrator {
   const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect) };
-  const migrator = new Migrator({ db: store.db, provider });
-  const { error, results } = await migrator.migrateToLatest();
+  return new Migrator({ db: store.db, provider });
+}
+
+/**
+ * Applies every pending migration; refuses (DatabaseNewerError) a database that a newer version
+ * has migrated, before touching it.
+ */
+export async function migrateToLatest(store: Store): Promise<string[]> {
+  await refuseNewerDatabase(store);
+  const { error, results } = await migrator(store).migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
-/** Applies the migrations up to and including `name` only: for tests of a migration on the data before it. */
+/**
+ * Applies the migrations up to and including `name`, no further: the upgrade test builds a database
+ * as an earlier version left it.
+ */
 export async function migrateTo(store: Store, name: string): Promise<void> {
-  const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect) };
-  const { error } = await new Migrator({ db: store.db, provider }).migrateTo(name);
+  const { error } = await migrator(store).migrateTo(name);
   if (error) throw error instanceof Error ? error : new Error(String(error));
 }
 
 /** True when every known migration has been applied (used by readiness). */
 export async function migrationsApplied(store: Store): Promise<boolean> {
-  const provider: MigrationProvider = { getMigrations: async () => migrations(store.dialect) };
-  const migrator = new Migrator({ db: store.db, provider });
-  const list = await migrator.getMigrations();
+  const list = await migrator(store).getMigrations();
   return list.every((m) => m.executedAt !== undefined);
+}
+
+export interface AppliedMigration {
+  name: string;
+  appliedAt: Date;
+}
+
+export interface MigrationStatus {
+  applied: AppliedMigration[];
+  /** Known to this version, not yet applied. */
+  pending: string[];
+  /** Applied by a newer version, unknown to this one: this version refuses the database. */
+  unknown: AppliedMigration[];
+}
+
+/** What `dialtone migrate --status` shows; reads only, so it changes nothing, even on a fresh database. */
+export async function migrationStatus(store: Store): Promise<MigrationStatus> {
+  const known = Object.keys(migrations(store.dialect)).sort();
+  const executed = await executedMigrations(store);
+  const byName = new Map(executed.map((m) => [m.name, m]));
+  return {
+    applied: known.flatMap((name) => byName.get(name) ?? []),
+    pending: known.filter((name) => !byName.has(name)),
+    unknown: executed.filter((m) => !known.includes(m.name)),
+  };
+}
+
+async function refuseNewerDatabase(store: Store): Promise<void> {
+  const known = new Set(Object.keys(migrations(store.dialect)));
+  const unknown = (await executedMigrations(store)).filter((m) => !known.has(m.name));
+  if (unknown.length > 0) throw new DatabaseNewerError(unknown.map((m) => m.name));
+}
+
+/**
+ * Kysely's own record of applied migrations, read directly: its Migrator reports only the migrations
+ * it is given, and names a newer one only as "corrupted migrations". Empty before the first start.
+ */
+async function executedMigrations(store: Store): Promise<AppliedMigration[]> {
+  const present =
+    store.dialect === 'sqlite'
+      ? await sql<{ present: number }>`select count(*) as present from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(store.db)
+      : await sql<{ present: number }>`select count(*) as present from pg_catalog.pg_tables where tablename = 'kysely_migration' and schemaname = any(current_schemas(false))`.execute(store.db);
+  if (!Number(present.rows[0]?.present)) return [];
+  const rows = await sql<{ name: string; timestamp: string }>`select name, timestamp from kysely_migration order by name`.execute(store.db);
+  return rows.rows.map((r) => ({ name: r.name, appliedAt: new Date(r.timestamp) }));
 }
