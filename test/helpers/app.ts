@@ -28,6 +28,8 @@ export interface TestEnvOptions {
   registry?: ProviderRegistry;
   /** Replaces the store the app and dispatcher are given (e.g. FakeTime's `watch`); the test still owns the real one. */
   wrapStore?: (store: Store) => Store;
+  /** An existing database's URL (a restored backup) instead of a fresh one; the test removes it. */
+  database?: string;
 }
 
 export function testConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
@@ -51,7 +53,7 @@ export function testConfig(databaseUrl: string, env: Record<string, string> = {}
 }
 
 export async function createTestEnv(kind: StoreKind, options: TestEnvOptions = {}): Promise<TestEnv> {
-  const database = await createTestDatabase(kind);
+  const database = options.database ? { url: options.database, drop: async () => undefined } : await createTestDatabase(kind);
   const store = openTestStore(database);
   const deps = buildDeps(testConfig(database.url, options.env), {
     store: options.wrapStore ? options.wrapStore(store) : store,

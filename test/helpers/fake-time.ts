@@ -31,6 +31,7 @@ export class FakeTime {
     durable: () => this.track(store.durable()),
     betweenBulkWrites: () => this.track(store.betweenBulkWrites()),
     ping: () => this.track(store.ping()),
+    backup: (path) => store.backup(path),
     close: () => store.close(),
   });
 

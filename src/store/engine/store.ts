@@ -2,7 +2,7 @@
 // PostgreSQL is the store that several nodes share. Everything above this module speaks Kysely
 // and never asks which one it has, except through the few helpers below: this file is the one
 // place where the two dialects differ.
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -73,7 +73,45 @@ export interface Store {
   betweenBulkWrites(): Promise<void>;
   /** Cheap round trip used by readiness checks. */
   ping(): Promise<void>;
+  /**
+   * SQLite: a consistent copy of the database, taken online (SQLite's backup API) while other
+   * connections, the service's included, keep reading and writing; written to `path` only once
+   * complete. PostgreSQL: refused (BackupUnsupportedError); its own tools back it up.
+   */
+  backup(path: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** `Store.backup` on PostgreSQL: pg_dump and its kin do it, consistently and with the server's help. */
+export class BackupUnsupportedError extends Error {
+  constructor() {
+    super('Backups of a PostgreSQL store are taken with PostgreSQL\'s own tools (pg_dump, or a base backup with WAL archiving): see docs/operations.md, "Backups".');
+    this.name = 'BackupUnsupportedError';
+  }
+}
+
+/**
+ * Pages per step of SQLite's backup: all of them. The whole copy then runs in one step, under one
+ * read transaction, so it is one snapshot; in WAL mode that blocks no writer. In smaller steps,
+ * any write by another connection between two steps restarts the copy, which under a steady load
+ * could never finish.
+ */
+const ALL_PAGES = 0x7fffffff;
+
+async function backupSqlite(sqlite: SqliteDatabase.Database, path: string): Promise<void> {
+  const target = resolve(path);
+  // Written beside the target and renamed when complete: a failed backup never leaves a partial
+  // file where a good backup is expected.
+  const partial = `${target}.partial-${process.pid}`;
+  try {
+    await sqlite.backup(partial, { progress: () => ALL_PAGES });
+    // The copy holds what the database holds (key hashes, encrypted credentials, callees' numbers).
+    chmodSync(partial, 0o600);
+    renameSync(partial, target);
+  } catch (error) {
+    rmSync(partial, { force: true });
+    throw error;
+  }
 }
 
 export interface StoreOptions {
@@ -202,6 +240,7 @@ function openSqlite(path: string, options: StoreOptions): Store {
     async ping() {
       sqlite.prepare('select 1').get();
     },
+    backup: (path) => backupSqlite(sqlite, path),
     durable: () => walSync?.durable() ?? Promise.resolve(),
     betweenBulkWrites: async () => {
       if (checkpointer && walIndex && walIndex.frames() >= CATCH_UP_PAGES) await checkpointer.catchUp();
@@ -276,6 +315,7 @@ function openPostgres(url: string, options: StoreOptions): Store {
     async ping() {
       await pool.query('select 1');
     },
+    backup: () => Promise.reject(new BackupUnsupportedError()),
     close: async () => {
       await announcements.close();
       await db.destroy();
