@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { BackupUnsupportedError } from '../src/store/engine/store.js';
+import { BackupUnsupportedError } from '../src/store/engine/operator-errors.js';
 import { build, createTestEnv, getJson, postJson, TEST_SECRET_KEY } from './helpers/app.js';
 import { createOrgFixture, PATHS } from './helpers/fixtures.js';
 import { ROOT, runToCompletion } from './helpers/process.js';

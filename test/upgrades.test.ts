@@ -10,7 +10,7 @@ import { buildDeps } from '../src/deps.js';
 import { sql } from '../src/store/engine/kysely.js';
 import type { Store } from '../src/store/engine/store.js';
 import { migrateTo, migrateToLatest, migrationStatus } from '../src/store/schema/migrate.js';
-import { DatabaseNewerError } from '../src/store/schema/newer-database-error.js';
+import { DatabaseNewerError } from '../src/store/engine/operator-errors.js';
 import { getJson, postJson, testConfig } from './helpers/app.js';
 import { addContacts, CAMPAIGNS, createCampaign } from './helpers/campaigns.js';
 import { createOrgFixture, PATHS } from './helpers/fixtures.js';

@@ -38,20 +38,17 @@ export function serviceCommands(program: Command): void {
     .description('copy the SQLite database, consistently, while the service keeps serving (PostgreSQL: use pg_dump)')
     .requiredOption('--to <file>', 'where to write the copy (replaced if it exists)')
     .action(async (opts: { to: string }, command: Command) => {
-      const [{ loadConfig }, { openStore, BackupUnsupportedError }, { CliError }] = await Promise.all([import('../../config.js'), import('../../store/engine/store.js'), import('../cli-error.js')]);
-      // The store alone: a backup neither migrates the database nor needs the service's secret key.
-      const store = openStore(loadConfig().DATABASE_URL, { poolSize: 1 });
+      const [{ loadConfig }, { buildDeps }] = await Promise.all([import('../../config.js'), import('../../deps.js')]);
+      // Neither migrates the database nor needs the secret key: a copy changes nothing. PostgreSQL's
+      // store refuses (BackupUnsupportedError, reported with its code by errors.ts).
+      const deps = buildDeps(loadConfig());
       try {
         const started = Date.now();
-        await store.backup(opts.to);
-        const json = wantsJson(command);
+        await deps.store.backup(opts.to);
         const ms = Date.now() - started;
-        process.stdout.write(json ? `${JSON.stringify({ to: opts.to, ms })}\n` : `Backed up to ${opts.to} in ${ms} ms\n`);
-      } catch (error) {
-        if (error instanceof BackupUnsupportedError) throw new CliError('backup_unsupported', error.message);
-        throw error;
+        process.stdout.write(wantsJson(command) ? `${JSON.stringify({ to: opts.to, ms })}\n` : `Backed up to ${opts.to} in ${ms} ms\n`);
       } finally {
-        await store.close();
+        await deps.store.close();
       }
     });
 }

@@ -15,6 +15,7 @@ import { CoalescingNotifier } from './coalescing-notifier.js';
 import { DurableCommits } from './durable-commits.js';
 import { GroupCommit } from './group-commit.js';
 import { withStatementCache } from './statement-cache.js';
+import { BackupUnsupportedError } from './operator-errors.js';
 import { namePreparedStatements } from './prepared-statements.js';
 import { BACKSTOP_PAGES, CATCH_UP_PAGES, checkpointWorker, WalCheckpointer, type CheckpointThread } from './wal-checkpointer.js';
 import { WalIndex } from './wal-index.js';
@@ -80,14 +81,6 @@ export interface Store {
    */
   backup(path: string): Promise<void>;
   close(): Promise<void>;
-}
-
-/** `Store.backup` on PostgreSQL: pg_dump and its kin do it, consistently and with the server's help. */
-export class BackupUnsupportedError extends Error {
-  constructor() {
-    super('Backups of a PostgreSQL store are taken with PostgreSQL\'s own tools (pg_dump, or a base backup with WAL archiving): see docs/operations.md, "Backups".');
-    this.name = 'BackupUnsupportedError';
-  }
 }
 
 /**

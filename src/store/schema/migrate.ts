@@ -3,7 +3,7 @@
 // them applied.
 import { Migrator, sql } from '../engine/kysely.js';
 import type { Migration, MigrationProvider, Migrator as KyselyMigrator } from 'kysely';
-import { DatabaseNewerError } from './newer-database-error.js';
+import { DatabaseNewerError } from '../engine/operator-errors.js';
 import { up001 } from './migrations/001_initial.js';
 import { up002 } from './migrations/002_dispatch.js';
 import { up003 } from './migrations/003_caller_safety.js';
