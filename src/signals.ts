@@ -17,6 +17,7 @@ export class Signals {
   private readonly eventListeners = new Set<(event: ProviderEvent, appliedElsewhere: AppliedElsewhere | undefined) => void>();
   private readonly cancelListeners = new Set<(runId: number) => Promise<void>>();
   private readonly verdictListeners = new Set<(verdict: MachineVerdict) => void>();
+  private readonly hangUpListeners = new Set<(runId: number) => Promise<void>>();
   private readonly campaignListeners = new Set<() => void>();
 
   onCampaigns(listener: () => void): () => void {
@@ -85,6 +86,19 @@ export class Signals {
   onCancel(listener: (runId: number) => Promise<void>): () => void {
     this.cancelListeners.add(listener);
     return () => this.cancelListeners.delete(listener);
+  }
+
+  onHangUp(listener: (runId: number) => Promise<void>): () => void {
+    this.hangUpListeners.add(listener);
+    return () => this.hangUpListeners.delete(listener);
+  }
+
+  /**
+   * A run whose call this node may hold has ended (its agent hung up): the holder puts the line
+   * down; resolves when it has. A call held by another node is put down on that node's next tick.
+   */
+  async hangUp(runId: number): Promise<void> {
+    await Promise.all([...this.hangUpListeners].map((listener) => listener(runId)));
   }
 
   /** Asks this node's dispatcher to cancel a live call it holds; resolves when it has acted. */

@@ -98,6 +98,7 @@ export class Dispatcher {
       this.deps.signals.onMachineVerdict((verdict) => this.live.onMachineVerdict(verdict)),
       this.deps.signals.onWork(() => this.wake()),
       this.deps.signals.onCancel((runId) => this.live.cancel(runId)),
+      this.deps.signals.onHangUp((runId) => this.live.reaped(runId)),
     );
     this.wake();
   }
@@ -140,6 +141,7 @@ export class Dispatcher {
         this.track(this.reconciler.sweep());
       }
       await this.live.cancelRequested();
+      await this.live.endedElsewhere();
       for (const { id: configurationId, deferredDue } of await selectConfigurationsWithQueuedRuns(deps.store, 100, deps.clock.now())) {
         if (this.stopping) break;
         // A node still behind on this configuration's slots claims no more of them; its pacer wakes

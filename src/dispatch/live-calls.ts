@@ -6,7 +6,7 @@
 import type { Deps } from '../deps.js';
 import { LIVE_STATES, isTerminal } from '../runs/states.js';
 import type { AppliedTransition } from '../runs/transition-run.js';
-import { selectCancelRequested, selectRunState } from '../store/statements/run-reads.js';
+import { selectCancelRequested, selectEndedRuns, selectRunState } from '../store/statements/run-reads.js';
 import type { ProviderName, RunState } from '../store/schema/schema.js';
 import type { AppliedElsewhere } from '../signals.js';
 import type { DecodedRoute, MachineVerdict, ProviderEvent } from '../telephony/provider.js';
@@ -101,7 +101,24 @@ export class LiveCalls {
     if (call) await this.cancelLocally(call);
   }
 
-  /** Hangs up the call of a run the reaper ended, if this node holds it. */
+  /**
+   * Puts down the lines of this node's calls whose runs another node ended (an agent's hang-up
+   * taken by another node's API; picked up on every tick). Their provider's own report would end
+   * them too, but only when the far end hangs up.
+   */
+  async endedElsewhere(): Promise<void> {
+    if (this.calls.size === 0) return;
+    for (const id of await selectEndedRuns(this.deps.store, [...this.calls.keys()])) {
+      const call = this.calls.get(id);
+      // In the call's event chain: a terminal event of the provider's received first lets it go
+      // (the far end hung up), and then there is no line to put down.
+      if (call) await this.inOrder(id, async () => {
+        if (this.calls.get(id) === call) await this.hangUp(call);
+      });
+    }
+  }
+
+  /** Hangs up the call of a run that ended elsewhere (the reaper, its agent), if this node holds it. */
   async reaped(runId: number): Promise<void> {
     const call = this.calls.get(runId);
     if (call) await this.hangUp(call);

@@ -38,7 +38,7 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
     action: 'Check the key (it may have been revoked or mistyped) and send a current one.',
   },
   invalid_run_token: {
-    when: 'The agent runtime\'s read of a run was called without a valid, unexpired run token for that run.',
+    when: 'An agent runtime operation (the read of a run, or an action on its call) was called without a valid, unexpired run token for that run.',
     action: 'Send the run token handed over with the answered call as "Authorization: Bearer <token>", before it expires.',
   },
   invalid_signature: {
@@ -122,8 +122,16 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
     action: 'Wait for Retry-After seconds and send the same request again: it then gets the first request\'s answer.',
   },
   run_already_ended: {
-    when: 'A cancel was asked for a run that has already ended.',
+    when: 'A cancel was asked for a run that has already ended, or the agent runtime asked to hang up, report a result or append an event on a run that has ended (its `state` is in the problem).',
     action: 'Nothing to do: the run\'s state says how it ended.',
+  },
+  result_invalid: {
+    when: 'The result the agent runtime reported does not satisfy the result_schema of the run\'s definition (`errors` lists every problem, each with a JSON Pointer into the request body).',
+    action: 'Fix the data so it satisfies the schema (GET /api/v1/runtime/runs/{id} returns the definition with it) and report it again.',
+  },
+  run_not_answered: {
+    when: 'The agent runtime asked to hang up a run whose call has not been answered (its `state` is in the problem).',
+    action: 'Only an answered call is the runtime\'s to end; to stop a call before it is answered, cancel the run with the API key.',
   },
   campaign_limit: {
     when: 'The organization already has CAMPAIGN_MAX_OPEN_PER_ORGANIZATION campaigns open (draft, running or paused).',

@@ -228,6 +228,7 @@ export const WorkflowRun = Type.Object(
       description: 'Who answered, when the agent asks for answering-machine detection: human, machine, fax or unknown; null until the provider decides, and on runs that never asked',
     }),
     raw_answered_by: Type.Union([Type.String(), Type.Null()], { description: 'The provider\'s own verdict (for example Twilio\'s machine_end_beep)' }),
+    result: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()], { description: 'What the agent runtime reported the call concluded (POST /runtime/runs/{id}/result), valid against the definition\'s result_schema when it declares one; null until reported' }),
   },
   { $id: 'WorkflowRun', title: 'WorkflowRun', description: 'A workflow run: one call, from queued to its end' },
 );

@@ -27,6 +27,8 @@ const RUN_EVENT_SUMMARIES: Partial<Record<WebhookEventType, string>> = {
   'run.deferred': 'A queued run was put off to its next calling-hours window when it was claimed (it stays queued).',
   'run.answered_by': 'Answering-machine detection decided who answered (the run\'s answered_by and raw_answered_by say what; the event\'s data says what Dialtone did about it).',
   'run.ended': 'A run ended, in any terminal state (the run in the message says which, and why).',
+  'run.result': 'The agent runtime reported what the call concluded, or replaced its report (the run\'s `result`; the event\'s data carries it too).',
+  'run.agent_event': 'The agent runtime appended an event of its own to the run (its type is `agent.<name>`, its data as the runtime sent it).',
 };
 
 const FAMILIES: readonly Family[] = [

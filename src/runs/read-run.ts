@@ -41,6 +41,8 @@ export interface RunView {
   answered_by: AnsweredBy | null;
   /** The provider's own words for that verdict (Twilio's `machine_end_beep`). */
   raw_answered_by: string | null;
+  /** What the agent runtime reported the call concluded (POST /runtime/runs/{id}/result); null until it does. */
+  result: Record<string, unknown> | null;
 }
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -80,6 +82,8 @@ export function toRunView(row: RunDetailsRow): RunView {
     // Nor has one fixed before migration 018 these two.
     answered_by: row.answered_by ?? null,
     raw_answered_by: row.raw_answered_by ?? null,
+    // A webhook payload fixed before migration 019 has none.
+    result: row.result === null || row.result === undefined ? null : (JSON.parse(row.result) as RunView['result']),
   };
 }
 

@@ -3,6 +3,8 @@ import { isTerminal, type RunState } from '../runs/states.js';
 
 // run.deferred: a queued run put off to its next calling-hours window at claim time (it stays queued).
 // run.answered_by: answering-machine detection decided who answered (the run's state is unchanged).
+// run.result: the agent runtime reported (or replaced) what the call concluded; run.agent_event: it
+// appended an event of its own (`agent.*`, docs/design.md, "Agent runtime hand-off").
 // campaign.*: every change of a campaign's state the event stream reports: created (a draft),
 // started, paused (by request, its circuit breaker or its ends_at), resumed, completed, canceled.
 export const WEBHOOK_EVENT_TYPES = [
@@ -13,6 +15,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'run.in_progress',
   'run.answered_by',
   'run.ended',
+  'run.result',
+  'run.agent_event',
   'campaign.created',
   'campaign.started',
   'campaign.paused',
@@ -22,6 +26,9 @@ export const WEBHOOK_EVENT_TYPES = [
   'webhook.test',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** The type of an event the agent runtime appends itself (its name is `agent.<name>`). */
+export const AGENT_EVENT_TYPE = 'run.agent_event';
 
 /** Every terminal state is reported as `run.ended` (the run in the message says which). */
 export function webhookTypeForState(state: RunState): WebhookEventType {

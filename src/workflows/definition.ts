@@ -2,6 +2,7 @@
 // and the helpers that read it. docs/design.md, "Domain" is the contract.
 import { randomUUID } from 'node:crypto';
 import type { FieldError } from '../errors.js';
+import { resultSchemaProblems } from './result-schema.js';
 import { templateProblems, type TemplateContext } from './templates.js';
 import { answeringMachineProblems, type AnsweringMachine } from './answering-machine.js';
 
@@ -29,6 +30,8 @@ export interface DefinitionGraph {
   variables?: Record<string, VariableSpec>;
   /** Answering-machine detection and what to do on a machine (answering-machine.ts); absent: none. */
   answering_machine?: AnsweringMachine;
+  /** The JSON Schema the agent runtime's result must satisfy (result-schema.ts); none: any object. */
+  result_schema?: Record<string, unknown>;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -63,7 +66,7 @@ export function validateDefinition(
 
   if (!isObject(input)) return { ok: false, errors: [{ pointer: '', detail: 'A definition is a JSON object.' }] };
   for (const key of Object.keys(input)) {
-    if (!['nodes', 'edges', 'variables', 'answering_machine'].includes(key)) add(`/${key}`, `Unknown field "${key}".`);
+    if (!['nodes', 'edges', 'variables', 'answering_machine', 'result_schema'].includes(key)) add(`/${key}`, `Unknown field "${key}".`);
   }
   const nodes = Array.isArray(input.nodes) ? input.nodes : (add('/nodes', 'Must be an array of nodes.'), []);
   const edges =
@@ -140,6 +143,7 @@ export function validateDefinition(
   }
 
   if (input.answering_machine !== undefined) errors.push(...answeringMachineProblems(input.answering_machine, '/answering_machine'));
+  if (input.result_schema !== undefined) errors.push(...resultSchemaProblems(input.result_schema));
 
   if (errors.length > 0) return { ok: false, errors };
   return { ok: true, graph: input as unknown as DefinitionGraph };

@@ -23,6 +23,7 @@ import { up016 } from './migrations/016_webhook_deliveries_by_run.js';
 import { up017 } from './migrations/017_secret_key_check.js';
 import { up018 } from './migrations/018_answered_by.js';
 import { up019 } from './migrations/019_provider_names_unchecked.js';
+import { up020 } from './migrations/020_run_results.js';
 import type { DialectName, Store } from '../engine/store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
@@ -46,6 +47,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '017_secret_key_check': { up: up017(dialect) },
     '018_answered_by': { up: up018(dialect) },
     '019_provider_names_unchecked': { up: up019(dialect) },
+    '020_run_results': { up: up020(dialect) },
   };
 }
 

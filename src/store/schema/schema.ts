@@ -146,6 +146,8 @@ export interface WorkflowRunsTable {
   answered_by: Generated<AnsweredBy | null>;
   /** The provider's own words for that verdict (Twilio's AnsweredBy, e.g. `machine_end_beep`). */
   raw_answered_by: Generated<string | null>;
+  /** What the agent runtime reported the call concluded: its JSON text (TEXT in both stores); null until reported. */
+  result: Generated<string | null>;
 }
 
 /** Who answered a call, as every provider's verdict is normalized. */

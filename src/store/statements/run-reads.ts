@@ -18,6 +18,7 @@ export function runDetailsQuery(store: Store) {
       'r.created_at', 'r.updated_at', 'r.ended_at', 'r.org_id', 'r.raw_provider_status',
       'r.claimed_at', 'r.dial_sent_at', 'r.ringing_at', 'r.answered_at', 'r.cancel_requested_at', 'r.scheduled_for',
       'r.campaign_id', 'r.contact_id', 'r.attempt', 'r.answered_by', 'r.raw_answered_by',
+      'r.campaign_id', 'r.contact_id', 'r.attempt', 'r.result',
       'w.workflow_uuid', 'd.version as definition_version',
     ]);
 }
@@ -111,6 +112,13 @@ export async function countQueuedRuns(on: Queryable, orgId: number, scheduled = 
 /** Ids of a node's live runs whose cancel was requested. */
 export async function selectCancelRequested(store: Store, nodeId: string, live: readonly RunState[]): Promise<number[]> {
   const rows = await store.db.selectFrom('workflow_runs').select('id').where('lease_owner', '=', nodeId).where('cancel_requested_at', 'is not', null).where('state', 'in', live).execute();
+  return rows.map((r) => r.id);
+}
+
+/** Which of these runs have ended (a node's held calls whose runs another node ended). */
+export async function selectEndedRuns(store: Store, runIds: readonly number[]): Promise<number[]> {
+  if (runIds.length === 0) return [];
+  const rows = await store.db.selectFrom('workflow_runs').select('id').where('id', 'in', runIds).where('ended_at', 'is not', null).execute();
   return rows.map((r) => r.id);
 }
 

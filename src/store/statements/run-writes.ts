@@ -297,9 +297,10 @@ export async function markCancelRequested(store: Store, runId: number, at: numbe
 export interface TransitionEvent {
   /**
    * The state entered, or `deferred` (a queued run put off to its calling hours; it stays queued),
-   * or `answered_by` (who answered was decided; the state is unchanged).
+   * or `answered_by` (who answered was decided; the state is unchanged), or an event the agent
+   * runtime reported on a run that has not ended (its `result`, its own `agent.*` events).
    */
-  type: RunState | 'deferred' | 'answered_by';
+  type: RunState | 'deferred' | 'answered_by' | 'result' | `agent.${string}`;
   at: number;
   data: Record<string, unknown>;
   /** The webhook message type it is reported as. */
