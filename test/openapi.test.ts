@@ -209,7 +209,7 @@ describe('GET /openapi.json', () => {
     const operational = ['/healthz', '/readyz', '/metrics', '/openapi.json'];
     for (const path of operational) assert.deepEqual(Object.keys(doc.paths[path] ?? {}), ['get'], path);
     assert.ok(
-      Object.keys(doc.paths).every((path) => path.startsWith('/api/v1/public/') || path === '/api/v1/runtime/runs/{id}' || operational.includes(path)),
+      Object.keys(doc.paths).every((path) => path.startsWith('/api/v1/public/') || path.startsWith('/api/v1/runtime/runs/{id}') || operational.includes(path)),
       Object.keys(doc.paths).join(', '),
     );
     assert.equal(doc.paths['/api/v1/runtime/runs/{id}']?.get?.operationId, 'getRuntimeRun');
@@ -701,6 +701,9 @@ const RUN_PATHS = {
   events: '/api/v1/public/workflow-runs/{id}/events',
   cancel: '/api/v1/public/workflow-runs/{id}/cancel',
   runtime: '/api/v1/runtime/runs/{id}',
+  result: '/api/v1/runtime/runs/{id}/result',
+  agentEvents: '/api/v1/runtime/runs/{id}/events',
+  hangup: '/api/v1/runtime/runs/{id}/hangup',
 } as const;
 const WEBHOOK_OPERATIONS = [
   ['post', '/api/v1/public/webhook-endpoints'],
@@ -852,6 +855,34 @@ describe('Every answer is declared in the OpenAPI document', () => {
       answers.check('get', RUN_PATHS.runtime, await get(runUrl(RUN_PATHS.runtime, runId), { authorization: `Bearer ${token}` }), 'the run\'s token');
       answers.check('get', RUN_PATHS.runtime, await get(runUrl(RUN_PATHS.runtime, runId), { authorization: 'Bearer nope' }), 'a wrong token');
       answers.check('get', RUN_PATHS.runtime, await get(runUrl(RUN_PATHS.runtime, UNDECODABLE), { authorization: `Bearer ${token}` }), 'a URL the router cannot decode');
+
+      // The runtime's actions, on a run moved to in_progress by hand (no dispatcher runs here), then on the ended run.
+      const live = await createRun(main, f);
+      for (const to of ['dialing', 'in_progress'] as const) assert.ok(await deps.lifecycle.transition(live, to, { at: deps.clock.now() }));
+      const liveToken = issueRunToken(deps.cipher, live, deps.clock.now() + 60_000);
+      const act = (template: string, id: number | string, body: string | undefined, headers: Record<string, string> = {}) =>
+        app.inject({
+          method: 'POST',
+          url: runUrl(template, id),
+          headers: { authorization: `Bearer ${liveToken}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+          ...(body !== undefined ? { payload: body } : {}),
+        }).then(fromInject);
+      const OK: Record<string, string> = { [RUN_PATHS.result]: JSON.stringify({ data: { outcome: 'booked' } }), [RUN_PATHS.agentEvents]: JSON.stringify({ type: 'agent.note', data: {} }), [RUN_PATHS.hangup]: '{}' };
+      for (const template of [RUN_PATHS.result, RUN_PATHS.agentEvents, RUN_PATHS.hangup]) {
+        answers.check('post', template, await act(template, live, OK[template] ?? '{}', { authorization: 'Bearer nope' }), 'a wrong token');
+        answers.check('post', template, await act(template, UNDECODABLE, OK[template]), 'a URL the router cannot decode');
+        answers.check('post', template, await act(template, live, 'please', { 'content-type': 'text/plain' }), 'a text body');
+        answers.check('post', template, await act(template, live, '{'), 'a body that is not JSON');
+        answers.check('post', template, await act(template, live, JSON.stringify({ data: { blob: 'x'.repeat(70_000) } })), 'a body over the limit');
+        answers.check('post', template, await act(template, live, JSON.stringify({ unknown: 1 })), 'an unknown field');
+        if (template === RUN_PATHS.hangup) answers.check('post', template, await act(template, runId, '{}', { authorization: `Bearer ${token}` }), 'a run never answered');
+      }
+      answers.check('post', RUN_PATHS.result, await act(RUN_PATHS.result, live, OK[RUN_PATHS.result]), 'a result');
+      answers.check('post', RUN_PATHS.agentEvents, await act(RUN_PATHS.agentEvents, live, OK[RUN_PATHS.agentEvents]), 'an agent event');
+      answers.check('post', RUN_PATHS.hangup, await act(RUN_PATHS.hangup, live, '{}'), 'an answered call');
+      for (const template of [RUN_PATHS.result, RUN_PATHS.agentEvents, RUN_PATHS.hangup]) {
+        answers.check('post', template, await act(template, live, OK[template]), 'a run that ended');
+      }
     });
 
     await t.test('the webhook endpoint operations', async () => {
@@ -1077,6 +1108,9 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await check('get', RUN_PATHS.events, runUrl(RUN_PATHS.events, runId), { 'x-api-key': df.apiKey });
       await check('post', RUN_PATHS.cancel, runUrl(RUN_PATHS.cancel, runId), { 'x-api-key': df.apiKey });
       await check('get', RUN_PATHS.runtime, runUrl(RUN_PATHS.runtime, runId), { authorization: `Bearer ${token}` });
+      for (const template of [RUN_PATHS.result, RUN_PATHS.agentEvents, RUN_PATHS.hangup]) {
+        await check('post', template, runUrl(template, runId), { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, template === RUN_PATHS.result ? JSON.stringify({ data: {} }) : template === RUN_PATHS.agentEvents ? JSON.stringify({ type: 'agent.note' }) : '{}');
+      }
       await check('get', '/readyz', '/readyz', {});
       for (const [method, template] of SUPPRESSION_OPERATIONS) {
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: suppressionUrl(template), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
