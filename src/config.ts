@@ -136,6 +136,8 @@ export const ConfigSchema = Type.Object({
   REAPER_GRACE_MS: Integer(0, 3_600_000, 60_000),
   /** How often the reaper and queue expiry run (and a dispatcher writes its heartbeat). */
   REAPER_INTERVAL_MS: Integer(10, 600_000, 5_000),
+  /** How often a dispatcher asks which of its live calls' runs another node ended (an agent's hang-up taken there). */
+  ENDED_ELSEWHERE_INTERVAL_MS: Integer(10, 60_000, 500),
   /** A dispatcher silent this long is presumed dead: its in-process calls (SIP, simulator) end failed (node_lost). */
   NODE_HEARTBEAT_TIMEOUT_MS: Integer(100, 3_600_000, 30_000),
   /** Longest a dispatcher waits on shutdown for dials already started (and, alongside, for webhook attempts in flight). */

@@ -28,7 +28,7 @@ import { deleteNode, selectConfigurationsWithQueuedRuns } from '../store/stateme
 import { claimRuns, takePacingSlots, type ClaimedRun } from './claim-runs.js';
 import { LiveCalls } from './live-calls.js';
 import { maintain, type Housekeeping } from './maintenance.js';
-import { machineDetectionForDial } from './machine-verdicts.js';
+import { DialDetections } from './machine-verdicts.js';
 import { ringTimeoutOf } from './provider-events.js';
 import { askFirstProviders, Reconciler } from './reconcile.js';
 import { RoutePacer, type PacedDial, type PacerSettings } from './route-pacer.js';
@@ -64,6 +64,8 @@ export class Dispatcher {
   private tickAgain = false;
   private nextTick: NodeJS.Timeout | undefined;
   private nextMaintenanceAt = 0;
+  private nextEndedElsewhereAt = 0;
+  private readonly detections: DialDetections;
   /** One pacer per telephony configuration this node has claimed runs of. */
   private readonly pacers = new Map<number, RoutePacer<PendingDial>>();
   private readonly inFlight = new Set<Promise<void>>();
@@ -81,6 +83,7 @@ export class Dispatcher {
     this.live = new LiveCalls(deps, (work) => this.track(work), () => this.wake());
     this.reconciler = new Reconciler(deps, { reaped: (runId) => this.live.reaped(runId) });
     this.housekeeping = options.housekeeping ?? [];
+    this.detections = new DialDetections(deps);
   }
 
   start(): void {
@@ -141,7 +144,12 @@ export class Dispatcher {
         this.track(this.reconciler.sweep());
       }
       await this.live.cancelRequested();
-      await this.live.endedElsewhere();
+      // Names every live call of this node: on its own cadence, not on every tick (a drain of
+      // thousands of live calls would send that list hundreds of times a second).
+      if (now >= this.nextEndedElsewhereAt) {
+        this.nextEndedElsewhereAt = now + deps.config.ENDED_ELSEWHERE_INTERVAL_MS;
+        await this.live.endedElsewhere();
+      }
       for (const { id: configurationId, deferredDue } of await selectConfigurationsWithQueuedRuns(deps.store, 100, deps.clock.now())) {
         if (this.stopping) break;
         // A node still behind on this configuration's slots claims no more of them; its pacer wakes
@@ -252,7 +260,7 @@ export class Dispatcher {
     const provider = deps.providers[configuration.provider];
     const ringTimeoutMs = ringTimeoutOf(deps, route);
     // Asked only of providers that can detect: a request for it on another route was refused when the run was created.
-    const machineDetection = route.capabilities.supportsMachineDetection ? await machineDetectionForDial(deps, run.id) : undefined;
+    const machineDetection = route.capabilities.supportsMachineDetection ? await this.detections.forDial(run) : undefined;
     const sentAt = deps.clock.now();
     deps.metrics.dialLatency.observe((sentAt - run.created_at) / 1000);
     const attempt = provider.dial({ runId: run.id, to: run.phone_number, from: run.caller_id, ringTimeoutMs, route, ...(machineDetection ? { machineDetection } : {}) });

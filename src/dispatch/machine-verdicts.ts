@@ -11,7 +11,7 @@
 import type { Deps } from '../deps.js';
 import type { AnsweredBy } from '../store/schema/schema.js';
 import { decodeJson } from '../store/engine/store.js';
-import { selectRunAnsweringMachine } from '../store/statements/run-reads.js';
+import { selectDefinitionGraph, selectRunAnsweringMachine } from '../store/statements/run-reads.js';
 import type { LiveCall, MachineDetectionRequest, MachineVerdict } from '../telephony/provider.js';
 import { machineDetectionOf, type AnsweringMachine, type MachineAction, type MachineDetectionSettings } from '../workflows/answering-machine.js';
 import { templateContext, type DefinitionGraph } from '../workflows/definition.js';
@@ -36,6 +36,34 @@ export async function machineSettingsOf(deps: Pick<Deps, 'store'>, runId: number
 export async function machineDetectionForDial(deps: Pick<Deps, 'store'>, runId: number): Promise<MachineDetectionRequest | undefined> {
   const settings = (await machineSettingsOf(deps, runId))?.settings;
   return settings && { detect: settings.detect, timeoutMs: settings.timeoutMs };
+}
+
+/**
+ * What each dial asks of detection, without a query per dial: a definition never changes once
+ * written (saving a draft writes a new row), so what it asks is read once per node and kept by
+ * definition id (at most `maxDefinitions`, then forgotten all at once). A campaign's run is read per
+ * dial, since its campaign's own settings replace its agent's.
+ */
+export class DialDetections {
+  private readonly byDefinition = new Map<number, AnsweringMachine | null>();
+
+  constructor(
+    private readonly deps: Pick<Deps, 'store'>,
+    private readonly maxDefinitions = 1_000,
+  ) {}
+
+  async forDial(run: { id: number; definition_id: number; campaign_id: number | null }): Promise<MachineDetectionRequest | undefined> {
+    if (run.campaign_id !== null) return machineDetectionForDial(this.deps, run.id);
+    let asked = this.byDefinition.get(run.definition_id);
+    if (asked === undefined) {
+      const graph = await selectDefinitionGraph(this.deps.store, run.definition_id);
+      asked = graph === undefined ? null : (decodeJson<DefinitionGraph>(graph).answering_machine ?? null);
+      if (this.byDefinition.size >= this.maxDefinitions) this.byDefinition.clear();
+      this.byDefinition.set(run.definition_id, asked);
+    }
+    const settings = machineDetectionOf(asked ?? undefined);
+    return settings && { detect: settings.detect, timeoutMs: settings.timeoutMs };
+  }
 }
 
 /** The action a verdict calls for under these settings (undefined: none, the agent keeps the call). */

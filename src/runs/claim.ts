@@ -131,6 +131,8 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
     ...r,
     campaign_id: campaigns.get(r.id)?.campaign_id ?? null,
     campaign_calls_per_second: campaigns.get(r.id)?.campaign_calls_per_second ?? null,
+    // Every claimed run was picked from the candidates, so its definition is there.
+    definition_id: campaigns.get(r.id)!.definition_id,
   }));
   return { rows: claimed, webhookDeliveries, deferred, canceled, passed: dialable.length - picked.length };
 }

@@ -78,6 +78,12 @@ export async function selectRunAnsweringMachine(store: Store, runId: number) {
   return row && { initialContext: row.initial_context, graph: row.graph, campaignAnsweringMachine: row.campaign_answering_machine ?? null };
 }
 
+/** A definition's graph as stored (JSON text), for what it asks of a dial. */
+export async function selectDefinitionGraph(store: Store, definitionId: number): Promise<unknown> {
+  const row = await store.db.selectFrom('workflow_definitions').select('graph').where('id', '=', definitionId).executeTakeFirst();
+  return row?.graph;
+}
+
 /** The telephony configuration a run dials through (whatever its status now). */
 export function selectRunConfiguration(store: Store, configurationId: number) {
   return store.db.selectFrom('telephony_configurations').selectAll().where('id', '=', configurationId).executeTakeFirstOrThrow();

@@ -59,7 +59,7 @@ async function guardedRunUpdateReturningRow(trx: Transaction<Database>, dialect:
 /** A run the claim moved to dialing, as the statement returns it (the claim adds its campaign's pace). */
 export type DialingRow = Pick<WorkflowRunRow, 'id' | 'created_at' | 'phone_number' | 'caller_id' | 'telephony_configuration_id' | 'mode'>;
 
-export type ClaimedRow = DialingRow & Pick<WorkflowRunRow, 'campaign_id'> & {
+export type ClaimedRow = DialingRow & Pick<WorkflowRunRow, 'campaign_id' | 'definition_id'> & {
   /** The calls_per_second of the run's campaign (null: a direct run, or a campaign paced only by its route). */
   campaign_calls_per_second: number | null;
 };
@@ -80,6 +80,8 @@ export interface ClaimCandidate {
   /** The run's campaign (null: a direct run) and its calls_per_second (null: paced only by the route), read without locking the campaign. */
   campaign_id: number | null;
   campaign_calls_per_second: number | null;
+  /** The definition the run pins (what it asks of answering-machine detection is read from it once per node). */
+  definition_id: number;
 }
 
 /**
@@ -103,6 +105,7 @@ export async function selectClaimCandidates(
         'org_id',
         'phone_number',
         'campaign_id',
+        'definition_id',
         (eb) => eb.selectFrom('organizations').select('calling_hours').whereRef('organizations.id', '=', 'workflow_runs.org_id').as('calling_hours'),
         (eb) => eb.selectFrom('campaigns').select('calls_per_second').whereRef('campaigns.id', '=', 'workflow_runs.campaign_id').as('campaign_calls_per_second'),
       ])
