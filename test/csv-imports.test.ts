@@ -11,9 +11,10 @@ import { importContactCsv } from '../src/campaigns/contacts.js';
 import { DialtoneError } from '../src/errors.js';
 import { readCsvBody, SLICE_MS, type CsvBodyOptions } from '../src/shared/csv-body.js';
 import { importSuppressions, importLimitsOf } from '../src/policy/suppressions.js';
+import { issueRunToken } from '../src/runtime/run-token.js';
 import { build, getJson } from './helpers/app.js';
 import { CAMPAIGNS, createCampaign } from './helpers/campaigns.js';
-import { createOrgFixture } from './helpers/fixtures.js';
+import { createOrgFixture, PATHS } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';
 import { storeCases } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
@@ -295,12 +296,19 @@ describe('Request bodies', () => {
     const withBody = routesOf(app).filter((r) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(r.method) && !takesCsv.has(`${r.method} ${r.path}`));
     assert.ok(withBody.length >= 20, `routes found: ${withBody.length}`);
     assert.ok(withBody.some((r) => r.path === '/api/v1/public/suppressions/:phone_number' && r.method === 'PUT'));
+    // The agent runtime's actions check their run token before the body (authentication first,
+    // docs/design.md "Check order"): they are sent a real run's token, so the body is what is refused.
+    const created = await app.inject({ method: 'POST', url: PATHS.initiateCall(f.agentUuid), headers: { 'x-api-key': f.apiKey }, payload: { phone_number: '+12025550196' } });
+    const runId = (created.json() as { workflow_run_id: number }).workflow_run_id;
+    const runToken = issueRunToken(deps.cipher, runId, deps.clock.now() + 60_000);
     for (const route of withBody) {
+      const runtime = route.path.startsWith('/api/v1/runtime/');
       const url = route.path
         .replace(':phone_number', '%2B12025550195')
         .replace(/:(uuid|workflow_uuid)/, f.agentUuid)
-        .replace(/:[a-z_]+/g, '1');
-      const response = await app.inject({ method: route.method as 'POST', url, headers: { 'x-api-key': f.apiKey, 'content-type': 'text/csv' }, payload: 'x' });
+        .replace(/:[a-z_]+/g, runtime ? String(runId) : '1');
+      const auth = runtime ? { authorization: `Bearer ${runToken}` } : { 'x-api-key': f.apiKey };
+      const response = await app.inject({ method: route.method as 'POST', url, headers: { ...auth, 'content-type': 'text/csv' }, payload: 'x' });
       assert.equal(response.statusCode, 415, `${route.method} ${route.path}: ${response.body}`);
       assert.equal(response.json().code, 'unsupported_media_type');
       assert.doesNotMatch(response.body, /_events|rawHeaders|socket/);
