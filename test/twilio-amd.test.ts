@@ -11,6 +11,7 @@ import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/
 import { assertProblem } from './helpers/problems.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
+import { scaledTimeout } from './helpers/timeouts.js';
 import { ACCOUNT_SID, AUTH_TOKEN, PUBLIC_BASE_URL, sendCallback, startFakeTwilio, type FakeTwilio } from './helpers/twilio-server.js';
 
 /**
@@ -191,7 +192,7 @@ for (const store of await storeCases()) {
       const env = await amdEnv(t, store.kind, { detect: 'message_end', on_machine: 'leave_message', message: 'Hi {{name}}, this is Acme & co. Please call back.' });
       const { runId, callSid } = await answeredCall(env);
       await amdCallback(env, runId, callSid, 'machine_end_beep');
-      const deadline = Date.now() + 5_000;
+      const deadline = Date.now() + scaledTimeout(5_000);
       while (env.fake.updates().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
       const [update] = env.fake.updates();
       assert.ok(update, 'the call was updated');
