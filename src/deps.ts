@@ -16,7 +16,7 @@ import { Signals } from './signals.js';
 import { openStore, type Store } from './store/engine/store.js';
 import { WEBHOOK_CHANNEL } from './store/statements/webhook-statements.js';
 import { CredentialsCipher } from './shared/credentials-cipher.js';
-import type { MachineVerdict, ProviderEvent, Providers, TelephonyProvider } from './telephony/provider.js';
+import type { MachineVerdict, ProviderEvent, Providers, TelephonyProvider, TransferOutcome } from './telephony/provider.js';
 import { builtInProviders, type ProviderRegistry } from './telephony/registry.js';
 import { RouteDecoder } from './telephony/routes.js';
 
@@ -92,9 +92,10 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
   const registry = overrides.registry ?? builtInProviders;
   const emit = (event: ProviderEvent): void => signals.providerEvent(event);
   const emitVerdict = (verdict: MachineVerdict): void => signals.machineVerdict(verdict);
+  const emitTransfer = (outcome: TransferOutcome): void => signals.transferOutcome(outcome);
   const providers: Record<string, TelephonyProvider> = {};
   for (const definition of registry.definitions) {
-    const provider = definition.create({ config, clock, logger, emit, emitVerdict });
+    const provider = definition.create({ config, clock, logger, emit, emitVerdict, emitTransfer });
     // The provider's type says it too (provider.ts): the two must not disagree.
     if (provider.name !== definition.name || provider.callsOutliveNode !== definition.capabilities.callsOutliveNode) {
       throw new Error(`Provider "${definition.name}" does not match its definition (name ${provider.name}, callsOutliveNode ${provider.callsOutliveNode}).`);

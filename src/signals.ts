@@ -3,7 +3,7 @@
 // to the lifecycle code, cancel requests for calls this node holds, webhook deliveries written,
 // delivery attempts and campaign changes journalled (for the event stream). Other nodes learn of work and cancel
 // requests by polling the store.
-import type { MachineVerdict, ProviderEvent } from './telephony/provider.js';
+import type { MachineVerdict, ProviderEvent, TransferOutcome } from './telephony/provider.js';
 
 /** An event some other part of the node already applied: whether it moved the run. */
 export interface AppliedElsewhere {
@@ -17,6 +17,7 @@ export class Signals {
   private readonly eventListeners = new Set<(event: ProviderEvent, appliedElsewhere: AppliedElsewhere | undefined) => void>();
   private readonly cancelListeners = new Set<(runId: number) => Promise<void>>();
   private readonly verdictListeners = new Set<(verdict: MachineVerdict) => void>();
+  private readonly transferListeners = new Set<(outcome: TransferOutcome) => void>();
   private readonly hangUpListeners = new Set<(runId: number) => Promise<void>>();
   private readonly campaignListeners = new Set<() => void>();
 
@@ -81,6 +82,16 @@ export class Signals {
   /** Who answered a call this node holds in-process (the simulator's verdicts): its dispatcher acts on it. */
   machineVerdict(verdict: MachineVerdict): void {
     for (const listener of this.verdictListeners) listener(verdict);
+  }
+
+  onTransferOutcome(listener: (outcome: TransferOutcome) => void): () => void {
+    this.transferListeners.add(listener);
+    return () => this.transferListeners.delete(listener);
+  }
+
+  /** How a transfer this node's provider carried out ended (SIP's NOTIFY, the simulator): the run's writer applies it. */
+  transferOutcome(outcome: TransferOutcome): void {
+    for (const listener of this.transferListeners) listener(outcome);
   }
 
   onCancel(listener: (runId: number) => Promise<void>): () => void {

@@ -7,7 +7,7 @@
 import type { Static, TObject, TProperties } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import type { Clock } from '../shared/clock.js';
-import type { MachineVerdictSink, ProviderCapabilities, ProviderEventSink, RouteDecoding, RouteInput, TelephonyProvider } from './provider.js';
+import type { MachineVerdictSink, ProviderCapabilities, ProviderEventSink, RouteDecoding, RouteInput, TelephonyProvider, TransferOutcomeSink } from './provider.js';
 
 export type { ProviderCapabilities } from './provider.js';
 
@@ -38,6 +38,8 @@ export interface ProviderContext<K extends TProperties> {
   readonly emit: ProviderEventSink;
   /** Where a provider that detects machines reports who answered (answering-machine detection). */
   readonly emitVerdict: MachineVerdictSink;
+  /** Where a provider that transfers calls reports how each transfer ended. */
+  readonly emitTransfer: TransferOutcomeSink;
 }
 
 /** A path a provider calls back on for a run, under /api/v1/providers/<name>/runs/:id/. */

@@ -38,6 +38,47 @@ export interface MachineVerdict {
 
 export type MachineVerdictSink = (verdict: MachineVerdict) => void;
 
+/**
+ * A blind (cold) transfer of an answered call's callee to another destination, asked by the agent
+ * runtime (issue 32). The provider hands the callee over and reports how the transfer ended as a
+ * TransferOutcome, asynchronously (Twilio's <Dial> action callback, SIP's NOTIFY sipfrag).
+ */
+export interface TransferRequest {
+  /** An E.164 number, or a `sip:`/`sips:` URI where the route's provider `dialsSipUris`. */
+  to: string;
+  /** The caller ID the target sees; null for the route's own. */
+  callerId: string | null;
+  /** Spoken to the callee before the transfer, when given. */
+  announce?: string;
+  /** How long the target may ring before the transfer counts as not answered. */
+  timeoutSeconds: number;
+}
+
+/** How a transfer ended: `answered` means the target took the callee, and the run ends `transferred`. */
+export type TransferResult = 'answered' | 'busy' | 'no_answer' | 'failed' | 'refused';
+
+export interface TransferOutcome {
+  runId: number;
+  providerCallId: string;
+  result: TransferResult;
+  /** The provider's own words (Twilio's DialCallStatus, a SIP status line from the NOTIFY's sipfrag). */
+  raw: string;
+  at: number;
+}
+
+export type TransferOutcomeSink = (outcome: TransferOutcome) => void;
+
+/** The provider refused to try a transfer or to send digits (SIP 405/501 to REFER or INFO): reported, never hidden. */
+export class CallControlRefusedError extends Error {
+  constructor(
+    readonly rawStatus: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CallControlRefusedError';
+  }
+}
+
 /** What a dial asks of a provider that detects machines (its definition's `supportsMachineDetection` says it can). */
 export interface MachineDetectionRequest {
   /** `message_end`: the verdict on a machine waits for the end of its greeting, so a message can follow. */
@@ -197,6 +238,15 @@ interface ProviderBase<C> {
   close(): Promise<void>;
   /** Speaks a message on an answered call (a machine's, after its beep), then hangs up. */
   leaveMessage?(call: LiveCall<C>, text: string): Promise<void>;
+  /**
+   * Hands an answered call's callee to another destination (its definition's `supportsTransfer`):
+   * resolves once the provider has taken the request (SIP: REFER answered 202), throws
+   * CallControlRefusedError when it refuses; the outcome comes later through the context's
+   * `emitTransfer`.
+   */
+  transfer?(call: LiveCall<C>, request: TransferRequest): Promise<void>;
+  /** Sends DTMF digits (0-9, *, #, A-D, `w` for a half-second pause) to the far end (its definition's `sendsDtmf`). */
+  sendDigits?(call: LiveCall<C>, digits: string): Promise<void>;
   /** Present when the provider reports progress through HTTP callbacks. */
   readonly callbacks?: ProviderCallbacks<C>;
 }
