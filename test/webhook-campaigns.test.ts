@@ -56,12 +56,26 @@ for (const store of await storeCases()) {
         // Throws unless the signature verifies under the endpoint's secret.
         const verified = Receiver.verify(secret, message) as { type: string; timestamp: string; data: { campaign: { id: number; state: string } } };
         assert.deepEqual(verified, message.json);
-        assert.match(String(message.headers['webhook-id']), /^msg_campaign\d+_[a-z]+_\d+$/);
+        assert.match(String(message.headers['webhook-id']), /^msg_campaign\d+_[a-z]+_\d+_[\w-]{8}$/);
       }
       // Campaign messages have no order between them: compare as sets.
       const key = (row: unknown[]) => row.join(' ');
       assert.deepEqual(messages.map((m) => key(summary(m.json.type, m.json.data))).sort(), expected.map(key).sort());
       assert.equal(new Set(messages.map((m) => m.headers['webhook-id'])).size, expected.length);
+    });
+
+    it('gives each campaign change its own message id, even two pauses within the same millisecond', async (t) => {
+      // Receivers drop a message whose webhook-id they have seen: two changes sharing one would lose the second.
+      const frozen = { now: () => 1_800_000_000_000 };
+      const env = await buildWithDispatcher(t, store.kind, { env: WEBHOOK_TEST_ENV, webhooks: false, clock: frozen });
+      const f = await createOrgFixture(env.deps);
+      const created = await postJson(env.app, '/api/v1/public/webhook-endpoints', { url: 'https://93.184.216.34/hooks', events: CAMPAIGN_TYPES }, { key: f.apiKey });
+      assert.equal(created.statusCode, 201, created.body);
+      const campaign = await createCampaign(env.app, f);
+      for (const action of ['start', 'pause', 'resume', 'pause', 'resume']) assert.equal((await act(env.app, f, campaign.id, action)).statusCode, 200, action);
+      const rows = await env.deps.store.db.selectFrom('webhook_deliveries').select(['event_type', 'message_id']).orderBy('id').execute();
+      assert.deepEqual(rows.map((r) => r.event_type), ['campaign.created', 'campaign.started', 'campaign.paused', 'campaign.resumed', 'campaign.paused', 'campaign.resumed']);
+      assert.equal(new Set(rows.map((r) => r.message_id)).size, rows.length, rows.map((r) => r.message_id).join(', '));
     });
 
     it('sends a campaign message only to endpoints subscribed to its type (or to every type)', async (t) => {

@@ -1,4 +1,5 @@
 // The messages a webhook endpoint can subscribe to, and which run state each run event becomes.
+import { randomBytes } from 'node:crypto';
 import { isTerminal, type RunState } from '../runs/states.js';
 
 // run.deferred: a queued run put off to its next calling-hours window at claim time (it stays queued).
@@ -50,9 +51,14 @@ export function isWebhookEventType(value: string): value is WebhookEventType {
 
 export type CampaignEventType = Extract<WebhookEventType, `campaign.${string}`>;
 
-/** The message id of a campaign's change: its campaign, type and time, so each change has its own. */
+/**
+ * The message id of a campaign's change: its campaign, type and time, read by people, and a random
+ * part, because two changes of one type can share a millisecond (pause, resume, pause) and a
+ * receiver drops a message whose id it has seen. Drawn once when the change is written, so every
+ * endpoint and every retry of one message carry the same id.
+ */
 export function campaignMessageId(campaignId: number, type: CampaignEventType, at: number): string {
-  return `msg_campaign${campaignId}_${type.slice('campaign.'.length)}_${at}`;
+  return `msg_campaign${campaignId}_${type.slice('campaign.'.length)}_${at}_${randomBytes(6).toString('base64url')}`;
 }
 
 /**
