@@ -56,7 +56,7 @@ describe('The provider registry', () => {
     assert.deepEqual(capabilities, {
       simulator: { callsOutliveNode: false, dialsSipUris: false, supportsMachineDetection: true, supportsTransfer: false, sendsDtmf: false },
       twilio: { callsOutliveNode: true, dialsSipUris: false, supportsMachineDetection: true, supportsTransfer: false, sendsDtmf: false },
-      sip: { callsOutliveNode: false, dialsSipUris: true, supportsMachineDetection: false, supportsTransfer: false, sendsDtmf: false },
+      sip: { callsOutliveNode: false, dialsSipUris: true, supportsMachineDetection: false, supportsTransfer: true, sendsDtmf: true },
     });
   });
 });

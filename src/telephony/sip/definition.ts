@@ -18,6 +18,8 @@ const configKeys = {
   SIP_MAX_MESSAGE_BYTES: int(1_024, 1_048_576, 65_535),
   /** Address written in Via and Contact (and the SDP offer unless a configuration names a media address); default: the bind address, or the host name when binding all interfaces. */
   SIP_PUBLIC_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
+  /** How long, beyond a transfer's ring time, Dialtone waits for the final NOTIFY of a REFER the far end accepted; then the transfer counts as failed. */
+  SIP_TRANSFER_GRACE_MS: int(1_000, 600_000, 15_000),
 };
 
 export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
@@ -27,8 +29,8 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
     callsOutliveNode: false,
     dialsSipUris: true,
     supportsMachineDetection: false,
-    supportsTransfer: false,
-    sendsDtmf: false,
+    supportsTransfer: true,
+    sendsDtmf: true,
   },
   settings: [
     { name: 'host', type: 'string', required: true, description: 'The trunk\'s host name or IP address.' },
@@ -47,7 +49,7 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
   decodeRoute: decodeSipRoute,
   configKeys,
   callbackRoutes: [],
-  create: ({ config, clock, logger, emit }) =>
+  create: ({ config, clock, logger, emit, emitTransfer }) =>
     new SipProvider(
       {
         bindAddress: config.SIP_BIND_ADDRESS,
@@ -56,8 +58,10 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
         connectionIdleMs: config.SIP_CONNECTION_IDLE_MS,
         maxMessageBytes: config.SIP_MAX_MESSAGE_BYTES,
         onTransportError: (error) => logger.warn({ err: error }, 'SIP transport error'),
+        transferGraceMs: config.SIP_TRANSFER_GRACE_MS,
       },
       clock,
       emit,
+      emitTransfer,
     ),
 });

@@ -1,7 +1,8 @@
 // The SIP trunk provider. The `sip` package supplies the parser, digest and RFC 3261 transactions
 // (retransmissions, timers); the sockets are transport.ts's, the routing route-set.ts's, and the
 // dialog is ours: ACK for the 2xx, CANCEL before the answer, BYE after it, answering the far end's
-// BYE, and one digest-authentication retry (to the trunk's 401 or a proxy's 407).
+// BYE, and one digest-authentication retry (to the trunk's 401 or a proxy's 407). Within an answered
+// call: a blind transfer by REFER and its NOTIFYs (refer.ts), DTMF by INFO (dtmf-info.ts).
 //
 // Calls live in this process (the dialog state is here), so only the node that placed a call can
 // end it; cancel requests reach it through the store (dispatch/). One stack per provider, started
@@ -13,10 +14,22 @@ import type * as sip from 'sip';
 import type * as digest from 'sip/digest.js';
 import type { Clock } from '../../shared/clock.js';
 import { maskPhoneNumbersIn } from '../../logging.js';
-import { DialRefusedError, type DialRequest, type InProcessProvider, type LiveCall, type ProviderEventKind, type ProviderEventSink } from '../provider.js';
+import {
+  CallControlRefusedError,
+  DialRefusedError,
+  type DialRequest,
+  type InProcessProvider,
+  type LiveCall,
+  type ProviderEventKind,
+  type ProviderEventSink,
+  type TransferOutcomeSink,
+  type TransferRequest,
+} from '../provider.js';
 import type { SipRouteConfig } from './route.js';
 import type { SipCredentials, SipTrunk } from './settings.js';
 import { hopOf, preloadedRouteSet, routeRequest, routeSetOfResponse, type Hop } from './route-set.js';
+import { DTMF_INFO_CONTENT_TYPE, dtmfRelayBody, playDigits } from './dtmf-info.js';
+import { isReferNotify, referHeaders, referToUri, TransferWatch } from './refer.js';
 import { outcomeOfFinalResponse } from './status.js';
 import { SipEndpoint, type TlsPolicy } from './transport.js';
 
@@ -31,6 +44,8 @@ export interface SipStackSettings {
   maxMessageBytes?: number;
   /** A socket error that concerns no call in particular (a datagram that could not be sent, a listener failing later). */
   onTransportError?: (error: Error) => void;
+  /** How long, beyond the transfer's own ring time, a REFER the far end accepted may go without its final NOTIFY (default 15 s). */
+  transferGraceMs?: number;
 }
 
 /**
@@ -82,6 +97,8 @@ class SipCall {
   readonly inviteHop: Hop;
   /** Ends the hold on the TCP or TLS connection the far end may send its BYE over. */
   releaseConnection: (() => void) | undefined;
+  /** The transfer under way (one at a time): its REFER's NOTIFYs go to it. */
+  transfer: TransferWatch | undefined;
 
   constructor(
     readonly runId: number,
@@ -89,6 +106,7 @@ class SipCall {
     invite: sip.SipMessage,
     readonly trunk: SipTrunk,
     inviteHop: Hop,
+    readonly credentials: SipCredentials | undefined,
   ) {
     this.inviteHop = inviteHop;
     this.invite = invite;
@@ -106,6 +124,7 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     private readonly settings: SipStackSettings,
     private readonly clock: Clock,
     private readonly emit: ProviderEventSink,
+    private readonly emitTransfer: TransferOutcomeSink = () => undefined,
   ) {}
 
   private get localHost(): string {
@@ -159,7 +178,7 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     } catch (error) {
       throw new DialRefusedError('failed', 'sip_stack_unavailable', `The SIP stack cannot start: ${(error as Error).message}`);
     }
-    const call = new SipCall(request.runId, callId, invite, trunk, hop);
+    const call = new SipCall(request.runId, callId, invite, trunk, hop, credentials);
     this.calls.set(callId, call);
     if (hop.transport !== 'udp') {
       endpoint.hold(hop, tlsPolicy(trunk)).then(
@@ -176,8 +195,95 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     if (call) this.endCall(call);
   }
 
+  /**
+   * A blind transfer (RFC 3515): REFER within the dialog, resolved once the far end accepts it
+   * (2xx, normally 202); its refusal (405, 501, 403, 481…) throws CallControlRefusedError with the
+   * status line. The outcome follows from the NOTIFYs (refer.ts) through `emitTransfer`; when the
+   * target answered, Dialtone leaves the call with BYE (RFC 5589 section 6: the transferor hangs up).
+   * The caller ID and the announcement are not carried: the transferee's side places the call to the
+   * target, and Dialtone has no media to speak with.
+   */
+  async transfer(live: LiveCall<SipRouteConfig>, request: TransferRequest): Promise<void> {
+    const call = this.answeredCall(live);
+    if (call.transfer && !call.transfer.done) throw new CallControlRefusedError('transfer_pending', 'A transfer of this call is already under way');
+    const referTo = referToUri(request.to, call.trunk);
+    const watch = new TransferWatch(request.timeoutSeconds * 1000 + (this.settings.transferGraceMs ?? 15_000), (result, raw) => {
+      this.emitTransfer({ runId: call.runId, providerCallId: call.callId, result, raw, at: this.clock.now() });
+      if (result === 'answered') this.endCall(call);
+    });
+    call.transfer = watch;
+    const contact = call.invite.headers.contact?.map((entry) => ({ ...entry, params: { ...entry.params } }));
+    const response = await this.requestInDialog(call, 'REFER', { ...referHeaders(referTo, call.invite.headers.from?.uri ?? ''), ...(contact ? { contact } : {}) });
+    const status = response.status ?? 0;
+    if (status >= 300) {
+      watch.abandon();
+      const line = `${status} ${response.reason ?? ''}`.trim();
+      throw new CallControlRefusedError(line, `The far end refused the transfer (REFER): ${line}`);
+    }
+    watch.accept();
+  }
+
+  /** DTMF by INFO (dtmf-info.ts), one digit at a time; a refusal (501, 415, 405…) throws CallControlRefusedError and sends no more. */
+  async sendDigits(live: LiveCall<SipRouteConfig>, digits: string): Promise<void> {
+    const call = this.answeredCall(live);
+    await playDigits(
+      digits,
+      async (digit) => {
+        const response = await this.requestInDialog(call, 'INFO', { 'content-type': DTMF_INFO_CONTENT_TYPE }, dtmfRelayBody(digit));
+        const status = response.status ?? 0;
+        if (status >= 300) {
+          const line = `${status} ${response.reason ?? ''}`.trim();
+          throw new CallControlRefusedError(line, `The far end refused DTMF by INFO: ${line}`);
+        }
+      },
+      (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    );
+  }
+
+  /** The call behind `live`, answered and not ended: transfer and digits need its dialog. */
+  private answeredCall(live: LiveCall<SipRouteConfig>): SipCall & { dialog: Dialog } {
+    const call = this.calls.get(live.providerCallId);
+    if (!call?.dialog || !call.answered || call.ended) throw new CallControlRefusedError('no_dialog', 'The call is not up in this node (not answered, or already ended)');
+    return call as SipCall & { dialog: Dialog };
+  }
+
+  /**
+   * Sends a request within the dialog (REFER, INFO) through its route set and resolves with its
+   * final response; a 401/407 is answered once with the route's digest credentials, as the INVITE's
+   * is. A next hop Dialtone cannot send to answers 503, as an unreachable one does (transport.ts).
+   */
+  private requestInDialog(call: SipCall & { dialog: Dialog }, method: string, headers: sip.SipHeaders, content?: string): Promise<sip.SipMessage> {
+    const endpoint = this.endpointFor();
+    const build = (): sip.SipMessage => {
+      call.cseq += 1;
+      return {
+        method,
+        headers: { to: call.dialog.to, from: call.invite.headers.from, 'call-id': call.callId, cseq: { method, seq: call.cseq }, 'max-forwards': 70, ...headers },
+        ...(content !== undefined ? { content } : {}),
+      };
+    };
+    return new Promise((resolve) => {
+      const send = (message: sip.SipMessage, authenticated: boolean) => {
+        const hop = this.inDialog(call, call.dialog, message);
+        if (!hop) return resolve(sipLibrary().makeResponse(message, 503, 'Service Unavailable (the remote target is not a SIP URI Dialtone can send to)'));
+        endpoint.request(message, hop, tlsPolicy(call.trunk), (response) => {
+          const status = response.status ?? 0;
+          if (status < 200) return;
+          if ((status === 401 || status === 407) && call.credentials && !authenticated) {
+            const retry = build();
+            sipDigest().signRequest({}, retry, response, { user: call.credentials.username, password: call.credentials.password });
+            return send(retry, true);
+          }
+          resolve(response);
+        });
+      };
+      send(build(), false);
+    });
+  }
+
   /** Ends calls still up (their dialogs die with this process), then stops the stack. */
   async close(): Promise<void> {
+    for (const call of this.calls.values()) call.transfer?.abandon();
     const live = [...this.calls.values()].filter((call) => !call.ended);
     for (const call of live) this.endCall(call);
     // A moment for the BYEs and CANCELs to leave before the transports close.
@@ -391,6 +497,16 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     if (request.method === 'BYE') {
       endpoint.respond(sipLibrary().makeResponse(request, 200, 'OK'));
       this.end(call, 'completed', 'BYE');
+      return;
+    }
+    if (request.method === 'NOTIFY') {
+      // A REFER's subscription outlives the call's BYE (RFC 5057): its NOTIFYs are taken until it ends.
+      if (!isReferNotify(request)) endpoint.respond(sipLibrary().makeResponse(request, 489, 'Bad Event'));
+      else if (!call.transfer) endpoint.respond(sipLibrary().makeResponse(request, 481, 'Subscription Does Not Exist'));
+      else {
+        endpoint.respond(sipLibrary().makeResponse(request, 200, 'OK'));
+        call.transfer.notify(request);
+      }
       return;
     }
     endpoint.respond(sipLibrary().makeResponse(request, 405, 'Method Not Allowed'));
