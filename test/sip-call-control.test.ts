@@ -5,13 +5,14 @@
 // from its definition as deps.ts builds it; it does not touch the store, so no store is involved:
 // the run side (the HTTP routes and the run's ending) is tested where it is built.
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
 import type { TestContext } from 'node:test';
 import pino from 'pino';
 import { systemClock } from '../src/shared/clock.js';
 import { CallControlRefusedError, type DecodedRoute, type LiveCall, type ProviderEvent, type TelephonyProvider, type TransferOutcome } from '../src/telephony/provider.js';
 import { sipDefinition } from '../src/telephony/sip/definition.js';
 import { decodeSipRoute } from '../src/telephony/sip/route.js';
-import { KAMAILIO_ADDRESS, kamailioSkip, startKamailio, type Kamailio } from './helpers/kamailio.js';
+import { KAMAILIO_ADDRESS, kamailioSkip, PROXY_SERVER_NAME, startKamailio, testPki, type Kamailio } from './helpers/kamailio.js';
 import { DIALTONE_SIP_ADDRESS, freeUdpPort, SIPP_ADDRESS, sippSkip, startSipp, type Sipp, type SippOptions } from './helpers/sipp.js';
 import { describe, it } from './helpers/suite.js';
 import { scaledTimeout } from './helpers/timeouts.js';
@@ -33,12 +34,33 @@ async function until(what: string, probe: () => boolean, diagnosis: () => string
   }
 }
 
+type Transport = 'udp' | 'tcp' | 'tls';
+
+/** A port free for both UDP and TCP on Dialtone's address (its SIP port serves both). */
+async function freeSipPort(): Promise<number> {
+  for (;;) {
+    const port = await freeUdpPort(DIALTONE_SIP_ADDRESS);
+    const server = createServer();
+    const free = await new Promise<boolean>((resolve) => server.once('error', () => resolve(false)).listen(port, DIALTONE_SIP_ADDRESS, () => resolve(true)));
+    if (free) await new Promise((resolve) => server.close(resolve));
+    if (free) return port;
+  }
+}
+
+/** The route's settings to reach Kamailio as its outbound proxy over `transport` (as test/sip-proxy.test.ts does). */
+function proxySettings(kamailio: Kamailio, transport: Transport): Record<string, unknown> {
+  if (transport === 'tls') {
+    return { transport, outbound_proxy: `sip:${KAMAILIO_ADDRESS}:${kamailio.tlsPort};transport=tls;lr`, tls_server_name: PROXY_SERVER_NAME, tls_ca_pem: testPki().caPem };
+  }
+  return { transport, outbound_proxy: `sip:${KAMAILIO_ADDRESS}:${kamailio.port}${transport === 'tcp' ? ';transport=tcp' : ''};lr` };
+}
+
 /** A SIP provider dialing SIPp (directly, or through Kamailio as outbound proxy), once the call is answered. */
-async function answeredCall(t: TestContext, scenario: string, options: SippOptions & { kamailio?: Kamailio } = {}): Promise<Call> {
+async function answeredCall(t: TestContext, scenario: string, options: SippOptions & { kamailio?: Kamailio; transport?: Transport } = {}): Promise<Call> {
   const sipp = await startSipp(t, scenario, options);
   const events: ProviderEvent[] = [];
   const transfers: TransferOutcome[] = [];
-  const port = await freeUdpPort(DIALTONE_SIP_ADDRESS);
+  const port = await freeSipPort();
   const provider = sipDefinition.create({
     config: {
       SIP_BIND_ADDRESS: DIALTONE_SIP_ADDRESS,
@@ -57,7 +79,7 @@ async function answeredCall(t: TestContext, scenario: string, options: SippOptio
     emitTransfer: (outcome) => transfers.push(outcome),
   });
   t.after(() => provider.close());
-  const proxy = options.kamailio ? { outbound_proxy: `sip:${KAMAILIO_ADDRESS}:${options.kamailio.port};lr` } : {};
+  const proxy = options.kamailio ? proxySettings(options.kamailio, options.transport ?? 'udp') : {};
   const decoded = decodeSipRoute({
     settings: { host: SIPP_ADDRESS, port: sipp.port, transport: 'udp', media_address: '127.0.0.1', media_port: 40000, ...proxy },
     credentials: options.kamailio ? { username: 'alice', password: 's3cret' } : null,
@@ -153,16 +175,19 @@ describe('SIP provider call control against SIPp: REFER and INFO', { skip: sippS
 });
 
 describe('SIP provider call control through Kamailio', { skip: sippSkip() || kamailioSkip() }, () => {
-  it('sends the REFER through the record-routing proxy, takes the NOTIFYs it relays, and sends the BYE after the transfer through the route set', async (t) => {
-    const kamailio = await startKamailio(t);
-    const call = await answeredCall(t, 'proxy-refer.xml', { kamailio });
-    await transfer(call);
-    await until('the transfer outcome', () => call.transfers.length > 0, () => diagnosis(call, kamailio));
-    assert.deepEqual(call.transfers.map(({ result, raw }) => ({ result, raw })), [{ result: 'answered', raw: '200 OK' }]);
-    await until('the BYE after the transfer', () => completed(call), () => diagnosis(call, kamailio));
-    await sippPassed(call, kamailio);
-    const seen = kamailio.requests();
-    assert.ok(seen.includes('REFER udp') && seen.includes('BYE udp'), seen.join(', '));
-    assert.equal(seen.filter((r) => r === 'NOTIFY udp').length, 2, seen.join(', '));
-  });
+  for (const transport of ['udp', 'tcp', 'tls'] as const) {
+    it(`over ${transport}: sends the REFER through the record-routing proxy, takes the NOTIFYs it relays, and sends the BYE after the transfer through the route set`, async (t) => {
+      const kamailio = await startKamailio(t);
+      const call = await answeredCall(t, 'proxy-refer.xml', { kamailio, transport });
+      await transfer(call);
+      await until('the transfer outcome', () => call.transfers.length > 0, () => diagnosis(call, kamailio));
+      assert.deepEqual(call.transfers.map(({ result, raw }) => ({ result, raw })), [{ result: 'answered', raw: '200 OK' }]);
+      await until('the BYE after the transfer', () => completed(call), () => diagnosis(call, kamailio));
+      await sippPassed(call, kamailio);
+      const seen = kamailio.requests();
+      // Dialtone's REFER and BYE go over the route's transport; the callee's NOTIFYs reach the proxy over UDP.
+      assert.ok(seen.includes(`REFER ${transport}`) && seen.includes(`BYE ${transport}`), seen.join(', '));
+      assert.equal(seen.filter((r) => r === 'NOTIFY udp').length, 2, seen.join(', '));
+    });
+  }
 });
