@@ -56,7 +56,7 @@ function proxySettings(kamailio: Kamailio, transport: Transport): Record<string,
 }
 
 /** A SIP provider dialing SIPp (directly, or through Kamailio as outbound proxy), once the call is answered. */
-async function answeredCall(t: TestContext, scenario: string, options: SippOptions & { kamailio?: Kamailio; transport?: Transport } = {}): Promise<Call> {
+async function answeredCall(t: TestContext, scenario: string, options: SippOptions & { kamailio?: Kamailio; transport?: Transport; credentials?: Record<string, string> } = {}): Promise<Call> {
   const sipp = await startSipp(t, scenario, options);
   const events: ProviderEvent[] = [];
   const transfers: TransferOutcome[] = [];
@@ -82,7 +82,7 @@ async function answeredCall(t: TestContext, scenario: string, options: SippOptio
   const proxy = options.kamailio ? proxySettings(options.kamailio, options.transport ?? 'udp') : {};
   const decoded = decodeSipRoute({
     settings: { host: SIPP_ADDRESS, port: sipp.port, transport: 'udp', media_address: '127.0.0.1', media_port: 40000, ...proxy },
-    credentials: options.kamailio ? { username: 'alice', password: 's3cret' } : null,
+    credentials: options.credentials ?? (options.kamailio ? { username: 'alice', password: 's3cret' } : null),
   });
   assert.ok(decoded.ok);
   const route: DecodedRoute = { id: 1, orgId: 1, provider: 'sip', capabilities: sipDefinition.capabilities, callerIds: ['+12025550100'], ringTimeoutMs: undefined, config: decoded.config };
@@ -144,6 +144,16 @@ describe('SIP provider call control against SIPp: REFER and INFO', { skip: sippS
     assert.equal(completed(call), false);
     await call.provider.hangUp(call.live);
     await until('the hang-up', () => completed(call), () => diagnosis(call));
+    await sippPassed(call);
+  });
+
+  it('answers a challenge to the REFER (401) once with the route\'s digest credentials, and the transfer goes on', async (t) => {
+    const call = await answeredCall(t, 'refer-digest-auth.xml', { credentials: { username: 'alice', password: 's3cret' } });
+    // SIPp checks the retried REFER's digest (a wrong one is answered 403, which would throw here).
+    await transfer(call);
+    await until('the transfer outcome', () => call.transfers.length > 0, () => diagnosis(call));
+    assert.deepEqual(call.transfers.map(({ result, raw }) => ({ result, raw })), [{ result: 'answered', raw: '200 OK' }]);
+    await until('the BYE after the transfer', () => completed(call), () => diagnosis(call));
     await sippPassed(call);
   });
 

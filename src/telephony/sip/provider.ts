@@ -254,25 +254,31 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
    */
   private requestInDialog(call: SipCall & { dialog: Dialog }, method: string, headers: sip.SipHeaders, content?: string): Promise<sip.SipMessage> {
     const endpoint = this.endpointFor();
-    const build = (): sip.SipMessage => {
+    /** The next request of the dialog, routed (its Request-URI set, which the digest signs), with its next hop. */
+    const build = (): { message: sip.SipMessage; hop: Hop | undefined } => {
       call.cseq += 1;
-      return {
+      const message: sip.SipMessage = {
         method,
         headers: { to: call.dialog.to, from: call.invite.headers.from, 'call-id': call.callId, cseq: { method, seq: call.cseq }, 'max-forwards': 70, ...headers },
         ...(content !== undefined ? { content } : {}),
       };
+      return { message, hop: this.inDialog(call, call.dialog, message) };
     };
-    return new Promise((resolve) => {
-      const send = (message: sip.SipMessage, authenticated: boolean) => {
-        const hop = this.inDialog(call, call.dialog, message);
+    return new Promise((resolve, reject) => {
+      const send = ({ message, hop }: { message: sip.SipMessage; hop: Hop | undefined }, authenticated: boolean) => {
         if (!hop) return resolve(sipLibrary().makeResponse(message, 503, 'Service Unavailable (the remote target is not a SIP URI Dialtone can send to)'));
         endpoint.request(message, hop, tlsPolicy(call.trunk), (response) => {
           const status = response.status ?? 0;
           if (status < 200) return;
           if ((status === 401 || status === 407) && call.credentials && !authenticated) {
-            const retry = build();
-            sipDigest().signRequest({}, retry, response, { user: call.credentials.username, password: call.credentials.password });
-            return send(retry, true);
+            // Inside the transaction layer's callback: a throw here would be lost and leave the caller waiting.
+            try {
+              const retry = build();
+              sipDigest().signRequest({}, retry.message, response, { user: call.credentials.username, password: call.credentials.password });
+              return send(retry, true);
+            } catch (error) {
+              return reject(error as Error);
+            }
           }
           resolve(response);
         });
