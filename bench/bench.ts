@@ -14,7 +14,10 @@
 //   BENCH_CONCURRENCY   concurrent HTTP clients of the closed-loop phases (default 10)
 //   BENCH_RATE          requests per second of the paced phase (default 100)
 //   BENCH_BACKLOG       queued runs for the dispatcher throughput phase (default 3000)
-//   BENCH_PARTS         which parts to run, comma-separated, of floor,saturation,paced,drain,webhooks,policy,campaigns,import (default all)
+//   BENCH_PARTS         which parts to run, comma-separated, of floor,saturation,paced,drain,webhooks,policy,campaigns,import,growth (default all but growth)
+//   BENCH_GROWTH_RUNS   runs the growth part fills each store with (default 5000000; bench/parts/growth.ts)
+//   BENCH_GROWTH_SMALL  the smaller size it compares against, filled first (default 50000)
+//   BENCH_GROWTH_READS  requests per read and size (default 200)
 //   BENCH_IMPORT_LINES  numbers in the suppression CSV of the import part (default 1000000; bench/parts/import.ts)
 //   BENCH_SUPPRESSIONS  suppressed numbers loaded for the policy part (default 1000000)
 //   BENCH_DELIVERIES    pending webhook deliveries for the delivery throughput phase (default 5000)
@@ -58,6 +61,7 @@ import { diskAndLoad } from './machine.js';
 import { campaignBench } from './parts/campaigns.js';
 import { drainBench } from './parts/drain.js';
 import { floorComparison } from './parts/floor.js';
+import { growthBench } from './parts/growth.js';
 import { importBench } from './parts/import.js';
 import { pacedLoad } from './parts/paced.js';
 import { policyCost } from './parts/policy.js';
@@ -74,7 +78,8 @@ async function benchStore(kind: StoreKind) {
   const policy = PARTS.has('policy') ? await policyCost(kind) : undefined;
   const campaigns = PARTS.has('campaigns') ? await campaignBench(kind) : undefined;
   const csvImport = PARTS.has('import') ? await importBench(kind) : undefined;
-  return { versus_floor: versusFloor, ...saturation, paced, dispatcher, webhooks, policy, campaigns, import: csvImport };
+  const growth = PARTS.has('growth') ? await growthBench(kind) : undefined;
+  return { versus_floor: versusFloor, ...saturation, paced, dispatcher, webhooks, policy, campaigns, import: csvImport, growth };
 }
 
 async function postgresReachable(): Promise<boolean> {

@@ -27,3 +27,6 @@ export const INSTANT_SIMULATOR = {
   ...(process.env.DATABASE_PREPARED_STATEMENTS ? { DATABASE_PREPARED_STATEMENTS: process.env.DATABASE_PREPARED_STATEMENTS } : {}),
   ...(process.env.DISPATCH_WAKE_INTERVAL_MS ? { DISPATCH_WAKE_INTERVAL_MS: process.env.DISPATCH_WAKE_INTERVAL_MS } : {}),
 };
+export const GROWTH_RUNS = Number(process.env.BENCH_GROWTH_RUNS ?? 5_000_000);
+export const GROWTH_SMALL = Number(process.env.BENCH_GROWTH_SMALL ?? 50_000);
+export const GROWTH_READS = Number(process.env.BENCH_GROWTH_READS ?? 200);
