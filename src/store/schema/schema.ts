@@ -278,6 +278,7 @@ export interface Database {
   campaigns: CampaignsTable;
   campaign_contacts: CampaignContactsTable;
   campaign_events: CampaignEventsTable;
+  audit_events: AuditEventsTable;
   campaign_dial_pacing: CampaignDialPacingTable;
   secret_key_check: SecretKeyCheckTable;
 }
@@ -397,3 +398,25 @@ export interface CampaignDialPacingTable {
   telephony_configuration_id: number;
   next_at: number;
 }
+
+/** Who made an audited change: an API key, the CLI on the database, or the service itself (migration 025). */
+export type AuditActorKind = 'api_key' | 'cli' | 'system';
+
+/** One entry of an organization's audit log (migration 025): append-only, secrets redacted before it is written. */
+export interface AuditEventsTable {
+  id: Generated<number>;
+  org_id: number;
+  actor: AuditActorKind;
+  /** The key that acted, and its name then; null unless `actor` is 'api_key'. */
+  actor_key_id: number | null;
+  actor_key_name: string | null;
+  action: string;
+  target_type: string;
+  target_id: string | null;
+  /** JSON text, redacted; null when there was nothing before (a creation) or after (a deletion). */
+  before: string | null;
+  after: string | null;
+  created_at: number;
+}
+
+export type AuditEventRow = Selectable<AuditEventsTable>;

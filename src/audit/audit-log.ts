@@ -1,0 +1,81 @@
+// The audit log (docs/design.md, "Audit log"): who changed what in an organization, what it was
+// before and after, and when. An entry is written by `recordAuditEvent` inside the transaction of
+// the change it records, so a change is never without its entry nor an entry without its change.
+// Secrets never reach the table: every before/after is redacted here, whatever the caller passes.
+import { insertAuditEvent } from '../store/statements/audit-statements.js';
+import type { StoreTransaction } from '../store/engine/store.js';
+
+/** Who made a change: an API key (its id and name), the CLI on the database, or the service itself. */
+export type AuditActor = { kind: 'api_key'; keyId: number; keyName: string } | { kind: 'cli' } | { kind: 'system' };
+
+/** The CLI working on the database directly (bootstrapping, or an operator on the host). */
+export const CLI_ACTOR: AuditActor = { kind: 'cli' };
+/** The service acting on its own (a retention pass, say). */
+export const SYSTEM_ACTOR: AuditActor = { kind: 'system' };
+
+export interface AuditEntry {
+  orgId: number;
+  actor: AuditActor;
+  /** `<target>.<past participle>`, lower snake case: `api_key.created`, `organization.settings_updated`. */
+  action: string;
+  /** What changed: its type (`api_key`, `organization`, …) and id, when it has one. */
+  target: { type: string; id: string | number | null };
+  /** The target before and after the change, as the API shows it; absent when there was none (a creation, a deletion). Redacted here. */
+  before?: unknown;
+  after?: unknown;
+  /** When (ms since the epoch), from the caller's clock. */
+  at: number;
+}
+
+const ACTION = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
+const TARGET_TYPE = /^[a-z][a-z0-9_]*$/;
+
+/**
+ * Records one entry in the caller's transaction and returns its id. A malformed action or target
+ * type is a programming error and throws (the transaction, and so the change, is rolled back).
+ */
+export async function recordAuditEvent(trx: StoreTransaction, entry: AuditEntry): Promise<number> {
+  if (!ACTION.test(entry.action)) throw new Error(`Audit action "${entry.action}" is not <target>.<verb> in lower snake case`);
+  if (!TARGET_TYPE.test(entry.target.type)) throw new Error(`Audit target type "${entry.target.type}" is not lower snake case`);
+  const { actor } = entry;
+  return insertAuditEvent(trx, {
+    org_id: entry.orgId,
+    actor: actor.kind,
+    actor_key_id: actor.kind === 'api_key' ? actor.keyId : null,
+    actor_key_name: actor.kind === 'api_key' ? actor.keyName : null,
+    action: entry.action,
+    target_type: entry.target.type,
+    target_id: entry.target.id === null ? null : String(entry.target.id),
+    before: entry.before === undefined ? null : JSON.stringify(redactSecrets(entry.before)),
+    after: entry.after === undefined ? null : JSON.stringify(redactSecrets(entry.after)),
+    created_at: entry.at,
+  });
+}
+
+/** What a redacted value is replaced with. */
+export const REDACTED = '[redacted]';
+
+// A member is secret by its name (`secret`, `password`, `token`, `hash`, `credentials`, `key` or
+// `…_key`, anything private or signing) or by its value's shape (a full API key, a webhook signing
+// secret): two nets, so a secret under an unexpected name is still caught by its shape.
+const SECRET_NAME = /(secret|passw(or)?d|token|hash|credential|private|signing|(^|_)key$)/i;
+const SECRET_VALUE = /(dt_live_[A-Za-z0-9]{10}_[A-Za-z0-9]{8,}|whsec_[A-Za-z0-9+/=]{8,})/;
+
+/**
+ * A copy of `value` with every secret replaced by REDACTED: a member with a secret's name (unless
+ * null, so "not set" stays visible) and any string shaped like a secret, at any depth.
+ */
+export function redactSecrets(value: unknown): unknown {
+  if (typeof value === 'string') return SECRET_VALUE.test(value) ? REDACTED : value;
+  if (Array.isArray(value)) return value.map(redactSecrets);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [name, member] of Object.entries(value)) {
+      // null and booleans stay: they say whether a secret is set, never what it is.
+      const hides = SECRET_NAME.test(name) && member !== null && member !== undefined && typeof member !== 'boolean';
+      out[name] = hides ? REDACTED : redactSecrets(member);
+    }
+    return out;
+  }
+  return value;
+}

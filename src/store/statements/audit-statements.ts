@@ -1,0 +1,50 @@
+// Statements on the audit log (migration 025's audit_events): an entry is inserted inside the
+// transaction of the change it records, and read back an organization's page at a time, newest
+// first, by migration 025's (org_id, id) index.
+import type { AuditActorKind } from '../schema/schema.js';
+import { queryable, type Queryable, type StoreTransaction } from '../engine/store.js';
+
+export interface NewAuditEventRow {
+  org_id: number;
+  actor: AuditActorKind;
+  actor_key_id: number | null;
+  actor_key_name: string | null;
+  action: string;
+  target_type: string;
+  target_id: string | null;
+  before: string | null;
+  after: string | null;
+  created_at: number;
+}
+
+/** Inserts an entry in the caller's transaction and returns its id. */
+export async function insertAuditEvent(trx: StoreTransaction, row: NewAuditEventRow): Promise<number> {
+  const inserted = await trx.insertInto('audit_events').values(row).returning('id').executeTakeFirstOrThrow();
+  return Number(inserted.id);
+}
+
+export interface AuditEventFilter {
+  action?: string;
+  /** An API key's id: the entries it made. */
+  actorKeyId?: number;
+  /** 'cli' or 'system': the entries made without a key. */
+  actor?: Exclude<AuditActorKind, 'api_key'>;
+  /** created_at at or after (ms). */
+  since?: number;
+  /** created_at before (ms). */
+  until?: number;
+  /** Entries older than this id (the previous page's last). */
+  beforeId?: number;
+}
+
+/** One page of an organization's entries, newest first; `limit` rows at most. */
+export function selectAuditEvents(on: Queryable, orgId: number, filter: AuditEventFilter, limit: number) {
+  let query = queryable(on).selectFrom('audit_events').selectAll().where('org_id', '=', orgId);
+  if (filter.action !== undefined) query = query.where('action', '=', filter.action);
+  if (filter.actorKeyId !== undefined) query = query.where('actor', '=', 'api_key').where('actor_key_id', '=', filter.actorKeyId);
+  if (filter.actor !== undefined) query = query.where('actor', '=', filter.actor);
+  if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
+  if (filter.until !== undefined) query = query.where('created_at', '<', filter.until);
+  if (filter.beforeId !== undefined) query = query.where('id', '<', filter.beforeId);
+  return query.orderBy('id', 'desc').limit(limit).execute();
+}
