@@ -32,6 +32,7 @@ import { streamRoutes } from './http/routes/stream.js';
 import { providerCallbackRoutes } from './http/routes/provider-callbacks.js';
 import { callbackPrefix } from './telephony/callback-urls.js';
 import { suppressionRoutes } from './http/routes/suppressions.js';
+import { phoneNumberRoutes } from './http/routes/phone-numbers.js';
 import { webhookEndpointRoutes } from './http/routes/webhook-endpoints.js';
 import { workflowRunRoutes } from './http/routes/workflow-runs.js';
 
@@ -156,6 +157,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       await publicApi.register(workflowRunRoutes(deps));
       await publicApi.register(webhookEndpointRoutes(deps));
       await publicApi.register(suppressionRoutes(deps));
+      await publicApi.register(phoneNumberRoutes(deps));
       await publicApi.register(campaignRoutes(deps));
       await publicApi.register(catalogRoutes(deps));
       await publicApi.register(runStateRoutes());

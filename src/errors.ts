@@ -32,6 +32,7 @@ export const ERROR_CODES = [
   'run_already_ended',
   'run_not_answered',
   'campaign_state_conflict',
+  'runs_not_ended',
   'webhook_delivery_pending',
   'payload_too_large',
   'unsupported_media_type',

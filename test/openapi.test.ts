@@ -726,6 +726,8 @@ const SUPPRESSION_OPERATIONS = [
   ['post', '/api/v1/public/suppressions/import'],
 ] as const;
 const suppressionUrl = (template: string, number = '+12025550199') => template.replace('{phone_number}', encodeURIComponent(number));
+/** Erasure of a person's data by number. */
+const ERASURE = '/api/v1/public/phone-numbers/{phone_number}/data';
 const CAMPAIGN_OPERATIONS = [
   ['post', '/api/v1/public/campaigns'],
   ['get', '/api/v1/public/campaigns'],
@@ -984,6 +986,20 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await send('DELETE', DELETE, suppressionUrl(DELETE), 'a removal');
     });
 
+    await t.test('the erasure of a phone number', async () => {
+      await send('DELETE', ERASURE, suppressionUrl(ERASURE, '+12025550177'), 'a number with nothing left');
+      await send('DELETE', ERASURE, `${suppressionUrl(ERASURE, '+12025550177')}?suppress=true`, 'with a suppression');
+      await createRun(main, f);
+      await send('DELETE', ERASURE, suppressionUrl(ERASURE, OK_BODY.phone_number), 'a number with a run not ended');
+      await send('DELETE', ERASURE, suppressionUrl(ERASURE, '12345'), 'an invalid phone number');
+      await send('DELETE', ERASURE, `${suppressionUrl(ERASURE)}?suppress=maybe`, 'an unknown value of suppress');
+      await send('DELETE', ERASURE, suppressionUrl(ERASURE), 'no API key', { headers: { 'x-api-key': '' } });
+      await send('DELETE', ERASURE, suppressionUrl(ERASURE).replace(encodeURIComponent('+12025550199'), UNDECODABLE), 'a URL the router cannot decode');
+      await send('DELETE', ERASURE, suppressionUrl(ERASURE), 'a body that is not JSON', { raw: '{' });
+      await send('DELETE', ERASURE, suppressionUrl(ERASURE), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+      await send('DELETE', ERASURE, suppressionUrl(ERASURE), 'a body over the limit', { body: { note: 'x'.repeat(70_000) } });
+    });
+
     await t.test('the campaign operations', async () => {
       const [CREATE, LIST, ONE, START, PAUSE, RESUME, CANCEL, ADD, CONTACTS, RUNS] = CAMPAIGN_OPERATIONS.map(([, template]) => template) as unknown as string[] as [string, string, string, string, string, string, string, string, string, string];
       const at = (template: string, id: number | string) => template.replace('{id}', String(id));
@@ -1078,6 +1094,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
       for (const [method, template] of SUPPRESSION_OPERATIONS) {
         await until(429, method, template, () => limited.app.inject({ method: method.toUpperCase() as 'GET', url: suppressionUrl(template), headers: { 'x-api-key': lf.apiKey } }));
       }
+      await until(429, 'delete', ERASURE, () => limited.app.inject({ method: 'DELETE', url: suppressionUrl(ERASURE), headers: { 'x-api-key': lf.apiKey } }));
       for (const path of CONSOLE_READS) await until(429, 'get', path, () => limited.app.inject({ method: 'GET', url: path, headers: { 'x-api-key': lf.apiKey } }));
       for (const [method, template] of CAMPAIGN_OPERATIONS) {
         await until(429, method, template, () => limited.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), headers: { 'x-api-key': lf.apiKey } }));
@@ -1115,6 +1132,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
       for (const [method, template] of SUPPRESSION_OPERATIONS) {
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: suppressionUrl(template), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
       }
+      answers.check('delete', ERASURE, fromInject(await down.app.inject({ method: 'DELETE', url: suppressionUrl(ERASURE), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
       for (const path of CONSOLE_READS) answers.check('get', path, fromInject(await down.app.inject({ method: 'GET', url: path, headers: { 'x-api-key': df.apiKey } })), 'the store is down');
       for (const [method, template] of CAMPAIGN_OPERATIONS) {
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), headers: { 'x-api-key': df.apiKey } })), 'the store is down');

@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import type { ProviderRegistry } from '../telephony/registry.js';
 import { campaignCommands } from './commands/campaign.js';
+import { erasureCommands } from './commands/erasure.js';
 import { keyCommands } from './commands/key.js';
 import { orgCommands } from './commands/org.js';
 import { runCommands } from './commands/run.js';
@@ -35,6 +36,7 @@ export function buildCli(options: { json?: boolean; registry?: ProviderRegistry 
   suppressionCommands(program);
   webhookCommands(program);
   campaignCommands(program);
+  erasureCommands(program);
   return program;
 }
 

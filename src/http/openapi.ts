@@ -16,6 +16,7 @@ export const TAGS = [
   { name: 'Telephony', description: 'The routes your calls dial through (credentials are never shown).' },
   { name: 'Webhooks', description: 'Endpoints that receive a signed message (Standard Webhooks) for every change of your runs: registered, rotated, tested, and their deliveries followed and retried.' },
   { name: 'Calling policy', description: 'The organization\'s suppression (do-not-call) list: numbers Initiate Call refuses (422 number_suppressed) and queued runs to them end without a dial.' },
+  { name: 'Personal data', description: 'Erasure of a person\'s data by phone number, from every run, event, webhook delivery, campaign contact and Idempotency-Key record of the organization.' },
   { name: 'Campaigns', description: 'Call a list of contacts through one agent, with a schedule, retries and a circuit breaker: each attempt is an ordinary workflow run, created when its contact is due.' },
   { name: 'Agent runtime', description: 'What the agent runtime an answered call is handed to reads, with the per-run token it was given.' },
   { name: 'Operations', description: 'Liveness, readiness, metrics and this document, for load balancers, orchestrators and monitoring. No credentials.' },

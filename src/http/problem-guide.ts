@@ -137,6 +137,10 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
     when: 'The organization already has CAMPAIGN_MAX_OPEN_PER_ORGANIZATION campaigns open (draft, running or paused).',
     action: 'Complete or cancel a campaign you no longer need, then create this one again.',
   },
+  runs_not_ended: {
+    when: 'An erasure of a phone number was asked while runs of your organization to that number have not ended (queued, scheduled or on a call); `runs` lists them. Nothing was erased.',
+    action: 'Cancel those runs (POST /api/v1/public/workflow-runs/{id}/cancel) or wait for them to end, then ask for the erasure again.',
+  },
   campaign_state_conflict: {
     when: 'The campaign\'s state does not allow the action (for example resuming a running campaign, adding contacts to a canceled one, resuming after ends_at).',
     action: 'Read the campaign (its `state` is in the problem) and choose an action its state allows.',

@@ -25,6 +25,11 @@ const EXTENSION_MEMBERS: Partial<Record<number, TProperties>> = {
   409: {
     header: Type.Optional(Type.String({ description: 'The request header the problem is about (idempotency_key_in_use: Idempotency-Key)' })),
     state: Type.Optional(Type.String({ description: 'The campaign\'s state, which does not allow the action (campaign_state_conflict)' })),
+    runs: Type.Optional(
+      Type.Array(Type.Object({ id: Type.Integer(), name: Type.Union([Type.String(), Type.Null()]), state: Type.String() }), {
+        description: 'The runs to the number that have not ended (runs_not_ended)',
+      }),
+    ),
   },
   422: {
     errors: Type.Optional(
@@ -96,6 +101,7 @@ const EXAMPLE_DETAILS: Partial<Record<ErrorCode, string>> = {
   workflow_not_published: 'Workflow 6f1d3b2a-8c4e-4a9f-b7d1-5e2c9a0f4b36 has no published definition to run.',
   idempotency_key_in_use: 'A request with this Idempotency-Key is still being processed; retry shortly.',
   run_already_ended: 'Run WR-API-123 already ended (completed).',
+  runs_not_ended: 'The organization has 1 run(s) to this number that have not ended (WR-API-123); cancel them or wait for them to end, then erase again. Nothing was changed.',
   payload_too_large: 'The request body is larger than the configured limit.',
   unsupported_media_type: 'Send the body as application/json.',
   validation_failed: 'The request is not valid.',
@@ -128,6 +134,7 @@ const EXAMPLE_EXTENSIONS: Partial<Record<ErrorCode, Record<string, unknown>>> = 
   idempotency_key_in_use: { header: 'Idempotency-Key' },
   idempotency_key_reused: { header: 'Idempotency-Key' },
   queue_full: { queued_runs: 10000, max_queued_runs: 10000 },
+  runs_not_ended: { runs: [{ id: 123, name: 'WR-API-123', state: 'in_progress' }] },
   outside_calling_hours: { next_allowed_at: '2026-11-24T14:00:00.000Z', time_zones: ['America/New_York'] },
   number_suppressed: { suppression_expires_at: null },
   number_frequency_capped: { number_max_calls: 3, number_window_seconds: 86400 },

@@ -41,6 +41,7 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   run_already_ended: { status: 409, title: 'Run already ended' },
   run_not_answered: { status: 409, title: 'Run not answered' },
   campaign_state_conflict: { status: 409, title: 'Campaign state conflict' },
+  runs_not_ended: { status: 409, title: 'Runs not ended' },
   webhook_delivery_pending: { status: 409, title: 'Webhook delivery pending' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },

@@ -32,6 +32,7 @@ export class FakeTime {
     betweenBulkWrites: () => this.track(store.betweenBulkWrites()),
     ping: () => this.track(store.ping()),
     backup: (path) => store.backup(path),
+    truncateWal: () => store.truncateWal(),
     close: () => store.close(),
   });
 

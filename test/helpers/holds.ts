@@ -70,6 +70,7 @@ export function holdingStore(store: Store, armed: () => { sql: RegExp; hold: Hol
     betweenBulkWrites: () => store.betweenBulkWrites(),
     ping: () => store.ping(),
     backup: (path) => store.backup(path),
+    truncateWal: () => store.truncateWal(),
     close: () => store.close(),
   };
 }
