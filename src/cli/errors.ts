@@ -5,7 +5,7 @@ import { CommanderError } from 'commander';
 import { ConfigError } from '../config.js';
 import { DialtoneError, type FieldError } from '../errors.js';
 import { SecretKeyError } from '../secret-key.js';
-import { BackupUnsupportedError, DatabaseNewerError } from '../store/engine/operator-errors.js';
+import { BackupRefusedError, BackupUnsupportedError, DatabaseNewerError } from '../store/engine/operator-errors.js';
 import { SecretKeyMissingError } from '../shared/credentials-cipher.js';
 import { CliError } from './cli-error.js';
 
@@ -21,7 +21,7 @@ export function failureOf(error: unknown): CliFailure {
   if (error instanceof ConfigError) return { code: 'invalid_configuration', message: error.message };
   if (error instanceof SecretKeyMissingError) return { code: 'secret_key_missing', message: error.message };
   if (error instanceof SecretKeyError) return { code: error.code, message: error.message };
-  if (error instanceof DatabaseNewerError || error instanceof BackupUnsupportedError) return { code: error.code, message: error.message };
+  if (error instanceof DatabaseNewerError || error instanceof BackupUnsupportedError || error instanceof BackupRefusedError) return { code: error.code, message: error.message };
   if (error instanceof CommanderError) {
     // "(outputHelp)" is commander's word for "no command given": say so.
     const message = error.code === 'commander.help' ? 'A command is required: see dialtone --help.' : error.message.replace(/^error: /, '');

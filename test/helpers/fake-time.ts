@@ -31,7 +31,7 @@ export class FakeTime {
     durable: () => this.track(store.durable()),
     betweenBulkWrites: () => this.track(store.betweenBulkWrites()),
     ping: () => this.track(store.ping()),
-    backup: (path) => store.backup(path),
+    backup: (path, options) => store.backup(path, options),
     truncateWal: () => store.truncateWal(),
     close: () => store.close(),
   });

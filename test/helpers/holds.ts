@@ -69,7 +69,7 @@ export function holdingStore(store: Store, armed: () => { sql: RegExp; hold: Hol
     durable: () => durableHold()?.pass().then(() => store.durable()) ?? store.durable(),
     betweenBulkWrites: () => store.betweenBulkWrites(),
     ping: () => store.ping(),
-    backup: (path) => store.backup(path),
+    backup: (path, options) => store.backup(path, options),
     truncateWal: () => store.truncateWal(),
     close: () => store.close(),
   };

@@ -36,15 +36,19 @@ export function serviceCommands(program: Command): void {
   program
     .command('backup')
     .description('copy the SQLite database, consistently, while the service keeps serving (PostgreSQL: use pg_dump)')
-    .requiredOption('--to <file>', 'where to write the copy (replaced if it exists)')
-    .action(async (opts: { to: string }, command: Command) => {
-      const [{ loadConfig }, { buildDeps }] = await Promise.all([import('../../config.js'), import('../../deps.js')]);
+    .requiredOption('--to <file>', 'where to write the copy (refused if it exists, unless --force)')
+    .option('--force', 'replace the file if it exists')
+    .action(async (opts: { to: string; force?: boolean }, command: Command) => {
+      const [{ loadConfig }, { buildDeps }, { assertBackupSource }] = await Promise.all([import('../../config.js'), import('../../deps.js'), import('../../store/engine/operator-errors.js')]);
       // Neither migrates the database nor needs the secret key: a copy changes nothing. PostgreSQL's
-      // store refuses (BackupUnsupportedError, reported with its code by errors.ts).
-      const deps = buildDeps(loadConfig());
+      // store refuses (BackupUnsupportedError, reported with its code by errors.ts). A SQLite source
+      // that is missing or no database is refused before the store is opened, which would create it.
+      const config = loadConfig();
+      assertBackupSource(config.DATABASE_URL);
+      const deps = buildDeps(config);
       try {
         const started = Date.now();
-        await deps.store.backup(opts.to);
+        await deps.store.backup(opts.to, { overwrite: opts.force === true });
         const ms = Date.now() - started;
         process.stdout.write(wantsJson(command) ? `${JSON.stringify({ to: opts.to, ms })}\n` : `Backed up to ${opts.to} in ${ms} ms\n`);
       } finally {

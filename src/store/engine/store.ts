@@ -2,7 +2,7 @@
 // PostgreSQL is the store that several nodes share. Everything above this module speaks Kysely
 // and never asks which one it has, except through the few helpers below: this file is the one
 // place where the two dialects differ.
-import { chmodSync, closeSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, linkSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -15,7 +15,7 @@ import { CoalescingNotifier } from './coalescing-notifier.js';
 import { DurableCommits } from './durable-commits.js';
 import { GroupCommit } from './group-commit.js';
 import { withStatementCache } from './statement-cache.js';
-import { BackupUnsupportedError } from './operator-errors.js';
+import { BackupRefusedError, BackupUnsupportedError } from './operator-errors.js';
 import { namePreparedStatements } from './prepared-statements.js';
 import { BACKSTOP_PAGES, CATCH_UP_PAGES, checkpointWorker, WalCheckpointer, type CheckpointThread } from './wal-checkpointer.js';
 import { WalIndex } from './wal-index.js';
@@ -79,7 +79,7 @@ export interface Store {
    * connections, the service's included, keep reading and writing; written to `path` only once
    * complete. PostgreSQL: refused (BackupUnsupportedError); its own tools back it up.
    */
-  backup(path: string): Promise<void>;
+  backup(path: string, options?: BackupOptions): Promise<void>;
   /**
    * After an erasure (erasure/): SQLite keeps the pages it overwrote in the write-ahead log until
    * the log is reused, so this copies the log into the database and truncates it (a TRUNCATE
@@ -91,6 +91,11 @@ export interface Store {
   close(): Promise<void>;
 }
 
+export interface BackupOptions {
+  /** Replace a file already at the path; otherwise the backup refuses (backup_target_exists) and writes nothing. */
+  overwrite?: boolean;
+}
+
 /**
  * Pages per step of SQLite's backup: all of them. The whole copy then runs in one step, under one
  * read transaction, so it is one snapshot; in WAL mode that blocks no writer. In smaller steps,
@@ -99,8 +104,15 @@ export interface Store {
  */
 const ALL_PAGES = 0x7fffffff;
 
-async function backupSqlite(sqlite: SqliteDatabase.Database, path: string): Promise<void> {
+function targetExists(target: string): BackupRefusedError {
+  return new BackupRefusedError('backup_target_exists', `${target} already exists: nothing was written. Choose another file, or pass --force to replace it.`);
+}
+
+async function backupSqlite(sqlite: SqliteDatabase.Database, path: string, options: BackupOptions): Promise<void> {
   const target = resolve(path);
+  // Refused before the copy starts (an earlier backup is worth more than a mistyped name); checked
+  // again when the copy is put in place, in case a file appeared meanwhile.
+  if (!options.overwrite && existsSync(target)) throw targetExists(target);
   // Written beside the target and renamed when complete: a failed backup never leaves a partial
   // file where a good backup is expected.
   const partial = `${target}.partial-${process.pid}`;
@@ -108,7 +120,17 @@ async function backupSqlite(sqlite: SqliteDatabase.Database, path: string): Prom
     await sqlite.backup(partial, { progress: () => ALL_PAGES });
     // The copy holds what the database holds (key hashes, encrypted credentials, callees' numbers).
     chmodSync(partial, 0o600);
-    renameSync(partial, target);
+    if (options.overwrite) renameSync(partial, target);
+    else {
+      // A hard link fails if the target exists, where a rename would replace it.
+      try {
+        linkSync(partial, target);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw targetExists(target);
+        throw error;
+      }
+      rmSync(partial, { force: true });
+    }
   } catch (error) {
     rmSync(partial, { force: true });
     throw error;
@@ -247,7 +269,7 @@ function openSqlite(path: string, options: StoreOptions): Store {
     async ping() {
       sqlite.prepare('select 1').get();
     },
-    backup: (path) => backupSqlite(sqlite, path),
+    backup: (path, backupOptions = {}) => backupSqlite(sqlite, path, backupOptions),
     truncateWal: async () => {
       if (inMemory) return true;
       // Through Kysely's connection, whose mutex waits for any transaction on it to end.
