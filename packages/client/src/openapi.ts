@@ -461,6 +461,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/public/phone-numbers/{phone_number}/data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Erase Phone Number Data
+         * @description Erases everything the organization's data holds of a phone number (a person's right to erasure): the number, initial_context and result of every run to it, its runs' event data, the payloads of their webhook deliveries (a pending one then sends the erased message) and the response bodies recorded for them, the number, initial_context and time zone of its campaign contacts (a contact still due is canceled), and the request fingerprint of the Idempotency-Key records that created its runs. Runs keep their id, name, state and times; their phone_number reads `erased`. With ?suppress=true the number is also added to the suppression list for good, in the same transaction. A second erasure finds nothing (every count 0). A run to the number that has not ended refuses the whole erasure (409 runs_not_ended, listing the runs) and nothing is changed. Other organizations' data is never touched.
+         */
+        delete: operations["erasePhoneNumberData"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/public/campaigns": {
         parameters: {
             query?: never;
@@ -1405,7 +1425,7 @@ export interface components {
              * @description Identifies the problem: /problems/<code>, relative to the URL the request was sent to, where the service serves a page describing the code
              * @enum {string}
              */
-            type: "/problems/workflow_not_published" | "/problems/idempotency_key_in_use" | "/problems/run_already_ended" | "/problems/run_not_answered" | "/problems/campaign_state_conflict" | "/problems/webhook_delivery_pending";
+            type: "/problems/workflow_not_published" | "/problems/idempotency_key_in_use" | "/problems/run_already_ended" | "/problems/run_not_answered" | "/problems/campaign_state_conflict" | "/problems/runs_not_ended" | "/problems/webhook_delivery_pending";
             /**
              * @description Short summary, the same for every occurrence of the code
              * @example Workflow not published
@@ -1422,13 +1442,19 @@ export interface components {
              * @description Stable, machine-readable reason
              * @enum {string}
              */
-            code: "workflow_not_published" | "idempotency_key_in_use" | "run_already_ended" | "run_not_answered" | "campaign_state_conflict" | "webhook_delivery_pending";
+            code: "workflow_not_published" | "idempotency_key_in_use" | "run_already_ended" | "run_not_answered" | "campaign_state_conflict" | "runs_not_ended" | "webhook_delivery_pending";
             /** @description Also sent as the X-Request-Id header; quote it when asking for support */
             request_id: string;
             /** @description The request header the problem is about (idempotency_key_in_use: Idempotency-Key) */
             header?: string;
             /** @description The campaign's state, which does not allow the action (campaign_state_conflict) */
             state?: string;
+            /** @description The runs to the number that have not ended (runs_not_ended) */
+            runs?: {
+                id: number;
+                name: string | null;
+                state: string;
+            }[];
         } & {
             [key: string]: unknown;
         };
@@ -1735,6 +1761,31 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        /** Erasure */
+        Erasure: {
+            /**
+             * @description The number erased, E.164
+             * @example +12025550123
+             */
+            phone_number: string;
+            /** @description Rows changed per table; all 0 when nothing of the number was left */
+            counts: {
+                /** @description Runs whose phone_number, initial_context and result were erased */
+                workflow_runs: number;
+                /** @description Events of those runs whose data was erased */
+                run_events: number;
+                /** @description Webhook deliveries of those runs whose payload had the number, initial_context, result and event data erased */
+                webhook_deliveries: number;
+                /** @description Attempts of those deliveries whose recorded response body was erased */
+                webhook_attempts: number;
+                /** @description Campaign contacts whose number, initial_context and time zone were erased (a contact still due is canceled) */
+                campaign_contacts: number;
+                /** @description Idempotency-Key records of those runs whose request fingerprint was erased */
+                idempotency_keys: number;
+                /** @description 1 when ?suppress=true added the number to the suppression list (or made its suppression permanent) */
+                suppressions: number;
+            };
         };
         /**
          * CampaignSchedule
@@ -6079,6 +6130,189 @@ export interface operations {
                 };
             };
             /** @description Validation failed (`validation_failed`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    erasePhoneNumberData: {
+        parameters: {
+            query?: {
+                /** @description true: also add the number to the suppression list for good (default false) */
+                suppress?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                /** @description The number, URL-encoded E.164 (%2B12025550123) */
+                phone_number: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Not found (`not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Runs not ended (`runs_not_ended`) */
+            409: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem409"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`); Invalid phone number (`invalid_phone_number`) */
             422: {
                 headers: {
                     /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
