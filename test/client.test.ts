@@ -123,6 +123,16 @@ for (const store of await storeCases()) {
       await dialtone.suppressions.delete('+12025550188');
       assert.equal((await refusal(dialtone.suppressions.get('+12025550188'))).status, 404);
 
+      // Erasure: a person's runs lose their number; with suppress, the number is suppressed for good.
+      const call = await dialtone.calls.start(fixture.agentUuid, { phone_number: '+12025550187', initial_context: { name: 'Grace' } });
+      await dialtone.runs.wait(call.workflow_run_id, ended);
+      const erased = await dialtone.phoneNumbers.erase('+12025550187', { suppress: true });
+      assert.ok(JSON.stringify(erased).includes('1'), JSON.stringify(erased));
+      const after = await dialtone.runs.get(call.workflow_run_id);
+      assert.notEqual(after.phone_number, '+12025550187');
+      assert.equal(after.initial_context, null);
+      assert.equal((await dialtone.suppressions.get('+12025550187')).phone_number, '+12025550187');
+
       // Webhook endpoints: create, get, list, update, test, deliveries, retry, rotate, delete.
       const endpoint = await dialtone.webhookEndpoints.create({ url: receiver.url, events: ['webhook.test', 'campaign.completed'] });
       assert.match(endpoint.secret, /^whsec_/);

@@ -178,6 +178,16 @@ export class Dialtone {
     },
   };
 
+  readonly phoneNumbers = {
+    /**
+     * Erases a person's data: the number, its initial_context, results and contact fields from every
+     * run, event, delivery and contact of the organization; `suppress` also adds it to the
+     * suppression list. Answers the counts; refused (409 runs_not_ended) while a run to it is live.
+     */
+    erase: (phoneNumber: string, options: { suppress?: boolean } = {}) =>
+      unwrap(this.api.DELETE('/api/v1/public/phone-numbers/{phone_number}/data', { params: { path: { phone_number: phoneNumber }, query: options.suppress ? { suppress: 'true' } : {} } })),
+  };
+
   readonly webhookEndpoints = {
     create: (body: JsonBody<'createWebhookEndpoint'>) => unwrap(this.api.POST('/api/v1/public/webhook-endpoints', { body })),
     list: () => unwrap(this.api.GET('/api/v1/public/webhook-endpoints')),
