@@ -143,6 +143,14 @@ export const ConfigSchema = Type.Object({
   /** Longest a dispatcher waits on shutdown for dials already started (and, alongside, for webhook attempts in flight). */
   DISPATCH_SHUTDOWN_MS: Integer(0, 600_000, 10_000),
 
+  // Retention (docs/operations.md, "Retention"): pruned by the maintenance pass, in small batches.
+  /** Ended runs are deleted, with everything that hangs off them, this many days after they ended; 0 keeps them forever (an organization may set its own). */
+  RETENTION_DAYS: Integer(0, 36_500, 0),
+  /** Runs deleted per batch; each batch is one short transaction (its write lock held for that batch only). */
+  RETENTION_BATCH_SIZE: Integer(1, 5_000, 100),
+  /** Most batches one maintenance pass (every REAPER_INTERVAL_MS) deletes; the rest wait for the next pass. */
+  RETENTION_BATCHES_PER_PASS: Integer(1, 10_000, 20),
+
   // Webhooks (docs/webhooks.md): delivered by every node that runs the dispatcher.
   /** Delays before each attempt of a delivery, comma-separated, in ms or with a unit (5s, 5m, 2h); ±10 % jitter is added. */
   WEBHOOK_RETRY_SCHEDULE: Type.String({ default: DEFAULT_RETRY_SCHEDULE, minLength: 1 }),

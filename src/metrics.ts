@@ -27,6 +27,8 @@ export class Metrics {
   readonly webhookAttemptDuration: Histogram;
   readonly walFlush: Histogram;
   readonly durableWrite: Histogram;
+  readonly retentionPrunedRows: Counter<'table'>;
+  readonly retentionOldestRunAge: Gauge;
 
   constructor(store: Store, options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -98,6 +100,18 @@ export class Metrics {
       name: 'dialtone_sqlite_durable_write_seconds',
       help: 'SQLite: time a durable write (an accepted call, a claim) took from being queued to being on the disk: its wait for a group commit, its statements, the commit and the WAL flush that covers it',
       buckets: [0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.retentionPrunedRows = new Counter({
+      name: 'dialtone_retention_pruned_rows_total',
+      help: 'Rows deleted by retention (RETENTION_DAYS, an organization\'s own window), by table',
+      labelNames: ['table'],
+      registers,
+    });
+    // Set by each maintenance pass (dispatch/retention.ts), from the store: every dispatcher node reports it.
+    this.retentionOldestRunAge = new Gauge({
+      name: 'dialtone_retention_oldest_run_age_seconds',
+      help: 'Age of the oldest ended run still stored, since it ended (retention deletes runs older than their window); 0 when none',
       registers,
     });
     new Gauge({

@@ -34,6 +34,9 @@ export async function startService(deps: Deps): Promise<RunningService> {
       'WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhook endpoints may use http and reach loopback, private and link-local addresses (this machine, its network, a cloud metadata service); never set it where others register endpoints',
     );
   }
+  if (deps.config.RETENTION_DAYS === 0) {
+    deps.logger.info('RETENTION_DAYS is not set: ended runs, their events and webhook deliveries are kept forever (except for organizations with their own window); docs/operations.md, "Retention", recommends one');
+  }
   await checkRoutes(deps);
   const role = deps.config.DIALTONE_ROLE;
   const app = await buildApp(deps, { publicApi: role !== 'dispatcher' });

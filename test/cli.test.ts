@@ -337,6 +337,28 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.match(missing.stderr, /No organization 999/);
   });
 
+  it('sets an organization\'s own retention window with org set-retention (days, "off" to keep forever, "default" for RETENTION_DAYS), shows it with org show, and refuses a bad window changing nothing', async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Retained');
+    const id = String(org.id);
+    assert.equal((await ws.json<{ retention_days: unknown }>('org', 'show', id)).retention_days, null, 'the configured default until set');
+    assert.deepEqual(await ws.json('org', 'set-retention', id, '30'), { id: org.id, retention_days: 30 });
+    assert.equal((await ws.json<{ retention_days: unknown }>('org', 'show', id)).retention_days, 30);
+    const text = await ws.cli(['org', 'show', id]);
+    assert.match(text.stdout, /retention_days\s+30 days/);
+    for (const bad of ['0', '-3', '36501', 'soon']) {
+      const refused = await ws.cli(['org', 'set-retention', id, bad]);
+      assert.notEqual(refused.code, 0, bad);
+      assert.match(refused.stderr, /expected whole days from 1 to 36500/);
+    }
+    assert.equal((await ws.json<{ retention_days: unknown }>('org', 'show', id)).retention_days, 30, 'a refused value changes nothing');
+    assert.deepEqual(await ws.json('org', 'set-retention', id, 'off'), { id: org.id, retention_days: 0 });
+    assert.match((await ws.cli(['org', 'show', id])).stdout, /retention_days\s+off \(kept forever\)/);
+    assert.deepEqual(await ws.json('org', 'set-retention', id, 'default'), { id: org.id, retention_days: null });
+    const missing = await ws.cli(['org', 'set-retention', '999', '30']);
+    assert.match(missing.stderr, /No organization 999/);
+  });
+
   it('sets the per-number frequency cap with org set-limits, shows it with org show, turns it off with "off", and refuses a cap half set or a bad window', async (t) => {
     const ws = workspace(t);
     const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Capped');

@@ -8,6 +8,7 @@ import {
   selectOrganizationLimits,
   selectOrganizations,
   setOrganizationLimitColumns,
+  setOrganizationRetentionDaysColumn,
   type OrganizationLimitColumns,
 } from '../store/statements/organization-statements.js';
 import { decodeJson, type Store } from '../store/engine/store.js';
@@ -56,4 +57,20 @@ export async function setCallingHours(store: Store, id: number, setting: unknown
   const parsed = parseCallingHours(setting);
   if (!parsed.ok) throw new DialtoneError('validation_failed', 'The calling hours are not valid.', { errors: parsed.problems });
   return setOrganizationCallingHoursColumn(store, id, JSON.stringify(parsed.hours));
+}
+
+/** The longest own retention window an organization may set: a hundred years, as RETENTION_DAYS allows. */
+export const MAX_RETENTION_DAYS = 36_500;
+
+/**
+ * Sets an organization's own retention window (docs/operations.md, "Retention"): a number of days
+ * (1 to MAX_RETENTION_DAYS), `off` to keep its runs forever whatever RETENTION_DAYS says, or
+ * `default` to follow RETENTION_DAYS again. False when there is no such organization. The
+ * maintenance pass reads it on its next run.
+ */
+export async function setRetention(store: Store, id: number, setting: number | 'off' | 'default'): Promise<boolean> {
+  if (typeof setting === 'number' && (!Number.isInteger(setting) || setting < 1 || setting > MAX_RETENTION_DAYS)) {
+    throw new DialtoneError('validation_failed', `A retention window is a whole number of days from 1 to ${MAX_RETENTION_DAYS}.`);
+  }
+  return setOrganizationRetentionDaysColumn(store, id, setting === 'off' ? 0 : setting === 'default' ? null : setting);
 }

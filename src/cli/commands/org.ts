@@ -47,6 +47,19 @@ function numberCapChanges(
   return next;
 }
 
+/** A retention window: whole days from 1 to 36500, "off" (keep forever) or "default" (RETENTION_DAYS). */
+function retentionValue(text: string): number | 'off' | 'default' {
+  if (text === 'off' || text === 'default') return text;
+  if (!/^[1-9][0-9]{0,4}$/.test(text) || Number(text) > 36_500) throw new InvalidArgumentError('expected whole days from 1 to 36500, "off" (keep forever) or "default" (RETENTION_DAYS)');
+  return Number(text);
+}
+
+/** How an organization's own retention column reads: its days, off (kept forever), or the configured default. */
+function retentionText(days: number | null, configured: number): string {
+  if (days === null) return configured === 0 ? 'default (RETENTION_DAYS=0: kept forever)' : `default (RETENTION_DAYS=${configured} days)`;
+  return days === 0 ? 'off (kept forever)' : `${days} days`;
+}
+
 export function orgCommands(program: Command): void {
   const org = program.command('org').description('organizations');
   org
@@ -105,7 +118,7 @@ export function orgCommands(program: Command): void {
 
   org
     .command('show')
-    .description('show an organization: its own limits (null: the configured default), per-number cap and calling hours (null: off)')
+    .description('show an organization: its own limits (null: the configured default), per-number cap, calling hours (null: off) and retention window (null: RETENTION_DAYS; 0: kept forever)')
     .argument('<org_id>', 'organization id', positiveInt)
     .action(
       action(async (deps, id: number) => {
@@ -113,7 +126,29 @@ export function orgCommands(program: Command): void {
         const row = await showOrganization(deps.store, id);
         if (!row) throw new CliError('not_found', `No organization ${id}.`);
         const shown = withTimes(row, ['created_at']);
-        return { json: shown, text: formatRecord({ ...shown, calling_hours: row.calling_hours === null ? 'off' : JSON.stringify(row.calling_hours) }) };
+        return {
+          json: shown,
+          text: formatRecord({
+            ...shown,
+            calling_hours: row.calling_hours === null ? 'off' : JSON.stringify(row.calling_hours),
+            retention_days: retentionText(row.retention_days, deps.config.RETENTION_DAYS),
+          }),
+        };
+      }),
+    );
+
+  org
+    .command('set-retention')
+    .description("set how long an organization's ended runs are kept (docs/operations.md, \"Retention\"): days, \"off\" to keep them forever, or \"default\" for RETENTION_DAYS")
+    .argument('<org_id>', 'organization id', positiveInt)
+    .argument('<days>', 'whole days from 1 to 36500, "off" or "default"', retentionValue)
+    .action(
+      action(async (deps, id: number, days: number | 'off' | 'default') => {
+        const { setRetention, showOrganization } = await organizations();
+        if (!(await setRetention(deps.store, id, days))) throw new CliError('not_found', `No organization ${id}.`);
+        const row = await showOrganization(deps.store, id);
+        const retention = row?.retention_days ?? null;
+        return { json: { id, retention_days: retention }, text: `Retention of organization ${id}: ${retentionText(retention, deps.config.RETENTION_DAYS)}.` };
       }),
     );
 

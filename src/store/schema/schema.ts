@@ -23,6 +23,8 @@ export interface OrganizationsTable {
   /** The per-number frequency cap (calling policy): both set, or both null (off). */
   number_max_calls: number | null;
   number_window_seconds: number | null;
+  /** Its own retention window in days (migration 023): null means RETENTION_DAYS, 0 keeps its runs forever. */
+  retention_days: Generated<number | null>;
 }
 
 export interface ApiKeysTable {

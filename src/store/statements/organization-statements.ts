@@ -56,7 +56,13 @@ export async function setOrganizationCallingHoursColumn(store: Store, id: number
 export function selectOrganization(store: Store, id: number) {
   return store.db
     .selectFrom('organizations')
-    .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds', 'calling_hours'])
+    .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds', 'calling_hours', 'retention_days'])
     .where('id', '=', id)
     .executeTakeFirst();
+}
+
+/** Sets an organization's own retention window in days (0: keep forever; null: back to RETENTION_DAYS); false when there is no such organization. */
+export async function setOrganizationRetentionDaysColumn(store: Store, id: number, days: number | null): Promise<boolean> {
+  const result = await store.db.updateTable('organizations').set({ retention_days: days }).where('id', '=', id).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
