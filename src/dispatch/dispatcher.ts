@@ -3,7 +3,7 @@
 // 1. Claim: for each telephony configuration with queued runs, claim what its pacing slots and
 //    free concurrency allow (claim-runs.ts). The claim commits `queued → dialing` before any dial.
 // 2. Dial: each configuration's pacer (route-pacer.ts) dials its claimed runs at their pacing
-//    slots, one at a time. The provider's call id is recorded; a refused dial ends the run. A dial
+//    slots, one at a time (a node that stops gives back to the queue those it has not dialed yet). The provider's call id is recorded; a refused dial ends the run. A dial
 //    the provider did not answer within DIAL_TIMEOUT_MS may have rung, so it is never retried: a
 //    provider whose calls outlive the node (Twilio) is asked later (the run stays `dialing` without
 //    a call id, as if its node had stopped mid-dial, and reconciliation looks for the call when the
@@ -69,6 +69,14 @@ export class Dispatcher {
   /** One pacer per telephony configuration this node has claimed runs of. */
   private readonly pacers = new Map<number, RoutePacer<PendingDial>>();
   private readonly inFlight = new Set<Promise<void>>();
+  /**
+   * Runs this node claimed whose dial request it has not sent: taken out just before the provider
+   * is called (synchronously, so nothing runs between the check and the call), or by stop(), which
+   * gives them back to the queue. A run is in one of the two hands, never both.
+   */
+  private readonly undialed = new Set<number>();
+  /** Ends the pacers' waits for their slots when the node stops. */
+  private readonly stopWaiting = new AbortController();
   private readonly unsubscribe: (() => void)[] = [];
   private listening: Promise<(() => Promise<void>) | undefined> | undefined;
 
@@ -194,7 +202,16 @@ export class Dispatcher {
     if (!pacer) {
       pacer = new RoutePacer<PendingDial>(settings, {
         now: () => deps.clock.now(),
-        sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+        sleep: (ms) =>
+          new Promise((resolve) => {
+            if (this.stopWaiting.signal.aborted) return resolve();
+            const timer = setTimeout(done, ms);
+            function done() {
+              clearTimeout(timer);
+              resolve();
+            }
+            this.stopWaiting.signal.addEventListener('abort', done, { once: true });
+          }),
         takeSlots: async (late, now) => {
           // A fresh slot too near the end of its claim's lease renews it (the same margin as
           // dialClaimed's), in the re-slot's transaction: the reaper never ends a run still waiting here.
@@ -220,7 +237,8 @@ export class Dispatcher {
       });
       this.pacers.set(configurationId, pacer);
     }
-    // Tracked from now, not from their slots, so shutdown waits for them: they were claimed and must be dialed.
+    for (const c of claimed) this.undialed.add(c.run.id);
+    // Tracked from now, not from their slots, so shutdown waits for them: they were claimed and must be dialed (or given back).
     this.track(pacer.add(claimed.map((c) => ({ runId: c.run.id, dialAt: c.dialAt, claimed: c })), settings));
   }
 
@@ -231,6 +249,8 @@ export class Dispatcher {
    */
   private async dialClaimed(claimed: ClaimedRun): Promise<void> {
     const { deps } = this;
+    // Given back to the queue by stop(): another node dials it.
+    if (!this.undialed.has(claimed.run.id)) return;
     if (claimed.leaseExpiresAt - deps.clock.now() < deps.config.DIAL_TIMEOUT_MS + LEASE_MARGIN_MS) {
       const until = deps.clock.now() + deps.config.DISPATCH_LEASE_MS;
       if (!(await deps.lifecycle.renewClaim(claimed.run.id, deps.nodeId, until))) {
@@ -253,6 +273,7 @@ export class Dispatcher {
     if (!decoded.ok) {
       // Stored settings or credentials that do not fit the provider (start-up logged them): the run
       // ends failed with every problem, and nothing is dialed.
+      if (!this.undialed.delete(run.id)) return;
       await this.dialFailed(run.id, new DialRefusedError('failed', 'route_invalid', routeInvalidDetail(decoded.problems)), deps.clock.now());
       return;
     }
@@ -261,6 +282,8 @@ export class Dispatcher {
     const ringTimeoutMs = ringTimeoutOf(deps, route);
     // Asked only of providers that can detect: a request for it on another route was refused when the run was created.
     const machineDetection = route.capabilities.supportsMachineDetection ? await this.detections.forDial(run) : undefined;
+    // The last moment a run can go back to the queue: from here on its dial request is sent.
+    if (!this.undialed.delete(run.id)) return;
     const sentAt = deps.clock.now();
     deps.metrics.dialLatency.observe((sentAt - run.created_at) / 1000);
     const attempt = provider.dial({ runId: run.id, to: run.phone_number, from: run.caller_id, ringTimeoutMs, route, ...(machineDetection ? { machineDetection } : {}) });
@@ -304,14 +327,39 @@ export class Dispatcher {
     this.wake();
   }
 
+  /**
+   * A stopping node dials nothing more: the runs it claimed and has not sent a dial request for
+   * (waiting for their pacing slot, or between the claim and the provider) go back to the queue,
+   * with a `queued` event (node_shutdown), and the other nodes are told there is work. A run whose
+   * dial request was sent is never given back (it may ring): it finishes here, or is reaped or
+   * reconciled like any other. If the store refuses the write, the runs stay claimed and their
+   * lease ends them failed (dispatch_interrupted), as before: never dialed twice.
+   */
+  private async giveBackUndialed(): Promise<void> {
+    const { deps } = this;
+    for (const pacer of this.pacers.values()) pacer.drain();
+    this.stopWaiting.abort();
+    const ids = [...this.undialed];
+    this.undialed.clear();
+    if (ids.length === 0) return;
+    try {
+      const requeued = await deps.lifecycle.requeueUndialed(deps.nodeId, ids, deps.clock.now());
+      deps.store.announce(WORK_CHANNEL);
+      deps.logger.info({ runs: requeued.length }, 'stopping: gave back to the queue the runs this node claimed but had not dialed');
+    } catch (error) {
+      deps.logger.warn({ err: error, runs: ids.length }, 'stopping: could not give back undialed runs; their claims end with their lease (dispatch_interrupted)');
+    }
+  }
+
   /** Live calls this node holds (for tests and metrics). */
   get liveCalls(): number {
     return this.live.size;
   }
 
   /**
-   * Stops claiming, lets claimed dials and dials under way finish (bounded by DISPATCH_SHUTDOWN_MS),
-   * then releases this node's hold on its live calls so deadlines alone govern them.
+   * Stops claiming, gives the runs it claimed and has not dialed back to the queue (another node
+   * dials them), lets dials under way finish (bounded by DISPATCH_SHUTDOWN_MS), then releases this
+   * node's hold on its live calls so deadlines alone govern them.
    */
   async stop(): Promise<void> {
     this.stopping = true;
@@ -323,9 +371,8 @@ export class Dispatcher {
     if (this.nextTick) clearTimeout(this.nextTick);
     await this.ticking;
     await this.reconciler.stop();
-    // Includes claimed runs waiting for their pacing slot, at most DISPATCH_LOOKAHEAD_MS away, or
-    // after a re-slot, up to a paced campaign's spacing away (its claim renewed to cover it): one
-    // not dialed by the deadline stays claimed, and ends failed (dispatch_interrupted) with its lease.
+    await this.giveBackUndialed();
+    // Dials already sent (and their recording) finish; nothing claimed is left to wait for.
     const pending = Promise.allSettled([...this.inFlight]);
     await Promise.race([pending, new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
     await this.live.drainInProcessCalls(deadline);

@@ -93,6 +93,14 @@ export class RoutePacer<T extends PacedDial> {
     return head.dialAt >= now - this.settings.toleranceMs && tail.dialAt <= now + lookaheadMs;
   }
 
+  /**
+   * Takes every run still waiting for its slot out of the pacer, never to be dialed here (a
+   * stopping node gives them back to the queue). The loop ends at its next step.
+   */
+  drain(): T[] {
+    return this.queue.splice(0);
+  }
+
   /** Adds claimed runs (with their slots) and returns the loop that dials them, started if idle. */
   add(items: T[], settings: PacerSettings): Promise<void> {
     this.settings = settings;

@@ -6,9 +6,9 @@
 // same transaction (store/statements/run-event-outbox.ts). Callers elsewhere decide *which* runs to move (dispatch/ picks overdue ones,
 // providers report events); only this module writes them.
 import { RunWriteQueue } from '../store/engine/run-write-queue.js';
-import { extendUndialedClaim, markCancelRequested, markReconciled, releaseNodeCalls, setFoundCall, type DialValues } from '../store/statements/run-writes.js';
+import { extendUndialedClaim, markCancelRequested, markReconciled, releaseNodeCalls, setFoundCall, setUndialedRunsQueued, type DialValues } from '../store/statements/run-writes.js';
 import type { Store } from '../store/engine/store.js';
-import { LIVE_STATES, type RunState } from './states.js';
+import { LIVE_STATES, PREDECESSORS, type RunState } from './states.js';
 import { transitionRun, type AppliedTransition, type TransitionDetails } from './transition-run.js';
 import { answeredByWrite, type AnsweredByDetails } from './answered-by.js';
 
@@ -87,6 +87,23 @@ export class RunLifecycle {
    */
   renewClaim(runId: number, nodeId: string, until: number): Promise<boolean> {
     return this.store.batched((trx) => extendUndialedClaim(trx, runId, nodeId, until));
+  }
+
+  /**
+   * A stopping node gives back runs it claimed and never sent a dial request for (the caller knows:
+   * it names only those): `dialing → queued`, claim cleared, with a `queued` event saying why
+   * (`node_shutdown`), in one durable transaction, so another node dials them. Runs that moved on
+   * meanwhile (canceled, reaped) or that have a dial recorded are left as they are. Returns the
+   * runs given back.
+   */
+  async requeueUndialed(nodeId: string, runIds: readonly number[], at: number): Promise<number[]> {
+    if (runIds.length === 0) return [];
+    const written = await this.store.transaction('durable', (trx) =>
+      setUndialedRunsQueued(trx, this.store.dialect, runIds, { nodeId, now: at, reason: 'node_shutdown', from: PREDECESSORS.queued }),
+    );
+    if (written.ids.length > 0) this.transitions.inc({ state: 'queued' }, written.ids.length);
+    if (written.webhookDeliveries > 0) this.deliveriesWritten();
+    return written.ids;
   }
 
   /** A stopping node lets go of its live calls: from now on their deadlines (and the reaper) govern them. */

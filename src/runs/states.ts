@@ -9,10 +9,14 @@
 //     └► failed               ├► rejected
 //                             └► canceled
 //
+//   dialing ──► queued: a stopping node's claim it never dialed, given back (never a dialed run)
+//
 // Providers do not always report every phase (an answer can arrive with no ringing before it, a
 // busy signal can come straight after the dial), so later phases may also be reached directly
 // from earlier live states. No state is ever reachable from a terminal one, and no live state
 // from a later live one: a duplicate, late or out-of-order event simply matches no predecessor.
+// The one step back, `dialing → queued`, is taken only by a node for runs whose dial request it
+// never sent (no provider reports `queued`), with that guard in its statement.
 
 /** Every state a run can be in: the store's column type and the API's enum derive from this list. */
 export const RUN_STATES = ['queued', 'dialing', 'ringing', 'in_progress', 'completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'] as const;
@@ -25,7 +29,9 @@ export type TerminalState = (typeof TERMINAL_STATES)[number];
 export type LiveState = (typeof LIVE_STATES)[number];
 
 export const PREDECESSORS: Record<RunState, readonly RunState[]> = {
-  queued: [],
+  // A stopping node gives back the runs it claimed and never sent a dial request for (lifecycle.ts's
+  // requeueUndialed): the one way back, guarded there by no dial recorded.
+  queued: ['dialing'],
   dialing: ['queued'],
   ringing: ['dialing'],
   in_progress: ['dialing', 'ringing'],

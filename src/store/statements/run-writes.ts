@@ -223,6 +223,48 @@ export async function setDialRecorded(trx: Transaction<Database>, dialect: Diale
   return rows[0];
 }
 
+/**
+ * Gives a stopping node's undialed claims back to the queue (`dialing → queued`), each with its
+ * `queued` event (data: why, and the node) and that event's webhook deliveries. Only runs still
+ * `dialing` under that node's lease with no dial recorded (no provider call id, no dial sent): the
+ * node names only runs whose dial request it never sent, and the guard leaves any the store says
+ * moved on. Returns the runs given back, in id order, and the deliveries to announce once committed.
+ */
+export async function setUndialedRunsQueued(
+  trx: Transaction<Database>,
+  dialect: DialectName,
+  ids: readonly number[],
+  requeue: { nodeId: string; now: number; reason: string; from: readonly RunState[] },
+): Promise<{ ids: number[]; webhookDeliveries: number }> {
+  if (ids.length === 0) return { ids: [], webhookDeliveries: 0 };
+  const rows = await trx
+    .updateTable('workflow_runs')
+    .set((eb) => ({
+      state: 'queued',
+      lease_owner: null,
+      lease_expires_at: null,
+      deadline_at: null,
+      claimed_at: null,
+      updated_at: requeue.now,
+      last_event_seq: eb('last_event_seq', '+', 1),
+    }))
+    .where('id', 'in', ids)
+    .where('state', 'in', requeue.from)
+    .where('lease_owner', '=', requeue.nodeId)
+    .where('provider_call_id', 'is', null)
+    .where('dial_sent_at', 'is', null)
+    .returningAll()
+    .execute();
+  rows.sort((a, b) => a.id - b.id);
+  const data = { reason: requeue.reason, node: requeue.nodeId };
+  const webhookDeliveries = await appendRunEvents(
+    trx,
+    dialect,
+    rows.map((run) => ({ run, type: 'queued' as const, at: requeue.now, data, webhookType: webhookTypeForState('queued'), messageId: runMessageId(run.id, run.last_event_seq) })),
+  );
+  return { ids: rows.map((r) => r.id), webhookDeliveries };
+}
+
 /** Extends a node's lease on a run it claimed and has not dialed; false when that is no longer the case. */
 export async function extendUndialedClaim(trx: Transaction<Database>, runId: number, nodeId: string, until: number): Promise<boolean> {
   const row = await trx
