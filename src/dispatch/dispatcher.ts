@@ -254,6 +254,8 @@ export class Dispatcher {
     if (claimed.leaseExpiresAt - deps.clock.now() < deps.config.DIAL_TIMEOUT_MS + LEASE_MARGIN_MS) {
       const until = deps.clock.now() + deps.config.DISPATCH_LEASE_MS;
       if (!(await deps.lifecycle.renewClaim(claimed.run.id, deps.nodeId, until))) {
+        // Not ours to dial, nor to give back; unless stop() gave it back meanwhile (then nothing was lost).
+        if (!this.undialed.delete(claimed.run.id)) return;
         deps.logger.warn({ runId: claimed.run.id }, 'claim lost before dialing; not dialed');
         return;
       }
