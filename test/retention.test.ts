@@ -9,11 +9,13 @@ import type { Deps } from '../src/deps.js';
 import { pruneExpiredRuns } from '../src/dispatch/retention.js';
 import { maintain } from '../src/dispatch/maintenance.js';
 import { setRetention } from '../src/orgs/organizations.js';
+import { sql } from '../src/store/engine/kysely.js';
 import type { RunState } from '../src/runs/states.js';
 import { build, getJson, type TestEnv } from './helpers/app.js';
 import { createOrgFixture, type OrgFixture } from './helpers/fixtures.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
+import { scaledTimeout } from './helpers/timeouts.js';
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 10, 27, 12);
@@ -364,6 +366,41 @@ for (const store of await storeCases()) {
       assert.deepEqual(await runIds(s.deps), [waitedOn]);
       const campaigns = (await s.deps.store.db.selectFrom('campaigns').select('id').orderBy('id').execute()).map((c) => c.id);
       assert.deepEqual(campaigns, [running, young], 'a running campaign, and one ended within the window, stay');
+    });
+
+    it('keeps a run whose delivery is requeued (webhook retry) while the batch takes it: the batch waits for the requeue and reads the delivery again (PostgreSQL; SQLite has one writer)', { skip: store.kind === 'postgres' ? false : 'SQLite runs one write transaction at a time: the requeue cannot interleave' }, async (t) => {
+      const s = await setUp(t, store.kind);
+      const retried = await seedRun(s, { state: 'completed', daysAgo: 40 });
+      const other = await seedRun(s, { state: 'completed', daysAgo: 41 });
+      let locked!: () => void;
+      let release!: () => void;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      const released = new Promise<void>((resolve) => (release = resolve));
+      // As webhook-statements.ts's requeueDelivery does: lock the delivery, then make it pending.
+      const requeue = s.deps.store.transaction('durable', async (trx) => {
+        await trx.selectFrom('webhook_deliveries').select('id').where('run_id', '=', retried).where('seq', '=', 2).forUpdate().execute();
+        locked();
+        await released;
+        await trx.updateTable('webhook_deliveries').set({ status: 'pending' }).where('run_id', '=', retried).where('seq', '=', 2).execute();
+      });
+      await isLocked;
+      const pass = pruneExpiredRuns(s.deps, NOW);
+      const waiting = async () => {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(s.deps.store.db);
+        return (rows[0]?.n ?? 0) > 0;
+      };
+      const deadline = Date.now() + scaledTimeout(20_000);
+      while (!(await waiting())) {
+        if (Date.now() > deadline) throw new Error('the batch never waited for the requeue\'s lock');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      release();
+      await requeue;
+      assert.equal((await pass).runs, 1);
+      assert.deepEqual(await runIds(s.deps), [retried], 'the run with its requeued (pending) delivery stays');
+      assert.ok(!(await runIds(s.deps)).includes(other));
+      const pending = await s.deps.store.db.selectFrom('webhook_deliveries').select('seq').where('run_id', '=', retried).where('status', '=', 'pending').execute();
+      assert.deepEqual(pending, [{ seq: 2 }]);
     });
 
     it('runs as a step of the maintenance pass', async (t) => {

@@ -4,7 +4,7 @@
 // (the foreign keys point that way), so a reader sees the run whole or not at all: a node that dies
 // mid-batch leaves its transaction rolled back, and the next pass takes the same runs again.
 import { sql } from '../engine/kysely.js';
-import { lockingFreeRows } from '../engine/row-locks.js';
+import { lockingFreeRows, lockingRows } from '../engine/row-locks.js';
 import type { Database, RunState } from '../schema/schema.js';
 import type { Store, StoreTransaction } from '../engine/store.js';
 import type { Transaction } from 'kysely';
@@ -84,7 +84,12 @@ export async function deleteEndedRunsBatch(
         .orderBy('r.ended_at')
         .limit(batch.limit),
     ).execute();
-    const ids = picked.map((r) => r.id);
+    // The picked runs' deliveries, locked (PostgreSQL) and read again: one requeued meanwhile
+    // (`webhook retry`, which locks the delivery it requeues) is pending now and keeps its run, and
+    // a requeue that comes after this waits for the batch, then finds the delivery gone.
+    const deliveryStates = picked.length === 0 ? [] : await lockingRows(store, trx.selectFrom('webhook_deliveries').select(['run_id', 'status']).where('run_id', 'in', picked.map((r) => r.id))).execute();
+    const pending = new Set(deliveryStates.filter((d) => d.status === 'pending').map((d) => d.run_id));
+    const ids = picked.map((r) => r.id).filter((id) => !pending.has(id));
     if (ids.length === 0) return { kind: 'pruned', runs: 0, rows: {} };
     const rows: PrunedRows = {};
     const done = async (table: PrunedTable, deleted: { numDeletedRows: bigint }) => {
