@@ -9,6 +9,7 @@ import { createLogger, wantsPrettyLogs } from './logging.js';
 import { RateLimits } from './limits/rate-limits.js';
 import { Metrics } from './metrics.js';
 import { RunLifecycle } from './runs/lifecycle.js';
+import { issueRunToken } from './runtime/run-token.js';
 import { QueuedRunCounts } from './runs/queue-cap.js';
 import { configuredSecretKey } from './secret-key.js';
 import { systemClock, type Clock } from './shared/clock.js';
@@ -93,9 +94,14 @@ export function buildDeps(config: Config, overrides: DepsOverrides = {}): Deps {
   const emit = (event: ProviderEvent): void => signals.providerEvent(event);
   const emitVerdict = (verdict: MachineVerdict): void => signals.machineVerdict(verdict);
   const emitTransfer = (outcome: TransferOutcome): void => signals.transferOutcome(outcome);
+  // A provider relaying media (SIP) hands the runtime what Twilio's answer does: the run id and a token.
+  const runtimeUrl = config.AGENT_RUNTIME_URL;
+  const agentRuntime = runtimeUrl
+    ? { url: runtimeUrl, parameters: (runId: number) => ({ run_id: String(runId), token: issueRunToken(cipher, runId, clock.now() + config.RUNTIME_TOKEN_TTL_MS) }) }
+    : undefined;
   const providers: Record<string, TelephonyProvider> = {};
   for (const definition of registry.definitions) {
-    const provider = definition.create({ config, clock, logger, emit, emitVerdict, emitTransfer });
+    const provider = definition.create({ config, clock, logger, emit, emitVerdict, emitTransfer, agentRuntime });
     // The provider's type says it too (provider.ts): the two must not disagree.
     if (provider.name !== definition.name || provider.callsOutliveNode !== definition.capabilities.callsOutliveNode) {
       throw new Error(`Provider "${definition.name}" does not match its definition (name ${provider.name}, callsOutliveNode ${provider.callsOutliveNode}).`);

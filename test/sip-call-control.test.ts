@@ -69,6 +69,11 @@ async function answeredCall(t: TestContext, scenario: string, options: SippOptio
       SIP_CONNECTION_IDLE_MS: 30_000,
       SIP_MAX_MESSAGE_BYTES: 65_535,
       SIP_TRANSFER_GRACE_MS: 15_000,
+      SIP_RTP_PORT_MIN: 40_000,
+      SIP_RTP_PORT_MAX: 49_999,
+      SIP_MEDIA_STREAM_CONNECT_TIMEOUT_MS: 5_000,
+      SIP_MEDIA_STREAM_MAX_MESSAGE_BYTES: 1_048_576,
+      SIP_MEDIA_STREAM_MAX_QUEUED_MS: 120_000,
       MAX_CALL_DURATION_MS: 60_000,
       DIAL_TIMEOUT_MS: 10_000,
     },
@@ -77,6 +82,7 @@ async function answeredCall(t: TestContext, scenario: string, options: SippOptio
     emit: (event) => events.push(event),
     emitVerdict: () => undefined,
     emitTransfer: (outcome) => transfers.push(outcome),
+    agentRuntime: undefined,
   });
   t.after(() => provider.close());
   const proxy = options.kamailio ? proxySettings(options.kamailio, options.transport ?? 'udp') : {};

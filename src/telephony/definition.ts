@@ -28,6 +28,16 @@ export interface ServiceConfig {
   readonly DIAL_TIMEOUT_MS: number;
 }
 
+/**
+ * Where answered calls are handed to the agent runtime (AGENT_RUNTIME_URL), for a provider that
+ * relays a call's media itself (SIP): the URL and the `start` message's customParameters of a run
+ * (its id and a fresh run token), the same as Twilio's `<Connect><Stream>` carries.
+ */
+export interface AgentRuntimeHandOff {
+  readonly url: string;
+  parameters(runId: number): Record<string, string>;
+}
+
 /** What a provider's factory is given. */
 export interface ProviderContext<K extends TProperties> {
   /** The provider's own configuration keys, validated at start-up (config.ts), and the service-wide ones. */
@@ -40,6 +50,8 @@ export interface ProviderContext<K extends TProperties> {
   readonly emitVerdict: MachineVerdictSink;
   /** Where a provider that transfers calls reports how each transfer ended. */
   readonly emitTransfer: TransferOutcomeSink;
+  /** The agent runtime answered calls go to; undefined without AGENT_RUNTIME_URL. */
+  readonly agentRuntime: AgentRuntimeHandOff | undefined;
 }
 
 /** A path a provider calls back on for a run, under /api/v1/providers/<name>/runs/:id/. */

@@ -66,7 +66,16 @@ export interface Baresip {
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
 }
 
-export async function startBaresip(t: TestContext): Promise<Baresip> {
+export interface BaresipOptions {
+  /** A mono 16-bit WAV at 8 kHz it plays as its microphone once a call is up (default: 10 s of silence). */
+  source?: string;
+  /** A directory where its sndfile module writes what it hears (`dump-…-dec.wav`) and says (`-enc.wav`); default: nowhere. */
+  record?: string;
+  /** The only G.711 law it answers with (default: both, PCMU first). */
+  codec?: 'PCMU' | 'PCMA';
+}
+
+export async function startBaresip(t: TestContext, options: BaresipOptions = {}): Promise<Baresip> {
   const dir = mkdtempSync(join(tmpdir(), 'dialtone-baresip-'));
   const port = await freePort('udp');
   const ctrlPort = await freePort('tcp');
@@ -78,21 +87,25 @@ export async function startBaresip(t: TestContext): Promise<Baresip> {
       `net_interface ${BARESIP_ADDRESS}`,
       'sip_trans_def udp',
       'audio_player aufile,/dev/null',
-      // Its sine source needs 48 kHz; a file of silence at 8 kHz (PCMU's rate) needs no resampling.
-      `audio_source aufile,${join(dir, 'silence.wav')}`,
+      // Its sine source needs 48 kHz; a file at 8 kHz (PCMU's rate) needs no resampling.
+      `audio_source aufile,${options.source ?? join(dir, 'silence.wav')}`,
       'audio_alert aufile,/dev/null',
       'module_path /usr/lib/baresip/modules',
       'module g711.so',
       'module aufile.so',
       'module ctrl_tcp.so',
+      ...(options.record ? ['module sndfile.so', `snd_path ${options.record}`] : []),
       'module account.so',
+      // ctrl_tcp runs the commands other modules register: `hangup` is menu's.
+      'module menu.so',
       `ctrl_tcp_listen ${BARESIP_ADDRESS}:${ctrlPort}`,
       `rtp_ports ${rtp}-${rtp + 1}`,
       '',
     ].join('\n'),
   );
   writeFileSync(join(dir, 'silence.wav'), silenceWav(8000, 10));
-  writeFileSync(join(dir, 'accounts'), `<sip:${BARESIP_USER}@${BARESIP_ADDRESS}>;regint=0;answermode=auto\n`);
+  const codecs = options.codec ? `;audio_codecs=${options.codec.toLowerCase()}` : '';
+  writeFileSync(join(dir, 'accounts'), `<sip:${BARESIP_USER}@${BARESIP_ADDRESS}>;regint=0;answermode=auto${codecs}\n`);
   const child = spawn('baresip', ['-f', dir, '-v'], { stdio: ['pipe', 'pipe', 'pipe'] });
   let log = '';
   child.stdout.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));

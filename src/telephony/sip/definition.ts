@@ -20,6 +20,15 @@ const configKeys = {
   SIP_PUBLIC_ADDRESS: Type.Optional(Type.String({ minLength: 1 })),
   /** How long, beyond a transfer's ring time, Dialtone waits for the final NOTIFY of a REFER the far end accepted; then the transfer counts as failed. */
   SIP_TRANSFER_GRACE_MS: int(1_000, 600_000, 15_000),
+  /** Each call of a route without media_address gets its own RTP port (even) from this range, bound on SIP_BIND_ADDRESS and offered at the public address. */
+  SIP_RTP_PORT_MIN: int(1024, 65534, 40000),
+  SIP_RTP_PORT_MAX: int(1024, 65535, 49999),
+  /** How long the agent runtime has to accept a call's media stream WebSocket before the call ends failed (agent_runtime_unreachable). */
+  SIP_MEDIA_STREAM_CONNECT_TIMEOUT_MS: int(100, 60_000, 5_000),
+  /** Largest message taken from the agent runtime over a call's media stream; a larger one closes the stream (and the call). */
+  SIP_MEDIA_STREAM_MAX_MESSAGE_BYTES: int(1_024, 16_777_216, 1_048_576),
+  /** Most audio from the agent runtime queued to play on one call, in ms (8 bytes per ms); what arrives beyond it is dropped. */
+  SIP_MEDIA_STREAM_MAX_QUEUED_MS: int(1_000, 3_600_000, 120_000),
 };
 
 export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
@@ -39,8 +48,8 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
     { name: 'outbound_proxy', type: 'string', description: 'A SIP URI every call goes through first (";lr" for a loose router).' },
     { name: 'tls_server_name', type: 'string', description: 'The name the TLS peer\'s certificate carries, when not the host.' },
     { name: 'tls_ca_pem', type: 'string', description: 'PEM CA certificates the TLS peer\'s certificate must chain to.' },
-    { name: 'media_address', type: 'string', description: 'Where the SDP offer says to send media (an RTP endpoint).' },
-    { name: 'media_port', type: 'integer', description: 'The media port (default 4000).' },
+    { name: 'media_address', type: 'string', description: 'Where the SDP offer says to send media (your own RTP endpoint); unset: each call gets its own RTP port and is relayed to AGENT_RUNTIME_URL.' },
+    { name: 'media_port', type: 'integer', description: 'The media port with media_address (default 4000).' },
   ],
   credentials: [
     { name: 'username', type: 'string', description: 'Digest user name, with password.' },
@@ -49,7 +58,7 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
   decodeRoute: decodeSipRoute,
   configKeys,
   callbackRoutes: [],
-  create: ({ config, clock, logger, emit, emitTransfer }) =>
+  create: ({ config, clock, logger, emit, emitTransfer, agentRuntime }) =>
     new SipProvider(
       {
         bindAddress: config.SIP_BIND_ADDRESS,
@@ -59,6 +68,14 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
         maxMessageBytes: config.SIP_MAX_MESSAGE_BYTES,
         onTransportError: (error) => logger.warn({ err: error }, 'SIP transport error'),
         transferGraceMs: config.SIP_TRANSFER_GRACE_MS,
+        rtpPorts: { min: config.SIP_RTP_PORT_MIN, max: config.SIP_RTP_PORT_MAX },
+        agentRuntime,
+        mediaStream: {
+          connectTimeoutMs: config.SIP_MEDIA_STREAM_CONNECT_TIMEOUT_MS,
+          maxMessageBytes: config.SIP_MEDIA_STREAM_MAX_MESSAGE_BYTES,
+          maxQueuedMs: config.SIP_MEDIA_STREAM_MAX_QUEUED_MS,
+        },
+        onMediaWarning: (runId, message, error) => logger.warn({ runId, ...(error ? { err: error } : {}) }, message),
       },
       clock,
       emit,

@@ -4,6 +4,10 @@
 // BYE, and one digest-authentication retry (to the trunk's 401 or a proxy's 407). Within an answered
 // call: a blind transfer by REFER and its NOTIFYs (refer.ts), DTMF by INFO (dtmf-info.ts).
 //
+// Media: a route with `media_address` offers that fixed address (the operator's own media server).
+// Any other route's call gets its own RTP port and, once answered, is relayed to the agent runtime
+// in Twilio's Media Streams messages (media/call-media.ts).
+//
 // Calls live in this process (the dialog state is here), so only the node that placed a call can
 // end it; cancel requests reach it through the store (dispatch/). One stack per provider, started
 // on the first dial, so a node that never dials SIP never binds a SIP port.
@@ -14,6 +18,7 @@ import type * as sip from 'sip';
 import type * as digest from 'sip/digest.js';
 import type { Clock } from '../../shared/clock.js';
 import { maskPhoneNumbersIn } from '../../logging.js';
+import type { AgentRuntimeHandOff } from '../definition.js';
 import {
   CallControlRefusedError,
   DialRefusedError,
@@ -32,6 +37,9 @@ import { DTMF_INFO_CONTENT_TYPE, dtmfRelayBody, playDigits } from './dtmf-info.j
 import { isReferNotify, referHeaders, referToUri, TransferWatch } from './refer.js';
 import { outcomeOfFinalResponse } from './status.js';
 import { SipEndpoint, type TlsPolicy } from './transport.js';
+import { CallMedia } from './media/call-media.js';
+import { sdpOffer } from './media/sdp.js';
+import { RtpPortRange } from './media/rtp-session.js';
 
 export interface SipStackSettings {
   bindAddress: string;
@@ -46,6 +54,21 @@ export interface SipStackSettings {
   onTransportError?: (error: Error) => void;
   /** How long, beyond the transfer's own ring time, a REFER the far end accepted may go without its final NOTIFY (default 15 s). */
   transferGraceMs?: number;
+  /** The range each call's own RTP port comes from (SIP_RTP_PORT_MIN, SIP_RTP_PORT_MAX). */
+  rtpPorts: { min: number; max: number };
+  /** Where answered calls of routes without media_address are relayed; undefined: their audio is received and dropped. */
+  agentRuntime: AgentRuntimeHandOff | undefined;
+  /** The media stream's limits (SIP_MEDIA_STREAM_*). */
+  mediaStream: { connectTimeoutMs: number; maxMessageBytes: number; maxQueuedMs: number };
+  /** Something about a call's media worth a log line (an RTP socket error, audio dropped). */
+  onMediaWarning?: (runId: number, message: string, error?: Error) => void;
+}
+
+/** How a call ends once its BYE is answered, when it is not simply `completed` (the runtime unreachable). */
+interface EndAs {
+  kind: ProviderEventKind;
+  reason: string;
+  rawStatus: string;
 }
 
 /**
@@ -99,9 +122,14 @@ class SipCall {
   releaseConnection: (() => void) | undefined;
   /** The transfer under way (one at a time): its REFER's NOTIFYs go to it. */
   transfer: TransferWatch | undefined;
+  /** The call's own RTP port and its bridge to the runtime; undefined for a route with media_address. */
+  media: CallMedia | undefined;
+  /** Set when Dialtone hangs up for a reason of its own: how the run ends once the BYE is answered. */
+  endAs: EndAs | undefined;
 
   constructor(
     readonly runId: number,
+    readonly orgId: number,
     readonly callId: string,
     invite: sip.SipMessage,
     readonly trunk: SipTrunk,
@@ -119,13 +147,16 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
   readonly callsOutliveNode = false;
   private endpoint: SipEndpoint | undefined;
   private readonly calls = new Map<string, SipCall>();
+  private readonly rtpPorts: RtpPortRange;
 
   constructor(
     private readonly settings: SipStackSettings,
     private readonly clock: Clock,
     private readonly emit: ProviderEventSink,
     private readonly emitTransfer: TransferOutcomeSink = () => undefined,
-  ) {}
+  ) {
+    this.rtpPorts = new RtpPortRange(settings.rtpPorts.min, settings.rtpPorts.max);
+  }
 
   private get localHost(): string {
     return this.settings.publicAddress ?? (this.settings.bindAddress === '0.0.0.0' ? hostname() : this.settings.bindAddress);
@@ -157,9 +188,29 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
   }
 
   async dial(request: DialRequest<SipRouteConfig>): Promise<{ providerCallId: string }> {
-    const { trunk, credentials } = request.route.config;
+    const { trunk } = request.route.config;
     const callId = `${token()}@${this.localHost}`;
-    const invite = this.buildInvite(request, trunk, callId);
+    let media: CallMedia | undefined;
+    if (!trunk.mediaAddress) {
+      try {
+        media = await CallMedia.open(this.rtpPorts, this.settings.bindAddress, this.localHost, this.clock, this.mediaEvents(request.runId, callId));
+      } catch (error) {
+        throw new DialRefusedError('failed', 'sip_media_unavailable', `No RTP port for the call: ${(error as Error).message}`);
+      }
+    }
+    try {
+      return await this.dialWith(request, callId, media);
+    } catch (error) {
+      media?.close();
+      throw error;
+    }
+  }
+
+  private async dialWith(request: DialRequest<SipRouteConfig>, callId: string, media: CallMedia | undefined): Promise<{ providerCallId: string }> {
+    const { trunk, credentials } = request.route.config;
+    const session = Date.now();
+    const sdp = media ? media.offer(session) : sdpOffer({ address: trunk.mediaAddress ?? this.localHost, port: trunk.mediaPort, sessionId: session });
+    const invite = this.buildInvite(request, trunk, callId, sdp);
     // An outbound proxy is a pre-existing route set: the INVITE is routed like an in-dialog request.
     const routed = routeRequest(invite.uri ?? '', preloadedRouteSet(trunk.outboundProxy));
     let hop: Hop;
@@ -178,7 +229,8 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     } catch (error) {
       throw new DialRefusedError('failed', 'sip_stack_unavailable', `The SIP stack cannot start: ${(error as Error).message}`);
     }
-    const call = new SipCall(request.runId, callId, invite, trunk, hop, credentials);
+    const call = new SipCall(request.runId, request.route.orgId, callId, invite, trunk, hop, credentials);
+    call.media = media;
     this.calls.set(callId, call);
     if (hop.transport !== 'udp') {
       endpoint.hold(hop, tlsPolicy(trunk)).then(
@@ -294,10 +346,28 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     for (const call of live) this.endCall(call);
     // A moment for the BYEs and CANCELs to leave before the transports close.
     if (live.length > 0) await new Promise((resolve) => setTimeout(resolve, 200));
-    for (const call of this.calls.values()) call.releaseConnection?.();
+    for (const call of this.calls.values()) {
+      call.media?.close();
+      call.releaseConnection?.();
+    }
     this.calls.clear();
     this.endpoint?.close();
     this.endpoint = undefined;
+  }
+
+  /** What the call's media reports: the runtime gone or unreachable ends the call. */
+  private mediaEvents(runId: number, callId: string): Parameters<typeof CallMedia.open>[4] {
+    const hangUp = (endAs: EndAs) => {
+      const call = this.calls.get(callId);
+      if (!call || call.ended) return;
+      call.endAs ??= endAs;
+      this.endCall(call);
+    };
+    return {
+      runtimeClosed: (detail) => hangUp({ kind: 'completed', reason: 'stream_closed', rawStatus: detail }),
+      runtimeUnreachable: (detail) => hangUp({ kind: 'failed', reason: 'agent_runtime_unreachable', rawStatus: `agent runtime unreachable: ${detail}` }),
+      warn: (message, error) => this.settings.onMediaWarning?.(runId, message, error),
+    };
   }
 
   private endCall(call: SipCall): void {
@@ -307,27 +377,11 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     else call.cancelPending = true;
   }
 
-  private buildInvite(request: DialRequest, trunk: SipTrunk, callId: string): sip.SipMessage {
+  private buildInvite(request: DialRequest, trunk: SipTrunk, callId: string, sdp: string): sip.SipMessage {
     const target = request.to.startsWith('sip:') || request.to.startsWith('sips:') ? request.to : `sip:${request.to}@${trunk.host}:${trunk.port}`;
     const local = `${this.localHost}:${this.settings.port}`;
     // The far end sends its requests (BYE) to the Contact: over the transport the route uses.
     const contactTransport = trunk.transport === 'udp' ? '' : `;transport=${trunk.transport}`;
-    const mediaAddress = trunk.mediaAddress ?? this.localHost;
-    const session = Date.now();
-    const sdp = [
-      'v=0',
-      `o=dialtone ${session} ${session} IN IP4 ${mediaAddress}`,
-      's=Dialtone',
-      `c=IN IP4 ${mediaAddress}`,
-      't=0 0',
-      `m=audio ${trunk.mediaPort} RTP/AVP 0 8 101`,
-      'a=rtpmap:0 PCMU/8000',
-      'a=rtpmap:8 PCMA/8000',
-      'a=rtpmap:101 telephone-event/8000',
-      'a=fmtp:101 0-15',
-      'a=sendrecv',
-      '',
-    ].join('\r\n');
     return {
       method: 'INVITE',
       uri: target,
@@ -435,7 +489,25 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     if (call.cancelPending) {
       call.cancelPending = false;
       this.sendBye(call);
+      return;
     }
+    if (call.media) this.startMedia(call, call.media, response);
+  }
+
+  /** The answer's SDP sets where the call's RTP goes; with a runtime configured, the call is relayed to it. */
+  private startMedia(call: SipCall, media: CallMedia, response: sip.SipMessage): void {
+    const problem = media.answered(typeof response.content === 'string' ? response.content : undefined);
+    if (problem) {
+      call.endAs = { kind: 'failed', reason: 'sip_media_unusable', rawStatus: `unusable SDP answer: ${problem}` };
+      this.sendBye(call);
+      return;
+    }
+    const runtime = this.settings.agentRuntime;
+    if (!runtime) return;
+    media.connect(
+      { url: runtime.url, customParameters: runtime.parameters(call.runId), ...this.settings.mediaStream },
+      { callSid: call.callId, accountSid: String(call.orgId) },
+    );
   }
 
   /** CANCEL: the INVITE's Request-URI, Call-ID, From, To, CSeq number, Via and Route, to the same hop (RFC 3261 section 9.1). */
@@ -481,6 +553,8 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
       this.end(call, 'completed', 'BYE not sent: the remote target is not a SIP URI Dialtone can send to');
       return;
     }
+    // The bridge stops when the line goes down, not when the callee's answer to it comes back.
+    call.media?.close();
     this.endpoint.request(bye, hop, tlsPolicy(call.trunk), (response) => {
       if ((response.status ?? 0) >= 200) this.end(call, 'completed', `BYE ${response.status} ${response.reason ?? ''}`.trim());
     });
@@ -521,7 +595,10 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
   private end(call: SipCall, kind: ProviderEventKind, rawStatus: string): void {
     if (call.ended) return;
     call.ended = true;
-    this.event(call, kind, rawStatus);
+    call.media?.close();
+    // A hang-up of Dialtone's own making (the runtime gone) ends the run as it says.
+    if (call.endAs) this.emit({ runId: call.runId, providerCallId: call.callId, kind: call.endAs.kind, rawStatus: call.endAs.rawStatus, reason: call.endAs.reason, at: this.clock.now() });
+    else this.event(call, kind, rawStatus);
     // Kept a little longer: a 2xx crossing our CANCEL still needs its ACK and BYE.
     setTimeout(() => {
       call.releaseConnection?.();

@@ -1,0 +1,120 @@
+// A SIP call's media, from the offer to the hang-up: the call's own RTP port (rtp-session.ts), the
+// codec the answer chose (sdp.ts), and, once answered, the bridge to the agent runtime
+// (media-stream-bridge.ts). The callee's audio becomes 20 ms μ-law frames for the bridge (PCMA is
+// transcoded, packets of another duration are re-cut) and its RFC 4733 key presses `dtmf`
+// messages; what the runtime plays goes back in the answer's codec.
+import type { Clock } from '../../../shared/clock.js';
+import { fromMulaw, toMulaw } from './g711.js';
+import { MediaStreamBridge, type BridgeSettings } from './media-stream-bridge.js';
+import { FRAME_BYTES } from './playout.js';
+import { RtpSession, type ReceivedRtp, type RtpPortRange } from './rtp-session.js';
+import { parseSdpAnswer, sdpOffer, type SdpAnswer } from './sdp.js';
+
+/** RFC 4733 section 3.2's events 0-15: the digits, *, # and A-D. */
+const DTMF_EVENTS = '0123456789*#ABCD';
+
+export interface CallMediaEvents {
+  /** The runtime closed the stream: hang up. */
+  runtimeClosed(detail: string): void;
+  /** The runtime could not be reached: end the call failed. */
+  runtimeUnreachable(detail: string): void;
+  warn(message: string, error?: Error): void;
+}
+
+export class CallMedia {
+  private answer: SdpAnswer | undefined;
+  private bridge: MediaStreamBridge | undefined;
+  /** Callee audio not yet a whole 20 ms frame (a callee whose packets are not 20 ms long). */
+  private pending: Buffer = Buffer.alloc(0);
+  private pendingTimestamp = 0;
+  /** The RTP timestamp of the last key press reported: an event's packets share it (RFC 4733 section 2.5). */
+  private lastDtmfTimestamp: number | undefined;
+
+  private constructor(
+    private readonly rtp: RtpSession,
+    private readonly publicAddress: string,
+    private readonly clock: Clock,
+    private readonly events: CallMediaEvents,
+  ) {}
+
+  /** Binds the call's RTP port on `bindAddress`; the offer names `publicAddress`. */
+  static async open(ports: RtpPortRange, bindAddress: string, publicAddress: string, clock: Clock, events: CallMediaEvents): Promise<CallMedia> {
+    const { socket, port, release } = await ports.bind(bindAddress);
+    let media: CallMedia | undefined;
+    const rtp = new RtpSession(socket, port, release, (packet) => media?.receive(packet), (error) => events.warn('RTP socket error', error));
+    media = new CallMedia(rtp, publicAddress, clock, events);
+    return media;
+  }
+
+  get port(): number {
+    return this.rtp.port;
+  }
+
+  offer(sessionId: number): string {
+    return sdpOffer({ address: this.publicAddress, port: this.rtp.port, sessionId });
+  }
+
+  /** The answer's SDP: where to send and in which codec; a problem when it cannot be used. */
+  answered(sdp: string | undefined): string | undefined {
+    if (this.answer) return undefined; // a retransmitted 2xx
+    const parsed = parseSdpAnswer(sdp ?? '');
+    if ('problem' in parsed) return parsed.problem;
+    this.answer = parsed;
+    this.rtp.setRemote(parsed);
+    return undefined;
+  }
+
+  get codec(): SdpAnswer['codec'] | undefined {
+    return this.answer?.codec;
+  }
+
+  /** Relays the call to the agent runtime. */
+  connect(settings: BridgeSettings, call: { callSid: string; accountSid: string }): void {
+    const answer = this.answer;
+    if (!answer || this.bridge) return;
+    this.bridge = new MediaStreamBridge(settings, call, this.clock, {
+      play: (frame, talkspurt, skippedSamples) => this.rtp.send(answer.payloadType, fromMulaw(answer.codec, frame), { marker: talkspurt, skippedSamples }),
+      runtimeClosed: (detail) => this.events.runtimeClosed(detail),
+      runtimeUnreachable: (detail) => this.events.runtimeUnreachable(detail),
+      warn: (message) => this.events.warn(message),
+    });
+  }
+
+  /** The call ended: `stop` to the runtime, the port released. */
+  close(): void {
+    this.bridge?.stop();
+    this.bridge = undefined;
+    this.rtp.close();
+  }
+
+  private receive(packet: ReceivedRtp): void {
+    const answer = this.answer;
+    if (!answer || !this.bridge) return;
+    if (packet.payloadType === answer.payloadType) this.audio(toMulaw(answer.codec, packet.payload), packet.timestamp);
+    else if (packet.payloadType === answer.telephoneEvent && packet.payload.length >= 4) this.keyPress(packet);
+  }
+
+  private audio(mulaw: Uint8Array, timestamp: number): void {
+    const bridge = this.bridge;
+    if (!bridge) return;
+    if (mulaw.length === FRAME_BYTES && this.pending.length === 0) {
+      bridge.inbound(mulaw, timestamp);
+      return;
+    }
+    if (this.pending.length === 0) this.pendingTimestamp = timestamp;
+    this.pending = Buffer.concat([this.pending, mulaw]);
+    while (this.pending.length >= FRAME_BYTES) {
+      bridge.inbound(this.pending.subarray(0, FRAME_BYTES), this.pendingTimestamp);
+      this.pending = this.pending.subarray(FRAME_BYTES);
+      this.pendingTimestamp = (this.pendingTimestamp + FRAME_BYTES) % 2 ** 32;
+    }
+  }
+
+  /** One digit per event: its first packet reports it; the rest (and the end's three copies) share its timestamp. */
+  private keyPress(packet: ReceivedRtp): void {
+    if (packet.timestamp === this.lastDtmfTimestamp) return;
+    this.lastDtmfTimestamp = packet.timestamp;
+    const digit = DTMF_EVENTS[packet.payload[0] ?? 255];
+    if (digit) this.bridge?.dtmf(digit);
+  }
+}

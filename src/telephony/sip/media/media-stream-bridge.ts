@@ -1,0 +1,149 @@
+// One answered SIP call relayed to the agent runtime: a WebSocket client to AGENT_RUNTIME_URL (the
+// `ws` package) speaking Twilio's Media Streams messages (media-streams.ts). The callee's audio goes
+// out as `media` messages of 20 ms of μ-law each; the runtime's `media` is queued and paced out to
+// the callee (playout.ts), its `mark`s are answered once played, its `clear` drops the queue.
+//
+// The bridge knows nothing of SIP: the provider gives it μ-law frames and a sink for what to play,
+// and is told when the runtime has gone (hang up) or could not be reached (end the call failed).
+import { randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
+import type { Clock } from '../../../shared/clock.js';
+import { MEDIA_FORMAT, parseInbound, type OutboundMessage, type StreamIdentity } from './media-streams.js';
+import { FRAME_MS, Playout, type PlayoutSink } from './playout.js';
+
+export interface BridgeSettings {
+  /** AGENT_RUNTIME_URL. */
+  url: string;
+  /** The `start` message's customParameters: the run id and its token. */
+  customParameters: Record<string, string>;
+  /** How long the runtime has to accept the WebSocket (SIP_MEDIA_STREAM_CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs: number;
+  /** Largest message taken from the runtime (SIP_MEDIA_STREAM_MAX_MESSAGE_BYTES). */
+  maxMessageBytes: number;
+  /** Most audio queued to play, in ms (SIP_MEDIA_STREAM_MAX_QUEUED_MS). */
+  maxQueuedMs: number;
+}
+
+export interface BridgeEvents {
+  /** A μ-law frame to send to the callee now (playout.ts). */
+  play: PlayoutSink['frame'];
+  /** The runtime closed the stream: the call is hung up. */
+  runtimeClosed(detail: string): void;
+  /** The runtime could not be reached (refused, timed out, not a WebSocket): the call ends failed. */
+  runtimeUnreachable(detail: string): void;
+  /** Something worth a log line that ends nothing (audio dropped for the queue's limit). */
+  warn(message: string): void;
+}
+
+/** Twilio's stream ids are `MZ` and 32 hex digits; ours have the same shape. */
+const streamSid = () => `MZ${randomBytes(16).toString('hex')}`;
+
+export class MediaStreamBridge {
+  private readonly socket: WebSocket;
+  private readonly identity: StreamIdentity;
+  private readonly playout: Playout;
+  private open = false;
+  private ended = false;
+  private sequence = 0;
+  private chunk = 0;
+  /** The RTP timestamp of the first frame relayed: `media` timestamps count from it, in ms. */
+  private firstTimestamp: number | undefined;
+  private warnedDrop = false;
+
+  constructor(
+    settings: BridgeSettings,
+    call: { callSid: string; accountSid: string },
+    clock: Clock,
+    private readonly events: BridgeEvents,
+  ) {
+    this.identity = { streamSid: streamSid(), accountSid: call.accountSid, callSid: call.callSid };
+    this.playout = new Playout({ frame: events.play, mark: (name) => this.send({ event: 'mark', sequenceNumber: this.next(), mark: { name }, streamSid: this.identity.streamSid }) }, clock, Math.ceil(settings.maxQueuedMs / FRAME_MS));
+    this.socket = new WebSocket(settings.url, { handshakeTimeout: settings.connectTimeoutMs, maxPayload: settings.maxMessageBytes, perMessageDeflate: false });
+    this.socket.on('open', () => {
+      this.open = true;
+      this.send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
+      this.send({
+        event: 'start',
+        sequenceNumber: this.next(),
+        start: { ...this.identity, tracks: ['inbound'], customParameters: settings.customParameters, mediaFormat: { ...MEDIA_FORMAT } },
+        streamSid: this.identity.streamSid,
+      });
+    });
+    this.socket.on('message', (data, isBinary) => {
+      if (!isBinary) this.receive(data.toString());
+    });
+    this.socket.on('error', (error) => {
+      if (!this.open && !this.ended) {
+        this.ended = true;
+        this.playout.close();
+        events.runtimeUnreachable(error.message);
+      }
+    });
+    this.socket.on('close', (code, reason) => {
+      this.playout.close();
+      if (this.ended) return;
+      this.ended = true;
+      if (this.open) events.runtimeClosed(`the agent runtime closed the media stream (${code}${reason.length > 0 ? ` ${reason.toString()}` : ''})`);
+      else events.runtimeUnreachable(`the WebSocket closed before it opened (${code})`);
+    });
+  }
+
+  get streamSid(): string {
+    return this.identity.streamSid;
+  }
+
+  /** 20 ms of the callee's audio, μ-law, with its RTP timestamp (8 kHz). Dropped until the stream is open. */
+  inbound(frame: Uint8Array, rtpTimestamp: number): void {
+    if (!this.open || this.ended) return;
+    this.firstTimestamp ??= rtpTimestamp;
+    // RTP timestamps wrap at 2^32; the distance from the first is taken modulo that.
+    const samples = (rtpTimestamp - this.firstTimestamp + 2 ** 32) % 2 ** 32;
+    this.chunk += 1;
+    this.send({
+      event: 'media',
+      sequenceNumber: this.next(),
+      media: { track: 'inbound', chunk: String(this.chunk), timestamp: String(Math.round(samples / 8)), payload: Buffer.from(frame).toString('base64') },
+      streamSid: this.identity.streamSid,
+    });
+  }
+
+  /** A DTMF digit the callee pressed (RFC 4733), sent as Twilio's `dtmf` message. */
+  dtmf(digit: string): void {
+    if (!this.open || this.ended) return;
+    this.send({ event: 'dtmf', sequenceNumber: this.next(), dtmf: { track: 'inbound_track', digit }, streamSid: this.identity.streamSid });
+  }
+
+  /** The call ended on the SIP side: `stop`, then the socket closes. Nothing is reported back. */
+  stop(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.playout.close();
+    if (this.open) {
+      this.send({ event: 'stop', sequenceNumber: this.next(), stop: { accountSid: this.identity.accountSid, callSid: this.identity.callSid }, streamSid: this.identity.streamSid });
+      this.socket.close(1000, 'call ended');
+    } else {
+      this.socket.terminate();
+    }
+  }
+
+  private receive(text: string): void {
+    const message = parseInbound(text);
+    if (!message || this.ended) return;
+    if (message.event === 'media') {
+      if (!this.playout.audio(message.payload) && !this.warnedDrop) {
+        this.warnedDrop = true;
+        this.events.warn('the agent runtime sent more audio than SIP_MEDIA_STREAM_MAX_QUEUED_MS holds: the excess was dropped');
+      }
+    } else if (message.event === 'mark') this.playout.mark(message.name);
+    else this.playout.clear();
+  }
+
+  private next(): string {
+    this.sequence += 1;
+    return String(this.sequence);
+  }
+
+  private send(message: OutboundMessage): void {
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(message));
+  }
+}

@@ -1,0 +1,150 @@
+// What the agent runtime sends to be played to the callee, paced out at real time: the runtime may
+// send audio in chunks of any size, as fast as it likes (a text-to-speech engine is faster than
+// speech); the callee must get one 20 ms packet every 20 ms. The queue also holds the runtime's
+// marks, each answered once the audio queued before it has been played, and `clear` empties it
+// (barge-in), answering the marks it drops, as Twilio's Media Streams do.
+//
+// The schedule is kept against the clock, not by adding 20 ms per timer: a timer that fires late
+// sends the frames that are due at once (up to MAX_CATCH_UP), so a loaded event loop does not
+// slowly stretch the audio.
+import type { Clock } from '../../../shared/clock.js';
+import { MULAW_SILENCE } from './g711.js';
+import { SAMPLES_PER_FRAME } from './rtp-session.js';
+
+export const FRAME_MS = 20;
+/** Bytes of one 20 ms μ-law frame. */
+export const FRAME_BYTES = SAMPLES_PER_FRAME;
+/** Most frames sent at once when the timer fired late; beyond that the schedule starts again. */
+const MAX_CATCH_UP = 5;
+
+type Item = { kind: 'audio'; frame: Uint8Array } | { kind: 'mark'; name: string };
+
+export interface PlayoutSink {
+  /** One 20 ms μ-law frame to send now; `talkspurt` marks the first after silence, `skippedSamples` the silence before it. */
+  frame(frame: Uint8Array, talkspurt: boolean, skippedSamples: number): void;
+  /** A mark whose audio has been played (or dropped by `clear`). */
+  mark(name: string): void;
+}
+
+export class Playout {
+  private readonly queue: Item[] = [];
+  private queuedFrames = 0;
+  /** Bytes of a frame not yet complete: the runtime's chunks need not be multiples of 20 ms. */
+  private partial: Uint8Array = new Uint8Array(0);
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the frame being played started, and how many frames have been sent since the talkspurt began. */
+  private talkspurtStart = 0;
+  private sentInTalkspurt = 0;
+  /** When the last frame sent ends (its 20 ms played); undefined before the first. */
+  private playedUntil: number | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly sink: PlayoutSink,
+    private readonly clock: Clock,
+    /** Most audio queued, in frames; audio beyond it is dropped (the runtime is far ahead of real time). */
+    private readonly maxQueuedFrames: number,
+  ) {}
+
+  /** μ-law audio of any length; false when some of it was dropped for the queue's limit. */
+  audio(bytes: Uint8Array): boolean {
+    if (this.closed) return true;
+    let data = bytes;
+    if (this.partial.length > 0) {
+      data = new Uint8Array(this.partial.length + bytes.length);
+      data.set(this.partial);
+      data.set(bytes, this.partial.length);
+    }
+    let offset = 0;
+    let dropped = false;
+    for (; offset + FRAME_BYTES <= data.length; offset += FRAME_BYTES) {
+      if (this.queuedFrames >= this.maxQueuedFrames) dropped = true;
+      else this.push({ kind: 'audio', frame: data.slice(offset, offset + FRAME_BYTES) });
+    }
+    this.partial = data.slice(offset);
+    this.kick();
+    return !dropped;
+  }
+
+  mark(name: string): void {
+    if (this.closed) return;
+    this.flushPartial();
+    this.push({ kind: 'mark', name });
+    this.kick();
+  }
+
+  /** Drops what is queued; the marks among it are answered now. */
+  clear(): void {
+    this.partial = new Uint8Array(0);
+    const dropped = this.queue.splice(0);
+    this.queuedFrames = 0;
+    for (const item of dropped) if (item.kind === 'mark') this.sink.mark(item.name);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.queue.length = 0;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private push(item: Item): void {
+    this.queue.push(item);
+    if (item.kind === 'audio') this.queuedFrames += 1;
+  }
+
+  /** A partial frame is played padded with silence once nothing completes it (a mark follows, or the queue ran dry). */
+  private flushPartial(): void {
+    if (this.partial.length === 0) return;
+    const frame = new Uint8Array(FRAME_BYTES).fill(MULAW_SILENCE);
+    frame.set(this.partial);
+    this.partial = new Uint8Array(0);
+    this.push({ kind: 'audio', frame });
+  }
+
+  /** Starts playing when idle: at once if nothing is playing, else when the frame playing ends. */
+  private kick(): void {
+    if (this.timer || this.closed) return;
+    const now = this.clock.now();
+    if (this.playedUntil !== undefined && this.playedUntil > now) this.schedule(this.playedUntil - now);
+    else this.tick();
+  }
+
+  private schedule(delayMs: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.tick();
+    }, Math.max(0, delayMs));
+  }
+
+  private tick(): void {
+    if (this.closed) return;
+    const now = this.clock.now();
+    for (let sent = 0; sent < MAX_CATCH_UP; sent += 1) {
+      // Marks at the head follow audio that has been played to its end.
+      while (this.queue[0]?.kind === 'mark') this.sink.mark((this.queue.shift() as { name: string }).name);
+      if (this.queue.length === 0 && this.partial.length > 0) this.flushPartial();
+      const next = this.queue.shift();
+      if (!next) return; // idle: the next audio starts a talkspurt
+      if (next.kind !== 'audio') continue;
+      this.queuedFrames -= 1;
+      const continuing = this.playedUntil !== undefined && this.playedUntil >= now - FRAME_MS;
+      if (!continuing) {
+        this.talkspurtStart = now;
+        this.sentInTalkspurt = 0;
+      }
+      const skipped = continuing || this.playedUntil === undefined ? 0 : Math.round(((now - this.playedUntil) * SAMPLES_PER_FRAME) / FRAME_MS);
+      this.sink.frame(next.frame, !continuing, skipped);
+      this.sentInTalkspurt += 1;
+      this.playedUntil = this.talkspurtStart + this.sentInTalkspurt * FRAME_MS;
+      if (this.playedUntil > now) break;
+    }
+    const due = (this.playedUntil ?? now) - now;
+    // Behind by more than MAX_CATCH_UP frames: the schedule starts again from now.
+    if (due < 0) {
+      this.talkspurtStart = now - this.sentInTalkspurt * FRAME_MS;
+      this.playedUntil = now;
+    }
+    this.schedule(Math.max(0, due));
+  }
+}
