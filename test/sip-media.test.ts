@@ -12,7 +12,7 @@ import { verifyRunToken } from '../src/runtime/run-token.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { postJson } from './helpers/app.js';
 import { decodeMulaw, dominantFrequency, loudness, readWavSamples, soxSkip, toneMulaw, toneWav } from './helpers/audio.js';
-import { BARESIP_ADDRESS, baresipSkip, startBaresip, type Baresip, type BaresipOptions } from './helpers/baresip.js';
+import { BARESIP_ADDRESS, BARESIP_USER, baresipSkip, startBaresip, type Baresip, type BaresipOptions } from './helpers/baresip.js';
 import { buildWithDispatcher, ended, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { DIALTONE_SIP_ADDRESS, freeUdpPort } from './helpers/sipp.js';
@@ -28,6 +28,7 @@ interface MediaEnv extends DispatchEnv {
   f: OrgFixture;
   routeId: number;
   runtime: TestRuntime;
+  rtpPorts: { min: number; max: number };
 }
 
 /** Dialtone with a SIP route (no media_address) and AGENT_RUNTIME_URL pointing at the test's runtime (or `runtimeUrl`). */
@@ -56,7 +57,7 @@ async function mediaEnv(t: TestContext, kind: StoreKind, callee: { port: number 
     { orgId: f.orgId, name: 'Trunk', provider: 'sip', callerIds: ['+12025550100'], settings: { host: BARESIP_ADDRESS, port: callee.port, transport: 'udp' } },
     Date.now(),
   );
-  return { ...env, f, routeId: route.id, runtime };
+  return { ...env, f, routeId: route.id, runtime, rtpPorts: { min: rtpBase, max: rtpBase + 99 } };
 }
 
 async function call(env: MediaEnv, to = '+12025550123'): Promise<number> {
@@ -85,6 +86,22 @@ async function heardByCallee(callee: { recordings: string }): Promise<Int16Array
     if (Date.now() > deadline) throw new Error(`baresip recorded nothing in ${callee.recordings}: ${readdirSync(callee.recordings).join(', ')}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** The frames of `samples` louder than silence (the runtime's tone, not the quiet between). */
+function loudFrames(samples: Int16Array): Int16Array[] {
+  const loud: Int16Array[] = [];
+  for (let offset = 0; offset + 160 <= samples.length; offset += 160) if (loudness(samples.subarray(offset, offset + 160)) > 1000) loud.push(samples.subarray(offset, offset + 160));
+  return loud;
+}
+
+const joined = (frames: Int16Array[]): Int16Array => Int16Array.from(frames.flatMap((frame) => [...frame]));
+
+/** The port Dialtone's RTP came from, as baresip reports it (symmetric RTP: where it sends too). */
+function dialtoneRtpPort(callee: Baresip): number {
+  const match = /receiving from 127\.0\.0\.1:(\d+)/.exec(callee.output());
+  assert.ok(match, callee.output().slice(-3000));
+  return Number(match[1]);
 }
 
 /** Waits until the stream holds `count` media messages. */
@@ -168,12 +185,123 @@ for (const store of await storeCases()) {
       assertContiguous(stream);
       assert.deepEqual(stream.problems, [], 'every message is one of Twilio\'s, exactly');
 
-      // What the callee heard: the runtime's 1000 Hz tone, loud, for about a second.
-      const recorded = await heardByCallee(callee);
-      const loud = [];
-      for (let offset = 0; offset + 160 <= recorded.length; offset += 160) if (loudness(recorded.subarray(offset, offset + 160)) > 1000) loud.push(recorded.subarray(offset, offset + 160));
-      assert.ok(loud.length >= 45 && loud.length <= 55, `about 50 loud frames (1 s) heard by the callee, not ${loud.length}`);
-      assert.deepEqual(dominantFrequency(Int16Array.from(loud.flatMap((frame) => [...frame])), TONES), { frequency: 1000, clear: true });
+      // What the callee heard: the runtime's 1000 Hz tone, loud, for about a second (baresip's
+      // jitter buffer keeps the last few frames of a talkspurt until more packets come: not all 50).
+      const loud = loudFrames(await heardByCallee(callee));
+      assert.ok(loud.length >= 30 && loud.length <= 50, `about 50 loud frames (1 s) heard by the callee, not ${loud.length}`);
+      assert.deepEqual(dominantFrequency(joined(loud), TONES), { frequency: 1000, clear: true });
+      // The call's own RTP port, from the configured range.
+      const port = dialtoneRtpPort(callee);
+      assert.ok(port >= env.rtpPorts.min && port <= env.rtpPorts.max && port % 2 === 0, `RTP port ${port} is an even port of ${env.rtpPorts.min}-${env.rtpPorts.max}`);
+    });
+
+    if (store.kind === 'postgres') return;
+
+    it('drops the queued audio on clear, answering the marks it dropped: the callee hears the start of the cleared audio, then the next audio at once', async (t) => {
+      const callee = await toneCallee(t, 440);
+      const env = await mediaEnv(t, store.kind, callee);
+      const runId = await call(env);
+      const stream = await env.runtime.stream(0);
+      await mediaCount(stream, 10);
+      stream.play(toneMulaw(1000, 10), 8000);
+      stream.mark('end-of-ten-seconds');
+      // Half a second of play, counted by the callee's own frames (they arrive at real time).
+      await mediaCount(stream, stream.media.length + 25);
+      stream.clear();
+      const dropped = await stream.waitFor('the dropped mark', (m) => m.event === 'mark' && m.mark?.name === 'end-of-ten-seconds');
+      // What comes next plays at once (it also pushes the cleared tone's last frames out of baresip's jitter buffer).
+      stream.play(toneMulaw(2500, 1), 160);
+      stream.mark('after-clear');
+      const after = await stream.waitFor('the mark after clear', (m) => m.event === 'mark' && m.mark?.name === 'after-clear');
+      assert.ok(dropped < after);
+      await mediaCount(stream, stream.media.length + 25);
+      await callee.hangUp();
+      await stream.waitForClose();
+      assert.equal((await waitForRun(env, runId, ended, scaledTimeout(15_000))).state, 'completed');
+      assertContiguous(stream);
+      assert.deepEqual(stream.problems, []);
+      const tones = loudFrames(await heardByCallee(callee)).map((frame) => dominantFrequency(frame, TONES).frequency);
+      const cleared = tones.filter((f) => f === 1000).length;
+      const next = tones.filter((f) => f === 2500).length;
+      assert.ok(cleared >= 1, `the callee heard the tone before the clear (${tones.join(' ')})`);
+      assert.ok(cleared < 250, `and not the 10 s queued behind it: ${cleared} frames of 500`);
+      assert.ok(next >= 40, `then the second of 2500 Hz sent after the clear (${next} frames)`);
+      assert.ok(tones.lastIndexOf(1000) < tones.indexOf(2500), 'in that order');
+    });
+
+    it('keeps two concurrent calls on one route apart: each runtime stream carries its own callee\'s tone, and each callee hears only its own stream', async (t) => {
+      const [first, second] = [await toneCallee(t, 440), await toneCallee(t, 1700)];
+      const env = await mediaEnv(t, store.kind, first);
+      const runs = [await call(env, `sip:${BARESIP_USER}@${BARESIP_ADDRESS}:${first.port}`), await call(env, `sip:${BARESIP_USER}@${BARESIP_ADDRESS}:${second.port}`)];
+      const streams = [await env.runtime.stream(0), await env.runtime.stream(1)];
+      const byRun = (runId: number) => streams.find((s) => s.start?.customParameters.run_id === String(runId)) as RuntimeStream;
+      const [a, b] = [byRun(runs[0] as number), byRun(runs[1] as number)];
+      assert.ok(a && b && a !== b, 'one stream per run');
+      await Promise.all([mediaCount(a, 60), mediaCount(b, 60)]);
+      assert.deepEqual(dominantFrequency(decodeMulaw(a.audio().subarray(1600)), TONES), { frequency: 440, clear: true });
+      assert.deepEqual(dominantFrequency(decodeMulaw(b.audio().subarray(1600)), TONES), { frequency: 1700, clear: true });
+      a.play(toneMulaw(1000, 1), 160);
+      b.play(toneMulaw(2500, 1), 160);
+      a.mark('a');
+      b.mark('b');
+      await Promise.all([a.waitFor('mark a', (m) => m.event === 'mark'), b.waitFor('mark b', (m) => m.event === 'mark')]);
+      await first.hangUp();
+      await second.hangUp();
+      await Promise.all([a.waitForClose(), b.waitForClose()]);
+      assertContiguous(a);
+      assertContiguous(b);
+      assert.deepEqual([...a.problems, ...b.problems], []);
+      assert.deepEqual(dominantFrequency(joined(loudFrames(await heardByCallee(first))), TONES), { frequency: 1000, clear: true });
+      assert.deepEqual(dominantFrequency(joined(loudFrames(await heardByCallee(second))), TONES), { frequency: 2500, clear: true });
+      assert.notEqual(dialtoneRtpPort(first), dialtoneRtpPort(second), 'each call has its own RTP port');
+    });
+
+    it('transcodes a call answered in PCMA: the runtime gets μ-law, and the callee hears the runtime in A-law', async (t) => {
+      const callee = await toneCallee(t, 440, { codec: 'PCMA' });
+      const env = await mediaEnv(t, store.kind, callee);
+      const runId = await call(env);
+      const stream = await env.runtime.stream(0);
+      await mediaCount(stream, 60);
+      assert.match(callee.output(), /Set audio decoder: PCMA/);
+      assert.deepEqual(dominantFrequency(decodeMulaw(stream.audio().subarray(1600)), TONES), { frequency: 440, clear: true });
+      stream.play(toneMulaw(1000, 1), 400);
+      stream.mark('played');
+      await stream.waitFor('the mark', (m) => m.event === 'mark');
+      await callee.hangUp();
+      await stream.waitForClose();
+      assert.equal((await waitForRun(env, runId, ended, scaledTimeout(15_000))).state, 'completed');
+      assertContiguous(stream);
+      assert.deepEqual(stream.problems, []);
+      const loud = loudFrames(await heardByCallee(callee));
+      assert.ok(loud.length >= 30 && loud.length <= 50, `the callee heard the second of tone (${loud.length} frames, less its jitter buffer's last few)`);
+      assert.deepEqual(dominantFrequency(joined(loud), TONES), { frequency: 1000, clear: true });
+    });
+
+    it('hangs up when the runtime closes the stream: the run completes with outcome_reason stream_closed and the callee gets the BYE', async (t) => {
+      const callee = await toneCallee(t, 440);
+      const env = await mediaEnv(t, store.kind, callee);
+      const runId = await call(env);
+      const stream = await env.runtime.stream(0);
+      await mediaCount(stream, 10);
+      stream.socket.close(1000, 'done');
+      const run = await waitForRun(env, runId, ended, scaledTimeout(15_000));
+      assert.equal(run.state, 'completed');
+      assert.equal(run.outcome_reason, 'stream_closed');
+      assert.match(String(run.raw_provider_status), /^the agent runtime closed the media stream \(1000 done\)$/);
+      await callee.waitFor(/session closed/, scaledTimeout(10_000));
+    });
+
+    it('ends the call failed with outcome_reason agent_runtime_unreachable when the runtime cannot be reached, after hanging it up', async (t) => {
+      const callee = await toneCallee(t, 440);
+      const closedPort = await freeUdpPort('127.0.0.1'); // nothing listens on it over TCP either, almost surely
+      const env = await mediaEnv(t, store.kind, callee, { runtimeUrl: `ws://127.0.0.1:${closedPort}/media` });
+      const runId = await call(env);
+      const run = await waitForRun(env, runId, ended, scaledTimeout(15_000)).catch((error: Error) => assert.fail(`${error.message}\n${callee.output().slice(-3000)}`));
+      assert.equal(run.state, 'failed');
+      assert.equal(run.outcome_reason, 'agent_runtime_unreachable');
+      assert.match(String(run.raw_provider_status), /^agent runtime unreachable: .*ECONNREFUSED/);
+      assert.ok(run.answered_at, 'it was answered first');
+      await callee.waitFor(/Call established[\s\S]*session closed/, scaledTimeout(10_000));
     });
   });
 }
