@@ -15,6 +15,7 @@ import { decodeMulaw, dominantFrequency, loudness, readWavSamples, soxSkip, tone
 import { BARESIP_ADDRESS, BARESIP_USER, baresipSkip, startBaresip, type Baresip, type BaresipOptions } from './helpers/baresip.js';
 import { buildWithDispatcher, ended, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
+import { KAMAILIO_ADDRESS, kamailioSkip, PROXY_SERVER_NAME, startKamailio, testPki } from './helpers/kamailio.js';
 import { DIALTONE_SIP_ADDRESS, freeUdpPort } from './helpers/sipp.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
 import { startTestRuntime, type RuntimeStream, type TestRuntime } from './helpers/test-runtime.js';
@@ -32,7 +33,12 @@ interface MediaEnv extends DispatchEnv {
 }
 
 /** Dialtone with a SIP route (no media_address) and AGENT_RUNTIME_URL pointing at the test's runtime (or `runtimeUrl`). */
-async function mediaEnv(t: TestContext, kind: StoreKind, callee: { port: number }, options: { runtimeUrl?: string; env?: Record<string, string> } = {}): Promise<MediaEnv> {
+async function mediaEnv(
+  t: TestContext,
+  kind: StoreKind,
+  callee: { port: number },
+  options: { runtimeUrl?: string; env?: Record<string, string>; settings?: Record<string, unknown>; credentials?: Record<string, string> } = {},
+): Promise<MediaEnv> {
   const runtime = await startTestRuntime(t);
   // A range of its own per test, so parallel test files rarely meet (a port taken is skipped anyway).
   const rtpBase = 20_000 + 2 * Math.floor(Math.random() * 10_000);
@@ -54,7 +60,14 @@ async function mediaEnv(t: TestContext, kind: StoreKind, callee: { port: number 
   const route = await createTelephonyConfiguration(
     env.deps.store,
     env.deps.cipher,
-    { orgId: f.orgId, name: 'Trunk', provider: 'sip', callerIds: ['+12025550100'], settings: { host: BARESIP_ADDRESS, port: callee.port, transport: 'udp' } },
+    {
+      orgId: f.orgId,
+      name: 'Trunk',
+      provider: 'sip',
+      callerIds: ['+12025550100'],
+      settings: { host: BARESIP_ADDRESS, port: callee.port, transport: 'udp', ...options.settings },
+      ...(options.credentials ? { credentials: options.credentials } : {}),
+    },
     Date.now(),
   );
   return { ...env, f, routeId: route.id, runtime, rtpPorts: { min: rtpBase, max: rtpBase + 99 } };
@@ -302,6 +315,31 @@ for (const store of await storeCases()) {
       assert.match(String(run.raw_provider_status), /^agent runtime unreachable: .*ECONNREFUSED/);
       assert.ok(run.answered_at, 'it was answered first');
       await callee.waitFor(/Call established[\s\S]*session closed/, scaledTimeout(10_000));
+    });
+
+    it('through Kamailio over TLS (signalling only: RTP goes straight to the callee), relays the call both ways the same', { skip: kamailioSkip() }, async (t) => {
+      const kamailio = await startKamailio(t);
+      const callee = await toneCallee(t, 1700);
+      const env = await mediaEnv(t, store.kind, callee, {
+        settings: { transport: 'tls', outbound_proxy: `sip:${KAMAILIO_ADDRESS}:${kamailio.tlsPort};transport=tls;lr`, tls_server_name: PROXY_SERVER_NAME, tls_ca_pem: testPki().caPem },
+        credentials: { username: 'alice', password: 's3cret' },
+      });
+      const runId = await call(env);
+      const stream = await env.runtime.stream(0).catch((error: Error) => assert.fail(`${error.message}\n${callee.output().slice(-3000)}\n${kamailio.output().slice(-3000)}`));
+      assert.equal(stream.start?.customParameters.run_id, String(runId));
+      await mediaCount(stream, 60);
+      assert.deepEqual(dominantFrequency(decodeMulaw(stream.audio().subarray(1600)), TONES), { frequency: 1700, clear: true });
+      stream.play(toneMulaw(440, 1), 1000);
+      stream.mark('played');
+      await stream.waitFor('the mark', (m) => m.event === 'mark');
+      await mediaCount(stream, stream.media.length + 10);
+      await callee.hangUp();
+      await stream.waitForClose();
+      assert.equal((await waitForRun(env, runId, ended, scaledTimeout(15_000))).state, 'completed');
+      assertContiguous(stream);
+      assert.deepEqual(stream.problems, []);
+      assert.deepEqual(dominantFrequency(joined(loudFrames(await heardByCallee(callee))), TONES), { frequency: 440, clear: true });
+      assert.deepEqual(kamailio.requests().filter((r) => r.endsWith(' tls')).map((r) => r.split(' ')[0]).slice(0, 3), ['INVITE', 'INVITE', 'ACK']);
     });
   });
 }
