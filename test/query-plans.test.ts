@@ -2,7 +2,7 @@
 // the plan each store would use names the index. SQLite's planner has no statistics, so a plan
 // that looks right on PostgreSQL can still scan there (store/engine/query-plans.ts).
 import assert from 'node:assert/strict';
-import { explainCampaignRunStates, explainQueuedCampaignRuns } from '../src/store/statements/campaign-statements.js';
+import { explainCampaignAnsweredBy, explainCampaignRunStates, explainQueuedCampaignRuns } from '../src/store/statements/campaign-statements.js';
 import { explainRunEvents } from '../src/store/statements/event-stream-statements.js';
 import { explainQueuedPerRoute } from '../src/store/statements/run-listing-statements.js';
 import { explainReconcileCandidates, explainRecordedCallIds } from '../src/store/statements/run-reads.js';
@@ -69,6 +69,13 @@ for (const store of await storeCases()) {
       // SQLite says COVERING INDEX; PostgreSQL, on an empty table, may choose either access path
       // over the index, so there only the index's name is checked.
       assert.match(plan, store.kind === 'sqlite' ? /COVERING INDEX workflow_runs_campaign_state_idx/ : /workflow_runs_campaign_state_idx/, plan);
+      assert.doesNotMatch(plan, FULL_SCAN, plan);
+    });
+
+    it("counts a campaign's attempts by who answered from the index of verdicts alone (migration 021)", async (t) => {
+      const { deps } = await build(t, store.kind);
+      const plan = await explainCampaignAnsweredBy(deps.store, 1);
+      assert.match(plan, store.kind === 'sqlite' ? /COVERING INDEX workflow_runs_campaign_answered_by_idx/ : /workflow_runs_campaign_answered_by_idx/, plan);
       assert.doesNotMatch(plan, FULL_SCAN, plan);
     });
   });

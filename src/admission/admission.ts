@@ -23,6 +23,7 @@ import type { Destination } from '../shared/phone-number.js';
 import type { RunMode, TelephonyConfigurationRow } from '../store/schema/schema.js';
 import { decodeJson } from '../store/engine/store.js';
 import { selectTelephonyConfiguration } from '../telephony/configurations.js';
+import type { AnsweringMachine } from '../workflows/answering-machine.js';
 import { missingRequiredVariables, templateContext, type DefinitionGraph } from '../workflows/definition.js';
 import { selectSuppressedAmong } from '../store/statements/suppression-statements.js';
 import { refuseUndetectableRoute } from './machine-detection.js';
@@ -74,12 +75,20 @@ export interface AdmittedAgentRoute {
 
 export async function admitAgentAndRoute(
   deps: AdmissionDeps,
-  request: { orgId: number; target: Target; mode: RunMode; routeId: number | null | undefined; destination?: Destination['kind'] },
+  request: {
+    orgId: number;
+    target: Target;
+    mode: RunMode;
+    routeId: number | null | undefined;
+    destination?: Destination['kind'];
+    /** A campaign's own answering-machine settings, which replace its agent's (null or absent: the agent's). */
+    answeringMachine?: AnsweringMachine | null;
+  },
 ): Promise<AdmittedAgentRoute> {
   const target = await admitTarget(deps, request.orgId, request.target, request.mode);
   const route = await admitRoute(deps, request.orgId, request.routeId, request.destination);
-  // Readiness includes what the agent asks of the route: who answered, on a provider that can tell.
-  refuseUndetectableRoute(deps.registry, route.row, target.graph.answering_machine);
+  // Readiness includes what the agent (or the campaign in its place) asks of the route: who answered, on a provider that can tell.
+  refuseUndetectableRoute(deps.registry, route.row, request.answeringMachine ?? target.graph.answering_machine);
   return { target, route };
 }
 

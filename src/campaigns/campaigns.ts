@@ -18,7 +18,8 @@
 // dispatcher never dials a paused campaign's queued run. Runs already claimed or live finish.
 import type { Deps } from '../deps.js';
 import { DialtoneError, validationFailed, type FieldError } from '../errors.js';
-import { admitAgentAndRoute, type Target } from '../admission/admission.js';
+import { admitAgentAndRoute, admitTarget, type Target } from '../admission/admission.js';
+import { refuseUndetectableRoute } from '../admission/machine-detection.js';
 import { iso, toRunView, type RunView } from '../runs/read-run.js';
 import { TERMINAL_STATES, type TerminalState } from '../runs/states.js';
 import {
@@ -30,9 +31,11 @@ import {
   selectCampaignPage,
   selectCampaignRunPage,
   selectQueuedCampaignRuns,
+  updateCampaignAnsweringMachine,
   updateCampaignState,
 } from '../store/statements/campaign-statements.js';
-import type { CampaignRow, CampaignState, CampaignStreamEvent, ContactStatus, PausedReason, RunMode } from '../store/schema/schema.js';
+import { selectRunConfiguration } from '../store/statements/run-reads.js';
+import { ANSWERED_BY, type AnsweredBy, type CampaignRow, type CampaignState, type CampaignStreamEvent, type ContactStatus, type PausedReason, type RunMode } from '../store/schema/schema.js';
 import type { CampaignChange } from '../store/statements/campaign-statements.js';
 import { insertCampaignEvent } from '../store/statements/event-stream-statements.js';
 import { lockOrganization } from '../store/statements/run-reads.js';
@@ -41,6 +44,7 @@ import { insertOrganizationDeliveries } from '../store/statements/webhook-statem
 import { campaignMessageId, isWebhookEventType } from '../webhooks/event-types.js';
 import { campaignMessageBody } from '../webhooks/message.js';
 import { selectWorkflowUuid } from '../store/statements/workflow-statements.js';
+import { answeringMachineProblems, type AnsweringMachine } from '../workflows/answering-machine.js';
 import { cachedProgress, remember, type Counted } from './progress-cache.js';
 import { breakerOf, CANCEL_REASON, limitProblems, PAUSE_REASON, retryRule, scheduleOf, type BreakerInput, type CampaignSchedule, type CircuitBreaker, type RetryInput, type RetryRule } from './settings.js';
 
@@ -57,6 +61,8 @@ export interface CreateCampaignBody {
   schedule?: { timezone: string; windows: Record<string, unknown> };
   retry?: RetryInput;
   circuit_breaker?: BreakerInput;
+  /** The campaign's own answering-machine settings, in place of its agent's; null or absent: the agent's. */
+  answering_machine?: unknown;
 }
 
 export interface CampaignProgress {
@@ -70,6 +76,8 @@ export interface CampaignProgress {
   canceled: number;
   attempts: number;
   outcomes: Partial<Record<TerminalState, number>>;
+  /** Attempts by who answered (answering-machine detection; every verdict listed, zero included): machines apart from people. */
+  answered_by: Record<AnsweredBy, number>;
 }
 
 export interface CampaignView {
@@ -88,6 +96,8 @@ export interface CampaignView {
   schedule: CampaignSchedule | null;
   retry: { max_attempts: number; delay_seconds: number; on: string[] };
   circuit_breaker: { failure_ratio: number; window_seconds: number; min_calls: number };
+  /** The campaign's own answering-machine settings; null: its agent's apply. */
+  answering_machine: AnsweringMachine | null;
   progress: CampaignProgress;
   created_at: string;
   updated_at: string;
@@ -139,13 +149,14 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
   const retry = retryRule(body.retry, problems);
   const breaker = breakerOf(body.circuit_breaker);
   limitProblems(body, problems);
+  const answeringMachine = answeringMachineOf(body.answering_machine, problems);
   if (problems.length > 0) throw validationFailed(problems);
 
   const target: Target = body.agent_uuid !== undefined ? { kind: 'agent', uuid: body.agent_uuid } : { kind: 'workflow', uuid: body.workflow_uuid ?? '' };
   // Admission's stages 1 to 3 (docs/design.md, "Check order"), as a direct call through the same
   // agent and route would be checked: a route that cannot place calls now refuses the campaign
   // (422 telephony_not_ready) rather than each of its attempts later.
-  const { target: resolved, route: admitted } = await admitAgentAndRoute(deps, { orgId, target, mode: body.mode, routeId: body.telephony_configuration_id });
+  const { target: resolved, route: admitted } = await admitAgentAndRoute(deps, { orgId, target, mode: body.mode, routeId: body.telephony_configuration_id, answeringMachine });
   const route = admitted.row;
   const now = deps.clock.now();
   const { row, deliveries } = await deps.store.transaction('durable', async (trx) => {
@@ -172,6 +183,7 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
       scheduleJson: schedule === null ? null : JSON.stringify(schedule),
       retryJson: JSON.stringify(retry),
       circuitBreakerJson: JSON.stringify(breaker),
+      answeringMachineJson: answeringMachine === null ? null : JSON.stringify(answeringMachine),
       at: now,
     });
     return { row: inserted, deliveries: await recordChange(deps.store, trx, 'campaign.created', inserted, now) };
@@ -179,6 +191,47 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
   deps.signals.journal();
   if (deliveries > 0) deps.signals.outbox();
   return viewOf(deps, row, 'fresh', resolved.workflow.workflow_uuid);
+}
+
+/**
+ * A campaign's own answering_machine from a request: null when absent or null (its agent's apply),
+ * else the object, validated like the definition's (every problem with its JSON Pointer, into
+ * `problems`).
+ */
+function answeringMachineOf(input: unknown, problems: FieldError[]): AnsweringMachine | null {
+  if (input === undefined || input === null) return null;
+  const found = answeringMachineProblems(input, '/answering_machine');
+  problems.push(...found);
+  return found.length === 0 ? (input as AnsweringMachine) : null;
+}
+
+/** The states in which a campaign's answering_machine may change: until it has ended. */
+const SETTINGS_CHANGE_FROM: readonly CampaignState[] = ['draft', 'running', 'paused'];
+
+/**
+ * Replaces a campaign's own answering_machine settings (null: its agent's again), until the
+ * campaign ends. Checked as at creation, with the route's detection capability: its attempts
+ * dialed from now on ask the provider what the new settings ask (dispatch reads them per dial);
+ * calls already placed keep what they were dialed with.
+ */
+export async function updateCampaign(deps: Deps, orgId: number | undefined, campaignId: number, body: { answering_machine?: unknown }): Promise<CampaignView> {
+  const problems: FieldError[] = [];
+  if (!('answering_machine' in body)) problems.push({ pointer: '/answering_machine', detail: 'Required: the settings (an object), or null for the agent\'s.' });
+  const answeringMachine = answeringMachineOf(body.answering_machine, problems);
+  if (problems.length > 0) throw validationFailed(problems);
+  const row = await findCampaign(deps, orgId, campaignId);
+  if (!SETTINGS_CHANGE_FROM.includes(row.state)) throw conflict(row, 'change its settings');
+  // What the attempts will ask of the route: the new settings, else the agent's (stage 1 resolves it as an attempt would).
+  const asked = answeringMachine ?? (await admitTarget(deps, row.org_id, await campaignTarget(deps, row), row.mode)).graph.answering_machine;
+  refuseUndetectableRoute(deps.registry, await selectRunConfiguration(deps.store, row.telephony_configuration_id), asked);
+  const updated = await updateCampaignAnsweringMachine(deps.store, campaignId, orgId, {
+    answeringMachineJson: answeringMachine === null ? null : JSON.stringify(answeringMachine),
+    states: SETTINGS_CHANGE_FROM,
+    at: deps.clock.now(),
+  });
+  // Ended between the read and the write.
+  if (!updated) throw conflict(await findCampaign(deps, orgId, campaignId), 'change its settings');
+  return viewOf(deps, updated, 'fresh');
 }
 
 /** A campaign of the organization; another organization's is "not found", never "forbidden". */
@@ -208,7 +261,7 @@ export async function listCampaignRuns(deps: Deps, orgId: number, campaignId: nu
 }
 
 /** The progress shown for a campaign's contacts (by status) and runs (by state), as one read counted them. */
-export function progressFrom(contacts: Partial<Record<ContactStatus, number>>, runs: Partial<Record<string, number>>): CampaignProgress {
+export function progressFrom(contacts: Partial<Record<ContactStatus, number>>, runs: Partial<Record<string, number>>, answeredBy: Partial<Record<AnsweredBy, number>> = {}): CampaignProgress {
   const count = (status: ContactStatus) => contacts[status] ?? 0;
   const outcomes: Partial<Record<TerminalState, number>> = {};
   for (const state of TERMINAL_STATES) if (runs[state]) outcomes[state] = runs[state];
@@ -224,6 +277,7 @@ export function progressFrom(contacts: Partial<Record<ContactStatus, number>>, r
     canceled: count('canceled'),
     attempts: Object.values(runs).reduce((sum: number, n) => sum + (n ?? 0), 0),
     outcomes,
+    answered_by: Object.fromEntries(ANSWERED_BY.map((verdict) => [verdict, answeredBy[verdict] ?? 0])) as Record<AnsweredBy, number>,
   };
 }
 
@@ -231,7 +285,7 @@ export function progressFrom(contacts: Partial<Record<ContactStatus, number>>, r
 async function countNow(deps: Pick<Deps, 'store'>, campaignId: number): Promise<Counted<CampaignProgress>> {
   const read = await selectCampaignWithCounts(deps.store, campaignId);
   if (!read) throw new DialtoneError('campaign_not_found', `No campaign ${campaignId}.`);
-  return { row: read.row, progress: progressFrom(read.contacts, read.runs) };
+  return { row: read.row, progress: progressFrom(read.contacts, read.runs, read.answeredBy) };
 }
 
 /**
@@ -263,6 +317,7 @@ function view(row: CampaignRow, progress: CampaignProgress, workflowUuid: string
     schedule: rules.schedule,
     retry: { max_attempts: rules.retry.maxAttempts, delay_seconds: rules.retry.delaySeconds, on: rules.retry.on },
     circuit_breaker: { failure_ratio: rules.breaker.failureRatio, window_seconds: rules.breaker.windowSeconds, min_calls: rules.breaker.minCalls },
+    answering_machine: row.answering_machine === null ? null : decodeJson<AnsweringMachine>(row.answering_machine),
     progress,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),

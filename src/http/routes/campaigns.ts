@@ -6,16 +6,17 @@ import { Type } from '@sinclair/typebox';
 import type { Readable } from 'node:stream';
 import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
-import { actOnCampaign, createCampaign, getCampaign, listCampaignRuns, listCampaigns, type CampaignAction, type CreateCampaignBody } from '../../campaigns/campaigns.js';
+import { actOnCampaign, createCampaign, getCampaign, listCampaignRuns, listCampaigns, updateCampaign, type CampaignAction, type CreateCampaignBody } from '../../campaigns/campaigns.js';
 import { importContactCsv, importContactList, listContacts, type ContactInput } from '../../campaigns/contacts.js';
 import { CAMPAIGN_LIMITS as L, RETRY_CONDITIONS } from '../../campaigns/settings.js';
 import { TERMINAL_STATES } from '../../runs/states.js';
-import { CAMPAIGN_STATES, CONTACT_STATUSES, PAUSED_REASONS, type ContactStatus } from '../../store/schema/schema.js';
+import { ANSWERED_BY, CAMPAIGN_STATES, CONTACT_STATUSES, PAUSED_REASONS, type ContactStatus } from '../../store/schema/schema.js';
+import { DETECT_MODES, DETECTION_TIMEOUT_MS, MACHINE_ACTIONS } from '../../workflows/answering-machine.js';
 import { WEEKDAYS } from '../../policy/calling-hours.js';
 import { authOf } from '../authenticate.js';
 import { allowQuietImport } from '../quiet-import.js';
 import { problemResponses } from '../problem-schemas.js';
-import { IdempotencyHeaders, MAX_ID, NullableStringEnum, PathId, replayableResponse, RunPageRef, RunStateRef, StringEnum, withRateLimitHeaders } from '../schemas.js';
+import { documentedAs, IdempotencyHeaders, MAX_ID, NullableStringEnum, PathId, replayableResponse, RunPageRef, RunStateRef, StringEnum, withRateLimitHeaders } from '../schemas.js';
 
 const literals = <T extends string>(values: readonly T[], options: Record<string, unknown> = {}) => StringEnum(values, options);
 const Timestamp = Type.String({ format: 'date-time' });
@@ -48,6 +49,46 @@ const Breaker = Type.Object(
   { additionalProperties: false },
 );
 
+/** The answering_machine object as documented (the definition's, docs/telephony.md "Answering machines"). */
+const ANSWERING_MACHINE_DOCUMENTED = {
+  title: 'AnsweringMachine',
+  type: 'object',
+  additionalProperties: false,
+  required: ['detect'],
+  description:
+    'Answering-machine detection, as the agent definition\'s top-level answering_machine: on_machine is required when detecting; leave_message needs detect "message_end" and a message (a template rendered with the run\'s context).',
+  properties: {
+    detect: { type: 'string', enum: [...DETECT_MODES] },
+    on_machine: { type: 'string', enum: [...MACHINE_ACTIONS] },
+    message: { type: 'string' },
+    detection_timeout_ms: { type: 'integer', minimum: DETECTION_TIMEOUT_MS.min, maximum: DETECTION_TIMEOUT_MS.max },
+  },
+};
+
+/**
+ * A campaign's own answering_machine in a request: validated loosely here and by the handler like
+ * the definition's (workflows/answering-machine.ts), so every problem is listed with its JSON
+ * Pointer; the document shows the exact shape.
+ */
+const AnsweringMachineInput = (description: string) =>
+  documentedAs(Type.Unknown({ description }), { anyOf: [ANSWERING_MACHINE_DOCUMENTED, { type: 'null' }], description });
+
+const AnsweringMachineView = Type.Union(
+  [
+    Type.Object(
+      {
+        detect: literals(DETECT_MODES),
+        on_machine: Type.Optional(literals(MACHINE_ACTIONS)),
+        message: Type.Optional(Type.String()),
+        detection_timeout_ms: Type.Optional(Type.Integer()),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Null(),
+  ],
+  { description: 'The campaign\'s own answering-machine settings, which replace its agent\'s; null: the agent\'s apply' },
+);
+
 const CampaignBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -62,6 +103,7 @@ const CampaignBody = Type.Object(
     schedule: Type.Optional(Type.Ref('CampaignSchedule')),
     retry: Type.Optional(Retry),
     circuit_breaker: Type.Optional(Breaker),
+    answering_machine: Type.Optional(AnsweringMachineInput('The campaign\'s own answering-machine settings, in place of its agent\'s (omitted or null: the agent\'s)')),
   },
   { additionalProperties: false },
 );
@@ -77,6 +119,10 @@ const Progress = Type.Object({
   canceled: Type.Integer({ description: 'Left pending when the campaign was canceled' }),
   attempts: Type.Integer({ description: 'Runs created' }),
   outcomes: Type.Object(Object.fromEntries(TERMINAL_STATES.map((s) => [s, Type.Optional(Type.Integer())])), { description: 'Ended runs per terminal state', additionalProperties: false }),
+  answered_by: Type.Object(Object.fromEntries(ANSWERED_BY.map((verdict) => [verdict, Type.Integer({ minimum: 0 })])), {
+    description: 'Runs by who answered (answering-machine detection\'s verdict; runs that asked nothing are not counted): machines apart from people',
+    additionalProperties: false,
+  }),
 });
 
 const Campaign = Type.Object(
@@ -96,6 +142,7 @@ const Campaign = Type.Object(
     schedule: Type.Union([Type.Ref('CampaignSchedule'), Type.Null()]),
     retry: Type.Object({ max_attempts: Type.Integer(), delay_seconds: Type.Integer(), on: Type.Array(Type.String()) }),
     circuit_breaker: Type.Object({ failure_ratio: Type.Number(), window_seconds: Type.Integer(), min_calls: Type.Integer() }),
+    answering_machine: AnsweringMachineView,
     progress: Progress,
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -178,7 +225,7 @@ export function campaignRoutes(deps: Deps): FastifyPluginAsync {
           body: CampaignBody,
           response: {
             201: withRateLimitHeaders(Type.Ref('Campaign')),
-            ...problemResponses([...REFUSALS, ...BODY, 'validation_failed', 'agent_not_found', 'workflow_not_found', 'workflow_not_published', 'telephony_configuration_not_found', 'telephony_not_configured', 'telephony_not_ready', 'campaign_limit']),
+            ...problemResponses([...REFUSALS, ...BODY, 'validation_failed', 'agent_not_found', 'workflow_not_found', 'workflow_not_published', 'telephony_configuration_not_found', 'telephony_not_configured', 'telephony_not_ready', 'machine_detection_unsupported', 'campaign_limit']),
           },
         },
       },
@@ -210,6 +257,26 @@ export function campaignRoutes(deps: Deps): FastifyPluginAsync {
         const query = request.query as { after?: string; limit?: string };
         return listCampaigns(deps, authOf(request).orgId, { after: query.after === undefined ? undefined : Number(query.after), limit: Number(query.limit ?? 20) });
       },
+    );
+
+    app.patch(
+      '/campaigns/:id',
+      {
+        schema: {
+          ...common,
+          operationId: 'updateCampaign',
+          summary: 'Update Campaign',
+          description:
+            'Changes the campaign\'s own answering_machine settings (null: its agent\'s again) while it is draft, running or paused; attempts dialed from then on use them, calls already placed keep theirs. Checked like at creation: every problem listed with its JSON Pointer (422 validation_failed), and detection through a route that cannot detect is 422 machine_detection_unsupported. An ended campaign answers 409 campaign_state_conflict.',
+          params: IdParams,
+          body: Type.Object({ answering_machine: AnsweringMachineInput('The campaign\'s own answering-machine settings, or null for its agent\'s') }, { additionalProperties: false }),
+          response: {
+            200: withRateLimitHeaders(Type.Ref('Campaign')),
+            ...problemResponses([...OWN, ...BODY, 'validation_failed', 'campaign_state_conflict', 'machine_detection_unsupported', 'agent_not_found', 'workflow_not_found', 'workflow_not_published']),
+          },
+        },
+      },
+      async (request) => updateCampaign(deps, authOf(request).orgId, idOf(request), request.body as { answering_machine?: unknown }),
     );
 
     app.get(

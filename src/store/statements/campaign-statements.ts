@@ -35,6 +35,8 @@ export interface NewCampaignValues {
   scheduleJson: string | null;
   retryJson: string;
   circuitBreakerJson: string;
+  /** The campaign's own answering_machine settings (JSON text); null: its agent's. */
+  answeringMachineJson: string | null;
   at: number;
 }
 
@@ -55,6 +57,7 @@ export function insertCampaign(on: Queryable, values: NewCampaignValues): Promis
       schedule: values.scheduleJson,
       retry: values.retryJson,
       circuit_breaker: values.circuitBreakerJson,
+      answering_machine: values.answeringMachineJson,
       state: 'draft',
       paused_reason: null,
       breaker_since: null,
@@ -111,6 +114,27 @@ export function updateCampaignState(
     .where('id', '=', campaignId)
     .where('state', 'in', move.from)
     .$if(move.contactsVersion !== undefined, (q) => q.where('contacts_version', '=', move.contactsVersion as number))
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * Replaces a campaign's own answering_machine settings (JSON text; null: its agent's again) while it
+ * is in one of `states`; the campaign's next dials use them (dispatch reads them per dial).
+ * Undefined when the campaign was in none of them (or is another organization's).
+ */
+export function updateCampaignAnsweringMachine(
+  on: Queryable,
+  campaignId: number,
+  orgId: number | undefined,
+  change: { answeringMachineJson: string | null; states: readonly CampaignState[]; at: number },
+): Promise<CampaignRow | undefined> {
+  return queryable(on)
+    .updateTable('campaigns')
+    .set({ answering_machine: change.answeringMachineJson, updated_at: change.at })
+    .where('id', '=', campaignId)
+    .$if(orgId !== undefined, (q) => q.where('org_id', '=', orgId as number))
+    .where('state', 'in', change.states)
     .returningAll()
     .executeTakeFirst();
 }
@@ -445,11 +469,31 @@ export function selectCampaignRunPage(store: Store, campaignId: number, beforeId
     .execute();
 }
 
-/** A campaign with its contacts counted by status and its runs by state, as one read saw them. */
+function campaignAnsweredByQuery(on: Queryable, campaignId: number) {
+  return queryable(on)
+    .selectFrom('workflow_runs')
+    .select(['answered_by', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('campaign_id', '=', campaignId)
+    .where('answered_by', 'is not', null)
+    .groupBy('answered_by');
+}
+
+/** How many of a campaign's runs each verdict was recorded for (index-only: workflow_runs_campaign_answered_by_idx, migration 021). */
+export async function countCampaignRunsByAnsweredBy(on: Queryable, campaignId: number): Promise<Partial<Record<AnsweredBy, number>>> {
+  const rows = await campaignAnsweredByQuery(on, campaignId).execute();
+  return Object.fromEntries(rows.flatMap((r) => (r.answered_by === null ? [] : [[r.answered_by, Number(r.n)]])));
+}
+
+export function explainCampaignAnsweredBy(store: Store, campaignId: number): Promise<string> {
+  return explainQuery(store, campaignAnsweredByQuery(store, campaignId));
+}
+
+/** A campaign with its contacts counted by status and its runs by state and by who answered, as one read saw them. */
 export interface CampaignCounts {
   row: CampaignRow;
   contacts: Partial<Record<ContactStatus, number>>;
   runs: Partial<Record<RunState, number>>;
+  answeredBy: Partial<Record<AnsweredBy, number>>;
 }
 
 /**
@@ -463,7 +507,7 @@ export function selectCampaignWithCounts(store: Store, campaignId: number, orgId
   const read = async (trx: StoreTransaction): Promise<CampaignCounts | undefined> => {
     const row = await selectCampaign(trx, campaignId, orgId);
     if (!row) return undefined;
-    return { row, contacts: await countContactsByStatus(trx, campaignId), runs: await countCampaignRunsByState(trx, campaignId) };
+    return { row, contacts: await countContactsByStatus(trx, campaignId), runs: await countCampaignRunsByState(trx, campaignId), answeredBy: await countCampaignRunsByAnsweredBy(trx, campaignId) };
   };
   const transaction = store.db.transaction();
   return (store.dialect === 'postgres' ? transaction.setIsolationLevel('repeatable read').setAccessMode('read only') : transaction).execute(read);
