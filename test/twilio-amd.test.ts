@@ -3,7 +3,10 @@
 // for each verdict, a forged one refused, hang-up and leave-message on a machine, and a lost AMD
 // callback recovered by reconciliation from the call resource's answered_by.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { TestContext } from 'node:test';
+import { ConfigError, ConfigSchema, loadConfig } from '../src/config.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { postJson } from './helpers/app.js';
 import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
@@ -15,21 +18,29 @@ import { scaledTimeout } from './helpers/timeouts.js';
 import { ACCOUNT_SID, AUTH_TOKEN, PUBLIC_BASE_URL, sendCallback, startFakeTwilio, type FakeTwilio } from './helpers/twilio-server.js';
 
 /**
- * The create-call parameters of Twilio's published OpenAPI description (twilio/twilio-oai,
- * spec/json/twilio_api_v2010.json, `CreateCallRequest` of /2010-04-01/Accounts/{AccountSid}/Calls.json,
- * as its generated clients list them) that answering-machine detection uses: every one Dialtone
- * sends must be among them.
+ * The form parameters of Twilio's Calls create request (POST /2010-04-01/Accounts/{AccountSid}/Calls.json)
+ * as Twilio's published OpenAPI description (twilio/twilio-oai, spec/json/twilio_api_v2010.json,
+ * `CreateCallRequest`) names them. That document is not vendored here; the `twilio` package is
+ * generated from it, so its Calls create function (lib/rest/api/v2010/account/call.js, the `data["…"]`
+ * it fills) is read instead, from the installed package, not from a list copied by hand.
  */
-const PUBLISHED_AMD_CREATE_PARAMETERS = [
-  'MachineDetection',
-  'MachineDetectionTimeout',
-  'MachineDetectionSpeechThreshold',
-  'MachineDetectionSpeechEndThreshold',
-  'MachineDetectionSilenceTimeout',
-  'AsyncAmd',
-  'AsyncAmdStatusCallback',
-  'AsyncAmdStatusCallbackMethod',
-];
+function publishedCreateParameters(): { names: string[]; ranges: Map<string, [number, number]> } {
+  const file = createRequire(import.meta.url).resolve('twilio/lib/rest/api/v2010/account/call.js');
+  const source = readFileSync(file, 'utf8');
+  const start = source.indexOf('instance.create = function create(');
+  assert.ok(start >= 0, `the Calls create function in ${file}`);
+  const body = source.slice(start, source.indexOf('operationVersion.create', start));
+  const names = [...body.matchAll(/data\["([A-Za-z]+)"\]/g)].map((m) => m[1] ?? '');
+  // The typings carry each parameter's published range ("Possible Values: 1000-6000").
+  const typings = readFileSync(file.replace(/\.js$/, '.d.ts'), 'utf8');
+  const ranges = new Map<string, [number, number]>();
+  for (const m of typings.matchAll(/Possible Values: (\d+)-(\d+)\.[^*]*\*\/\s*(machineDetection[A-Za-z]+)\?:/g)) {
+    ranges.set(`${(m[3] ?? '').charAt(0).toUpperCase()}${(m[3] ?? '').slice(1)}`, [Number(m[1]), Number(m[2])]);
+  }
+  return { names, ranges };
+}
+const PUBLISHED = publishedCreateParameters();
+const PUBLISHED_AMD_CREATE_PARAMETERS = PUBLISHED.names.filter((name) => /machine|amd/i.test(name));
 /** MachineDetection's published values. */
 const MACHINE_DETECTION_VALUES = ['Enable', 'DetectMessageEnd'];
 
@@ -43,7 +54,7 @@ interface Env extends DispatchEnv {
   advance(ms: number): void;
 }
 
-async function amdEnv(t: TestContext, kind: StoreKind, answeringMachine: Record<string, unknown> | undefined): Promise<Env> {
+async function amdEnv(t: TestContext, kind: StoreKind, answeringMachine: Record<string, unknown> | undefined, extraEnv: Record<string, string> = {}): Promise<Env> {
   const fake = await startFakeTwilio(t);
   let offset = 0;
   const built = await buildWithDispatcher(t, kind, {
@@ -58,6 +69,7 @@ async function amdEnv(t: TestContext, kind: StoreKind, answeringMachine: Record<
       NODE_HEARTBEAT_TIMEOUT_MS: '3600000',
       RECONCILE_AFTER_MS: String(RECONCILE_AFTER_MS),
       RECONCILE_READS_PER_SECOND: '100',
+      ...extraEnv,
     },
   });
   const agent = { ...definition({ greeting: 'Hello {{name}}' }), ...(answeringMachine ? { answering_machine: answeringMachine } : {}) };
@@ -112,6 +124,40 @@ for (const store of await storeCases()) {
       const sent = [...create.form.keys()].filter((name) => /machine|amd/i.test(name));
       assert.deepEqual(sent.filter((name) => !PUBLISHED_AMD_CREATE_PARAMETERS.includes(name)), [], 'every AMD parameter sent is one Twilio publishes');
       assert.ok(MACHINE_DETECTION_VALUES.includes(create.form.get('MachineDetection') ?? ''));
+    });
+
+    it("sends the configured tuning (TWILIO_AMD_*) as Twilio's published parameters, within their published ranges, and the configured timeout when the agent gives none", async (t) => {
+      // What the installed client says Twilio publishes: the four tuning parameters, three with a range.
+      for (const name of ['MachineDetectionTimeout', 'MachineDetectionSpeechThreshold', 'MachineDetectionSpeechEndThreshold', 'MachineDetectionSilenceTimeout']) {
+        assert.ok(PUBLISHED_AMD_CREATE_PARAMETERS.includes(name), `${name} is published: ${PUBLISHED_AMD_CREATE_PARAMETERS.join(', ')}`);
+      }
+      const tuning = { TWILIO_AMD_TIMEOUT_MS: '45000', TWILIO_AMD_SPEECH_THRESHOLD_MS: '3100', TWILIO_AMD_SPEECH_END_THRESHOLD_MS: '900', TWILIO_AMD_SILENCE_TIMEOUT_MS: '4000' };
+      const env = await amdEnv(t, store.kind, { detect: 'on', on_machine: 'hangup' }, tuning);
+      await placeCall(env);
+      const [create] = env.fake.creates();
+      assert.ok(create);
+      assert.equal(create.form.get('MachineDetectionTimeout'), '45');
+      assert.equal(create.form.get('MachineDetectionSpeechThreshold'), '3100');
+      assert.equal(create.form.get('MachineDetectionSpeechEndThreshold'), '900');
+      assert.equal(create.form.get('MachineDetectionSilenceTimeout'), '4000');
+      for (const [name, [min, max]] of PUBLISHED.ranges) {
+        const sent = Number(create.form.get(name));
+        assert.ok(sent >= min && sent <= max, `${name}=${sent} within Twilio's published ${min}-${max}`);
+      }
+      assert.equal(PUBLISHED.ranges.size, 3, 'the three thresholds have a published range');
+      // The configuration accepts exactly the published ranges.
+      const keys = { MachineDetectionSpeechThreshold: 'TWILIO_AMD_SPEECH_THRESHOLD_MS', MachineDetectionSpeechEndThreshold: 'TWILIO_AMD_SPEECH_END_THRESHOLD_MS', MachineDetectionSilenceTimeout: 'TWILIO_AMD_SILENCE_TIMEOUT_MS' } as const;
+      for (const [name, key] of Object.entries(keys)) {
+        const schema = ConfigSchema.properties[key];
+        assert.deepEqual([schema.minimum, schema.maximum], PUBLISHED.ranges.get(name), key);
+        assert.throws(() => loadConfig({ [key]: String((schema.maximum ?? 0) + 1) }), ConfigError, `${key} above its range stops the boot`);
+      }
+      const sent = [...create.form.keys()].filter((name) => /machine|amd/i.test(name));
+      assert.deepEqual(sent.filter((name) => !PUBLISHED_AMD_CREATE_PARAMETERS.includes(name)), []);
+      // The agent's own detection_timeout_ms wins over the configured one.
+      const own = await amdEnv(t, store.kind, { detect: 'on', on_machine: 'hangup', detection_timeout_ms: 7_000 }, tuning);
+      await placeCall(own);
+      assert.equal(own.fake.creates()[0]?.form.get('MachineDetectionTimeout'), '7');
     });
 
     it('sends Enable for detect "on", and no detection parameter at all for an agent without answering_machine', async (t) => {

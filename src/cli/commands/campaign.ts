@@ -24,7 +24,7 @@ const BAR_WIDTH = 30;
 
 /** One line: a bar of the contacts that are done (neither pending nor in progress), then the counts. */
 export function progressLine(view: Pick<CampaignView, 'id' | 'state' | 'paused_reason' | 'progress'>): string {
-  const { total, pending, in_progress: inProgress, reached, exhausted, suppressed, invalid, canceled, attempts } = view.progress;
+  const { total, pending, in_progress: inProgress, reached, exhausted, suppressed, invalid, canceled, attempts, answered_by: answeredBy } = view.progress;
   const done = total - pending - inProgress;
   const share = total === 0 ? 1 : done / total;
   const filled = Math.round(share * BAR_WIDTH);
@@ -32,13 +32,17 @@ export function progressLine(view: Pick<CampaignView, 'id' | 'state' | 'paused_r
   return (
     `campaign ${view.id} [${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}] ${String(Math.floor(share * 100)).padStart(3)}% ` +
     `${done}/${total}  ${state}  pending ${pending}  in progress ${inProgress}  reached ${reached}  exhausted ${exhausted}  ` +
-    `suppressed ${suppressed}  invalid ${invalid}  canceled ${canceled}  attempts ${attempts}`
+    `suppressed ${suppressed}  invalid ${invalid}  canceled ${canceled}  attempts ${attempts}` +
+    // Who answered, once detection said so of an attempt: machines apart from people.
+    (Object.values(answeredBy).some((n) => n > 0) ? `  (answered by: human ${answeredBy.human}, machine ${answeredBy.machine}, fax ${answeredBy.fax}, unknown ${answeredBy.unknown})` : '')
   );
 }
 
 function record(view: CampaignView): Printable {
-  return { ...view, progress: progressLine(view) };
+  return { ...view, answering_machine: view.answering_machine === null ? "(the agent's)" : JSON.stringify(view.answering_machine), progress: progressLine(view) };
 }
+
+const ANSWERING_MACHINE_HELP = 'JSON file: the campaign\'s own answering_machine, in place of its agent\'s: { "detect": "off"|"on"|"message_end", "on_machine"?: "hangup"|"leave_message"|"connect_agent", "message"?, "detection_timeout_ms"? } (docs/telephony.md, "Answering-machine detection")';
 
 /**
  * True once a campaign will not change any more. A cancel commits the move before it ends the
@@ -81,6 +85,7 @@ export function campaignCommands(program: Command): void {
     .option('--breaker-window <seconds>', 'circuit breaker: window the attempts are counted over (default 120)', positiveInt)
     .option('--breaker-min-calls <n>', 'circuit breaker: ended attempts needed in the window before it can trip (default 10)', positiveInt)
     .option('--schedule <file.json>', 'JSON file: { "timezone", "windows": { "mon": ["09:00-17:00"], … } }')
+    .option('--answering-machine <file.json>', ANSWERING_MACHINE_HELP)
     .option('--start', 'start it once created')
     .action(
       action(
@@ -105,6 +110,7 @@ export function campaignCommands(program: Command): void {
             breakerWindow?: number;
             breakerMinCalls?: number;
             schedule?: string;
+            answeringMachine?: string;
             start?: boolean;
           },
         ) => {
@@ -133,6 +139,7 @@ export function campaignCommands(program: Command): void {
             ...(Object.keys(retry).length > 0 ? { retry } : {}),
             ...(Object.keys(breaker).length > 0 ? { circuit_breaker: breaker } : {}),
             ...(opts.schedule !== undefined ? { schedule: readJsonFile(opts.schedule) as { timezone: string; windows: Record<string, unknown> } } : {}),
+            ...(opts.answeringMachine !== undefined ? { answering_machine: readJsonFile(opts.answeringMachine) } : {}),
           });
           const contacts = opts.contacts !== undefined ? await importFile(deps, created.id, opts.contacts) : undefined;
           const view = opts.start ? await actOnCampaign(deps, undefined, created.id, 'start') : await getCampaign(deps, undefined, created.id);
@@ -141,6 +148,23 @@ export function campaignCommands(program: Command): void {
           return { json: { ...view, ...(contacts ? { contacts } : {}) }, text: `${formatRecord(record(view))}${imported}` };
         },
       ),
+    );
+
+  campaign
+    .command('update')
+    .description("change a campaign's own answering_machine (until it ends); the attempts dialed after use it")
+    .argument('<campaign_id>', 'campaign id', positiveInt)
+    .option('--answering-machine <file.json>', ANSWERING_MACHINE_HELP)
+    .option('--agent-answering-machine', "drop the campaign's own answering_machine: its agent's applies again")
+    .action(
+      action(async (deps, id: number, opts: { answeringMachine?: string; agentAnsweringMachine?: boolean }) => {
+        if ((opts.answeringMachine === undefined) === (opts.agentAnsweringMachine !== true)) {
+          throw new CliError('invalid_input', 'Give exactly one of --answering-machine <file.json> and --agent-answering-machine.');
+        }
+        const { updateCampaign } = await import('../../campaigns/campaigns.js');
+        const view = await updateCampaign(deps, undefined, id, { answering_machine: opts.answeringMachine !== undefined ? readJsonFile(opts.answeringMachine) : null });
+        return { json: view, text: formatRecord(record(view)) };
+      }),
     );
 
   campaign

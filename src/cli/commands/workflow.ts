@@ -8,6 +8,10 @@ import { positiveInt } from '../parsers.js';
 // Loaded when one of these commands runs (src/cli/README.md).
 const workflows = () => import('../../workflows/workflows.js');
 
+/** What a definition file holds, for the options that take one. */
+const DEFINITION_FIELDS =
+  'Its fields: nodes, edges, variables, result_schema, and answering_machine { detect: off|on|message_end, on_machine: hangup|leave_message|connect_agent, message, detection_timeout_ms } (who answered: docs/telephony.md, "Answering-machine detection"); every problem is listed with its JSON Pointer';
+
 export function workflowCommands(program: Command): void {
   const workflow = program.command('workflow').description('workflows (agents) and their versions');
   workflow
@@ -26,7 +30,7 @@ export function workflowCommands(program: Command): void {
     .description('create a workflow (agent) whose definition becomes published version 1')
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .requiredOption('--name <name>', 'workflow name')
-    .requiredOption('--definition <file>', 'definition JSON file; becomes published version 1')
+    .requiredOption('--definition <file>', `definition JSON file; becomes published version 1. ${DEFINITION_FIELDS}`)
     .action(
       action(async (deps, opts: { org: number; name: string; definition: string }) => {
         const { createWorkflow } = await workflows();
@@ -39,7 +43,7 @@ export function workflowCommands(program: Command): void {
     .command('save-draft')
     .description("save a new draft version; trigger nodes without trigger_uuid keep their agent UUID")
     .argument('<workflow_uuid>', 'workflow UUID')
-    .requiredOption('--definition <file>', 'definition JSON file')
+    .requiredOption('--definition <file>', `definition JSON file. ${DEFINITION_FIELDS}`)
     .action(
       action(async (deps, uuid: string, opts: { definition: string }) => {
         const { saveDraft } = await workflows();

@@ -58,7 +58,15 @@ export interface TwilioConfig {
   PUBLIC_BASE_URL?: string | undefined;
   MAX_CALL_DURATION_MS: number;
   DIAL_TIMEOUT_MS: number;
+  /** Answering-machine detection's tuning (definition.ts); undefined: not sent, Twilio's default. */
+  TWILIO_AMD_TIMEOUT_MS?: number | undefined;
+  TWILIO_AMD_SPEECH_THRESHOLD_MS?: number | undefined;
+  TWILIO_AMD_SPEECH_END_THRESHOLD_MS?: number | undefined;
+  TWILIO_AMD_SILENCE_TIMEOUT_MS?: number | undefined;
 }
+
+/** The tuning keys of answering-machine detection, as machineDetectionParameters reads them. */
+export type AmdTuning = Pick<TwilioConfig, 'TWILIO_AMD_TIMEOUT_MS' | 'TWILIO_AMD_SPEECH_THRESHOLD_MS' | 'TWILIO_AMD_SPEECH_END_THRESHOLD_MS' | 'TWILIO_AMD_SILENCE_TIMEOUT_MS'>;
 
 /**
  * Twilio's connection overrides for a callback URL (its "URL extensions", in the fragment, which is
@@ -91,11 +99,17 @@ const VOICEMAIL_LEFT = 'voicemail_left';
  * The Calls API's answering-machine detection parameters for a dial that asks for it: asynchronous,
  * so the answer's TwiML (the agent) runs while Twilio listens, and the verdict comes to its own
  * callback. `DetectMessageEnd` waits for a machine's greeting to end, so a message can follow it.
+ * The timeout is the agent's (or campaign's) `detection_timeout_ms`, else TWILIO_AMD_TIMEOUT_MS; the
+ * three thresholds come from the configuration; each is left out when unset (Twilio's default).
  */
-export function machineDetectionParameters(detection: MachineDetectionRequest, amdCallbackUrl: string) {
+export function machineDetectionParameters(detection: MachineDetectionRequest, amdCallbackUrl: string, tuning: AmdTuning = {}) {
+  const timeoutMs = detection.timeoutMs ?? tuning.TWILIO_AMD_TIMEOUT_MS;
   return {
     machineDetection: detection.detect === 'message_end' ? 'DetectMessageEnd' : 'Enable',
-    ...(detection.timeoutMs !== undefined ? { machineDetectionTimeout: Math.round(detection.timeoutMs / 1000) } : {}),
+    ...(timeoutMs !== undefined ? { machineDetectionTimeout: Math.round(timeoutMs / 1000) } : {}),
+    ...(tuning.TWILIO_AMD_SPEECH_THRESHOLD_MS !== undefined ? { machineDetectionSpeechThreshold: tuning.TWILIO_AMD_SPEECH_THRESHOLD_MS } : {}),
+    ...(tuning.TWILIO_AMD_SPEECH_END_THRESHOLD_MS !== undefined ? { machineDetectionSpeechEndThreshold: tuning.TWILIO_AMD_SPEECH_END_THRESHOLD_MS } : {}),
+    ...(tuning.TWILIO_AMD_SILENCE_TIMEOUT_MS !== undefined ? { machineDetectionSilenceTimeout: tuning.TWILIO_AMD_SILENCE_TIMEOUT_MS } : {}),
     asyncAmd: 'true',
     asyncAmdStatusCallback: amdCallbackUrl,
     asyncAmdStatusCallbackMethod: 'POST',
@@ -166,7 +180,7 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
         statusCallbackEvent: ['initiated', 'ringing', 'answered', 'completed'],
         timeout: Math.max(1, Math.ceil(request.ringTimeoutMs / 1000)),
         timeLimit: Math.max(1, Math.ceil(this.config.MAX_CALL_DURATION_MS / 1000)),
-        ...(request.machineDetection ? machineDetectionParameters(request.machineDetection, withFragment(urls.amd, fragment)) : {}),
+        ...(request.machineDetection ? machineDetectionParameters(request.machineDetection, withFragment(urls.amd, fragment), this.config) : {}),
       });
       return { providerCallId: call.sid };
     } catch (error) {
