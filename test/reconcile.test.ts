@@ -19,6 +19,9 @@ import { storeCases, type StoreKind } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
 import { ACCOUNT_SID, AUTH_TOKEN, PUBLIC_BASE_URL, startFakeTwilio, type FakeTwilio } from './helpers/twilio-server.js';
 
+/** Answering-machine detection's tuning as the configuration defaults it (these calls ask for none). */
+const TWILIO_AMD_DEFAULTS = { TWILIO_AMD_TIMEOUT_MS: 30_000, TWILIO_AMD_SPEECH_THRESHOLD_MS: 2_400, TWILIO_AMD_SPEECH_END_THRESHOLD_MS: 1_200, TWILIO_AMD_SILENCE_TIMEOUT_MS: 5_000 };
+
 const RECONCILE_AFTER_MS = 10_000;
 const REAPER_INTERVAL_MS = 1_000;
 const CALLER_ID = '+12025550100';
@@ -275,7 +278,7 @@ describe('Twilio provider: a create slower than DIAL_TIMEOUT_MS', () => {
     const fake = await startFakeTwilio(t);
     fake.answerCreatesAfter(2_000);
     // The SDK's own timeout (DIAL_TIMEOUT_MS) is the only one here: no dispatcher races it.
-    const provider = new TwilioProvider({ TWILIO_API_BASE_URL: fake.baseUrl, PUBLIC_BASE_URL, MAX_CALL_DURATION_MS: 600_000, DIAL_TIMEOUT_MS: 200, TWILIO_CALLBACK_RETRIES: 5, TWILIO_CALLBACK_RETRY_POLICY: 'all' });
+    const provider = new TwilioProvider({ TWILIO_API_BASE_URL: fake.baseUrl, PUBLIC_BASE_URL, MAX_CALL_DURATION_MS: 600_000, DIAL_TIMEOUT_MS: 200, TWILIO_CALLBACK_RETRIES: 5, TWILIO_CALLBACK_RETRY_POLICY: 'all', ...TWILIO_AMD_DEFAULTS });
     const route: DecodedRoute<TwilioRouteConfig> = { id: 1, orgId: 1, provider: 'twilio', capabilities: twilioDefinition.capabilities, callerIds: [CALLER_ID], ringTimeoutMs: undefined, config: { credentials: { accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN } } };
     await assert.rejects(provider.dial({ runId: 1, to: number(1), from: CALLER_ID, ringTimeoutMs: 30_000, route }), (error: unknown) => error instanceof DialTimeoutError);
     assert.equal(fake.calls.size, 1, 'the call was placed all the same');
@@ -292,6 +295,7 @@ describe('Twilio provider: finding a call whose id was never recorded', () => {
       DIAL_TIMEOUT_MS: 5_000,
       TWILIO_CALLBACK_RETRIES: 5,
       TWILIO_CALLBACK_RETRY_POLICY: 'all',
+      ...TWILIO_AMD_DEFAULTS,
     });
     const route: DecodedRoute<TwilioRouteConfig> = { id: 1, orgId: 1, provider: 'twilio', capabilities: twilioDefinition.capabilities, callerIds: [CALLER_ID], ringTimeoutMs: undefined, config: { credentials: { accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN } } };
     const placedAfter = Date.UTC(2026, 10, 23, 12);

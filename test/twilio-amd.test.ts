@@ -165,7 +165,9 @@ for (const store of await storeCases()) {
       await placeCall(on);
       const [create] = on.fake.creates();
       assert.equal(create?.form.get('MachineDetection'), 'Enable');
-      assert.equal(create?.form.has('MachineDetectionTimeout'), false);
+      // Without the agent's timeout or any TWILIO_AMD_* set, the configuration's defaults, which are Twilio's.
+      assert.equal(create?.form.get('MachineDetectionTimeout'), '30');
+      assert.equal(create?.form.get('MachineDetectionSpeechThreshold'), '2400');
       const off = await amdEnv(t, store.kind, undefined);
       await placeCall(off);
       const [plain] = off.fake.creates();

@@ -12,16 +12,16 @@ const configKeys = {
   /** Which failures Twilio retries (connection override `rp`): all, 4xx, 5xx, ct (connect timeout), rt (read timeout), comma-separated. */
   TWILIO_CALLBACK_RETRY_POLICY: Type.String({ default: 'all', pattern: '^(all|4xx|5xx|ct|rt)(,(all|4xx|5xx|ct|rt))*$' }),
   // Answering-machine detection's tuning (docs/telephony.md, "Answering-machine detection"), sent on
-  // every create request that asks for detection; unset, the parameter is not sent and Twilio's
-  // default applies. The ranges are those Twilio documents for each parameter.
-  /** MachineDetectionTimeout when the agent (or campaign) gives no detection_timeout_ms: 3000 to 59000 ms, sent in whole seconds (Twilio's default 30 s). */
-  TWILIO_AMD_TIMEOUT_MS: Type.Optional(Type.Integer({ minimum: 3_000, maximum: 59_000 })),
-  /** MachineDetectionSpeechThreshold: speech longer than this is a machine's, 1000 to 6000 ms (Twilio's default 2400). */
-  TWILIO_AMD_SPEECH_THRESHOLD_MS: Type.Optional(Type.Integer({ minimum: 1_000, maximum: 6_000 })),
-  /** MachineDetectionSpeechEndThreshold: silence after speech that ends it, 500 to 5000 ms (Twilio's default 1200). */
-  TWILIO_AMD_SPEECH_END_THRESHOLD_MS: Type.Optional(Type.Integer({ minimum: 500, maximum: 5_000 })),
-  /** MachineDetectionSilenceTimeout: initial silence after which the verdict is unknown, 2000 to 10000 ms (Twilio's default 5000). */
-  TWILIO_AMD_SILENCE_TIMEOUT_MS: Type.Optional(Type.Integer({ minimum: 2_000, maximum: 10_000 })),
+  // every create request that asks for detection. The defaults are Twilio's own, the ranges those
+  // Twilio documents for each parameter.
+  /** MachineDetectionTimeout when the agent (or campaign) gives no detection_timeout_ms: 3000 to 59000 ms, sent in whole seconds. */
+  TWILIO_AMD_TIMEOUT_MS: Type.Integer({ minimum: 3_000, maximum: 59_000, default: 30_000 }),
+  /** MachineDetectionSpeechThreshold: speech longer than this is a machine's, 1000 to 6000 ms. */
+  TWILIO_AMD_SPEECH_THRESHOLD_MS: Type.Integer({ minimum: 1_000, maximum: 6_000, default: 2_400 }),
+  /** MachineDetectionSpeechEndThreshold: silence after speech that ends it, 500 to 5000 ms. */
+  TWILIO_AMD_SPEECH_END_THRESHOLD_MS: Type.Integer({ minimum: 500, maximum: 5_000, default: 1_200 }),
+  /** MachineDetectionSilenceTimeout: initial silence after which the verdict is unknown, 2000 to 10000 ms. */
+  TWILIO_AMD_SILENCE_TIMEOUT_MS: Type.Integer({ minimum: 2_000, maximum: 10_000, default: 5_000 }),
 };
 
 export const twilioDefinition = defineProvider<TwilioRouteConfig, typeof configKeys>({

@@ -58,11 +58,11 @@ export interface TwilioConfig {
   PUBLIC_BASE_URL?: string | undefined;
   MAX_CALL_DURATION_MS: number;
   DIAL_TIMEOUT_MS: number;
-  /** Answering-machine detection's tuning (definition.ts); undefined: not sent, Twilio's default. */
-  TWILIO_AMD_TIMEOUT_MS?: number | undefined;
-  TWILIO_AMD_SPEECH_THRESHOLD_MS?: number | undefined;
-  TWILIO_AMD_SPEECH_END_THRESHOLD_MS?: number | undefined;
-  TWILIO_AMD_SILENCE_TIMEOUT_MS?: number | undefined;
+  /** Answering-machine detection's tuning (definition.ts). */
+  TWILIO_AMD_TIMEOUT_MS: number;
+  TWILIO_AMD_SPEECH_THRESHOLD_MS: number;
+  TWILIO_AMD_SPEECH_END_THRESHOLD_MS: number;
+  TWILIO_AMD_SILENCE_TIMEOUT_MS: number;
 }
 
 /** The tuning keys of answering-machine detection, as machineDetectionParameters reads them. */
@@ -100,16 +100,15 @@ const VOICEMAIL_LEFT = 'voicemail_left';
  * so the answer's TwiML (the agent) runs while Twilio listens, and the verdict comes to its own
  * callback. `DetectMessageEnd` waits for a machine's greeting to end, so a message can follow it.
  * The timeout is the agent's (or campaign's) `detection_timeout_ms`, else TWILIO_AMD_TIMEOUT_MS; the
- * three thresholds come from the configuration; each is left out when unset (Twilio's default).
+ * three thresholds come from the configuration (whose defaults are Twilio's).
  */
-export function machineDetectionParameters(detection: MachineDetectionRequest, amdCallbackUrl: string, tuning: AmdTuning = {}) {
-  const timeoutMs = detection.timeoutMs ?? tuning.TWILIO_AMD_TIMEOUT_MS;
+export function machineDetectionParameters(detection: MachineDetectionRequest, amdCallbackUrl: string, tuning: AmdTuning) {
   return {
     machineDetection: detection.detect === 'message_end' ? 'DetectMessageEnd' : 'Enable',
-    ...(timeoutMs !== undefined ? { machineDetectionTimeout: Math.round(timeoutMs / 1000) } : {}),
-    ...(tuning.TWILIO_AMD_SPEECH_THRESHOLD_MS !== undefined ? { machineDetectionSpeechThreshold: tuning.TWILIO_AMD_SPEECH_THRESHOLD_MS } : {}),
-    ...(tuning.TWILIO_AMD_SPEECH_END_THRESHOLD_MS !== undefined ? { machineDetectionSpeechEndThreshold: tuning.TWILIO_AMD_SPEECH_END_THRESHOLD_MS } : {}),
-    ...(tuning.TWILIO_AMD_SILENCE_TIMEOUT_MS !== undefined ? { machineDetectionSilenceTimeout: tuning.TWILIO_AMD_SILENCE_TIMEOUT_MS } : {}),
+    machineDetectionTimeout: Math.round((detection.timeoutMs ?? tuning.TWILIO_AMD_TIMEOUT_MS) / 1000),
+    machineDetectionSpeechThreshold: tuning.TWILIO_AMD_SPEECH_THRESHOLD_MS,
+    machineDetectionSpeechEndThreshold: tuning.TWILIO_AMD_SPEECH_END_THRESHOLD_MS,
+    machineDetectionSilenceTimeout: tuning.TWILIO_AMD_SILENCE_TIMEOUT_MS,
     asyncAmd: 'true',
     asyncAmdStatusCallback: amdCallbackUrl,
     asyncAmdStatusCallbackMethod: 'POST',
