@@ -234,6 +234,24 @@ for (const store of await storeCases()) {
       const bad = await getJson(env.app, '/api/v1/public/stats?since=an-hour-ago', f.apiKey);
       assert.equal(bad.statusCode, 422);
     });
+
+    it('counts the runs by who answered, with the answer rates by human and machine among the runs that have a verdict', async (t) => {
+      const clock = manualClock(Date.parse('2026-03-01T10:00:00Z'));
+      const env = await build(t, store.kind, { clock });
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const verdicts = ['human', 'human', 'human', 'machine', null] as const;
+      for (const [i, verdict] of verdicts.entries()) {
+        const id = await call(env, f, `+1202555013${i}`);
+        await env.deps.store.db.updateTable('workflow_runs').set({ state: 'completed', outcome_reason: 'hangup', answered_by: verdict, ended_at: clock.now() }).where('id', '=', id).execute();
+      }
+      const stats = (await getJson(env.app, '/api/v1/public/stats', f.apiKey)).json() as { total: number; by_outcome: { state: string; outcome_reason: string | null; count: number }[]; answered_by: Record<string, number>; answer_rates: Record<string, number | null> };
+      assert.deepEqual(stats.answered_by, { human: 3, machine: 1, fax: 0, unknown: 0, none: 1 });
+      assert.deepEqual(stats.answer_rates, { human: 0.75, machine: 0.25, fax: 0, unknown: 0 });
+      assert.deepEqual(stats.by_outcome, [{ state: 'completed', outcome_reason: 'hangup', count: 5 }], 'one row per state and outcome, whoever answered');
+      const other = await createOrgFixture(env.deps, 'Other');
+      const empty = (await getJson(env.app, '/api/v1/public/stats', other.apiKey)).json() as { answer_rates: Record<string, number | null> };
+      assert.deepEqual(empty.answer_rates, { human: null, machine: null, fax: null, unknown: null }, 'no verdict, no rate');
+    });
   });
 
   describe(`GET /api/v1/public/run-states (${store.kind})`, { skip: store.skip }, () => {

@@ -739,6 +739,7 @@ const CAMPAIGN_OPERATIONS = [
   ['post', '/api/v1/public/campaigns/{id}/contacts'],
   ['get', '/api/v1/public/campaigns/{id}/contacts'],
   ['get', '/api/v1/public/campaigns/{id}/runs'],
+  ['patch', '/api/v1/public/campaigns/{id}'],
 ] as const;
 /** The console's reads, and the provider list: no path parameters, GET only. The stream answers over a real socket (below). */
 const CONSOLE_READS = ['/api/v1/public/workflow-runs', '/api/v1/public/workflows', '/api/v1/public/telephony-configurations', '/api/v1/public/telephony-providers', '/api/v1/public/stats', '/api/v1/public/run-states'] as const;
@@ -1001,7 +1002,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
     });
 
     await t.test('the campaign operations', async () => {
-      const [CREATE, LIST, ONE, START, PAUSE, RESUME, CANCEL, ADD, CONTACTS, RUNS] = CAMPAIGN_OPERATIONS.map(([, template]) => template) as unknown as string[] as [string, string, string, string, string, string, string, string, string, string];
+      const [CREATE, LIST, ONE, START, PAUSE, RESUME, CANCEL, ADD, CONTACTS, RUNS, UPDATE] = CAMPAIGN_OPERATIONS.map(([, template]) => template) as unknown as string[] as [string, string, string, string, string, string, string, string, string, string, string];
       const at = (template: string, id: number | string) => template.replace('{id}', String(id));
       const created = await send('POST', CREATE, CREATE, 'a new campaign', { body: { name: 'Drive', agent_uuid: f.agentUuid, mode: 'published' } });
       assert.equal(created.statusCode, 201, created.body);
@@ -1027,6 +1028,8 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await send('GET', CONTACTS, `${at(CONTACTS, id)}?status=lost`, 'an unknown status');
       await send('GET', RUNS, at(RUNS, id), 'the runs');
       await send('GET', RUNS, `${at(RUNS, id)}?after=first`, 'a malformed cursor');
+      await send('PATCH', UPDATE, at(UPDATE, id), 'a campaign\'s own answering_machine', { body: { answering_machine: { detect: 'on', on_machine: 'hangup' } } });
+      await send('PATCH', UPDATE, at(UPDATE, id), 'an answering_machine with problems', { body: { answering_machine: { detect: 'sometimes' } } });
       await send('POST', START, at(START, id), 'a start');
       await send('POST', START, at(START, id), 'a second start');
       await send('POST', PAUSE, at(PAUSE, id), 'a pause');
@@ -1036,14 +1039,15 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await send('POST', CANCEL, at(CANCEL, id), 'a cancel');
       await send('POST', CANCEL, at(CANCEL, id), 'a second cancel');
       await send('POST', ADD, at(ADD, id), 'contacts for a canceled campaign', { body: [{ phone_number: '+12025550127' }] });
+      await send('PATCH', UPDATE, at(UPDATE, id), 'a change to a canceled campaign', { body: { answering_machine: null } });
       for (const [method, template] of CAMPAIGN_OPERATIONS) {
-        const verb = method.toUpperCase() as 'GET' | 'POST';
-        const body = verb === 'POST' ? { body: {} } : {};
+        const verb = method.toUpperCase() as 'GET' | 'POST' | 'PATCH';
+        const body = verb === 'POST' ? { body: {} } : verb === 'PATCH' ? { body: { answering_machine: null } } : {};
         await send(verb, template, at(template, id), 'no API key', { ...body, headers: { 'x-api-key': '' } });
         if (!template.includes('{id}')) continue;
         await send(verb, template, at(template, 999_999), 'an unknown campaign', template === ADD ? { body: [] } : body);
         await send(verb, template, at(template, UNDECODABLE), 'a URL the router cannot decode', body);
-        if (verb === 'POST' && template !== ADD) {
+        if (verb !== 'GET' && template !== ADD) {
           await send(verb, template, at(template, id), 'a body that is not JSON', { raw: '{' });
           await send(verb, template, at(template, id), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
           await send(verb, template, at(template, id), 'a body over the limit', { body: { note: 'x'.repeat(70_000) } });

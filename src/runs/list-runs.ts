@@ -1,7 +1,7 @@
 // An organization's runs as the console lists them: a filtered page, newest first, with the cursor
 // to the next (older) page; and the counts the overview shows.
 import { parseDestination } from '../shared/phone-number.js';
-import type { AnsweredBy, RunState } from '../store/schema/schema.js';
+import { ANSWERED_BY, type AnsweredBy, type RunState } from '../store/schema/schema.js';
 import { countLivePerRoute, countQueuedPerRoute, countRunsSince, selectRunPage, type RunPageFilter } from '../store/statements/run-listing-statements.js';
 import { selectConfigurationsOfOrganization } from '../store/statements/configuration-statements.js';
 import { selectWorkflowByUuid } from '../store/statements/workflow-statements.js';
@@ -62,6 +62,10 @@ export interface RunStats {
   /** The same runs by state and normalized outcome reason (only combinations that occur). */
   by_outcome: { state: RunState; outcome_reason: string | null; count: number }[];
   total: number;
+  /** The same runs by who answered (answering-machine detection's verdict); `none`: no verdict (nobody asked, or not answered). */
+  answered_by: Record<AnsweredBy | 'none', number>;
+  /** Each verdict's share of the runs that have one (0 to 1, null when none has): the answer rate by human and by machine. */
+  answer_rates: Record<AnsweredBy, number | null>;
   /** Every route of the organization with what is queued and live on it now. */
   routes: { telephony_configuration_id: number; name: string; provider: string; status: string; queued: number; live: number }[];
 }
@@ -72,12 +76,25 @@ export async function runStats(store: Store, orgId: number, since: number): Prom
   const [queued, live] = await Promise.all([countQueuedPerRoute(store, ids), countLivePerRoute(store, ids)]);
   const byState = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
   for (const row of counts) byState[row.state] += row.count;
+  const answeredBy = Object.fromEntries([...ANSWERED_BY, 'none'].map((v) => [v, 0])) as Record<AnsweredBy | 'none', number>;
+  for (const row of counts) answeredBy[row.answered_by ?? 'none'] += row.count;
+  const decided = ANSWERED_BY.reduce((sum, v) => sum + answeredBy[v], 0);
+  // The grouping by verdict splits a state's and outcome's count: merged back for by_outcome.
+  const byOutcome = new Map<string, { state: RunState; outcome_reason: string | null; count: number }>();
+  for (const row of counts) {
+    const key = JSON.stringify([row.state, row.outcome_reason]);
+    const known = byOutcome.get(key);
+    if (known) known.count += row.count;
+    else byOutcome.set(key, { state: row.state, outcome_reason: row.outcome_reason, count: row.count });
+  }
   const countOf = (rows: { telephony_configuration_id: number; count: number }[], id: number) => rows.find((r) => r.telephony_configuration_id === id)?.count ?? 0;
   return {
     since: iso(since),
     by_state: byState,
-    by_outcome: counts.sort((a, b) => b.count - a.count),
+    by_outcome: [...byOutcome.values()].sort((a, b) => b.count - a.count),
     total: counts.reduce((sum, r) => sum + r.count, 0),
+    answered_by: answeredBy,
+    answer_rates: Object.fromEntries(ANSWERED_BY.map((v) => [v, decided === 0 ? null : answeredBy[v] / decided])) as Record<AnsweredBy, number | null>,
     routes: configurations.map((c) => ({
       telephony_configuration_id: c.id,
       name: c.name,

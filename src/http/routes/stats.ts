@@ -4,6 +4,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
 import { runStats } from '../../runs/list-runs.js';
+import { ANSWERED_BY } from '../../store/schema/schema.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { RunStateRef, withRateLimitHeaders } from '../schemas.js';
@@ -18,6 +19,14 @@ const Stats = Type.Object({
     Type.Object({ state: RunStateRef(), outcome_reason: Type.Union([Type.String(), Type.Null()]), count: Type.Integer({ minimum: 1 }) }),
     { description: 'Those runs by state and normalized outcome reason, most frequent first' },
   ),
+  answered_by: Type.Object(Object.fromEntries([...ANSWERED_BY, 'none'].map((v) => [v, Type.Integer({ minimum: 0 })])), {
+    description: 'Those runs by who answered (answering-machine detection\'s verdict: human, machine, fax, unknown); none: no verdict (detection not asked, or the call not answered)',
+    additionalProperties: false,
+  }),
+  answer_rates: Type.Object(Object.fromEntries(ANSWERED_BY.map((v) => [v, Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()])])), {
+    description: 'Each verdict\'s share of the runs that have one (0 to 1; null when none has): the answer rate by human and by machine',
+    additionalProperties: false,
+  }),
   routes: Type.Array(
     Type.Object({
       telephony_configuration_id: Type.Integer(),
@@ -38,7 +47,7 @@ export function statsRoutes(deps: Deps): FastifyPluginAsync {
         schema: {
           operationId: 'getStats',
           summary: 'Get Stats',
-          description: 'Runs created since `since` (default: the last hour) counted by state and by outcome, and the queue depth and live calls of every route now.',
+          description: 'Runs created since `since` (default: the last hour) counted by state, by outcome and by who answered (with the answer rates by human and by machine), and the queue depth and live calls of every route now.',
           tags: ['Workflow runs'],
           security: [{ ApiKey: [] }],
           querystring: Type.Object(

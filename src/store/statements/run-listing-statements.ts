@@ -56,19 +56,20 @@ export function explainRunPage(store: Store, orgId: number, filter: RunPageFilte
 export interface RunCountRow {
   state: RunState;
   outcome_reason: string | null;
+  answered_by: AnsweredBy | null;
   count: number;
 }
 
-/** An organization's runs created at or after `since`, counted by state and outcome. */
+/** An organization's runs created at or after `since`, counted by state, outcome and who answered. */
 export async function countRunsSince(store: Store, orgId: number, since: number): Promise<RunCountRow[]> {
   const rows = await store.db
     .selectFrom('workflow_runs')
-    .select(['state', 'outcome_reason', (eb) => eb.fn.countAll<number | string>().as('count')])
+    .select(['state', 'outcome_reason', 'answered_by', (eb) => eb.fn.countAll<number | string>().as('count')])
     .where('org_id', '=', orgId)
     .where('created_at', '>=', since)
-    .groupBy(['state', 'outcome_reason'])
+    .groupBy(['state', 'outcome_reason', 'answered_by'])
     .execute();
-  return rows.map((r) => ({ state: r.state, outcome_reason: r.outcome_reason, count: Number(r.count) }));
+  return rows.map((r) => ({ state: r.state, outcome_reason: r.outcome_reason, answered_by: r.answered_by, count: Number(r.count) }));
 }
 
 export interface RouteLoadRow {
