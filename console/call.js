@@ -130,6 +130,7 @@ export function CallPage({ params, stream }) {
       <dt>Caller ID</dt><dd>${run.caller_id ?? '—'}</dd>
       <dt>Outcome</dt><dd data-testid="run-outcome">${run.outcome_reason ?? '—'}</dd>
       <dt>Provider's reason</dt><dd data-testid="run-provider-status">${run.raw_provider_status ?? '—'}</dd>
+      <dt>Answered by</dt><dd data-testid="run-answered-by">${run.answered_by ? `${run.answered_by}${run.raw_answered_by ? ` (${run.raw_answered_by})` : ''}` : '—'}</dd>
       <dt>Provider call id</dt><dd>${run.provider_call_id ?? '—'}</dd>
       <dt>Mode</dt><dd>${run.mode}</dd>
       <dt>Agent</dt><dd>${run.agent_uuid ?? run.workflow_uuid}</dd>

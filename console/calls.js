@@ -10,9 +10,13 @@ import { ErrorBox, fieldSetter, formatTime, Link, StateBadge } from './ui.js';
 /** @import { Page, Run, RunMessage, Workflow } from './types.js' */
 
 const PAGE_SIZE = 25;
-/** @typedef {{ state: string, workflow_uuid: string, phone_number: string, created_after: string, created_before: string, campaign_id?: string }} Filters */
+/** Who may have answered: the list API's `answered_by` filter values (the OpenAPI document's enum). */
+const ANSWERED_BY = ['human', 'machine', 'fax', 'unknown'];
+/** The run event answering-machine detection writes when it decides (its data carries `answered_by`). */
+const ANSWERED_BY_EVENT = 'answered_by';
+/** @typedef {{ state: string, answered_by: string, workflow_uuid: string, phone_number: string, created_after: string, created_before: string, campaign_id?: string }} Filters */
 /** @type {Filters} */
-const EMPTY_FILTERS = { state: '', workflow_uuid: '', phone_number: '', created_after: '', created_before: '' };
+const EMPTY_FILTERS = { state: '', answered_by: '', workflow_uuid: '', phone_number: '', created_after: '', created_before: '' };
 
 /**
  * A listed run after one of its events: the columns the service sets on that transition too.
@@ -22,6 +26,11 @@ const EMPTY_FILTERS = { state: '', workflow_uuid: '', phone_number: '', created_
  * @returns {Run}
  */
 function withEvent(run, event, states) {
+  // Answering-machine detection's verdict: an event of its own, which leaves the state as it is.
+  if (event.type === ANSWERED_BY_EVENT) {
+    const verdict = event.data.answered_by;
+    return ANSWERED_BY.includes(/** @type {string} */ (verdict)) ? { ...run, answered_by: /** @type {Run['answered_by']} */ (verdict), updated_at: event.at } : run;
+  }
   const next = { ...run, state: event.type, updated_at: event.at };
   if (event.type === 'in_progress') next.answered_at = event.at;
   if (states.isTerminal(event.type)) {
@@ -58,6 +67,7 @@ const COLUMNS = [
   { header: 'State', cell: (run) => html`<${StateBadge} state=${run.state} />` },
   { header: 'Outcome', testid: 'run-row-outcome', cell: (run) => run.outcome_reason ?? '—' },
   { header: 'Duration', testid: 'run-row-duration', cell: (run) => callDuration(run) },
+  { header: 'Answered by', testid: 'run-row-answered-by', cell: (run) => run.answered_by ?? '—' },
   { header: 'Number', cell: (run) => run.phone_number },
   { header: 'Agent', wide: true, cell: (run, names) => names[run.workflow_uuid] ?? run.workflow_uuid },
   { header: 'Created', wide: true, cell: (run) => formatTime(run.created_at) },
@@ -129,7 +139,7 @@ export function CallsPage({ stream }) {
     () =>
       stream.subscribe((event) => {
         const known = shown.current.data.some((run) => run.id === event.run_id);
-        if (known && states.isKnown(event.type)) {
+        if (known && (states.isKnown(event.type) || event.type === ANSWERED_BY_EVENT)) {
           setPage((current) => ({
             ...current,
             data: current.data.map((run) => (run.id === event.run_id ? withEvent(run, event, states) : run)),
@@ -138,9 +148,9 @@ export function CallsPage({ stream }) {
         // A run this page does not show yet (a new one, or one that now matches the filter): read
         // the first page again. Older pages stay as they are while someone reads them.
         if (!known && cursors.length === 0) reload();
-        else if (filters.state) reload();
+        else if (filters.state || filters.answered_by) reload();
       }),
-    [stream, reload, cursors.length, filters.state, states],
+    [stream, reload, cursors.length, filters.state, filters.answered_by, states],
   );
 
   /** @type {Record<string, string>} */
@@ -168,6 +178,10 @@ export function CallsPage({ stream }) {
       <label>State <select name="state" value=${draft.state} onChange=${set('state')}>
         <option value="">Any</option>
         ${states.all.map((s) => html`<option value=${s}>${s.replace('_', ' ')}</option>`)}
+      </select></label>
+      <label>Answered by <select name="answered_by" value=${draft.answered_by} onChange=${set('answered_by')}>
+        <option value="">Any</option>
+        ${ANSWERED_BY.map((v) => html`<option value=${v}>${v}</option>`)}
       </select></label>
       <label>Agent <select name="workflow_uuid" value=${draft.workflow_uuid} onChange=${set('workflow_uuid')}>
         <option value="">Any</option>

@@ -35,6 +35,8 @@ export {};
  * @property {string} created_at
  * @property {string} updated_at
  * @property {string | null} answered_at
+ * @property {'human' | 'machine' | 'fax' | 'unknown' | null} answered_by who answered (answering-machine detection), null until known
+ * @property {string | null} raw_answered_by the provider's own verdict (Twilio's machine_end_beep)
  * @property {string | null} ended_at
  * @property {string | null} cancel_requested_at
  * @property {number | null} campaign_id

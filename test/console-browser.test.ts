@@ -20,7 +20,7 @@ import { ARTIFACTS, chromiumSkip, launchBrowser, watchProblems, type BrowserHand
 import { act, addContacts, createCampaign } from './helpers/campaigns.js';
 import { buildWithDispatcher } from './helpers/dispatch.js';
 import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
-import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
+import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { createTestDatabase, openTestStore } from './helpers/stores.js';
 import { after, before, describe, it } from './helpers/suite.js';
 import { scaledTimeout } from './helpers/timeouts.js';
@@ -251,6 +251,30 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.match((await page.$eval(`tr[data-run-id="${completed.id}"] [data-testid="run-row-duration"]`, (el) => el.textContent)) ?? '', /^\d+\.\d s$/);
     assert.equal(await page.$eval(`tr[data-run-id="${canceled.id}"] [data-testid="run-row-outcome"]`, (el) => el.textContent), 'canceled_by_request');
     assert.equal(await page.evaluate('window.notReloaded'), true, 'no reload');
+    assert.deepEqual(problems, []);
+  });
+
+  it('shows who answered in the Calls list, kept live from the stream, filters the list by it, and shows it with the provider\'s verdict on the call\'s page', async (t) => {
+    const { env, url, f } = await serve(t, { definition: { ...definition(), answering_machine: { detect: 'on', on_machine: 'connect_agent' } } });
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-text(Live)').wait();
+    await page.evaluate('window.notReloaded = true');
+    const machine = await call(env, f, '+12025550120'); // the simulator's voicemail box
+    const person = await call(env, f, '+12025550122'); // a person who answers after a short silence
+    for (const [run, verdict] of [[machine, 'machine'], [person, 'human']] as const) {
+      await page.waitForFunction(`document.querySelector('tr[data-run-id="${run.id}"] [data-testid="run-row-answered-by"]')?.textContent === '${verdict}'`, { timeout: scaledTimeout(15_000) });
+    }
+    assert.equal(await page.evaluate('window.notReloaded'), true, 'kept live, no reload');
+    assert.ok((await page.$$eval('thead th', (els) => els.map((el) => el.textContent))).includes('Answered by'));
+
+    await page.select('select[name="answered_by"]', 'machine');
+    await page.locator('::-p-aria([name="Filter"][role="button"])').click();
+    await page.waitForFunction(`!document.querySelector('tr[data-run-id="${person.id}"]') && !!document.querySelector('tr[data-run-id="${machine.id}"]')`, { timeout: scaledTimeout(10_000) });
+
+    const stored = (await env.app.inject({ method: 'GET', url: `/api/v1/public/workflow-runs/${machine.id}`, headers: { 'x-api-key': f.apiKey } })).json() as { raw_answered_by: string };
+    await page.goto(`${url}/console/runs/${machine.id}`);
+    await page.waitForFunction(`document.querySelector('[data-testid="run-answered-by"]')?.textContent === ${JSON.stringify(`machine (${stored.raw_answered_by})`)}`, { timeout: scaledTimeout(10_000) });
     assert.deepEqual(problems, []);
   });
 
