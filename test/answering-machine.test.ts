@@ -12,7 +12,10 @@ import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } 
 import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { CAMPAIGNS } from './helpers/campaigns.js';
 import { assertProblem } from './helpers/problems.js';
+import { SseClient } from './helpers/sse-client.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
+import { scaledTimeout } from './helpers/timeouts.js';
+import { Receiver, startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
 import { describe, it } from './helpers/suite.js';
 
 const VOICEMAIL = '+12025550120';
@@ -150,6 +153,37 @@ for (const store of await storeCases()) {
       const got = await getJson(env.app, `/api/v1/public/workflow-runs/${machine.runId}`, env.f.apiKey);
       assert.equal(got.json().answered_by, 'machine');
       assert.equal(got.json().raw_answered_by, 'machine_start');
+    });
+
+    it('streams the answered_by event live and delivers run.answered_by and the ended run\'s message with answered_by, signed as Standard Webhooks verifies', async (t) => {
+      const receiver = await startReceiver(t);
+      const env = await buildWithDispatcher(t, store.kind, { env: { ...WEBHOOK_TEST_ENV, MAX_CALL_DURATION_MS: '5000', STREAM_POLL_INTERVAL_MS: '50' } });
+      const f = await createOrgFixture(env.deps, 'Acme', agent({ detect: 'on', on_machine: 'hangup' }));
+      const endpoint = await postJson(env.app, '/api/v1/public/webhook-endpoints', { url: receiver.url, events: ['run.answered_by', 'run.ended'] }, { key: f.apiKey });
+      assert.equal(endpoint.statusCode, 201, endpoint.body);
+      const { secret } = endpoint.json() as { secret: string };
+      const base = await env.app.listen({ host: '127.0.0.1', port: 0 });
+      const stream = await SseClient.open(base, f.apiKey);
+      t.after(() => stream.close());
+      assert.equal(stream.status, 200);
+
+      const { runId } = await call({ ...env, f }, VOICEMAIL);
+      await stream.waitFor(() => stream.runEvents.some((e) => e.run_id === runId && e.type === 'completed'), scaledTimeout(10_000), 'the run to complete on the stream');
+      const types = stream.runEvents.filter((e) => e.run_id === runId).map((e) => e.type);
+      assert.ok(types.indexOf('answered_by') >= 0 && types.indexOf('answered_by') < types.indexOf('completed'), `the verdict streamed before the end: ${types.join(', ')}`);
+      const streamed = stream.messages.find((m) => m.event === 'run' && (m.data as { run_id: number; type: string }).run_id === runId && (m.data as { type: string }).type === 'answered_by');
+      assert.equal((streamed?.data as { data?: { answered_by?: string } }).data?.answered_by, 'machine', JSON.stringify(streamed));
+
+      const received = await receiver.waitFor((all) => all.filter((m) => (m.json.data.run as { id?: number } | undefined)?.id === runId).length >= 2, scaledTimeout(10_000));
+      const messages = received.filter((m) => (m.json.data.run as { id?: number } | undefined)?.id === runId);
+      assert.deepEqual(messages.map((m) => m.json.type), ['run.answered_by', 'run.ended'], 'in seq order');
+      for (const message of messages) {
+        // Throws unless the signature verifies under the endpoint's secret (the standardwebhooks package, not Dialtone's code).
+        const verified = Receiver.verify(secret, message) as { data: { run: { answered_by: string; raw_answered_by: string } } };
+        assert.equal(verified.data.run.answered_by, 'machine', message.json.type);
+        assert.equal(typeof verified.data.run.raw_answered_by, 'string');
+      }
+      assert.throws(() => Receiver.verify(secret, { ...messages[0]!, body: messages[0]!.body.replace('"machine"', '"human"') }), 'a changed body does not verify');
     });
 
     it('writes a run.answered_by webhook message with the run as it was then, for endpoints subscribed to it', async (t) => {
