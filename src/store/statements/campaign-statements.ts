@@ -57,7 +57,8 @@ export function insertCampaign(on: Queryable, values: NewCampaignValues): Promis
       schedule: values.scheduleJson,
       retry: values.retryJson,
       circuit_breaker: values.circuitBreakerJson,
-      answering_machine: values.answeringMachineJson,
+      // Named only when set: a campaign without settings of its own writes what it always wrote.
+      ...(values.answeringMachineJson !== null ? { answering_machine: values.answeringMachineJson } : {}),
       state: 'draft',
       paused_reason: null,
       breaker_since: null,
