@@ -522,7 +522,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update Campaign
+         * @description Changes the campaign's own answering_machine settings (null: its agent's again) while it is draft, running or paused; attempts dialed from then on use them, calls already placed keep theirs. Checked like at creation: every problem listed with its JSON Pointer (422 validation_failed), and detection through a route that cannot detect is 422 machine_detection_unsupported. An ended campaign answers 409 campaign_state_conflict.
+         */
+        patch: operations["updateCampaign"];
         trace?: never;
     };
     "/api/v1/public/campaigns/{id}/start": {
@@ -738,7 +742,7 @@ export interface paths {
         };
         /**
          * Get Stats
-         * @description Runs created since `since` (default: the last hour) counted by state and by outcome, and the queue depth and live calls of every route now.
+         * @description Runs created since `since` (default: the last hour) counted by state, by outcome and by who answered (with the answer rates by human and by machine), and the queue depth and live calls of every route now.
          */
         get: operations["getStats"];
         put?: never;
@@ -1843,6 +1847,15 @@ export interface components {
                 window_seconds: number;
                 min_calls: number;
             };
+            /** @description The campaign's own answering-machine settings, which replace its agent's; null: the agent's apply */
+            answering_machine: {
+                /** @enum {string} */
+                detect: "off" | "on" | "message_end";
+                /** @enum {string} */
+                on_machine?: "hangup" | "leave_message" | "connect_agent";
+                message?: string;
+                detection_timeout_ms?: number;
+            } | null;
             progress: {
                 /** @description Contacts in the campaign */
                 total: number;
@@ -1871,6 +1884,13 @@ export interface components {
                     failed?: number;
                     canceled?: number;
                     expired?: number;
+                };
+                /** @description Runs by who answered (answering-machine detection's verdict; runs that asked nothing are not counted): machines apart from people */
+                answered_by: {
+                    human: number;
+                    machine: number;
+                    fax: number;
+                    unknown: number;
                 };
             };
             /** Format: date-time */
@@ -6571,6 +6591,15 @@ export interface operations {
                         /** @description Ended attempts needed in the window before it can trip (default 10) */
                         min_calls?: number;
                     };
+                    /** @description The campaign's own answering-machine settings, in place of its agent's (omitted or null: the agent's) */
+                    answering_machine?: {
+                        /** @enum {string} */
+                        detect: "off" | "on" | "message_end";
+                        /** @enum {string} */
+                        on_machine?: "hangup" | "leave_message" | "connect_agent";
+                        message?: string;
+                        detection_timeout_ms?: number;
+                    } | null;
                 };
             };
         };
@@ -6678,7 +6707,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem417"];
                 };
             };
-            /** @description Validation failed (`validation_failed`); Telephony not configured (`telephony_not_configured`); Telephony not ready (`telephony_not_ready`); Campaign limit reached (`campaign_limit`) */
+            /** @description Validation failed (`validation_failed`); Telephony not configured (`telephony_not_configured`); Telephony not ready (`telephony_not_ready`); Machine detection unsupported (`machine_detection_unsupported`); Campaign limit reached (`campaign_limit`) */
             422: {
                 headers: {
                     /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
@@ -6823,6 +6852,200 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    updateCampaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Campaign id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The campaign's own answering-machine settings, or null for its agent's */
+                    answering_machine: {
+                        /** @enum {string} */
+                        detect: "off" | "on" | "message_end";
+                        /** @enum {string} */
+                        on_machine?: "hangup" | "leave_message" | "connect_agent";
+                        message?: string;
+                        detection_timeout_ms?: number;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Campaign"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Not found (`not_found`); Campaign not found (`campaign_not_found`); Agent not found (`agent_not_found`); Workflow not found (`workflow_not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Campaign state conflict (`campaign_state_conflict`); Workflow not published (`workflow_not_published`) */
+            409: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem409"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`); Machine detection unsupported (`machine_detection_unsupported`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
                 };
             };
             /** @description Rate limited (`rate_limited`) */
@@ -8707,6 +8930,21 @@ export interface operations {
                             outcome_reason: string | null;
                             count: number;
                         }[];
+                        /** @description Those runs by who answered (answering-machine detection's verdict: human, machine, fax, unknown); none: no verdict (detection not asked, or the call not answered) */
+                        answered_by: {
+                            human: number;
+                            machine: number;
+                            fax: number;
+                            unknown: number;
+                            none: number;
+                        };
+                        /** @description Each verdict's share of the runs that have one (0 to 1; null when none has): the answer rate by human and by machine */
+                        answer_rates: {
+                            human: number | null;
+                            machine: number | null;
+                            fax: number | null;
+                            unknown: number | null;
+                        };
                         routes: {
                             telephony_configuration_id: number;
                             name: string;
