@@ -62,6 +62,8 @@ export const ConfigSchema = Type.Object({
   AGENT_RUNTIME_URL: Type.Optional(Type.String({ pattern: '^wss?://' })),
   /** How long a per-run runtime token stays valid after the run is created. */
   RUNTIME_TOKEN_TTL_MS: Integer(60_000, 30 * 86_400_000, 86_400_000),
+  /** How long the target of the agent runtime's transfer may ring before the transfer counts as not answered (whole seconds are sent to Twilio, 5 to 600). */
+  TRANSFER_RING_TIMEOUT_MS: Integer(5_000, 600_000, 30_000),
 
   // Reconciliation (docs/telephony.md, "Reconciliation"): asking a provider whose calls outlive the node (Twilio) what became of a call.
   /** A live run with no news from its provider for this long is looked up at the provider. */

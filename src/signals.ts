@@ -3,7 +3,7 @@
 // to the lifecycle code, cancel requests for calls this node holds, webhook deliveries written,
 // delivery attempts and campaign changes journalled (for the event stream). Other nodes learn of work and cancel
 // requests by polling the store.
-import type { MachineVerdict, ProviderEvent, TransferOutcome } from './telephony/provider.js';
+import type { LiveCall, MachineVerdict, ProviderEvent, TransferOutcome } from './telephony/provider.js';
 
 /** An event some other part of the node already applied: whether it moved the run. */
 export interface AppliedElsewhere {
@@ -18,6 +18,7 @@ export class Signals {
   private readonly cancelListeners = new Set<(runId: number) => Promise<void>>();
   private readonly verdictListeners = new Set<(verdict: MachineVerdict) => void>();
   private readonly transferListeners = new Set<(outcome: TransferOutcome) => void>();
+  private readonly heldCallLookups = new Set<(runId: number) => LiveCall | undefined>();
   private readonly hangUpListeners = new Set<(runId: number) => Promise<void>>();
   private readonly campaignListeners = new Set<() => void>();
 
@@ -92,6 +93,21 @@ export class Signals {
   /** How a transfer this node's provider carried out ended (SIP's NOTIFY, the simulator): the run's writer applies it. */
   transferOutcome(outcome: TransferOutcome): void {
     for (const listener of this.transferListeners) listener(outcome);
+  }
+
+  /** Where this node's held calls can be found (the dispatcher's live calls). */
+  onHeldCall(lookup: (runId: number) => LiveCall | undefined): () => void {
+    this.heldCallLookups.add(lookup);
+    return () => this.heldCallLookups.delete(lookup);
+  }
+
+  /** The call this node holds for a run (the agent runtime's transfer and digits on an in-process call); undefined when another node holds it. */
+  heldCall(runId: number): LiveCall | undefined {
+    for (const lookup of this.heldCallLookups) {
+      const call = lookup(runId);
+      if (call) return call;
+    }
+    return undefined;
   }
 
   onCancel(listener: (runId: number) => Promise<void>): () => void {

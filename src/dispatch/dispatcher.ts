@@ -110,6 +110,8 @@ export class Dispatcher {
       this.deps.signals.onWork(() => this.wake()),
       this.deps.signals.onCancel((runId) => this.live.cancel(runId)),
       this.deps.signals.onHangUp((runId) => this.live.reaped(runId)),
+      this.deps.signals.onTransferOutcome((outcome) => this.live.onTransferOutcome(outcome)),
+      this.deps.signals.onHeldCall((runId) => this.live.held(runId)),
     );
     this.wake();
   }

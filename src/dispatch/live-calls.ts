@@ -9,7 +9,10 @@ import type { AppliedTransition } from '../runs/transition-run.js';
 import { selectCancelRequested, selectEndedRuns, selectRunState } from '../store/statements/run-reads.js';
 import type { ProviderName, RunState } from '../store/schema/schema.js';
 import type { AppliedElsewhere } from '../signals.js';
-import type { DecodedRoute, MachineVerdict, ProviderEvent } from '../telephony/provider.js';
+import type { DecodedRoute, LiveCall, MachineVerdict, ProviderEvent, TransferOutcome } from '../telephony/provider.js';
+import { TRANSFERRED } from '../runs/runtime-actions.js';
+import { applyTransferOutcome } from './call-control.js';
+import { issueRunToken } from '../runtime/run-token.js';
 import { applyMachineVerdict } from './machine-verdicts.js';
 import { applyProviderEvent, ringTimeoutOf } from './provider-events.js';
 
@@ -108,14 +111,38 @@ export class LiveCalls {
    */
   async endedElsewhere(): Promise<void> {
     if (this.calls.size === 0) return;
-    for (const id of await selectEndedRuns(this.deps.store, [...this.calls.keys()])) {
+    for (const { id, outcome_reason } of await selectEndedRuns(this.deps.store, [...this.calls.keys()])) {
       const call = this.calls.get(id);
       // In the call's event chain: a terminal event of the provider's received first lets it go
-      // (the far end hung up), and then there is no line to put down.
+      // (the far end hung up), and then there is no line to put down. A call transferred to
+      // someone who answered is theirs now: let go of it, never put it down.
       if (call) await this.inOrder(id, async () => {
-        if (this.calls.get(id) === call) await this.hangUp(call);
+        if (this.calls.get(id) !== call) return;
+        if (outcome_reason === TRANSFERRED) this.forget(call);
+        else await this.hangUp(call);
       });
     }
+  }
+
+  /** The call this node holds for a run (its agent runtime's transfer and digits act on it here). */
+  held(runId: number): LiveCall | undefined {
+    const call = this.calls.get(runId);
+    return call && { runId: call.runId, providerCallId: call.providerCallId, route: call.route };
+  }
+
+  /**
+   * How a transfer of one of this node's in-process calls ended (the simulator's, SIP's NOTIFY):
+   * applied once, in order with the call's events; a transfer the target answered ends the run
+   * and the call is let go (it is the target's now), never put down.
+   */
+  onTransferOutcome(outcome: TransferOutcome): void {
+    this.track(
+      this.inOrder(outcome.runId, async () => {
+        const ended = await applyTransferOutcome(this.deps, outcome);
+        const call = this.calls.get(outcome.runId);
+        if (ended && call) this.forget(call);
+      }),
+    );
   }
 
   /** Hangs up the call of a run that ended elsewhere (the reaper, its agent), if this node holds it. */
@@ -200,7 +227,7 @@ export class LiveCalls {
     const call = this.calls.get(event.runId);
     if (appliedElsewhere && !call) return;
     const ringTimeoutMs = call ? ringTimeoutOf(this.deps, call.route) : this.deps.config.RING_TIMEOUT_MS;
-    const applied = appliedElsewhere ? undefined : await applyProviderEvent(this.deps, call?.route.provider ?? 'unknown', event, ringTimeoutMs);
+    const applied = appliedElsewhere ? undefined : await applyProviderEvent(this.deps, call?.route.provider ?? 'unknown', event, ringTimeoutMs, call && event.kind === 'answered' ? this.runtimeHandOver(call) : undefined);
     if (!call) return;
     const moved = appliedElsewhere ? appliedElsewhere.moved : applied !== undefined;
     // The run's state in the store says what this node's timers should be (an event applied
@@ -217,6 +244,17 @@ export class LiveCalls {
       if (!moved && (event.kind === 'ringing' || event.kind === 'answered')) await this.hangUp(call);
       else this.forget(call);
     }
+  }
+
+  /**
+   * What the answered event of an in-process call carries for the agent runtime: the run token.
+   * Twilio hands it over in the media stream's parameters; a simulated call has no media, and a SIP
+   * call's media carries only the run id, so the runtime reads it from the run's `in_progress`
+   * event (docs/agent-runtime.md, "Getting the call"), which only the organization's API key reads.
+   */
+  private runtimeHandOver(call: TrackedCall): Record<string, unknown> | undefined {
+    if (call.route.capabilities.callsOutliveNode || !this.deps.config.DIALTONE_SECRET_KEY) return undefined;
+    return { runtime_token: issueRunToken(this.deps.cipher, call.runId, this.deps.clock.now() + this.deps.config.RUNTIME_TOKEN_TTL_MS) };
   }
 
   /** Providers whose calls live in this process and die with it. */

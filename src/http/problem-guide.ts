@@ -129,8 +129,28 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
     when: 'The result the agent runtime reported does not satisfy the result_schema of the run\'s definition (`errors` lists every problem, each with a JSON Pointer into the request body).',
     action: 'Fix the data so it satisfies the schema (GET /api/v1/runtime/runs/{id} returns the definition with it) and report it again.',
   },
+  transfer_in_progress: {
+    when: 'The agent runtime asked for a transfer while another transfer of the same call is under way.',
+    action: 'Wait for its outcome (a `transfer` event, or the run ending `transferred`), then ask again if the call came back to the agent.',
+  },
+  call_control_unsupported: {
+    when: 'The agent runtime asked for a transfer or DTMF digits, and the provider of the run\'s telephony configuration cannot do that (its capabilities, GET /api/v1/public/providers, say so; `provider` and `operation` are in the problem).',
+    action: 'Place calls that need it through a telephony configuration whose provider can (the problem names them).',
+  },
+  transfer_target_refused: {
+    when: 'The target of a transfer is refused by the organization\'s calling policy, as a direct call to it would be (`reason`: number_suppressed, number_frequency_capped, outside_calling_hours).',
+    action: 'Transfer to another destination, or change the policy (remove the suppression, raise the cap, widen the calling hours) if the refusal is wrong.',
+  },
+  call_not_held_here: {
+    when: 'The call of the run lives in the process of another Dialtone node (a simulated or SIP call), and this node cannot act on it.',
+    action: 'Send the request again (with the same Idempotency-Key); route the runtime\'s requests to the node that placed the call, or run one node for such calls.',
+  },
+  call_control_refused: {
+    when: 'The call\'s provider did not take a transfer or DTMF digits (a SIP trunk answering 405 or 501 to REFER or INFO, a Twilio error); `provider_status` holds its words. A refused transfer is recorded as such, and the call stays with the agent.',
+    action: 'Check the provider\'s words; a trunk that refuses REFER cannot transfer calls through Dialtone.',
+  },
   run_not_answered: {
-    when: 'The agent runtime asked to hang up a run whose call has not been answered (its `state` is in the problem).',
+    when: 'The agent runtime asked to hang up, transfer or send digits on a run whose call has not been answered (its `state` is in the problem).',
     action: 'Only an answered call is the runtime\'s to end; to stop a call before it is answered, cancel the run with the API key.',
   },
   campaign_limit: {

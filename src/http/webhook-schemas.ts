@@ -29,6 +29,8 @@ const RUN_EVENT_SUMMARIES: Partial<Record<WebhookEventType, string>> = {
   'run.ended': 'A run ended, in any terminal state (the run in the message says which, and why).',
   'run.result': 'The agent runtime reported what the call concluded, or replaced its report (the run\'s `result`; the event\'s data carries it too).',
   'run.agent_event': 'The agent runtime appended an event of its own to the run (its type is `agent.<name>`, its data as the runtime sent it).',
+  'run.transfer': 'The agent runtime asked for a transfer (the event\'s data: `status` requested, `to`, `caller_id`), or the transfer ended without the target answering (`status` busy, no_answer, failed or refused, and the provider\'s words); the call then returns to the agent. A transfer the target answered ends the run instead (run.ended, outcome_reason transferred).',
+  'run.dtmf': 'Digits were sent on the call at the agent runtime\'s word (the event\'s data: `digits`).',
 };
 
 const FAMILIES: readonly Family[] = [

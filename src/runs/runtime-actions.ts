@@ -1,6 +1,7 @@
 // What the agent runtime does to its run through Dialtone (docs/design.md, "Agent runtime hand-off"):
-// reports what the call concluded (the run's `result`), appends events of its own (`agent.*`), and
-// hangs up. Each is one write through the run's compare-and-set, so a run that has ended refuses
+// reports what the call concluded (the run's `result`), appends events of its own (`agent.*`),
+// hangs up, and the run's side of a transfer (asked, then its outcome applied once) and of digits
+// sent (the provider side is dispatch/call-control.ts). Each is one write through the run's compare-and-set, so a run that has ended refuses
 // all three (run_already_ended, with its state) and none can undo an ending: a result stays as it
 // was when the run ended, and the provider's `completed` after an agent's hang-up matches no
 // predecessor of a terminal state.
@@ -8,7 +9,7 @@ import type { Deps } from '../deps.js';
 import { DialtoneError } from '../errors.js';
 import { writeTransition } from '../store/statements/run-writes.js';
 import type { RunState } from '../store/schema/schema.js';
-import { AGENT_EVENT_TYPE } from '../webhooks/event-types.js';
+import { AGENT_EVENT_TYPE, DTMF_EVENT, DTMF_WEBHOOK_TYPE, TRANSFER_EVENT, TRANSFER_WEBHOOK_TYPE, webhookTypeForState } from '../webhooks/event-types.js';
 import { resultProblems } from '../workflows/result-schema.js';
 import { loadRunDefinition } from './run-definition.js';
 import { getRun, type RunView } from './read-run.js';
@@ -100,4 +101,93 @@ export async function hangUpByAgent(deps: Deps, runId: number, reason: string | 
   }
   await deps.signals.hangUp(runId);
   return getRun(deps.store, undefined, runId);
+}
+
+/** The outcome_reason of a run whose callee was transferred to a target who answered. */
+export const TRANSFERRED = 'transferred';
+
+/** Why a transfer is not the runtime's to ask now: the run's state or a transfer under way. */
+async function notTransferable(deps: Deps, runId: number): Promise<DialtoneError> {
+  const run = await getRun(deps.store, undefined, runId);
+  if (isTerminal(run.state)) return ended(deps, runId);
+  if (run.state !== 'in_progress') return new DialtoneError('run_not_answered', `Run ${run.name} is ${run.state}: only an answered call can be transferred or sent digits.`, { extra: { state: run.state } });
+  return new DialtoneError('transfer_in_progress', `Run ${run.name} has a transfer under way; its outcome comes first.`);
+}
+
+/** What a transfer request records: the target, the caller ID the target sees (null: the route's own). */
+export interface TransferRecord {
+  to: string;
+  callerId: string | null;
+  announce?: string;
+}
+
+/**
+ * Records that the runtime asked for a transfer (a `transfer` event, status `requested`, with the
+ * target) and marks it under way, on an answered run with no transfer under way; otherwise the
+ * problem says why (409). Durable: the provider is asked only once it is recorded.
+ */
+export async function beginTransfer(deps: Deps, runId: number, transfer: TransferRecord): Promise<void> {
+  const at = deps.clock.now();
+  const data = { status: 'requested', to: transfer.to, caller_id: transfer.callerId, ...(transfer.announce !== undefined ? { announce: transfer.announce } : {}) };
+  const written = await deps.store.transaction('durable', (trx) =>
+    writeTransition(trx, deps.store.dialect, runId, { transfer_status: 'pending', updated_at: at }, { from: ['in_progress'], transfer: 'not_pending' }, { type: TRANSFER_EVENT, at, data, webhookType: TRANSFER_WEBHOOK_TYPE }),
+  );
+  if (!written) throw await notTransferable(deps, runId);
+  if (written.webhookDeliveries > 0) deps.signals.outbox();
+}
+
+/** The outcome of a transfer, as the run records it (TransferOutcome without its call and run). */
+export interface TransferEnding {
+  result: 'answered' | 'busy' | 'no_answer' | 'failed' | 'refused';
+  raw: string;
+  at: number;
+}
+
+/**
+ * Applies a transfer's outcome once (the first of any duplicates, on any node): a target who
+ * answered ends the run `completed` (`transferred`); any other outcome is a `transfer` event with
+ * the result and the provider's words, and the call stays the agent's (in_progress). True when
+ * this call ended the run; false when it changed nothing or the run goes on.
+ */
+export async function endTransfer(deps: Deps, runId: number, ending: TransferEnding): Promise<{ applied: boolean; endedRun: boolean }> {
+  if (ending.result === 'answered') {
+    const written = await deps.store.transaction('durable', (trx) =>
+      writeTransition(
+        trx,
+        deps.store.dialect,
+        runId,
+        { state: 'completed', outcome_reason: TRANSFERRED, raw_provider_status: ending.raw, transfer_status: 'answered', updated_at: ending.at, ended_at: ending.at, deadline_at: null, lease_owner: null, lease_expires_at: null },
+        { from: ['in_progress'], transfer: 'pending' },
+        { type: 'completed', at: ending.at, data: { reason: TRANSFERRED, provider_status: ending.raw, transfer_result: 'answered' }, webhookType: webhookTypeForState('completed') },
+      ),
+    );
+    if (!written) return { applied: false, endedRun: false };
+    deps.lifecycle.applied({ runId, to: 'completed', seq: written.seq, webhookDeliveries: written.webhookDeliveries });
+    return { applied: true, endedRun: true };
+  }
+  // A run that ended meanwhile (the callee hung up while the target rang) keeps its ending; the
+  // transfer's outcome is still recorded for the record, once.
+  const written = await deps.store.transaction('durable', (trx) =>
+    writeTransition(
+      trx,
+      deps.store.dialect,
+      runId,
+      { transfer_status: ending.result, updated_at: ending.at },
+      { from: RUN_STATES, transfer: 'pending' },
+      { type: TRANSFER_EVENT, at: ending.at, data: { status: ending.result, provider_status: ending.raw }, webhookType: TRANSFER_WEBHOOK_TYPE },
+    ),
+  );
+  if (written && written.webhookDeliveries > 0) deps.signals.outbox();
+  return { applied: written !== undefined, endedRun: false };
+}
+
+/** Records digits sent on an answered call (a `dtmf` event), once the provider took them. */
+export async function recordDigits(deps: Deps, runId: number, digits: string): Promise<{ seq: number; at: number }> {
+  const at = deps.clock.now();
+  const written = await deps.store.transaction('durable', (trx) =>
+    writeTransition(trx, deps.store.dialect, runId, { updated_at: at }, { from: ['in_progress'] }, { type: DTMF_EVENT, at, data: { digits }, webhookType: DTMF_WEBHOOK_TYPE }),
+  );
+  if (!written) throw await notTransferable(deps, runId);
+  if (written.webhookDeliveries > 0) deps.signals.outbox();
+  return { seq: written.seq, at };
 }

@@ -55,7 +55,7 @@ export interface ProviderContext<K extends TProperties> {
 }
 
 /** A path a provider calls back on for a run, under /api/v1/providers/<name>/runs/:id/. */
-export type CallbackRoute = 'answer' | 'status' | 'amd';
+export type CallbackRoute = 'answer' | 'status' | 'amd' | 'transfer';
 
 /** What a provider's folder writes: everything about it, typed by its own route config and keys. */
 export interface ProviderSpec<C, K extends TProperties> {

@@ -90,9 +90,9 @@ export interface MachineDetectionRequest {
 /**
  * What a provider can do, said as plain booleans so code that depends on one (a SIP URI dialed,
  * answering-machine detection asked for, a run given up with its node) asks the route's provider
- * rather than its name. Transfer and DTMF say what Dialtone does through the provider today (nothing
- * yet, for any); machine detection says whether the provider can report it, which answering-machine
- * detection (issue 31) builds on.
+ * rather than its name. Transfer and DTMF say what Dialtone does through the provider (the agent
+ * runtime's transfer and digits, dispatch/call-control.ts); machine detection says whether the
+ * provider can report it, which answering-machine detection (issue 31) builds on.
  */
 export interface ProviderCapabilities {
   /** The provider holds its calls: they go on when the node that placed them stops, and it can be asked about them. */
@@ -224,6 +224,17 @@ export interface ProviderCallbacks<C> {
   answer(plan: AnswerPlan): { contentType: string; body: string };
   /** Who answered, from a machine-detection callback; undefined when the request carries no verdict. */
   machineVerdict?(request: CallbackRequest): Omit<MachineVerdict, 'runId' | 'at'> | undefined;
+  /**
+   * How a transfer ended, from a transfer callback (Twilio's <Dial> action, or its target's
+   * `answered` status); undefined when the request reports no outcome.
+   */
+  transferOutcome?(request: CallbackRequest): Omit<TransferOutcome, 'runId' | 'at'> | undefined;
+  /**
+   * The body and content type answering a transfer callback that waits for what the call does next
+   * (Twilio's <Dial> action): hang up once the target had the callee, else return the call to its
+   * answer (the agent). Undefined for a callback that takes no instructions (a status callback).
+   */
+  afterTransfer?(request: CallbackRequest, runId: number, result: TransferResult | undefined): { contentType: string; body: string } | undefined;
 }
 
 interface ProviderBase<C> {

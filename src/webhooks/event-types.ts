@@ -5,7 +5,9 @@ import { isTerminal, type RunState } from '../runs/states.js';
 // run.deferred: a queued run put off to its next calling-hours window at claim time (it stays queued).
 // run.answered_by: answering-machine detection decided who answered (the run's state is unchanged).
 // run.result: the agent runtime reported (or replaced) what the call concluded; run.agent_event: it
-// appended an event of its own (`agent.*`, docs/design.md, "Agent runtime hand-off").
+// appended an event of its own (`agent.*`, docs/design.md, "Agent runtime hand-off"); run.transfer:
+// the runtime asked for a transfer, or one ended without the target answering (an answered one
+// ends the run: run.ended, `transferred`); run.dtmf: digits were sent on the call at its word.
 // campaign.*: every change of a campaign's state the event stream reports: created (a draft),
 // started, paused (by request, its circuit breaker or its ends_at), resumed, completed, canceled.
 export const WEBHOOK_EVENT_TYPES = [
@@ -18,6 +20,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'run.ended',
   'run.result',
   'run.agent_event',
+  'run.transfer',
+  'run.dtmf',
   'campaign.created',
   'campaign.started',
   'campaign.paused',
@@ -44,6 +48,12 @@ export function webhookTypeForState(state: RunState): WebhookEventType {
  */
 export const ANSWERED_BY_EVENT = 'answered_by';
 export const ANSWERED_BY_WEBHOOK_TYPE: WebhookEventType = 'run.answered_by';
+
+/** The runtime's transfer (asked, or ended without an answer) and digits sent, as `run.` and the event's type (PostgreSQL's outbox trigger names them so too). */
+export const TRANSFER_EVENT = 'transfer';
+export const TRANSFER_WEBHOOK_TYPE: WebhookEventType = 'run.transfer';
+export const DTMF_EVENT = 'dtmf';
+export const DTMF_WEBHOOK_TYPE: WebhookEventType = 'run.dtmf';
 
 export function isWebhookEventType(value: string): value is WebhookEventType {
   return (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value);

@@ -1,5 +1,6 @@
 // Provider callbacks for a run (Twilio's today): the answer webhook (connect the call to the agent
-// runtime, or speak the greeting and hang up) and status callbacks (the call's progress). The
+// runtime, or speak the greeting and hang up), status callbacks (the call's progress), the
+// machine-detection verdict and the agent runtime's transfer's outcome. The
 // provider verifies, parses and answers them in its own terms (provider.ts `callbacks`); this
 // route only carries them. An unverified request is refused with 403 and changes nothing. Any
 // node may receive them: events are applied once, through the store (dispatch/provider-events.ts).
@@ -7,6 +8,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Deps } from '../../deps.js';
 import { applyMachineVerdict, remoteHandling } from '../../dispatch/machine-verdicts.js';
 import { applyReportedEvent } from '../../dispatch/provider-events.js';
+import { applyTransferOutcome } from '../../dispatch/call-control.js';
 import { DialtoneError } from '../../errors.js';
 import { loadRunDefinition, type RunDefinition } from '../../runs/run-definition.js';
 import { issueRunToken } from '../../runtime/run-token.js';
@@ -102,6 +104,24 @@ export function providerCallbackRoutes(deps: Deps, name: ProviderName, routes: r
           await applyMachineVerdict(deps, { runId: run.run.id, ...verdict, at: deps.clock.now() }, remoteHandling(deps, call));
         }
         return reply.code(204).send();
+      });
+    }
+
+    // The agent runtime's transfer (Twilio's <Dial> action and its target's `answered` status):
+    // its outcome applied once, whichever node receives it and however often the provider retries
+    // (runs/runtime-actions.ts, endTransfer); the action's answer says what the call does next.
+    const transferOutcome = callbacks.transferOutcome?.bind(callbacks);
+    const afterTransfer = callbacks.afterTransfer?.bind(callbacks);
+    if (routes.includes('transfer') && transferOutcome) {
+      app.post(callbackRoutePath('transfer'), { schema: hidden }, async (request, reply) => {
+        const { run, request: callback } = await verified(request);
+        const outcome = transferOutcome(callback);
+        if (outcome === undefined) request.log.warn({ runId: run.run.id, provider: name }, 'a transfer callback without an outcome: ignored');
+        else if (run.run.provider_call_id === null || run.run.provider_call_id === outcome.providerCallId) {
+          await applyTransferOutcome(deps, { runId: run.run.id, ...outcome, at: deps.clock.now() });
+        }
+        const next = afterTransfer?.(callback, run.run.id, outcome?.result);
+        return next ? reply.type(next.contentType).send(next.body) : reply.code(204).send();
       });
     }
   };

@@ -1,5 +1,5 @@
 // The agent runtime's API (docs/design.md, "Agent runtime hand-off"): the read of what to run, and
-// the actions on its call (report a result, append its own events, hang up), each authorized by the
+// the actions on its call (report a result, append its own events, hang up, transfer, send digits), each authorized by the
 // per-run token it was handed with the answered call. A wrong, expired or missing token, another
 // run's token, and an unknown run, all get the same 401: the token is the only thing that names a
 // run here. The actions honour Idempotency-Key, scoped to the run.
@@ -11,6 +11,7 @@ import { DialtoneError, type ErrorCode } from '../../errors.js';
 import { loadRunDefinition, type RunDefinition } from '../../runs/run-definition.js';
 import { AGENT_EVENT_MAX_BYTES, AGENT_EVENT_NAME, appendAgentEvent, hangUpByAgent, HANGUP_REASON_MAX_LENGTH, reportResult, RESULT_MAX_BYTES } from '../../runs/runtime-actions.js';
 import { verifyRunToken } from '../../runtime/run-token.js';
+import { sendDigits, transferCall } from '../../dispatch/call-control.js';
 import { problemResponses } from '../problem-schemas.js';
 import { IdempotencyHeaders, PathId, replayableResponse, WorkflowRunRef } from '../schemas.js';
 
@@ -48,6 +49,31 @@ const HangupBody = Type.Object(
   { reason: Type.Optional(Type.String({ minLength: 1, maxLength: HANGUP_REASON_MAX_LENGTH, description: 'Why the agent ended the call; kept in the run\'s `completed` event as agent_reason' })) },
   { additionalProperties: false },
 );
+
+/** The longest announcement spoken to the callee before a transfer. */
+const ANNOUNCE_MAX_LENGTH = 500;
+/** The most digits one request sends. */
+const DTMF_MAX_DIGITS = 64;
+
+const TransferBody = Type.Object(
+  {
+    to: Type.String({ minLength: 1, maxLength: 256, description: 'The target: an E.164 number, or a sip:/sips: URI where the route\'s provider dials SIP URIs. It passes the organization\'s calling policy as a direct call to it would.' }),
+    caller_id: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'The caller ID the target sees: one of the route\'s caller IDs; the route\'s first when omitted' })),
+    announce: Type.Optional(Type.String({ minLength: 1, maxLength: ANNOUNCE_MAX_LENGTH, description: 'Spoken to the callee before the transfer (where the provider speaks: Twilio)' })),
+  },
+  { additionalProperties: false },
+);
+
+const DtmfBody = Type.Object(
+  { digits: Type.String({ pattern: `^[0-9*#A-Dw]{1,${DTMF_MAX_DIGITS}}$`, description: `The digits to send: 0-9, *, #, A-D, and w for a half-second pause; 1 to ${DTMF_MAX_DIGITS}` }) },
+  { additionalProperties: false },
+);
+
+const DtmfAnswer = Type.Object({
+  seq: Type.Integer({ description: 'The `dtmf` event\'s place in the run\'s event log' }),
+  digits: Type.String(),
+  at: Type.String({ format: 'date-time' }),
+});
 
 const IdParams = Type.Object({ id: PathId('Workflow run id') });
 /** Every action's refusals, besides its own. */
@@ -205,6 +231,58 @@ export function runtimeRoutes(deps: Deps): FastifyPluginAsync {
         const run = await authorizedRun(deps, request);
         const reason = (request.body as { reason?: string } | undefined)?.reason;
         return once(deps, request, reply, run, () => hangUpByAgent(deps, run.run.id, reason));
+      },
+    );
+
+    app.post(
+      '/runs/:id/transfer',
+      {
+        onRequest: checkToken(deps),
+        schema: {
+          operationId: 'transferRuntimeCall',
+          summary: 'Transfer The Call',
+          description: `A blind (cold) transfer of the callee to an E.164 number, or a SIP URI where the route's provider dials them (Twilio: a call update whose TwiML <Dial>s the target; SIP: REFER; the simulator: its reserved targets). The target passes the organization's calling policy as a direct call would (422 transfer_target_refused with the reason). The run records the request (a transfer event) at once; the outcome comes later: a target who answers ends the run completed with outcome_reason transferred; busy, no answer or a failure is a transfer event with the result, and the call returns to the agent. The target rings at most TRANSFER_RING_TIMEOUT_MS. Only an answered call (409 run_not_answered), one transfer at a time (409 transfer_in_progress). Honours Idempotency-Key.`,
+          tags: ['Agent runtime'],
+          security: [{ RunToken: [] }],
+          params: IdParams,
+          headers: IdempotencyHeaders,
+          body: TransferBody,
+          response: {
+            200: replayableResponse(WorkflowRunRef()),
+            ...problemResponses([...ACTION_REFUSALS, 'run_already_ended', 'run_not_answered', 'transfer_in_progress', 'transfer_target_refused', 'call_control_unsupported', 'call_control_refused', 'call_not_held_here', 'telephony_not_ready']),
+          },
+        },
+      },
+      async (request, reply) => {
+        const run = await authorizedRun(deps, request);
+        const body = request.body as { to: string; caller_id?: string; announce?: string };
+        return once(deps, request, reply, run, () => transferCall(deps, run, { to: body.to, callerId: body.caller_id, announce: body.announce }));
+      },
+    );
+
+    app.post(
+      '/runs/:id/dtmf',
+      {
+        onRequest: checkToken(deps),
+        schema: {
+          operationId: 'sendRuntimeDigits',
+          summary: 'Send DTMF Digits',
+          description: 'Sends DTMF digits to the far end of the answered call through its provider (Twilio: a call update playing <Play digits>, after which the call returns to its answer and the runtime gets a new stream; SIP: INFO; the simulator records them), then records them as a dtmf event. Only an answered call (409 run_not_answered); a provider that cannot send digits: 422 call_control_unsupported. Honours Idempotency-Key.',
+          tags: ['Agent runtime'],
+          security: [{ RunToken: [] }],
+          params: IdParams,
+          headers: IdempotencyHeaders,
+          body: DtmfBody,
+          response: {
+            200: replayableResponse(DtmfAnswer),
+            ...problemResponses([...ACTION_REFUSALS, 'run_already_ended', 'run_not_answered', 'call_control_unsupported', 'call_control_refused', 'call_not_held_here', 'telephony_not_ready']),
+          },
+        },
+      },
+      async (request, reply) => {
+        const run = await authorizedRun(deps, request);
+        const { digits } = request.body as { digits: string };
+        return once(deps, request, reply, run, () => sendDigits(deps, run, digits));
       },
     );
   };

@@ -25,6 +25,7 @@ import { up018 } from './migrations/018_answered_by.js';
 import { up019 } from './migrations/019_provider_names_unchecked.js';
 import { up020 } from './migrations/020_run_results.js';
 import { up021 } from './migrations/021_campaign_answered_by.js';
+import { up022 } from './migrations/022_run_transfers.js';
 import { up023 } from './migrations/023_retention.js';
 import { up025 } from './migrations/025_audit_events.js';
 import type { DialectName, Store } from '../engine/store.js';
@@ -52,6 +53,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '019_provider_names_unchecked': { up: up019(dialect) },
     '020_run_results': { up: up020(dialect) },
     '021_campaign_answered_by': { up: up021(dialect) },
+    '022_run_transfers': { up: up022(dialect) },
     '023_retention': { up: up023(dialect) },
     '025_audit_events': { up: up025(dialect) },
   };

@@ -150,6 +150,8 @@ export interface WorkflowRunsTable {
   raw_answered_by: Generated<string | null>;
   /** What the agent runtime reported the call concluded: its JSON text (TEXT in both stores); null until reported. */
   result: Generated<string | null>;
+  /** The agent runtime's transfer: `pending` until its outcome, then the outcome (answered, busy, no_answer, failed, refused); null when none was asked. */
+  transfer_status: Generated<string | null>;
 }
 
 /** Who answered a call, as every provider's verdict is normalized. */

@@ -122,10 +122,9 @@ export async function selectCancelRequested(store: Store, nodeId: string, live: 
 }
 
 /** Which of these runs have ended (a node's held calls whose runs another node ended). */
-export async function selectEndedRuns(store: Store, runIds: readonly number[]): Promise<number[]> {
+export async function selectEndedRuns(store: Store, runIds: readonly number[]): Promise<{ id: number; outcome_reason: string | null }[]> {
   if (runIds.length === 0) return [];
-  const rows = await store.db.selectFrom('workflow_runs').select('id').where('id', 'in', runIds).where('ended_at', 'is not', null).execute();
-  return rows.map((r) => r.id);
+  return store.db.selectFrom('workflow_runs').select(['id', 'outcome_reason']).where('id', 'in', runIds).where('ended_at', 'is not', null).execute();
 }
 
 /**

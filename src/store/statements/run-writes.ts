@@ -22,6 +22,8 @@ export interface StateGuard {
   deadlineBefore?: number | undefined;
   /** And who answered not decided yet (a verdict is recorded once). */
   answeredByUnset?: boolean | undefined;
+  /** And a transfer under way (`pending`: its outcome is applied once), or none (`not_pending`: one at a time). */
+  transfer?: 'pending' | 'not_pending' | undefined;
 }
 
 /** The compare-and-set update of a run: `columns` and the next event seq, only if the guard holds. */
@@ -33,7 +35,9 @@ function guardedRunUpdate(trx: Transaction<Database>, runId: number, columns: Ru
     .where('state', 'in', guard.from)
     .$if(guard.onlyFrom !== undefined, (q) => q.where('state', '=', guard.onlyFrom as RunState))
     .$if(guard.deadlineBefore !== undefined, (q) => q.where('deadline_at', '<', guard.deadlineBefore as number))
-    .$if(guard.answeredByUnset === true, (q) => q.where('answered_by', 'is', null));
+    .$if(guard.answeredByUnset === true, (q) => q.where('answered_by', 'is', null))
+    .$if(guard.transfer === 'pending', (q) => q.where('transfer_status', '=', 'pending'))
+    .$if(guard.transfer === 'not_pending', (q) => q.where((eb) => eb.or([eb('transfer_status', 'is', null), eb('transfer_status', '!=', 'pending')])));
 }
 
 /**
@@ -45,7 +49,7 @@ async function guardedRunUpdateReturningRow(trx: Transaction<Database>, dialect:
   const entries = Object.entries(columns).filter(([, value]) => value !== undefined);
   const plain = entries.every(([, value]) => value === null || typeof value === 'number' || typeof value === 'string');
   const names = entries.map(([name]) => name);
-  const shape = plain ? JSON.stringify(['run-writes:guarded-update', names, guard.from, guard.onlyFrom ?? null, guard.deadlineBefore !== undefined, guard.answeredByUnset === true]) : undefined;
+  const shape = plain ? JSON.stringify(['run-writes:guarded-update', names, guard.from, guard.onlyFrom ?? null, guard.deadlineBefore !== undefined, guard.answeredByUnset === true, guard.transfer ?? null]) : undefined;
   const values: Record<string, unknown> = { runId, deadlineBefore: guard.deadlineBefore };
   for (const [name, value] of entries) values[`set:${name}`] = value;
   const { rows } = await executeCompiled(trx, dialect, shape, values, (p) => {
@@ -345,7 +349,7 @@ export interface TransitionEvent {
    * or `answered_by` (who answered was decided; the state is unchanged), or an event the agent
    * runtime reported on a run that has not ended (its `result`, its own `agent.*` events).
    */
-  type: RunState | 'deferred' | 'answered_by' | 'result' | `agent.${string}`;
+  type: RunState | 'deferred' | 'answered_by' | 'result' | `agent.${string}` | 'transfer' | 'dtmf';
   at: number;
   data: Record<string, unknown>;
   /** The webhook message type it is reported as. */
@@ -435,9 +439,9 @@ export function transitionShape(write: TransitionWrite): string | undefined {
     const value: unknown = (write.columns as Record<string, unknown>)[name];
     if (value !== null && typeof value !== 'number' && typeof value !== 'string') return undefined;
   }
-  const { from, onlyFrom, deadlineBefore, answeredByUnset } = write.guard;
-  // The set-based statement knows no verdict guard: such a write goes alone.
-  if (answeredByUnset === true) return undefined;
+  const { from, onlyFrom, deadlineBefore, answeredByUnset, transfer } = write.guard;
+  // The set-based statement knows no verdict or transfer guard: such a write goes alone.
+  if (answeredByUnset === true || transfer !== undefined) return undefined;
   return JSON.stringify([write.event.type, names, from, onlyFrom ?? null, deadlineBefore !== undefined]);
 }
 

@@ -25,8 +25,9 @@ export const simulatorDefinition = defineProvider<SimulatorRouteConfig, typeof c
     dialsSipUris: false,
     // Its reserved numbers play voicemail boxes, faxes and people, and say which when asked.
     supportsMachineDetection: true,
-    supportsTransfer: false,
-    sendsDtmf: false,
+    // Transfers to reserved targets end as their number says; digits are recorded (docs/simulator.md).
+    supportsTransfer: true,
+    sendsDtmf: true,
   },
   settings: [
     { name: 'answer_latency_ms', type: 'integer', description: 'Dial to ringing, in place of SIMULATOR_LATENCY_MS.' },
@@ -38,12 +39,13 @@ export const simulatorDefinition = defineProvider<SimulatorRouteConfig, typeof c
   decodeRoute: decodeSimulatorRoute,
   configKeys,
   callbackRoutes: [],
-  create: ({ config, clock, emit, emitVerdict }) =>
+  create: ({ config, clock, emit, emitVerdict, emitTransfer }) =>
     new SimulatorProvider(
       { latencyMs: config.SIMULATOR_LATENCY_MS, ringMs: config.SIMULATOR_RING_MS, talkMs: config.SIMULATOR_TALK_MS, secondMs: config.SIMULATOR_SECOND_MS },
       clock,
       emit,
       config.SIMULATOR_DIAL_LOG,
       emitVerdict,
+      emitTransfer,
     ),
 });

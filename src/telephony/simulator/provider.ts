@@ -7,6 +7,7 @@ import type { Clock } from '../../shared/clock.js';
 import type { FieldError } from '../../errors.js';
 import type { AnsweredBy } from '../../store/schema/schema.js';
 import {
+  CallControlRefusedError,
   DialRefusedError,
   type DialRequest,
   type InProcessProvider,
@@ -17,6 +18,9 @@ import {
   type ProviderEventSink,
   type RouteDecoding,
   type RouteInput,
+  type TransferOutcomeSink,
+  type TransferRequest,
+  type TransferResult,
 } from '../provider.js';
 
 /** The raw status and reason of a call that ended after a message was left on it. */
@@ -157,6 +161,28 @@ export function decodeSimulatorRoute(input: RouteInput = { settings: {}, credent
   return problems.length > 0 ? { ok: false, problems } : { ok: true, config };
 }
 
+/**
+ * What a transfer's target does (docs/simulator.md, "Transfers"), by the same reserved numbers:
+ * `…0101` is busy, `…0102` rings until the transfer's timeout (in simulated seconds), `…0104`
+ * fails, `…0108` is a transfer the carrier refuses outright; any other target answers after the
+ * ring time. Undefined: refused at once.
+ */
+export function transferScript(to: string, request: Pick<TransferRequest, 'timeoutSeconds'>, t: SimulatorTimings): { afterMs: number; result: TransferResult; raw: string } | undefined {
+  const suffix = to.startsWith(RESERVED_PREFIX) ? to.slice(RESERVED_PREFIX.length) : undefined;
+  switch (suffix) {
+    case '01':
+      return { afterMs: t.latencyMs, result: 'busy', raw: '486 Busy Here' };
+    case '02':
+      return { afterMs: request.timeoutSeconds * t.secondMs, result: 'no_answer', raw: 'transfer timeout' };
+    case '04':
+      return { afterMs: t.latencyMs, result: 'failed', raw: '404 Not Found' };
+    case '08':
+      return undefined;
+    default:
+      return { afterMs: t.ringMs, result: 'answered', raw: '200 OK' };
+  }
+}
+
 export interface SimulatedDial {
   runId: number;
   to: string;
@@ -176,6 +202,10 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
   private readonly timers = new Map<string, NodeJS.Timeout>();
   /** The messages left on this process's calls since `record()`, for tests (the run's events keep them too). */
   private messages: { runId: number; text: string }[] | undefined;
+  /** The digits sent and transfers asked on this process's calls since `record()`, for tests (the run's events keep them too). */
+  private controls: { runId: number; digits?: string; transferTo?: string }[] | undefined;
+  /** A transfer's timer per call: one transfer at a time. */
+  private readonly transfers = new Map<string, NodeJS.Timeout>();
 
   constructor(
     private readonly timings: SimulatorTimings,
@@ -183,6 +213,7 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
     private readonly emit: ProviderEventSink,
     private readonly dialLogPath?: string,
     private readonly verdicts: MachineVerdictSink = () => undefined,
+    private readonly transferOutcomes: TransferOutcomeSink = () => undefined,
   ) {}
 
   readiness(): string[] {
@@ -205,6 +236,7 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
   /** Starts keeping every dial in memory, and returns that record (it grows as dials happen). */
   record(): SimulatedDial[] {
     this.messages ??= [];
+    this.controls ??= [];
     this.recorded ??= [];
     return this.recorded;
   }
@@ -212,6 +244,11 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
   /** The record started by `record()`; empty when nothing is recorded. */
   get dials(): readonly SimulatedDial[] {
     return this.recorded ?? [];
+  }
+
+  /** The digits sent and transfers asked since `record()`. */
+  get callControls(): readonly { runId: number; digits?: string; transferTo?: string }[] {
+    return this.controls ?? [];
   }
 
   /** The messages left since `record()`. */
@@ -249,14 +286,48 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
     this.play(call.runId, call.providerCallId, [{ afterMs: speakingMs, kind: 'completed', raw: VOICEMAIL_LEFT }], timings);
   }
 
+  /**
+   * A blind transfer: the target (transferScript) answers, is busy, rings out or fails after its
+   * time. A target who answers takes the call: the simulator plays nothing more of it. Otherwise
+   * the call goes on with the agent as it was.
+   */
+  async transfer(call: LiveCall<SimulatorRouteConfig>, request: TransferRequest): Promise<void> {
+    const timings = { ...this.timings, ...call.route.config };
+    const script = transferScript(request.to, request, timings);
+    this.controls?.push({ runId: call.runId, transferTo: request.to });
+    if (!script) throw new CallControlRefusedError('501 Not Implemented', 'Simulated refusal: the carrier does not transfer calls to this target.');
+    const previous = this.transfers.get(call.providerCallId);
+    if (previous) clearTimeout(previous);
+    this.transfers.set(
+      call.providerCallId,
+      setTimeout(() => {
+        this.transfers.delete(call.providerCallId);
+        if (script.result === 'answered') {
+          const timer = this.timers.get(call.providerCallId);
+          if (timer) clearTimeout(timer);
+          this.timers.delete(call.providerCallId);
+        }
+        this.transferOutcomes({ runId: call.runId, providerCallId: call.providerCallId, result: script.result, raw: script.raw, at: this.clock.now() });
+      }, script.afterMs),
+    );
+  }
+
+  /** Digits "sent" to the far end: kept for tests (the run's `dtmf` event records them). */
+  async sendDigits(call: LiveCall<SimulatorRouteConfig>, digits: string): Promise<void> {
+    this.controls?.push({ runId: call.runId, digits });
+  }
+
   async hangUp(call: LiveCall<SimulatorRouteConfig>): Promise<void> {
-    const timer = this.timers.get(call.providerCallId);
-    if (timer) clearTimeout(timer);
-    this.timers.delete(call.providerCallId);
+    for (const timers of [this.timers, this.transfers]) {
+      const timer = timers.get(call.providerCallId);
+      if (timer) clearTimeout(timer);
+      timers.delete(call.providerCallId);
+    }
   }
 
   async close(): Promise<void> {
-    for (const timer of this.timers.values()) clearTimeout(timer);
+    for (const timer of [...this.timers.values(), ...this.transfers.values()]) clearTimeout(timer);
     this.timers.clear();
+    this.transfers.clear();
   }
 }

@@ -32,8 +32,9 @@ export const twilioDefinition = defineProvider<TwilioRouteConfig, typeof configK
     dialsSipUris: false,
     // Twilio's AnsweringMachineDetection parameter on a call (issue 31 asks for it).
     supportsMachineDetection: true,
-    supportsTransfer: false,
-    sendsDtmf: false,
+    // A blind transfer by a call update whose TwiML <Dial>s the target; digits by <Play digits>.
+    supportsTransfer: true,
+    sendsDtmf: true,
   },
   settings: [],
   credentials: [
@@ -44,6 +45,6 @@ export const twilioDefinition = defineProvider<TwilioRouteConfig, typeof configK
   ],
   decodeRoute: decodeTwilioRoute,
   configKeys,
-  callbackRoutes: ['answer', 'status', 'amd'],
+  callbackRoutes: ['answer', 'status', 'amd', 'transfer'],
   create: ({ config }) => new TwilioProvider(config),
 });

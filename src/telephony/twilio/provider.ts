@@ -11,6 +11,7 @@ import type TwilioSdk from 'twilio';
 import type { CallInstance } from 'twilio/lib/rest/api/v2010/account/call.js';
 import type { FieldError } from '../../errors.js';
 import {
+  CallControlRefusedError,
   DialRefusedError,
   DialTimeoutError,
   type AnswerPlan,
@@ -27,6 +28,9 @@ import {
   type RouteDecoding,
   type RouteInput,
   type ServiceSettings,
+  type TransferOutcome,
+  type TransferRequest,
+  type TransferResult,
 } from '../provider.js';
 import { callbackUrl } from '../callback-urls.js';
 import { parseTwilioCredentials, twilioCredentialProblems, type TwilioCredentials } from './credentials.js';
@@ -81,11 +85,12 @@ export function connectionOverrides(config: Pick<TwilioConfig, 'TWILIO_CALLBACK_
  * Where Twilio calls back for a run, without the fragment: its answer (TwiML), its status
  * callbacks, and its answering-machine detection's verdict (AsyncAmdStatusCallback).
  */
-export function twilioCallbackUrls(publicBaseUrl: string, runId: number): { answer: string; status: string; amd: string } {
+export function twilioCallbackUrls(publicBaseUrl: string, runId: number): { answer: string; status: string; amd: string; transfer: string } {
   return {
     answer: callbackUrl(publicBaseUrl, 'twilio', runId, 'answer'),
     status: callbackUrl(publicBaseUrl, 'twilio', runId, 'status'),
     amd: callbackUrl(publicBaseUrl, 'twilio', runId, 'amd'),
+    transfer: callbackUrl(publicBaseUrl, 'twilio', runId, 'transfer'),
   };
 }
 
@@ -151,6 +156,13 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
       status: (request) => statusOf(request),
       answer: (plan) => ({ contentType: 'text/xml; charset=utf-8', body: twiml(plan) }),
       machineVerdict: (request) => verdictOf(request),
+      transferOutcome: (request) => transferOutcomeOf(request),
+      afterTransfer: (request, runId, result) => {
+        // Only the <Dial> action waits for instructions; the target's status callback takes none.
+        if (request.form.DialCallStatus === undefined || !config.PUBLIC_BASE_URL) return undefined;
+        const body = afterTransferTwiml(result, twilioCallbackUrls(config.PUBLIC_BASE_URL, runId).answer);
+        return { contentType: 'text/xml; charset=utf-8', body };
+      },
     };
   }
 
@@ -214,6 +226,41 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
       statusCallback: withFragment(status, this.fragment),
       statusCallbackMethod: 'POST',
     });
+  }
+
+  /**
+   * A blind transfer: the call's TwiML is replaced by a <Dial> of the target (after the
+   * announcement, when there is one). The target's `answered` status and the <Dial>'s action both
+   * come back signed to the run's `transfer` callback; the action's answer says what the call does
+   * next (http/routes/provider-callbacks.ts, `afterTransfer`).
+   */
+  async transfer(call: LiveCall<TwilioRouteConfig>, request: TransferRequest): Promise<void> {
+    const publicBaseUrl = this.config.PUBLIC_BASE_URL;
+    if (!publicBaseUrl) throw new Error('PUBLIC_BASE_URL is not set: Twilio would have nowhere to report the transfer.');
+    const url = withFragment(twilioCallbackUrls(publicBaseUrl, call.runId).transfer, this.fragment);
+    const callerId = request.callerId ?? call.route.callerIds[0];
+    await this.updateTwiml(call, transferTwiml(request, url, callerId));
+  }
+
+  /**
+   * Digits played into the call (<Play digits>), then the call goes back to its answer: an update
+   * replaces the call's TwiML, which ends the agent's stream, so a <Redirect> to the answer
+   * callback connects the runtime again (a new stream, a new token) once the digits are played.
+   */
+  async sendDigits(call: LiveCall<TwilioRouteConfig>, digits: string): Promise<void> {
+    const publicBaseUrl = this.config.PUBLIC_BASE_URL;
+    if (!publicBaseUrl) throw new Error('PUBLIC_BASE_URL is not set: the call could not return to its answer after the digits.');
+    await this.updateTwiml(call, digitsTwiml(digits, twilioCallbackUrls(publicBaseUrl, call.runId).answer));
+  }
+
+  /** Replaces the live call's TwiML (the Call resource's update, `Twiml`); a REST error is reported with Twilio's words. */
+  private async updateTwiml(call: LiveCall<TwilioRouteConfig>, twimlText: string): Promise<void> {
+    try {
+      await this.client(call.route).calls(call.providerCallId).update({ twiml: twimlText });
+    } catch (error) {
+      if (error instanceof twilio().RestException) throw new CallControlRefusedError(describeRestError(error).raw, 'Twilio refused the call update.');
+      throw error;
+    }
   }
 
   async fetchCall(route: TwilioRoute, providerCallId: string): Promise<CallReport | undefined> {
@@ -295,6 +342,56 @@ function verdictOf(request: CallbackRequest): Omit<MachineVerdict, 'runId' | 'at
   const callSid = request.form.CallSid;
   if (!answeredBy || !callSid) return undefined;
   return { providerCallId: callSid, answeredBy: answeredByOf(answeredBy), raw: answeredBy };
+}
+
+/**
+ * <Dial>'s DialCallStatus as a transfer's result: `completed` (the target answered and the call
+ * ended) and `answered` both mean the target had the callee; `canceled` (the dial was cut short) is
+ * a failed transfer.
+ */
+const DIAL_RESULTS: Record<string, TransferResult> = { completed: 'answered', answered: 'answered', busy: 'busy', 'no-answer': 'no_answer', failed: 'failed', canceled: 'failed' };
+
+/**
+ * A transfer callback's outcome: the <Dial> action (DialCallStatus) or the target leg's `answered`
+ * status (CallStatus in-progress, its ParentCallSid the run's call). Undefined for anything else.
+ */
+export function transferOutcomeOf(request: CallbackRequest): Omit<TransferOutcome, 'runId' | 'at'> | undefined {
+  const { form } = request;
+  const dialStatus = form.DialCallStatus;
+  if (dialStatus !== undefined) {
+    const result = DIAL_RESULTS[dialStatus];
+    const callSid = form.CallSid;
+    if (!result || !callSid) return undefined;
+    const sip = form.DialSipResponseCode ? ` (SIP ${form.DialSipResponseCode})` : '';
+    return { providerCallId: callSid, result, raw: `DialCallStatus ${dialStatus}${sip}` };
+  }
+  if (form.CallStatus === 'in-progress' && form.ParentCallSid) return { providerCallId: form.ParentCallSid, result: 'answered', raw: 'target in-progress' };
+  return undefined;
+}
+
+/** The transfer's TwiML: the announcement, then a <Dial> of the target whose answer and end come back to `callback`. */
+export function transferTwiml(request: TransferRequest, callback: string, callerId: string | undefined): string {
+  const response = new (twilio().twiml.VoiceResponse)();
+  if (request.announce) response.say(request.announce);
+  const dial = response.dial({ timeout: request.timeoutSeconds, action: callback, method: 'POST', ...(callerId ? { callerId } : {}) });
+  dial.number({ statusCallbackEvent: ['answered'], statusCallback: callback, statusCallbackMethod: 'POST' }, request.to);
+  return response.toString();
+}
+
+/** Digits played into the call, then back to its answer (the runtime's stream again). */
+export function digitsTwiml(digits: string, answerUrl: string): string {
+  const response = new (twilio().twiml.VoiceResponse)();
+  response.play({ digits });
+  response.redirect({ method: 'POST' }, answerUrl);
+  return response.toString();
+}
+
+/** After a transfer: the call is the target's (or over), so hang up this leg; else back to the answer. */
+function afterTransferTwiml(result: TransferResult | undefined, answerUrl: string): string {
+  const response = new (twilio().twiml.VoiceResponse)();
+  if (result === 'answered' || result === undefined) response.hangup();
+  else response.redirect({ method: 'POST' }, answerUrl);
+  return response.toString();
 }
 
 function twiml(plan: AnswerPlan): string {
