@@ -70,6 +70,8 @@ export interface FakeTwilio {
   createsAnswered(): number;
   /** Makes the next Calls.json create fail with this Twilio error. */
   failNextCreate(error: TwilioError): void;
+  /** Makes the next call update fail with this Twilio error. */
+  failNextUpdate(error: TwilioError): void;
   /** Makes the next Calls.json create answer this status and body, as a gateway or proxy in front of Twilio might. */
   answerNextCreate(status: number, contentType: string, body: string): void;
   creates(): RecordedRequest[];
@@ -89,6 +91,7 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
   const calls = new Map<string, FakeCall>();
   let stallAfter: number | undefined;
   let nextFailure: TwilioError | undefined;
+  let nextUpdateFailure: TwilioError | undefined;
   let nextRaw: { status: number; contentType: string; body: string } | undefined;
   let slowCreates: { delayMs: number; place: boolean } | undefined;
   let createsAnswered = 0;
@@ -143,6 +146,11 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
       return send(201, resource(call));
     }
     if (request.method === 'POST' && update) {
+      if (nextUpdateFailure) {
+        const failure = nextUpdateFailure;
+        nextUpdateFailure = undefined;
+        return error(failure);
+      }
       const call = calls.get(update[2] ?? '');
       const status = recorded.form.get('Status');
       if (call && status) call.status = status === 'canceled' || status === 'completed' ? status : call.status;
@@ -206,6 +214,7 @@ export async function startFakeTwilio(t: TestContext, credentials: { user: strin
     baseUrl: `http://127.0.0.1:${port}`,
     requests,
     failNextCreate: (e) => (nextFailure = e),
+    failNextUpdate: (e) => (nextUpdateFailure = e),
     answerNextCreate: (status, contentType, body) => (nextRaw = { status, contentType, body }),
     calls,
     setAnsweredBy: (sid, answeredBy) => {
