@@ -1,4 +1,4 @@
-// Call: one run, its facts, outcome and initial context, its timeline, Cancel while it is not over,
+// Call: one run, its facts, outcome, the agent runtime's result and agent.* events, initial context, its timeline, Cancel while it is not over,
 // and its webhook deliveries with Retry; kept live from the stream's run events and its
 // webhook.delivery events.
 import { html, useCallback, useEffect, useState } from './vendor-htm-preact.js';
@@ -114,6 +114,8 @@ export function CallPage({ params, stream }) {
     }
   };
 
+  // What the agent runtime appended (agent.*), apart from the state changes (they are in the timeline too).
+  const agentEvents = events.filter((event) => event.type.startsWith('agent.'));
   if (error) return html`<section><h1>Call</h1><${ErrorBox} error=${error} /><p><${Link} href="/console">Back to calls</${Link}></p></section>`;
   if (!run) return html`<section><h1>Call</h1><p>Loading…</p></section>`;
   return html`<section class="call">
@@ -139,6 +141,21 @@ export function CallPage({ params, stream }) {
       <dt>Created</dt><dd>${formatTime(run.created_at)}</dd>
       <dt>Ended</dt><dd>${formatTime(run.ended_at)}</dd>
     </dl>
+    <h2>Result</h2>
+    ${run.result === null || run.result === undefined
+      ? html`<p class="empty" data-testid="run-result">None reported by the agent runtime.</p>`
+      : html`<pre class="context" data-testid="run-result">${JSON.stringify(run.result, null, 2)}</pre>`}
+    <h2>Agent events</h2>
+    ${agentEvents.length === 0
+      ? html`<p class="empty">None appended by the agent runtime.</p>`
+      : html`<ol class="timeline" data-testid="agent-events">
+          ${agentEvents.map(
+            (event) => html`<li key=${event.seq}>
+              <strong>${event.type}</strong> <time datetime=${event.at}>${formatTime(event.at)}</time>
+              ${Object.keys(event.data).length ? html`<code>${JSON.stringify(event.data)}</code>` : null}
+            </li>`,
+          )}
+        </ol>`}
     <h2>Initial context</h2>
     <pre class="context" data-testid="initial-context">${run.initial_context === null ? 'none' : JSON.stringify(run.initial_context, null, 2)}</pre>
     <h2>Timeline</h2>

@@ -40,6 +40,7 @@ export {};
  * @property {string | null} ended_at
  * @property {string | null} cancel_requested_at
  * @property {number | null} campaign_id
+ * @property {Record<string, unknown> | null} result
  */
 
 /**

@@ -1,5 +1,5 @@
 // The console in a real browser (Debian's chromium, headless): signing in, following calls live,
-// a call's page, cancelling, text that looks like HTML, a wrong key, two widths, suppressions (add,
+// a call's page (with the agent runtime's result and events), cancelling, text that looks like HTML, a wrong key, two widths, suppressions (add,
 // refuse, remove, import), campaigns (start, pause, contacts import, cancel; followed live from the
 // stream), the stream resuming across a node restart, and the page rebuilt after a reset.
 import assert from 'node:assert/strict';
@@ -306,6 +306,40 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.equal(await page.$$eval('img, main script', (els) => els.length), 0, 'no img or script element');
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal(await page.evaluate('window.pwned'), undefined, 'no handler ran');
+    assert.deepEqual(problems, []);
+  });
+
+  it('shows on a call\'s page the result and the agent events the runtime reports, live, the result\'s text never made into elements', async (t) => {
+    const { env, url, f } = await serve(t);
+    const run = await call(env, f, '+12025550107');
+    const deadline = Date.now() + scaledTimeout(15_000);
+    let token: string | undefined;
+    while (!token && Date.now() < deadline) {
+      const events = (await env.app.inject({ method: 'GET', url: `/api/v1/public/workflow-runs/${run.id}/events`, headers: { 'x-api-key': f.apiKey } })).json() as { data: { type: string; data: { runtime_token?: string } }[] };
+      token = events.data.find((e) => e.type === 'in_progress')?.data.runtime_token;
+      if (!token) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.ok(token, 'the answered call\'s token');
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-aria([name="Console"][role="navigation"])').wait();
+    await page.goto(`${url}/console/runs/${run.id}`);
+    await page.waitForSelector('[data-testid="run-result"]');
+    assert.equal(await page.$eval('[data-testid="run-result"]', (el) => el.textContent), 'None reported by the agent runtime.');
+    await page.evaluate('window.notReloaded = true');
+    const runtime = (action: string, body: unknown) =>
+      env.app.inject({ method: 'POST', url: `/api/v1/runtime/runs/${run.id}/${action}`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+    const result = { outcome: 'booked', note: '<b onmouseover="window.pwned=1">bold</b>' };
+    assert.equal((await runtime('result', { data: result })).statusCode, 200);
+    assert.equal((await runtime('events', { type: 'agent.transcript_ready', data: { url: 'https://runtime.example/t/1' } })).statusCode, 200);
+    await page.waitForFunction(`document.querySelector('[data-testid="run-result"]')?.textContent === ${JSON.stringify(JSON.stringify(result, null, 2))}`, { timeout: scaledTimeout(10_000) });
+    await page.waitForFunction(`document.querySelector('[data-testid="agent-events"]')?.textContent.includes('agent.transcript_ready')`, { timeout: scaledTimeout(10_000) });
+    assert.match((await page.$eval('[data-testid="agent-events"]', (el) => el.textContent)) ?? '', /runtime\.example\/t\/1/);
+    assert.equal(await page.$$eval('main b', (els) => els.length), 0, 'the result is shown as text');
+    assert.equal((await runtime('hangup', {})).statusCode, 200);
+    await page.waitForFunction(`document.querySelector('[data-testid="run-outcome"]')?.textContent === 'agent_hangup'`, { timeout: scaledTimeout(10_000) });
+    await screenshot(page, 'call-result');
+    assert.equal(await page.evaluate('window.notReloaded'), true, 'no reload');
     assert.deepEqual(problems, []);
   });
 
