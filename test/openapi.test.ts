@@ -19,6 +19,7 @@ import { ERROR_CODES, type ErrorCode } from '../src/errors.js';
 import { PROBLEMS } from '../src/http/problems.js';
 import { setCallingHours } from '../src/orgs/organizations.js';
 import { issueRunToken } from '../src/runtime/run-token.js';
+import { loadRunDefinition } from '../src/runs/run-definition.js';
 import { build, postJson, type TestEnv } from './helpers/app.js';
 import { buildWithDispatcher, ended, waitForRun } from './helpers/dispatch.js';
 import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
@@ -704,6 +705,8 @@ const RUN_PATHS = {
   result: '/api/v1/runtime/runs/{id}/result',
   agentEvents: '/api/v1/runtime/runs/{id}/events',
   hangup: '/api/v1/runtime/runs/{id}/hangup',
+  transfer: '/api/v1/runtime/runs/{id}/transfer',
+  dtmf: '/api/v1/runtime/runs/{id}/dtmf',
 } as const;
 const WEBHOOK_OPERATIONS = [
   ['post', '/api/v1/public/webhook-endpoints'],
@@ -882,7 +885,30 @@ describe('Every answer is declared in the OpenAPI document', () => {
       }
       answers.check('post', RUN_PATHS.result, await act(RUN_PATHS.result, live, OK[RUN_PATHS.result]), 'a result');
       answers.check('post', RUN_PATHS.agentEvents, await act(RUN_PATHS.agentEvents, live, OK[RUN_PATHS.agentEvents]), 'an agent event');
+      // Transfer and digits: first while no node here holds the call (the run was moved by hand), then with it held.
+      const CONTROL: Record<string, string> = { [RUN_PATHS.transfer]: JSON.stringify({ to: '+12025550188' }), [RUN_PATHS.dtmf]: JSON.stringify({ digits: '1#' }) };
+      for (const template of [RUN_PATHS.transfer, RUN_PATHS.dtmf]) {
+        answers.check('post', template, await act(template, live, CONTROL[template], { authorization: 'Bearer nope' }), 'a wrong token');
+        answers.check('post', template, await act(template, UNDECODABLE, CONTROL[template]), 'a URL the router cannot decode');
+        answers.check('post', template, await act(template, live, 'please', { 'content-type': 'text/plain' }), 'a text body');
+        answers.check('post', template, await act(template, live, '{'), 'a body that is not JSON');
+        answers.check('post', template, await act(template, live, JSON.stringify({ to: 'x'.repeat(70_000) })), 'a body over the limit');
+        answers.check('post', template, await act(template, live, JSON.stringify({ unknown: 1 })), 'an unknown field');
+        answers.check('post', template, await act(template, runId, CONTROL[template], { authorization: `Bearer ${token}` }), 'a run never answered');
+        answers.check('post', template, await act(template, live, CONTROL[template]), 'a call another node holds');
+      }
+      const liveRoute = deps.routes.decode((await loadRunDefinition(deps.store, live))?.configuration ?? assert.fail('the run has a route'));
+      assert.ok(liveRoute.ok);
+      const unhold = deps.signals.onHeldCall((id) => (id === live ? { runId: live, providerCallId: 'SIMopenapi', route: liveRoute.route } : undefined));
+      answers.check('post', RUN_PATHS.dtmf, await act(RUN_PATHS.dtmf, live, CONTROL[RUN_PATHS.dtmf]), 'digits on a held call');
+      answers.check('post', RUN_PATHS.dtmf, await act(RUN_PATHS.dtmf, live, JSON.stringify({ digits: 'A1' })), 'digits the carrier refuses');
+      answers.check('post', RUN_PATHS.transfer, await act(RUN_PATHS.transfer, live, JSON.stringify({ to: '+12025550108' })), 'a target the carrier refuses');
+      answers.check('post', RUN_PATHS.transfer, await act(RUN_PATHS.transfer, live, JSON.stringify({ to: '12345' })), 'a target that is not a number');
+      answers.check('post', RUN_PATHS.transfer, await act(RUN_PATHS.transfer, live, CONTROL[RUN_PATHS.transfer]), 'a transfer of a held call');
+      answers.check('post', RUN_PATHS.transfer, await act(RUN_PATHS.transfer, live, CONTROL[RUN_PATHS.transfer]), 'a transfer under way');
+      unhold();
       answers.check('post', RUN_PATHS.hangup, await act(RUN_PATHS.hangup, live, '{}'), 'an answered call');
+      for (const template of [RUN_PATHS.transfer, RUN_PATHS.dtmf]) answers.check('post', template, await act(template, live, CONTROL[template]), 'a run that ended');
       for (const template of [RUN_PATHS.result, RUN_PATHS.agentEvents, RUN_PATHS.hangup]) {
         answers.check('post', template, await act(template, live, OK[template]), 'a run that ended');
       }

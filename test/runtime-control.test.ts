@@ -276,7 +276,7 @@ for (const store of await storeCases()) {
       assert.equal((await getRun(env.deps.store, undefined, runId)).state, 'in_progress');
     });
 
-    it('sends digits: recorded as a dtmf event and by the simulator, a retry with the same Idempotency-Key sends once, bad digits refused', async (t) => {
+    it('sends digits: recorded as a dtmf event and by the simulator, a retry with the same Idempotency-Key sends once, bad digits refused, digits the carrier refuses reported', async (t) => {
       const env = await buildWithDispatcher(t, store.kind, { env: ENV });
       const f = await createOrgFixture(env.deps);
       const { runId, token } = await answeredCall(env, f);
@@ -287,6 +287,8 @@ for (const store of await storeCases()) {
       assert.equal(retry.headers['idempotent-replayed'], 'true');
       assert.equal(retry.body, first.body);
       for (const digits of ['', '12x', '1'.repeat(65)]) assertProblem(await act(env, runId, 'dtmf', token, { digits }), 422, 'validation_failed');
+      // The simulated carrier carries no A-D: reported with its words, nothing recorded.
+      assert.equal(assertProblem(await act(env, runId, 'dtmf', token, { digits: 'A1' }), 502, 'call_control_refused').provider_status, '488 Not Acceptable Here');
       assert.deepEqual(env.simulator.callControls, [{ runId, digits: '12w#' }]);
       assert.deepEqual(await eventTypes(env, runId), ['queued', 'dialing', 'ringing', 'in_progress', 'dtmf']);
       const events = (await env.app.inject({ method: 'GET', url: `/api/v1/public/workflow-runs/${runId}/events`, headers: { 'x-api-key': f.apiKey } })).json().data;

@@ -312,8 +312,13 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
     );
   }
 
-  /** Digits "sent" to the far end: kept for tests (the run's `dtmf` event records them). */
+  /**
+   * Digits "sent" to the far end: kept for tests (the run's `dtmf` event records them). The
+   * simulated carrier, like many real ones, carries no A-D: those are refused, so a runtime can
+   * meet a refusal on purpose (docs/simulator.md).
+   */
   async sendDigits(call: LiveCall<SimulatorRouteConfig>, digits: string): Promise<void> {
+    if (/[A-D]/.test(digits)) throw new CallControlRefusedError('488 Not Acceptable Here', 'Simulated refusal: the carrier carries no A-D digits.');
     this.controls?.push({ runId: call.runId, digits });
   }
 
