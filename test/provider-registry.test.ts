@@ -54,8 +54,8 @@ describe('The provider registry', () => {
   it('declares, for every built-in provider, the capabilities it has today', () => {
     const capabilities = Object.fromEntries(BUILT_IN_PROVIDERS.map((d) => [d.name, d.capabilities]));
     assert.deepEqual(capabilities, {
-      simulator: { callsOutliveNode: false, dialsSipUris: false, supportsMachineDetection: true, supportsTransfer: false, sendsDtmf: false },
-      twilio: { callsOutliveNode: true, dialsSipUris: false, supportsMachineDetection: true, supportsTransfer: false, sendsDtmf: false },
+      simulator: { callsOutliveNode: false, dialsSipUris: false, supportsMachineDetection: true, supportsTransfer: true, sendsDtmf: true },
+      twilio: { callsOutliveNode: true, dialsSipUris: false, supportsMachineDetection: true, supportsTransfer: true, sendsDtmf: true },
       sip: { callsOutliveNode: false, dialsSipUris: true, supportsMachineDetection: false, supportsTransfer: true, sendsDtmf: true },
     });
   });

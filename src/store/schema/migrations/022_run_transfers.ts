@@ -1,4 +1,4 @@
-// A transfer the agent runtime asked for (docs/agent-runtime.md, "Transfer"): where it stands, kept
+// A transfer the agent runtime asked for (docs/agent-runtime.md, "Acting on the call"): where it stands, kept
 // with the run so that its outcome is applied once whichever node receives it (a provider's
 // callback retried, a second callback for the same transfer) and no second transfer starts while
 // one is under way. `pending` from the request until the outcome; then the outcome (answered,
