@@ -853,6 +853,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runtime/runs/{id}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Transfer The Call
+         * @description A blind (cold) transfer of the callee to an E.164 number, or a SIP URI where the route's provider dials them (Twilio: a call update whose TwiML <Dial>s the target; SIP: REFER; the simulator: its reserved targets). The target passes the organization's calling policy as a direct call would (422 transfer_target_refused with the reason). The run records the request (a transfer event) at once; the outcome comes later: a target who answers ends the run completed with outcome_reason transferred; busy, no answer or a failure is a transfer event with the result, and the call returns to the agent. The target rings at most TRANSFER_RING_TIMEOUT_MS. Only an answered call (409 run_not_answered), one transfer at a time (409 transfer_in_progress). Honours Idempotency-Key.
+         */
+        post: operations["transferRuntimeCall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runtime/runs/{id}/dtmf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send DTMF Digits
+         * @description Sends DTMF digits to the far end of the answered call through its provider (Twilio: a call update playing <Play digits>, after which the call returns to its answer and the runtime gets a new stream; SIP: INFO; the simulator records them), then records them as a dtmf event. Only an answered call (409 run_not_answered); a provider that cannot send digits: 422 call_control_unsupported. Honours Idempotency-Key.
+         */
+        post: operations["sendRuntimeDigits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "run.queued": {
@@ -1029,6 +1069,46 @@ export interface webhooks {
          * @description The agent runtime appended an event of its own to the run (its type is `agent.<name>`, its data as the runtime sent it). Sent to every enabled endpoint of the organization subscribed to `run.agent_event` (or to every type), signed to the Standard Webhooks specification, and retried on WEBHOOK_RETRY_SCHEDULE until it is answered 2xx or the schedule ends.
          */
         post: operations["runAgentEventWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "run.transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * run.transfer
+         * @description The agent runtime asked for a transfer (the event's data: `status` requested, `to`, `caller_id`), or the transfer ended without the target answering (`status` busy, no_answer, failed or refused, and the provider's words); the call then returns to the agent. A transfer the target answered ends the run instead (run.ended, outcome_reason transferred). Sent to every enabled endpoint of the organization subscribed to `run.transfer` (or to every type), signed to the Standard Webhooks specification, and retried on WEBHOOK_RETRY_SCHEDULE until it is answered 2xx or the schedule ends.
+         */
+        post: operations["runTransferWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "run.dtmf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * run.dtmf
+         * @description Digits were sent on the call at the agent runtime's word (the event's data: `digits`). Sent to every enabled endpoint of the organization subscribed to `run.dtmf` (or to every type), signed to the Standard Webhooks specification, and retried on WEBHOOK_RETRY_SCHEDULE until it is answered 2xx or the schedule ends.
+         */
+        post: operations["runDtmfWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1301,7 +1381,7 @@ export interface components {
          * @description A webhook message type
          * @enum {string}
          */
-        WebhookEventType: "run.queued" | "run.deferred" | "run.dialing" | "run.ringing" | "run.in_progress" | "run.answered_by" | "run.ended" | "run.result" | "run.agent_event" | "campaign.created" | "campaign.started" | "campaign.paused" | "campaign.resumed" | "campaign.completed" | "campaign.canceled" | "webhook.test";
+        WebhookEventType: "run.queued" | "run.deferred" | "run.dialing" | "run.ringing" | "run.in_progress" | "run.answered_by" | "run.ended" | "run.result" | "run.agent_event" | "run.transfer" | "run.dtmf" | "campaign.created" | "campaign.started" | "campaign.paused" | "campaign.resumed" | "campaign.completed" | "campaign.canceled" | "webhook.test";
         /** @description Problem details (RFC 9457) answered with HTTP 400 */
         Problem400: {
             /**
@@ -1429,7 +1509,7 @@ export interface components {
              * @description Identifies the problem: /problems/<code>, relative to the URL the request was sent to, where the service serves a page describing the code
              * @enum {string}
              */
-            type: "/problems/workflow_not_published" | "/problems/idempotency_key_in_use" | "/problems/run_already_ended" | "/problems/run_not_answered" | "/problems/campaign_state_conflict" | "/problems/runs_not_ended" | "/problems/webhook_delivery_pending";
+            type: "/problems/workflow_not_published" | "/problems/idempotency_key_in_use" | "/problems/run_already_ended" | "/problems/run_not_answered" | "/problems/transfer_in_progress" | "/problems/campaign_state_conflict" | "/problems/runs_not_ended" | "/problems/webhook_delivery_pending";
             /**
              * @description Short summary, the same for every occurrence of the code
              * @example Workflow not published
@@ -1446,7 +1526,7 @@ export interface components {
              * @description Stable, machine-readable reason
              * @enum {string}
              */
-            code: "workflow_not_published" | "idempotency_key_in_use" | "run_already_ended" | "run_not_answered" | "campaign_state_conflict" | "runs_not_ended" | "webhook_delivery_pending";
+            code: "workflow_not_published" | "idempotency_key_in_use" | "run_already_ended" | "run_not_answered" | "transfer_in_progress" | "campaign_state_conflict" | "runs_not_ended" | "webhook_delivery_pending";
             /** @description Also sent as the X-Request-Id header; quote it when asking for support */
             request_id: string;
             /** @description The request header the problem is about (idempotency_key_in_use: Idempotency-Key) */
@@ -1559,7 +1639,7 @@ export interface components {
              * @description Identifies the problem: /problems/<code>, relative to the URL the request was sent to, where the service serves a page describing the code
              * @enum {string}
              */
-            type: "/problems/validation_failed" | "/problems/invalid_phone_number" | "/problems/missing_template_variables" | "/problems/result_invalid" | "/problems/number_suppressed" | "/problems/invalid_webhook_url" | "/problems/webhook_url_not_allowed" | "/problems/webhook_endpoint_limit" | "/problems/campaign_limit" | "/problems/telephony_not_configured" | "/problems/telephony_not_ready" | "/problems/machine_detection_unsupported" | "/problems/idempotency_key_reused" | "/problems/outside_calling_hours";
+            type: "/problems/validation_failed" | "/problems/invalid_phone_number" | "/problems/missing_template_variables" | "/problems/result_invalid" | "/problems/call_control_unsupported" | "/problems/transfer_target_refused" | "/problems/number_suppressed" | "/problems/invalid_webhook_url" | "/problems/webhook_url_not_allowed" | "/problems/webhook_endpoint_limit" | "/problems/campaign_limit" | "/problems/telephony_not_configured" | "/problems/telephony_not_ready" | "/problems/machine_detection_unsupported" | "/problems/idempotency_key_reused" | "/problems/outside_calling_hours";
             /**
              * @description Short summary, the same for every occurrence of the code
              * @example Validation failed
@@ -1576,7 +1656,7 @@ export interface components {
              * @description Stable, machine-readable reason
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_phone_number" | "missing_template_variables" | "result_invalid" | "number_suppressed" | "invalid_webhook_url" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "campaign_limit" | "telephony_not_configured" | "telephony_not_ready" | "machine_detection_unsupported" | "idempotency_key_reused" | "outside_calling_hours";
+            code: "validation_failed" | "invalid_phone_number" | "missing_template_variables" | "result_invalid" | "call_control_unsupported" | "transfer_target_refused" | "number_suppressed" | "invalid_webhook_url" | "webhook_url_not_allowed" | "webhook_endpoint_limit" | "campaign_limit" | "telephony_not_configured" | "telephony_not_ready" | "machine_detection_unsupported" | "idempotency_key_reused" | "outside_calling_hours";
             /** @description Also sent as the X-Request-Id header; quote it when asking for support */
             request_id: string;
             /** @description Every problem found in the request, each located by a JSON Pointer (validation_failed, invalid_phone_number, missing_template_variables) */
@@ -1700,6 +1780,36 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description Problem details (RFC 9457) answered with HTTP 502 */
+        Problem502: {
+            /**
+             * Format: uri-reference
+             * @description Identifies the problem: /problems/<code>, relative to the URL the request was sent to, where the service serves a page describing the code
+             * @enum {string}
+             */
+            type: "/problems/call_control_refused";
+            /**
+             * @description Short summary, the same for every occurrence of the code
+             * @example Provider refused
+             */
+            title: string;
+            /**
+             * @description The HTTP status, repeated
+             * @enum {integer}
+             */
+            status: 502;
+            /** @description What went wrong with this request, for a person to read */
+            detail: string;
+            /**
+             * @description Stable, machine-readable reason
+             * @enum {string}
+             */
+            code: "call_control_refused";
+            /** @description Also sent as the X-Request-Id header; quote it when asking for support */
+            request_id: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description Problem details (RFC 9457) answered with HTTP 503 */
         Problem503: {
             /**
@@ -1707,7 +1817,7 @@ export interface components {
              * @description Identifies the problem: /problems/<code>, relative to the URL the request was sent to, where the service serves a page describing the code
              * @enum {string}
              */
-            type: "/problems/unavailable" | "/problems/webhooks_not_configured";
+            type: "/problems/unavailable" | "/problems/call_not_held_here" | "/problems/webhooks_not_configured";
             /**
              * @description Short summary, the same for every occurrence of the code
              * @example Service unavailable
@@ -1724,7 +1834,7 @@ export interface components {
              * @description Stable, machine-readable reason
              * @enum {string}
              */
-            code: "unavailable" | "webhooks_not_configured";
+            code: "unavailable" | "call_not_held_here" | "webhooks_not_configured";
             /** @description Also sent as the X-Request-Id header; quote it when asking for support */
             request_id: string;
         } & {
@@ -1905,7 +2015,7 @@ export interface components {
          */
         RunWebhookMessage: {
             /** @enum {string} */
-            type: "run.queued" | "run.deferred" | "run.dialing" | "run.ringing" | "run.in_progress" | "run.answered_by" | "run.ended" | "run.result" | "run.agent_event";
+            type: "run.queued" | "run.deferred" | "run.dialing" | "run.ringing" | "run.in_progress" | "run.answered_by" | "run.ended" | "run.result" | "run.agent_event" | "run.transfer" | "run.dtmf";
             /**
              * Format: date-time
              * @description When the event happened
@@ -9889,6 +9999,398 @@ export interface operations {
             };
         };
     };
+    transferRuntimeCall: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key and payload within 24 h returns the first response again (header Idempotent-Replayed: true) and never dials twice; the same key with another payload is 422 idempotency_key_reused; while the first request is in flight, 409 idempotency_key_in_use. Up to 255 printable ASCII characters, bare or as a quoted string; any other key is 422 validation_failed naming the header.
+                 * @example 8e0f5b0c-4a8e-4a1e-9a57-2f1d3c6b7a90
+                 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Workflow run id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The target: an E.164 number, or a sip:/sips: URI where the route's provider dials SIP URIs. It passes the organization's calling policy as a direct call to it would. */
+                    to: string;
+                    /** @description The caller ID the target sees: one of the route's caller IDs; the route's first when omitted */
+                    caller_id?: string;
+                    /** @description Spoken to the callee before the transfer (where the provider speaks: Twilio) */
+                    announce?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A workflow run: one call, from queued to its end */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowRun"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Invalid run token (`invalid_run_token`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Not found (`not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Idempotency key in use (`idempotency_key_in_use`); Run already ended (`run_already_ended`); Run not answered (`run_not_answered`); Transfer in progress (`transfer_in_progress`) */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem409"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`); Idempotency key reused (`idempotency_key_reused`); Transfer target refused (`transfer_target_refused`); Call control unsupported (`call_control_unsupported`); Telephony not ready (`telephony_not_ready`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Provider refused (`call_control_refused`) */
+            502: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem502"];
+                };
+            };
+            /** @description Call held by another node (`call_not_held_here`); Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    sendRuntimeDigits: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key and payload within 24 h returns the first response again (header Idempotent-Replayed: true) and never dials twice; the same key with another payload is 422 idempotency_key_reused; while the first request is in flight, 409 idempotency_key_in_use. Up to 255 printable ASCII characters, bare or as a quoted string; any other key is 422 validation_failed naming the header.
+                 * @example 8e0f5b0c-4a8e-4a1e-9a57-2f1d3c6b7a90
+                 */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Workflow run id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The digits to send: 0-9, *, #, A-D, and w for a half-second pause; 1 to 64 */
+                    digits: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The `dtmf` event's place in the run's event log */
+                        seq: number;
+                        digits: string;
+                        /** Format: date-time */
+                        at: string;
+                    };
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Invalid run token (`invalid_run_token`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Not found (`not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Idempotency key in use (`idempotency_key_in_use`); Run already ended (`run_already_ended`); Run not answered (`run_not_answered`) */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem409"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`); Idempotency key reused (`idempotency_key_reused`); Call control unsupported (`call_control_unsupported`); Telephony not ready (`telephony_not_ready`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Provider refused (`call_control_refused`) */
+            502: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem502"];
+                };
+            };
+            /** @description Call held by another node (`call_not_held_here`); Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
     runQueuedWebhook: {
         parameters: {
             query?: never;
@@ -10306,6 +10808,110 @@ export interface operations {
         };
     };
     runAgentEventWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message id: the same on every attempt and for every endpoint; drop duplicates by it
+                 * @example msg_run7_3
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Seconds since the epoch when this attempt was signed; refuse messages too far from now
+                 * @example 1767225600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `<webhook-id>.<webhook-timestamp>.<body>` with the endpoint's secret (two while a rotated secret overlaps)
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunWebhookMessage"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled (disabled_reason gone) and sent nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: the delivery succeeded and is not sent again. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, or none within WEBHOOK_TIMEOUT_MS: the delivery is retried while the schedule lasts; an endpoint with no success for WEBHOOK_DISABLE_AFTER_MS is disabled (disabled_reason failing). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    runTransferWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message id: the same on every attempt and for every endpoint; drop duplicates by it
+                 * @example msg_run7_3
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Seconds since the epoch when this attempt was signed; refuse messages too far from now
+                 * @example 1767225600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `<webhook-id>.<webhook-timestamp>.<body>` with the endpoint's secret (two while a rotated secret overlaps)
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunWebhookMessage"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled (disabled_reason gone) and sent nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: the delivery succeeded and is not sent again. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, or none within WEBHOOK_TIMEOUT_MS: the delivery is retried while the schedule lasts; an endpoint with no success for WEBHOOK_DISABLE_AFTER_MS is disabled (disabled_reason failing). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    runDtmfWebhook: {
         parameters: {
             query?: never;
             header: {
