@@ -18,6 +18,8 @@ import { sharedSchemas } from './http/schemas.js';
 import { WebhookEventTypeSchema } from './http/webhook-schemas.js';
 import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
+import { declareScopes, type PublicRoute } from './http/scopes.js';
+import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { problemPageRoutes } from './http/routes/problem-pages.js';
@@ -147,10 +149,13 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   await app.register(operationsRoutes(deps));
   // Every node answers problems, so every node serves the pages their `type` URIs name.
   await app.register(problemPageRoutes());
+  const publicRoutes: PublicRoute[] = [];
+  app.decorate('publicRoutes', publicRoutes);
   if (options.publicApi === false) return app;
   await deps.rateLimits.ready();
   await app.register(
     async (publicApi) => {
+      declareScopes(publicApi, publicRoutes);
       publicApi.addHook('onRequest', authenticateHook(deps));
       publicApi.addHook('onRequest', rateLimitHook(deps));
       await publicApi.register(initiateCallRoutes(deps));
@@ -163,6 +168,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       await publicApi.register(runStateRoutes());
       await publicApi.register(statsRoutes(deps));
       await publicApi.register(streamRoutes(deps));
+      await publicApi.register(apiKeyRoutes(deps));
     },
     { prefix: '/api/v1/public' },
   );

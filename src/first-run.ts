@@ -3,6 +3,7 @@
 // that already has an organization.
 import type { Deps } from './deps.js';
 import { createApiKey } from './auth/api-keys.js';
+import { SYSTEM_ACTOR } from './audit/audit-log.js';
 import { createOrganization } from './orgs/organizations.js';
 import { selectAnyOrganizationExists } from './store/statements/organization-statements.js';
 import { createTelephonyConfiguration } from './telephony/configurations.js';
@@ -50,7 +51,7 @@ export async function seedDemoIfEmpty(deps: Deps): Promise<DemoSeed | undefined>
   if (await selectAnyOrganizationExists(deps.store)) return undefined;
   const now = deps.clock.now();
   const org = await createOrganization(deps.store, 'Demo organization', now);
-  const key = await createApiKey(deps.store, org.id, 'demo key', now);
+  const key = await createApiKey(deps.store, org.id, 'demo key', now, { actor: SYSTEM_ACTOR });
   const telephony = await createTelephonyConfiguration(
     deps.store,
     deps.cipher,

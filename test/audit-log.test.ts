@@ -107,6 +107,7 @@ for (const storeCase of await storeCases()) {
         org_id: org.id,
         name: 'the key',
         prefix: key.prefix,
+        scopes: ['calls', 'campaigns', 'webhooks', 'admin'],
         key: REDACTED,
         hash: REDACTED,
         credentials: REDACTED,

@@ -119,6 +119,12 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     const keys = JSON.parse(keysListed.stdout) as KeyRow[];
     assert.deepEqual(keys.map((k) => [k.id, k.prefix, k.name, k.revoked_at]), [[key.id, key.prefix, 'backend', null]]);
     assert.equal(keys[0]?.hash, undefined, 'nor its hash');
+    assert.deepEqual(keys[0]?.scopes, ['calls', 'campaigns', 'webhooks', 'admin'], 'a key created without --scopes holds every scope');
+    // A CRM's key: it may place calls and manage campaigns, nothing else.
+    const crm = await ws.json<{ id: number; scopes: string[]; key: string }>('key', 'create', '--org', orgId, '--name', 'crm', '--scopes', 'campaigns, calls');
+    assert.deepEqual(crm.scopes, ['calls', 'campaigns']);
+    assert.deepEqual((await ws.json<KeyRow[]>('key', 'list', '--org', orgId)).map((k) => [k.name, k.scopes]), [['backend', ['calls', 'campaigns', 'webhooks', 'admin']], ['crm', ['calls', 'campaigns']]]);
+    await ws.json('key', 'revoke', String(crm.id));
 
     const telephony = await ws.json(
       'telephony', 'create', '--org', orgId, '--name', 'Simulator', '--provider', 'simulator',
@@ -433,6 +439,7 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
       { args: ['org', 'teleport'], code: 'usage_error', message: /unknown command 'teleport'/ },
       { args: ['org', 'set-limits', '1', '--max-queued', '0'], code: 'usage_error', message: /expected a whole number from 1/ },
       { args: ['key', 'create', '--org', '1'], code: 'usage_error', message: /required option '--name <name>'/ },
+      { args: ['key', 'create', '--org', '1', '--name', 'x', '--scopes', 'calls,everything'], code: 'usage_error', message: /not a scope: everything \(the scopes: calls, campaigns, webhooks, admin\)/ },
       { args: [], code: 'usage_error', message: /A command is required/, text: /^Usage: dialtone/ },
       { args: ['org', 'list'], env: { DATABASE_URL: 'mysql://db/x' }, code: 'invalid_configuration', message: /DATABASE_URL/ },
       { args: ['org', 'list'], env: { DATABASE_URL: `sqlite:${ws.file('plain-file', 'x')}/sub/x.db` }, code: 'internal_error', message: /plain-file/ },

@@ -12,6 +12,8 @@ import addFormats from 'ajv-formats';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { parseIdempotencyKey, requestFingerprint } from '../src/calls/idempotency.js';
 import { RUN_STATES } from '../src/runs/states.js';
+import { SCOPES } from '../src/auth/scopes.js';
+import { createApiKey } from '../src/auth/api-keys.js';
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/event-types.js';
 import { campaignMessageBody, testMessageBody } from '../src/webhooks/message.js';
 import type { Deps } from '../src/deps.js';
@@ -99,7 +101,7 @@ const OPERATIONS = [
   { path: '/api/v1/public/agent/test/workflow/{workflow_uuid}', operationId: 'initiateCallTestByWorkflowUuid', param: 'workflow_uuid' },
 ] as const;
 
-const PROBLEM_STATUSES = ['400', '401', '404', '408', '409', '413', '415', '417', '422', '429', '431', '500', '503'];
+const PROBLEM_STATUSES = ['400', '401', '403', '404', '408', '409', '413', '415', '417', '422', '429', '431', '500', '503'];
 
 async function openApi(app: FastifyInstance): Promise<OpenApiDocument> {
   const response = await app.inject({ method: 'GET', url: '/openapi.json' });
@@ -181,18 +183,25 @@ describe('GET /openapi.json', () => {
     }
   });
 
-  it('declares the ApiKey security scheme (header X-API-Key) and requires it on every public operation', async (t) => {
+  it('declares the ApiKey security scheme (header X-API-Key) and requires it, holding one scope, on every public operation', async (t) => {
     const { app } = await build(t, 'sqlite');
     const doc = await openApi(app);
-    assert.deepEqual(doc.components.securitySchemes.ApiKey, { type: 'apiKey', in: 'header', name: 'X-API-Key' });
+    const { description, ...scheme } = doc.components.securitySchemes.ApiKey as { description?: string };
+    assert.deepEqual(scheme, { type: 'apiKey', in: 'header', name: 'X-API-Key' });
+    for (const scope of SCOPES) assert.ok(description?.includes(`\`${scope}\``), `the scheme's description names the scope ${scope}`);
     for (const [method, path, operation] of operationsOf(doc)) {
+      if (path.startsWith('/api/v1/public/')) {
+        const [requirement, ...others] = operation.security ?? [];
+        const scopes = (requirement as { ApiKey?: string[] } | undefined)?.ApiKey ?? [];
+        assert.equal(others.length, 0, `${method.toUpperCase()} ${path} has one security requirement`);
+        assert.ok(scopes.length === 1 && (SCOPES as readonly string[]).includes(scopes[0] ?? ''), `${method.toUpperCase()} ${path} requires the API key with one scope: ${JSON.stringify(operation.security)}`);
+        continue;
+      }
       // The agent runtime's read is authorized by the per-run token instead; operations take nothing.
       // /metrics takes nothing, or METRICS_TOKEN when the operator sets one.
       const expected = path.startsWith('/api/v1/runtime/')
         ? [{ RunToken: [] }]
-        : path.startsWith('/api/v1/public/')
-          ? [{ ApiKey: [] }]
-          : path === '/metrics'
+        : path === '/metrics'
             ? [{}, { MetricsToken: [] }]
             : [];
       assert.deepEqual(operation.security, expected, `${method.toUpperCase()} ${path}`);
@@ -719,6 +728,12 @@ const WEBHOOK_OPERATIONS = [
   ['get', '/api/v1/public/webhook-endpoints/{id}/deliveries'],
   ['post', '/api/v1/public/webhook-endpoints/{id}/deliveries/{delivery_id}/retry'],
 ] as const;
+const API_KEY_OPERATIONS = [
+  ['post', '/api/v1/public/api-keys'],
+  ['get', '/api/v1/public/api-keys'],
+  ['get', '/api/v1/public/api-keys/{id}'],
+  ['post', '/api/v1/public/api-keys/{id}/revoke'],
+] as const;
 /** A run's deliveries across the organization's endpoints: run_id is required. */
 const RUN_DELIVERIES = '/api/v1/public/webhook-deliveries';
 const SUPPRESSION_OPERATIONS = [
@@ -1094,6 +1109,52 @@ describe('Every answer is declared in the OpenAPI document', () => {
       answers.check('get', STREAM_PATH, await streamAnswer(app, { 'x-api-key': key, 'last-event-id': 'last' }), 'a malformed Last-Event-ID');
     });
 
+    await t.test('API key management', async () => {
+      const [CREATE, LIST, ONE, REVOKE] = API_KEY_OPERATIONS.map(([, template]) => template);
+      const at = (template: string, id: number | string) => template.replace('{id}', String(id));
+      await send('POST', CREATE, CREATE, 'a key', { body: { name: 'crm', scopes: ['calls'] } });
+      const made = await postJson(app, CREATE, { name: 'crm', scopes: ['calls'] }, { key, headers: { 'idempotency-key': 'key-once' } });
+      assert.equal(made.statusCode, 201, made.body);
+      await send('POST', CREATE, CREATE, 'a replay', { body: { name: 'crm', scopes: ['calls'] }, headers: { 'idempotency-key': 'key-once' } });
+      await send('POST', CREATE, CREATE, 'a reused Idempotency-Key', { body: { name: 'other', scopes: ['calls'] }, headers: { 'idempotency-key': 'key-once' } });
+      await holdIdempotencyKey(deps, f.orgId, 'held-key', CREATE, { name: 'x', scopes: ['calls'] });
+      await send('POST', CREATE, CREATE, 'an Idempotency-Key in flight', { body: { name: 'x', scopes: ['calls'] }, headers: { 'idempotency-key': 'held-key' } });
+      await send('POST', CREATE, CREATE, 'no scopes', { body: { name: 'x', scopes: [] } });
+      await send('POST', CREATE, CREATE, 'a body that is not JSON', { raw: '{' });
+      await send('POST', CREATE, CREATE, 'a body over the limit', { body: { name: 'x'.repeat(70_000), scopes: ['calls'] } });
+      await send('POST', CREATE, CREATE, 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+      await send('GET', LIST, LIST, 'the keys');
+      await send('GET', LIST, `${LIST}?limit=500`, 'a page size over the limit');
+      const id = (made.json() as { id: number }).id;
+      await send('GET', ONE, at(ONE, id), 'a key');
+      await send('POST', REVOKE, at(REVOKE, id), 'a revocation');
+      await send('POST', REVOKE, at(REVOKE, id), 'a body that is not JSON', { raw: '{' });
+      await send('POST', REVOKE, at(REVOKE, id), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+      await send('POST', REVOKE, at(REVOKE, id), 'a body over the limit', { body: { note: 'x'.repeat(70_000) } });
+      for (const [method, template] of API_KEY_OPERATIONS) {
+        const verb = method.toUpperCase() as 'GET' | 'POST';
+        const body = verb === 'POST' ? { body: {} } : {};
+        await send(verb, template, at(template, 1), 'no API key', { ...body, headers: { 'x-api-key': '' } });
+        if (template.includes('{id}')) await send(verb, template, at(template, 999_999), 'an unknown key', body);
+      }
+    });
+
+    await t.test('a key without the scope an operation requires', async () => {
+      for (const [method, path, operation] of operationsOf(doc)) {
+        if (!path.startsWith('/api/v1/public/')) continue;
+        const required = (operation.security?.[0] as { ApiKey?: string[] } | undefined)?.ApiKey?.[0];
+        const scoped = await createApiKey(deps.store, f.orgId, `without ${required}`, Date.now(), { scopes: SCOPES.filter((scope) => scope !== required) });
+        const headers = { 'x-api-key': scoped.key };
+        const url = path.replace(/\{[^}]+\}/g, '1');
+        const answer =
+          path === STREAM_PATH
+            ? await streamAnswer(app, headers)
+            : fromInject(await app.inject({ method: method.toUpperCase() as 'GET', url, headers: method === 'get' || method === 'delete' ? headers : { ...headers, 'content-type': 'application/json' }, ...(method === 'get' || method === 'delete' ? {} : { payload: '{}' }) }));
+        assert.equal(answer.status, 403, `${method.toUpperCase()} ${path}: ${answer.body}`);
+        answers.check(method, path, answer, 'a key without its scope');
+      }
+    });
+
     await t.test('the operational endpoints', async () => {
       for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json']) {
         answers.check('get', path, fromInject(await app.inject({ method: 'GET', url: path })), 'a probe');
@@ -1139,6 +1200,9 @@ describe('Every answer is declared in the OpenAPI document', () => {
           limited.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1').replace('{delivery_id}', '1'), headers: { 'x-api-key': lf.apiKey } }),
         );
       }
+      for (const [method, template] of API_KEY_OPERATIONS) {
+        await until(429, method, template, () => limited.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), headers: { 'x-api-key': lf.apiKey } }));
+      }
       await until(429, 'get', RUN_DELIVERIES, () => limited.app.inject({ method: 'GET', url: `${RUN_DELIVERIES}?run_id=1`, headers: { 'x-api-key': lf.apiKey } }));
     });
 
@@ -1172,6 +1236,10 @@ describe('Every answer is declared in the OpenAPI document', () => {
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1').replace('{delivery_id}', '1'), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
       }
       answers.check('get', RUN_DELIVERIES, fromInject(await down.app.inject({ method: 'GET', url: `${RUN_DELIVERIES}?run_id=1`, headers: { 'x-api-key': df.apiKey } })), 'the store is down');
+      for (const [method, template] of API_KEY_OPERATIONS) {
+        const post = method === 'post' ? { headers: { 'x-api-key': df.apiKey, 'content-type': 'application/json' }, payload: template.endsWith('api-keys') ? '{"name":"x","scopes":["calls"]}' : '{}' } : { headers: { 'x-api-key': df.apiKey } };
+        answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), ...post })), 'the store is down');
+      }
     });
 
     await t.test('what Node refuses before routing, over a real socket', async () => {

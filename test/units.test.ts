@@ -150,7 +150,7 @@ describe('API keys', () => {
     const store = await sqliteStore(t);
     const org = await createOrganization(store, 'Acme', NOW);
     const { id, key } = await createApiKey(store, org.id, 'backend', NOW);
-    assert.deepEqual(await authenticateApiKey(store, key, NOW, INTERVAL), { keyId: id, orgId: org.id, limits: { ratePerSecond: null, keyRatePerSecond: null, maxQueuedRuns: null }, callingHours: null });
+    assert.deepEqual(await authenticateApiKey(store, key, NOW, INTERVAL), { keyId: id, keyName: 'backend', orgId: org.id, scopes: ['calls', 'campaigns', 'webhooks', 'admin'], limits: { ratePerSecond: null, keyRatePerSecond: null, maxQueuedRuns: null }, callingHours: null });
 
     const changeAt = (i: number) => key.slice(0, i) + (key[i] === 'a' ? 'b' : 'a') + key.slice(i + 1);
     for (const i of [key.length - 1, 'dt_live_'.length + 12, 'dt_live_'.length + 2]) {
@@ -165,11 +165,11 @@ describe('API keys', () => {
     const store = await sqliteStore(t);
     const org = await createOrganization(store, 'Acme', NOW);
     const { id, key } = await createApiKey(store, org.id, 'backend', NOW);
-    assert.equal(await revokeApiKey(store, id, NOW + 1_000), true);
+    assert.equal((await revokeApiKey(store, id, NOW + 1_000))?.revoked_at, NOW + 1_000);
     assert.equal(await authenticateApiKey(store, key, NOW + 2_000, INTERVAL), undefined);
-    assert.equal(await revokeApiKey(store, id, NOW + 3_000), true);
+    assert.equal((await revokeApiKey(store, id, NOW + 3_000))?.revoked_at, NOW + 1_000);
     assert.equal((await listApiKeys(store, org.id))[0]?.revoked_at, NOW + 1_000);
-    assert.equal(await revokeApiKey(store, id + 100, NOW), false, 'an unknown key');
+    assert.equal(await revokeApiKey(store, id + 100, NOW), undefined, 'an unknown key');
   });
 
   it('writes last_used_at at most once per API_KEY_LAST_USED_WRITE_INTERVAL_MS', async (t) => {

@@ -1,6 +1,14 @@
 // Parsers of argument and option values, shared by the command groups. Commander calls them while
 // it parses, before any action runs, so they stay synchronous and light (no domain module).
 import { InvalidArgumentError } from 'commander';
+import { parseScopeList, SCOPES, type Scope } from '../auth/scopes.js';
+
+/** `--scopes calls,campaigns`: scope names, comma-separated (auth/scopes.ts, which loads nothing). */
+export function scopeList(text: string): Scope[] {
+  const parsed = parseScopeList(text);
+  if ('unknown' in parsed) throw new InvalidArgumentError(`not a scope: ${parsed.unknown.join(', ')} (the scopes: ${SCOPES.join(', ')})`);
+  return parsed.scopes;
+}
 
 export function positiveInt(text: string): number {
   if (!/^[1-9][0-9]{0,14}$/.test(text)) throw new InvalidArgumentError('expected a positive whole number');

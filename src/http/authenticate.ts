@@ -1,7 +1,9 @@
 // Authentication of the public API: the first check of every request, before anything about the
-// target or the body is revealed. Unknown and revoked keys get the same answer.
+// target or the body is revealed. Unknown and revoked keys get the same answer; a valid key without
+// the scope the route requires (http/scopes.ts) is refused here too.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticateApiKey, type AuthenticatedKey } from '../auth/api-keys.js';
+import type { AuditActor } from '../audit/audit-log.js';
 import type { Deps } from '../deps.js';
 import { DialtoneError } from '../errors.js';
 
@@ -26,8 +28,23 @@ export function authenticateHook(deps: Deps) {
       deps.lookups,
     );
     if (!auth) throw new DialtoneError('invalid_api_key', 'The API key is not valid.');
+    // Authorization is part of this first check: a key without the route's scope learns nothing
+    // about the request either (http/scopes.ts gives every public route its scope).
+    const required = request.routeOptions.config.scope;
+    if (required === undefined) throw new Error(`${request.method} ${request.routeOptions.url ?? request.url} has no scope`);
+    if (!auth.scopes.includes(required)) {
+      throw new DialtoneError('insufficient_scope', `This API key lacks the "${required}" scope, which ${request.method} ${request.routeOptions.url ?? ''} requires.`, {
+        extra: { required_scope: required },
+      });
+    }
     request.auth = auth;
   };
+}
+
+/** Who acts, for the audit log: the request's key, by id and name. */
+export function actorOf(request: FastifyRequest): AuditActor {
+  const { keyId, keyName } = authOf(request);
+  return { kind: 'api_key', keyId, keyName };
 }
 
 /** The authenticated key of a request that passed `authenticateHook`. */

@@ -6,6 +6,7 @@ import type { FastifyReply } from 'fastify';
 import type { FastifySwaggerUiOptions } from '@fastify/swagger-ui';
 import type { Config } from '../config.js';
 import { packageInfo } from '../package-info.js';
+import { SCOPE_SUMMARIES, SCOPES } from '../auth/scopes.js';
 import { documentedSchema } from './schemas.js';
 import { webhookMessageSchemas, webhooksSection } from './webhook-schemas.js';
 
@@ -18,6 +19,7 @@ export const TAGS = [
   { name: 'Calling policy', description: 'The organization\'s suppression (do-not-call) list: numbers Initiate Call refuses (422 number_suppressed) and queued runs to them end without a dial.' },
   { name: 'Personal data', description: 'Erasure of a person\'s data by phone number, from every run, event, webhook delivery, campaign contact and Idempotency-Key record of the organization.' },
   { name: 'Campaigns', description: 'Call a list of contacts through one agent, with a schedule, retries and a circuit breaker: each attempt is an ordinary workflow run, created when its contact is due.' },
+  { name: 'Management', description: 'Administer the organization (scope `admin`): its API keys, its settings and its audit log. Every change is recorded in the audit log, without secrets.' },
   { name: 'Agent runtime', description: 'What the agent runtime an answered call is handed to reads, with the per-run token it was given.' },
   { name: 'Operations', description: 'Liveness, readiness, metrics and this document, for load balancers, orchestrators and monitoring. No credentials.' },
 ];
@@ -89,7 +91,12 @@ export function openApiOptions(config: Pick<Config, 'PUBLIC_BASE_URL'>): Fastify
       tags: TAGS,
       components: {
         securitySchemes: {
-          ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+          ApiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-API-Key',
+            description: `Your organization's API key. Each operation names the one scope the key must hold (a key without it is refused with 403 \`insufficient_scope\`): ${SCOPES.map((scope) => `\`${scope}\`: ${SCOPE_SUMMARIES[scope]}`).join('; ')}.`,
+          },
           RunToken: { type: 'http', scheme: 'bearer', description: 'The per-run token handed to the agent runtime with an answered call.' },
           MetricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, required by /metrics when the operator sets it.' },
         },

@@ -53,6 +53,14 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
     when: 'A request for the interactive reference\'s static files was refused (for example a path that leaves its folder).',
     action: 'Request only the files the page at /docs refers to.',
   },
+  api_key_not_found: {
+    when: 'No API key of your organization has this id (another organization\'s keys are not found either).',
+    action: 'Check the id against GET /api/v1/public/api-keys.',
+  },
+  insufficient_scope: {
+    when: 'The API key is valid but lacks the scope the operation requires (`required_scope` names it; the reference lists each operation\'s scope under its security requirement).',
+    action: 'Use a key that holds the scope, or have an administrator create one with it (`POST /api/v1/public/api-keys` with an admin key, or `npx dialtone key create --scopes`).',
+  },
   agent_not_found: {
     when: 'No agent of your organization has this agent UUID (the trigger UUID of an API trigger).',
     action: 'Check the UUID in the URL against GET /api/v1/public/workflows (agent_uuids, draft_agent_uuids).',

@@ -22,6 +22,9 @@ const FieldErrorSchema = Type.Object({
  * optional: which code of the status is answered decides whether they are present.
  */
 const EXTENSION_MEMBERS: Partial<Record<number, TProperties>> = {
+  403: {
+    required_scope: Type.Optional(Type.String({ description: 'The scope the operation requires and the key lacks (insufficient_scope)' })),
+  },
   409: {
     header: Type.Optional(Type.String({ description: 'The request header the problem is about (idempotency_key_in_use: Idempotency-Key)' })),
     state: Type.Optional(Type.String({ description: 'The campaign\'s state, which does not allow the action (campaign_state_conflict)' })),
@@ -93,6 +96,7 @@ const EXAMPLE_DETAILS: Partial<Record<ErrorCode, string>> = {
   invalid_api_key: 'The API key is not valid.',
   invalid_run_token: 'Send the run token handed over with the call as "Authorization: Bearer <token>".',
   invalid_signature: 'The request is not signed by Twilio for this run.',
+  insufficient_scope: 'This API key lacks the "admin" scope, which GET /api/v1/public/api-keys requires.',
   agent_not_found: 'No agent 0b5c2a8e-7f3d-4c1a-9e6b-2d4f8a1c3e57.',
   workflow_not_found: 'No workflow 6f1d3b2a-8c4e-4a9f-b7d1-5e2c9a0f4b36.',
   telephony_configuration_not_found: 'No active telephony configuration 7.',
@@ -139,6 +143,7 @@ const EXAMPLE_EXTENSIONS: Partial<Record<ErrorCode, Record<string, unknown>>> = 
   number_suppressed: { suppression_expires_at: null },
   number_frequency_capped: { number_max_calls: 3, number_window_seconds: 86400 },
   too_many_streams: { scope: 'key', max_streams: 20 },
+  insufficient_scope: { required_scope: 'admin' },
 };
 
 const EXAMPLE_REQUEST_ID = '3f6c1e9a-2b7d-4d58-9a0e-5c1b8f2d7e64';

@@ -773,6 +773,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/public/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API Keys
+         * @description The organization's keys, oldest first, revoked ones included, never with a secret or a hash. Page with `after` (the `next_after` of the previous page).
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create API Key
+         * @description Creates a key of this organization holding the given scopes. The answer carries the whole secret (`key`) once: it is stored only as a hash, never shown again, and never written to the audit log (`api_key.created` records the key without it). Honours Idempotency-Key: a retry gets the first answer again with `key: null`, and creates nothing.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get API Key
+         * @description One of the organization's keys, never with its secret or hash.
+         */
+        get: operations["getApiKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/api-keys/{id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke API Key
+         * @description Revokes the key: it is refused from now on (on every node once LOOKUP_CACHE_TTL_MS has passed). Revoking a revoked key changes nothing and answers it as it is. A key may revoke itself. Recorded in the audit log as `api_key.revoked`.
+         */
+        post: operations["revokeApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runtime/runs/{id}": {
         parameters: {
             query?: never;
@@ -1442,6 +1506,38 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description Problem details (RFC 9457) answered with HTTP 403 */
+        Problem403: {
+            /**
+             * Format: uri-reference
+             * @description Identifies the problem: /problems/<code>, relative to the URL the request was sent to, where the service serves a page describing the code
+             * @enum {string}
+             */
+            type: "/problems/invalid_signature" | "/problems/forbidden" | "/problems/insufficient_scope";
+            /**
+             * @description Short summary, the same for every occurrence of the code
+             * @example Invalid signature
+             */
+            title: string;
+            /**
+             * @description The HTTP status, repeated
+             * @enum {integer}
+             */
+            status: 403;
+            /** @description What went wrong with this request, for a person to read */
+            detail: string;
+            /**
+             * @description Stable, machine-readable reason
+             * @enum {string}
+             */
+            code: "invalid_signature" | "forbidden" | "insufficient_scope";
+            /** @description Also sent as the X-Request-Id header; quote it when asking for support */
+            request_id: string;
+            /** @description The scope the operation requires and the key lacks (insufficient_scope) */
+            required_scope?: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description Problem details (RFC 9457) answered with HTTP 404 */
         Problem404: {
             /**
@@ -1449,7 +1545,7 @@ export interface components {
              * @description Identifies the problem: /problems/<code>, relative to the URL the request was sent to, where the service serves a page describing the code
              * @enum {string}
              */
-            type: "/problems/agent_not_found" | "/problems/workflow_not_found" | "/problems/telephony_configuration_not_found" | "/problems/workflow_run_not_found" | "/problems/webhook_endpoint_not_found" | "/problems/webhook_delivery_not_found" | "/problems/suppression_not_found" | "/problems/campaign_not_found" | "/problems/not_found";
+            type: "/problems/agent_not_found" | "/problems/workflow_not_found" | "/problems/telephony_configuration_not_found" | "/problems/workflow_run_not_found" | "/problems/webhook_endpoint_not_found" | "/problems/webhook_delivery_not_found" | "/problems/suppression_not_found" | "/problems/campaign_not_found" | "/problems/api_key_not_found" | "/problems/not_found";
             /**
              * @description Short summary, the same for every occurrence of the code
              * @example Agent not found
@@ -1466,7 +1562,7 @@ export interface components {
              * @description Stable, machine-readable reason
              * @enum {string}
              */
-            code: "agent_not_found" | "workflow_not_found" | "telephony_configuration_not_found" | "workflow_run_not_found" | "webhook_endpoint_not_found" | "webhook_delivery_not_found" | "suppression_not_found" | "campaign_not_found" | "not_found";
+            code: "agent_not_found" | "workflow_not_found" | "telephony_configuration_not_found" | "workflow_run_not_found" | "webhook_endpoint_not_found" | "webhook_delivery_not_found" | "suppression_not_found" | "campaign_not_found" | "api_key_not_found" | "not_found";
             /** @description Also sent as the X-Request-Id header; quote it when asking for support */
             request_id: string;
         } & {
@@ -2010,6 +2106,27 @@ export interface components {
             started_at: string | null;
         };
         /**
+         * ApiKey
+         * @description An API key, never with its secret or hash
+         */
+        ApiKey: {
+            id: number;
+            name: string;
+            /**
+             * @description The key's first characters, which identify it in listings and logs; not a secret
+             * @example dt_live_Xy12Ab34Cd
+             */
+            prefix: string;
+            /** @description What the key may do (docs/api.md, "Scopes") */
+            scopes: ("calls" | "campaigns" | "webhooks" | "admin")[];
+            /** Format: date-time */
+            created_at: string;
+            /** @description Written at most once per API_KEY_LAST_USED_WRITE_INTERVAL_MS */
+            last_used_at: string | null;
+            /** @description Set once revoked: the key is refused from then on */
+            revoked_at: string | null;
+        };
+        /**
          * RunWebhookMessage
          * @description A change of one of the organization's runs. Messages of one run are sent in order.
          */
@@ -2535,6 +2652,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Agent not found (`agent_not_found`); Telephony configuration not found (`telephony_configuration_not_found`) */
             404: {
                 headers: {
@@ -2742,6 +2870,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`); Agent not found (`agent_not_found`); Telephony configuration not found (`telephony_configuration_not_found`) */
@@ -2953,6 +3092,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Workflow not found (`workflow_not_found`); Telephony configuration not found (`telephony_configuration_not_found`) */
             404: {
                 headers: {
@@ -3162,6 +3312,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Workflow not found (`workflow_not_found`); Telephony configuration not found (`telephony_configuration_not_found`) */
             404: {
                 headers: {
@@ -3360,6 +3521,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Request timeout (`request_timeout`) */
             408: {
                 headers: {
@@ -3494,6 +3666,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`); Workflow run not found (`workflow_run_not_found`) */
@@ -3641,6 +3824,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Workflow run not found (`workflow_run_not_found`) */
             404: {
                 headers: {
@@ -3786,6 +3980,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`); Workflow run not found (`workflow_run_not_found`) */
@@ -3956,6 +4161,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Request timeout (`request_timeout`) */
             408: {
                 headers: {
@@ -4096,6 +4312,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Request timeout (`request_timeout`) */
@@ -4256,6 +4483,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Webhook endpoint not found (`webhook_endpoint_not_found`) */
             404: {
                 headers: {
@@ -4388,6 +4626,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`); Webhook endpoint not found (`webhook_endpoint_not_found`) */
@@ -4561,6 +4810,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`); Webhook endpoint not found (`webhook_endpoint_not_found`) */
@@ -4738,6 +4998,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Webhook endpoint not found (`webhook_endpoint_not_found`) */
             404: {
                 headers: {
@@ -4897,6 +5168,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`); Webhook endpoint not found (`webhook_endpoint_not_found`) */
@@ -5092,6 +5374,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Webhook endpoint not found (`webhook_endpoint_not_found`) */
             404: {
                 headers: {
@@ -5273,6 +5566,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Request timeout (`request_timeout`) */
             408: {
                 headers: {
@@ -5413,6 +5717,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`); Webhook endpoint not found (`webhook_endpoint_not_found`); Webhook delivery not found (`webhook_delivery_not_found`) */
@@ -5584,6 +5899,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Suppression not found (`suppression_not_found`) */
             404: {
                 headers: {
@@ -5728,6 +6054,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`) */
@@ -5897,6 +6234,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Suppression not found (`suppression_not_found`) */
             404: {
                 headers: {
@@ -6061,6 +6409,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Request timeout (`request_timeout`) */
             408: {
                 headers: {
@@ -6213,6 +6572,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Request timeout (`request_timeout`) */
@@ -6374,6 +6744,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`) */
@@ -6559,6 +6940,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Request timeout (`request_timeout`) */
@@ -6751,6 +7143,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Agent not found (`agent_not_found`); Workflow not found (`workflow_not_found`); Telephony configuration not found (`telephony_configuration_not_found`) */
             404: {
                 headers: {
@@ -6929,6 +7332,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`); Campaign not found (`campaign_not_found`) */
@@ -7261,6 +7675,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Campaign not found (`campaign_not_found`) */
             404: {
                 headers: {
@@ -7428,6 +7853,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`); Campaign not found (`campaign_not_found`) */
@@ -7599,6 +8035,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Campaign not found (`campaign_not_found`) */
             404: {
                 headers: {
@@ -7766,6 +8213,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`); Campaign not found (`campaign_not_found`) */
@@ -7960,6 +8418,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Campaign not found (`campaign_not_found`) */
             404: {
                 headers: {
@@ -8145,6 +8614,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Not found (`not_found`); Campaign not found (`campaign_not_found`) */
@@ -8334,6 +8814,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Campaign not found (`campaign_not_found`) */
             404: {
                 headers: {
@@ -8502,6 +8993,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Request timeout (`request_timeout`) */
             408: {
                 headers: {
@@ -8658,6 +9160,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Request timeout (`request_timeout`) */
             408: {
                 headers: {
@@ -8795,6 +9308,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Request timeout (`request_timeout`) */
             408: {
                 headers: {
@@ -8923,6 +9447,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
             /** @description Request timeout (`request_timeout`) */
@@ -9090,6 +9625,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Request timeout (`request_timeout`) */
             408: {
                 headers: {
@@ -9229,6 +9775,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Request timeout (`request_timeout`) */
             408: {
                 headers: {
@@ -9263,6 +9820,697 @@ export interface operations {
                 };
             };
             /** @description Rate limited (`rate_limited`); Too many streams (`too_many_streams`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /** @description Return keys after this key id */
+                after?: string;
+                /** @description Page size, 1 to 100 (default 20) */
+                limit?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApiKey"][];
+                        /** @description Pass as `after` for the next page; null on the last */
+                        next_after: number | null;
+                    };
+                };
+            };
+            /** @description Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key and payload within 24 h returns the first response again (header Idempotent-Replayed: true) and never dials twice; the same key with another payload is 422 idempotency_key_reused; while the first request is in flight, 409 idempotency_key_in_use. Up to 255 printable ASCII characters, bare or as a quoted string; any other key is 422 validation_failed naming the header.
+                 * @example 8e0f5b0c-4a8e-4a1e-9a57-2f1d3c6b7a90
+                 */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description For people: which system holds the key
+                     * @example crm
+                     */
+                    name: string;
+                    /**
+                     * @description What the key may do
+                     * @example [
+                     *       "calls"
+                     *     ]
+                     */
+                    scopes: ("calls" | "campaigns" | "webhooks" | "admin")[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        name: string;
+                        /**
+                         * @description The key's first characters, which identify it in listings and logs; not a secret
+                         * @example dt_live_Xy12Ab34Cd
+                         */
+                        prefix: string;
+                        /** @description What the key may do (docs/api.md, "Scopes") */
+                        scopes: ("calls" | "campaigns" | "webhooks" | "admin")[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description Written at most once per API_KEY_LAST_USED_WRITE_INTERVAL_MS */
+                        last_used_at: string | null;
+                        /** @description Set once revoked: the key is refused from then on */
+                        revoked_at: string | null;
+                        /** @description The whole secret, to send as X-API-Key: shown in this answer only. null in a replay of this answer under its Idempotency-Key (the secret is stored nowhere); revoke such a key and create another if the first answer was lost. */
+                        key: string | null;
+                    };
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Idempotency key in use (`idempotency_key_in_use`) */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem409"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`); Idempotency key reused (`idempotency_key_reused`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    getApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An API key, never with its secret or hash */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description API key not found (`api_key_not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An API key, never with its secret or hash */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description API key not found (`api_key_not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
             429: {
                 headers: {
                     /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */

@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { action, requireOrg, withTimes } from '../action.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable } from '../output.js';
-import { positiveInt } from '../parsers.js';
+import { positiveInt, scopeList } from '../parsers.js';
+import { SCOPES, type Scope } from '../../auth/scopes.js';
 
 // Loaded when one of these commands runs (src/cli/README.md).
 const apiKeys = () => import('../../auth/api-keys.js');
@@ -12,15 +13,16 @@ export function keyCommands(program: Command): void {
   const key = program.command('key').description('API keys');
   key
     .command('create')
-    .description('create an API key; the secret is printed once')
+    .description('create an API key; the secret is printed once (recorded in the audit log, without it)')
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .requiredOption('--name <name>', 'key name')
+    .option('--scopes <list>', `what the key may do, comma-separated: ${SCOPES.join(', ')} (default: all of them)`, scopeList)
     .action(
-      action(async (deps, opts: { org: number; name: string }) => {
+      action(async (deps, opts: { org: number; name: string; scopes?: Scope[] }) => {
         const { createApiKey } = await apiKeys();
         await requireOrg(deps, opts.org);
-        const created = await createApiKey(deps.store, opts.org, opts.name, deps.clock.now());
-        const json = { id: created.id, prefix: created.prefix, key: created.key };
+        const created = await createApiKey(deps.store, opts.org, opts.name, deps.clock.now(), { scopes: opts.scopes ?? SCOPES });
+        const json = { id: created.id, prefix: created.prefix, scopes: created.scopes, key: created.key };
         return { json, text: `${formatRecord(json)}\n\nStore the key now: it is not shown again.` };
       }),
     );
@@ -31,13 +33,13 @@ export function keyCommands(program: Command): void {
     .action(
       action(async (deps, opts: { org: number }) => {
         const { listApiKeys } = await apiKeys();
-        const rows = (await listApiKeys(deps.store, opts.org)).map((r) => withTimes(r, ['created_at', 'last_used_at', 'revoked_at']));
-        return { json: rows, text: formatTable(rows, ['id', 'name', 'prefix', 'created_at', 'last_used_at', 'revoked_at']) };
+        const rows = (await listApiKeys(deps.store, opts.org)).map((r) => withTimes({ ...r }, ['created_at', 'last_used_at', 'revoked_at']));
+        return { json: rows, text: formatTable(rows, ['id', 'name', 'prefix', 'scopes', 'created_at', 'last_used_at', 'revoked_at']) };
       }),
     );
   key
     .command('revoke')
-    .description('revoke an API key: its requests are refused from now on')
+    .description('revoke an API key: its requests are refused from now on (recorded in the audit log)')
     .argument('<key_id>', 'API key id', positiveInt)
     .action(
       action(async (deps, keyId: number) => {

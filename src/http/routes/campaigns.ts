@@ -16,6 +16,7 @@ import { WEEKDAYS } from '../../policy/calling-hours.js';
 import { authOf } from '../authenticate.js';
 import { allowQuietImport } from '../quiet-import.js';
 import { problemResponses } from '../problem-schemas.js';
+import { requiresScope } from '../scopes.js';
 import { documentedAs, IdempotencyHeaders, MAX_ID, NullableStringEnum, PathId, replayableResponse, RunPageRef, RunStateRef, StringEnum, withRateLimitHeaders } from '../schemas.js';
 
 const literals = <T extends string>(values: readonly T[], options: Record<string, unknown> = {}) => StringEnum(values, options);
@@ -209,7 +210,7 @@ const ACTIONS: { action: CampaignAction; summary: string; description: string }[
 ];
 
 export function campaignRoutes(deps: Deps): FastifyPluginAsync {
-  const common = { tags: ['Campaigns'], security: [{ ApiKey: [] }] };
+  const common = { tags: ['Campaigns'], security: requiresScope('campaigns') };
   return async (app) => {
     app.addSchema(Schedule);
     app.addSchema(Campaign);

@@ -11,6 +11,7 @@ import type { RouteFieldDescription } from '../../telephony/definition.js';
 import { listWorkflows } from '../../workflows/workflows.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
+import { requiresScope } from '../scopes.js';
 import { StringEnum, withRateLimitHeaders } from '../schemas.js';
 
 const Uuid = Type.String({ format: 'uuid' });
@@ -89,7 +90,7 @@ export function catalogRoutes(deps: Deps): FastifyPluginAsync {
           summary: 'List Workflows',
           description: 'The organization\'s workflows (agents), oldest first, with their published and draft versions and the agent UUIDs of each.',
           tags: ['Workflows'],
-          security: [{ ApiKey: [] }],
+          security: requiresScope('calls'),
           response: { 200: withRateLimitHeaders(Type.Object({ data: Type.Array(Workflow) })), ...problemResponses([...REFUSALS]) },
         },
       },
@@ -124,7 +125,7 @@ export function catalogRoutes(deps: Deps): FastifyPluginAsync {
           summary: 'List Telephony Providers',
           description: 'The providers this service can dial through, in the order it lists them: what each can do, and the settings and credentials a telephony configuration of it takes.',
           tags: ['Telephony'],
-          security: [{ ApiKey: [] }],
+          security: requiresScope('calls'),
           response: { 200: withRateLimitHeaders(Type.Object({ data: Type.Array(TelephonyProvider) })), ...problemResponses([...REFUSALS]) },
         },
       },
@@ -139,7 +140,7 @@ export function catalogRoutes(deps: Deps): FastifyPluginAsync {
           summary: 'List Telephony Configurations',
           description: 'The organization\'s routes to the phone network, oldest first. Credentials and provider settings are never shown.',
           tags: ['Telephony'],
-          security: [{ ApiKey: [] }],
+          security: requiresScope('calls'),
           response: { 200: withRateLimitHeaders(Type.Object({ data: Type.Array(TelephonyConfiguration) })), ...problemResponses([...REFUSALS]) },
         },
       },

@@ -10,6 +10,7 @@ import { DialtoneError, type ErrorCode } from '../../errors.js';
 import type { RunMode } from '../../store/schema/schema.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
+import { requiresScope } from '../scopes.js';
 import { DryRunQuery, IdempotencyHeaders, InitiateCallAnswer, InitiateCallBody, replayableResponse, uuidParam } from '../schemas.js';
 
 interface Operation {
@@ -114,7 +115,7 @@ export function initiateCallRoutes(deps: Deps): FastifyPluginAsync {
             summary: op.summary,
             description: op.description,
             tags: ['Calls'],
-            security: [{ ApiKey: [] }],
+            security: requiresScope('calls'),
             params: uuidParam(op.param, op.target === 'agent' ? 'Agent UUID (the trigger UUID of an API trigger)' : 'Workflow UUID'),
             querystring: DryRunQuery,
             headers: IdempotencyHeaders,

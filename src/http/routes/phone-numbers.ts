@@ -7,6 +7,7 @@ import type { Deps } from '../../deps.js';
 import { eraseNumber, type ErasureContext } from '../../erasure/erase-number.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
+import { requiresScope } from '../scopes.js';
 import { StringEnum, withRateLimitHeaders } from '../schemas.js';
 
 const count = (what: string) => Type.Integer({ minimum: 0, description: what });
@@ -39,7 +40,7 @@ export function phoneNumberRoutes(deps: Deps): FastifyPluginAsync {
       {
         schema: {
           tags: ['Personal data'],
-          security: [{ ApiKey: [] }],
+          security: requiresScope('admin'),
           operationId: 'erasePhoneNumberData',
           summary: 'Erase Phone Number Data',
           description:

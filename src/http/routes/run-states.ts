@@ -5,6 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { LIVE_STATES, RUN_STATES, TERMINAL_STATES, type RunState } from '../../runs/states.js';
 import { problemResponses } from '../problem-schemas.js';
+import { requiresScope } from '../scopes.js';
 import { RunStateRef, withRateLimitHeaders } from '../schemas.js';
 
 const RunStateInfo = Type.Object(
@@ -35,7 +36,7 @@ export function runStateRoutes(): FastifyPluginAsync {
           summary: 'List Run States',
           description: 'Every state a workflow run can be in, in lifecycle order (queued first, then the live states, then the terminal ones), each saying whether it is terminal and whether it is live.',
           tags: ['Workflow runs'],
-          security: [{ ApiKey: [] }],
+          security: requiresScope('calls'),
           response: { 200: withRateLimitHeaders(Type.Object({ data: Type.Array(RunStateInfo) }, { additionalProperties: false })), ...problemResponses(['missing_api_key', 'invalid_api_key', 'rate_limited']) },
         },
       },

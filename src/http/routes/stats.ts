@@ -7,6 +7,7 @@ import { runStats } from '../../runs/list-runs.js';
 import { ANSWERED_BY } from '../../store/schema/schema.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
+import { requiresScope } from '../scopes.js';
 import { RunStateRef, withRateLimitHeaders } from '../schemas.js';
 
 const HOUR_MS = 3_600_000;
@@ -49,7 +50,7 @@ export function statsRoutes(deps: Deps): FastifyPluginAsync {
           summary: 'Get Stats',
           description: 'Runs created since `since` (default: the last hour) counted by state, by outcome and by who answered (with the answer rates by human and by machine), and the queue depth and live calls of every route now.',
           tags: ['Workflow runs'],
-          security: [{ ApiKey: [] }],
+          security: requiresScope('calls'),
           querystring: Type.Object(
             { since: Type.Optional(Type.String({ format: 'date-time', description: 'Count runs created at or after this time (RFC 3339); default one hour ago' })) },
             { additionalProperties: false },

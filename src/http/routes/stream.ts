@@ -10,6 +10,7 @@ import { RunEventStreams } from '../../stream/run-event-streams.js';
 import { isRefusal, StreamSlots, type SlotRefusal } from '../../stream/stream-slots.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
+import { requiresScope } from '../scopes.js';
 import { sendProblem } from '../problems.js';
 import { RATE_LIMIT_HEADERS } from '../schemas.js';
 
@@ -103,7 +104,7 @@ export function streamRoutes(deps: Deps): FastifyPluginAsync {
             'Send the key in `X-API-Key` (from a browser, read the stream with `fetch()`: EventSource cannot send headers).',
           ].join(' '),
           tags: ['Workflow runs'],
-          security: [{ ApiKey: [] }],
+          security: requiresScope('calls'),
           headers: Type.Object({ 'last-event-id': Type.Optional(Type.String({ pattern: EVENT_ID, description: 'Resume after this event id' })) }),
           querystring: Type.Object(
             { last_event_id: Type.Optional(Type.String({ pattern: EVENT_ID, description: 'Resume after this event id (for clients that cannot set Last-Event-ID; the header wins)' })) },

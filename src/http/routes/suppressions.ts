@@ -20,6 +20,7 @@ import type { Readable } from 'node:stream';
 import { authOf } from '../authenticate.js';
 import { allowQuietImport } from '../quiet-import.js';
 import { problemResponses } from '../problem-schemas.js';
+import { requiresScope } from '../scopes.js';
 import { documentedAs, withRateLimitHeaders } from '../schemas.js';
 
 const Suppression = Type.Object(
@@ -49,7 +50,7 @@ function csvType(contentType: string | undefined): boolean {
 
 export function suppressionRoutes(deps: Deps): FastifyPluginAsync {
   const ctx: SuppressionContext = { store: deps.store, clock: deps.clock };
-  const common = { tags: ['Calling policy'], security: [{ ApiKey: [] }] };
+  const common = { tags: ['Calling policy'], security: requiresScope('campaigns') };
   return async (app) => {
     app.addSchema(Suppression);
 

@@ -23,6 +23,7 @@ import type { DeliveryStatus } from '../../store/schema/schema.js';
 import type { WebhookEventType } from '../../webhooks/event-types.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
+import { requiresScope } from '../scopes.js';
 import { NullableStringEnum, PathId, StringEnum, withRateLimitHeaders } from '../schemas.js';
 
 const ID_PATTERN = /^[1-9][0-9]{0,14}$/;
@@ -103,7 +104,7 @@ const BODY: ErrorCode[] = ['unsupported_media_type', 'payload_too_large', 'malfo
 
 export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
   const ctx: WebhookContext = { store: deps.store, cipher: deps.cipher, clock: deps.clock, config: deps.config, wake: () => deps.signals.outbox() };
-  const common = { tags: ['Webhooks'], security: [{ ApiKey: [] }] };
+  const common = { tags: ['Webhooks'], security: requiresScope('webhooks') };
   return async (app) => {
     app.addSchema(Endpoint);
 

@@ -9,6 +9,7 @@ import { RUN_STATES } from '../../runs/states.js';
 import { ANSWERED_BY, type AnsweredBy, type RunState } from '../../store/schema/schema.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
+import { requiresScope } from '../scopes.js';
 import { PathId, RunEventsPage, RunPageRef, StringEnum, withRateLimitHeaders, WorkflowRunRef } from '../schemas.js';
 
 /** Path ids that are not positive integers name no run: 404, like any unknown id. */
@@ -34,7 +35,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           description:
             'The organization\'s runs, newest first, filtered by any of state, who answered, workflow, campaign, phone number and creation time. Page with `after` (the `next_after` of the previous page). The phone number is matched in E.164, however it is written here.',
           tags: ['Workflow runs'],
-          security: [{ ApiKey: [] }],
+          security: requiresScope('calls'),
           querystring: Type.Object(
             {
               state: Type.Optional(StringEnum(RUN_STATES, { description: 'Only runs in this state' })),
@@ -76,7 +77,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           summary: 'Get Workflow Run',
           description: 'A run of the key\'s organization: its state, outcome, the provider\'s own status and when each phase happened.',
           tags: ['Workflow runs'],
-          security: [{ ApiKey: [] }],
+          security: requiresScope('calls'),
           params: Type.Object({ id: PathId('Workflow run id') }),
           response: { 200: withRateLimitHeaders(WorkflowRunRef()), ...problemResponses(READ_REFUSALS) },
         },
@@ -95,7 +96,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           summary: 'List Workflow Run Events',
           description: 'Every state the run entered, in order. Page with `after` (the last `seq` seen).',
           tags: ['Workflow runs'],
-          security: [{ ApiKey: [] }],
+          security: requiresScope('calls'),
           params: Type.Object({ id: PathId('Workflow run id') }),
           querystring: Type.Object(
             {
@@ -124,7 +125,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           description:
             'A queued run is canceled at once and never dialed. A live call is ended by the node holding it: canceled before the answer, hung up (completed) after it; `cancel_requested_at` shows the request until then.',
           tags: ['Workflow runs'],
-          security: [{ ApiKey: [] }],
+          security: requiresScope('calls'),
           params: Type.Object({ id: PathId('Workflow run id') }),
           response: {
             200: withRateLimitHeaders(WorkflowRunRef()),

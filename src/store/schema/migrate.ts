@@ -28,6 +28,7 @@ import { up021 } from './migrations/021_campaign_answered_by.js';
 import { up022 } from './migrations/022_run_transfers.js';
 import { up023 } from './migrations/023_retention.js';
 import { up025 } from './migrations/025_audit_events.js';
+import { up026 } from './migrations/026_api_key_scopes.js';
 import type { DialectName, Store } from '../engine/store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
@@ -56,6 +57,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '022_run_transfers': { up: up022(dialect) },
     '023_retention': { up: up023(dialect) },
     '025_audit_events': { up: up025(dialect) },
+    '026_api_key_scopes': { up: up026(dialect) },
   };
 }
 

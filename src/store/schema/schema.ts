@@ -33,6 +33,8 @@ export interface ApiKeysTable {
   name: string;
   prefix: string;
   hash: string;
+  /** The key's scopes, comma-separated (auth/scopes.ts; migration 026 gave every earlier key all of them). */
+  scopes: ColumnType<string, string | undefined, string>;
   created_at: number;
   last_used_at: number | null;
   revoked_at: number | null;

@@ -1,18 +1,20 @@
 // Statements on API keys. A key is found by its display prefix (unique), read together with its
 // organization's own limits so that authenticating a request costs one query.
-import type { Store } from '../engine/store.js';
+import { queryable, type Queryable, type Store } from '../engine/store.js';
 
 export interface NewApiKeyRow {
   org_id: number;
   name: string;
   prefix: string;
   hash: string;
+  /** Comma-separated (auth/scopes.ts). */
+  scopes: string;
   created_at: number;
 }
 
 /** Inserts a key and returns its id; a taken prefix fails as a unique violation (isUniqueViolation). */
-export async function insertApiKey(store: Store, key: NewApiKeyRow): Promise<number> {
-  const row = await store.db.insertInto('api_keys').values(key).returning('id').executeTakeFirstOrThrow();
+export async function insertApiKey(on: Queryable, key: NewApiKeyRow): Promise<number> {
+  const row = await queryable(on).insertInto('api_keys').values(key).returning('id').executeTakeFirstOrThrow();
   return row.id;
 }
 
@@ -24,7 +26,9 @@ export function selectKeyByPrefix(store: Store, prefix: string) {
     .select([
       'api_keys.id',
       'api_keys.org_id',
+      'api_keys.name',
       'api_keys.hash',
+      'api_keys.scopes',
       'api_keys.revoked_at',
       'api_keys.last_used_at',
       'organizations.rate_limit_per_second',
@@ -54,21 +58,23 @@ export async function setKeyLastUsed(store: Store, keyId: number, now: number, i
   );
 }
 
-/** An organization's keys, oldest first, without their hashes. */
-export function selectKeysOfOrganization(store: Store, orgId: number) {
-  return store.db
-    .selectFrom('api_keys')
-    .select(['id', 'org_id', 'name', 'prefix', 'created_at', 'last_used_at', 'revoked_at'])
-    .where('org_id', '=', orgId)
-    .orderBy('id')
-    .execute();
+const SHOWN = ['id', 'org_id', 'name', 'prefix', 'scopes', 'created_at', 'last_used_at', 'revoked_at'] as const;
+
+/** An organization's keys, oldest first, without their hashes: all of them, or a page after a key id. */
+export function selectKeysOfOrganization(on: Queryable, orgId: number, page?: { afterId?: number; limit: number }) {
+  let query = queryable(on).selectFrom('api_keys').select(SHOWN).where('org_id', '=', orgId);
+  if (page?.afterId !== undefined) query = query.where('id', '>', page.afterId);
+  query = query.orderBy('id');
+  return (page ? query.limit(page.limit) : query).execute();
 }
 
-export async function selectKeyExists(store: Store, keyId: number): Promise<boolean> {
-  return (await store.db.selectFrom('api_keys').select('id').where('id', '=', keyId).executeTakeFirst()) !== undefined;
+/** One key without its hash, or undefined. */
+export function selectKey(on: Queryable, keyId: number) {
+  return queryable(on).selectFrom('api_keys').select(SHOWN).where('id', '=', keyId).executeTakeFirst();
 }
 
-/** Revokes a key; one already revoked keeps its first time. */
-export async function setKeyRevoked(store: Store, keyId: number, now: number): Promise<void> {
-  await store.db.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).where('revoked_at', 'is', null).execute();
+/** Revokes a key; one already revoked keeps its first time. True when this call revoked it. */
+export async function setKeyRevoked(on: Queryable, keyId: number, now: number): Promise<boolean> {
+  const result = await queryable(on).updateTable('api_keys').set({ revoked_at: now }).where('id', '=', keyId).where('revoked_at', 'is', null).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
