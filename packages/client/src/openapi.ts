@@ -7495,6 +7495,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem401"];
                 };
             };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
             /** @description Not found (`not_found`); Campaign not found (`campaign_not_found`); Agent not found (`agent_not_found`); Workflow not found (`workflow_not_found`) */
             404: {
                 headers: {
