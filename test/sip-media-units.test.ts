@@ -8,6 +8,7 @@ import { describe, it, type TestContext } from 'node:test';
 import { RtpPacket } from 'rtp.js/packets';
 import { nodeBufferToDataView } from 'rtp.js/utils';
 import { systemClock } from '../src/shared/clock.js';
+import { playDigits } from '../src/telephony/sip/dtmf-info.js';
 import { CallMedia } from '../src/telephony/sip/media/call-media.js';
 import { Playout } from '../src/telephony/sip/media/playout.js';
 import { RtpPortRange, RtpSession, type ReceivedRtp } from '../src/telephony/sip/media/rtp-session.js';
@@ -216,5 +217,55 @@ describe('A call\'s media relayed to a runtime', () => {
     assert.deepEqual(stream.media.map((m) => [m.chunk, m.timestamp, Buffer.from(m.payload, 'base64').toString('hex').slice(0, 4)]), [['1', '0', '1111'], ['2', '20', '1111'], ['3', '40', '2222']]);
     assert.deepEqual(stream.problems, []);
     assert.deepEqual(warnings, []);
+  });
+
+  it('sends digits as RFC 4733 events in the call\'s own RTP stream, holding the runtime\'s audio meanwhile and resuming it after, on one SSRC and one sequence', async (t) => {
+    const runtime = await startTestRuntime(t);
+    const callee = await udpPeer(t);
+    const media = await CallMedia.open(new RtpPortRange(30_000 + 2 * Math.floor(Math.random() * 10_000), 49_999), '127.0.0.1', '127.0.0.1', systemClock, {
+      runtimeClosed: () => undefined,
+      runtimeUnreachable: () => undefined,
+      warn: () => undefined,
+    });
+    t.after(() => media.close());
+    assert.equal(media.answered(answer(['c=IN IP4 127.0.0.1', `m=audio ${callee.port} RTP/AVP 0 101`, 'a=rtpmap:101 telephone-event/8000'])), undefined);
+    assert.equal(media.sendsTelephoneEvents, true);
+    media.connect({ url: runtime.url, customParameters: { run_id: '1', token: 't' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000 }, { callSid: 'call-1', accountSid: '1' });
+    const stream = await runtime.stream(0);
+    // Four seconds of the runtime's audio: it is still playing when the digits go, and after.
+    stream.play(Buffer.alloc(8000 * 4, 0x33), 8000);
+    await until('audio reaches the callee', () => callee.received.length >= 5);
+    const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+    await media.withPlayoutHeld(() => playDigits('1#', (digit) => media.sendDigitEvent(digit, wait), wait));
+    const afterDigits = callee.received.length;
+    await until('audio resumes', () => callee.received.length >= afterDigits + 3);
+
+    const packets = callee.received.map((buffer) => new RtpPacket(nodeBufferToDataView(buffer)));
+    const kinds = packets.map((p) => p.getPayloadType());
+    const first = kinds.indexOf(101);
+    const last = kinds.lastIndexOf(101);
+    assert.ok(first > 0 && kinds.slice(0, first).every((k) => k === 0), 'audio before the digits');
+    assert.ok(kinds.slice(first, last + 1).every((k) => k === 101), 'no audio packet among the events: the runtime\'s audio was held');
+    assert.equal(kinds[last + 1], 0, 'audio after the digits');
+    assert.equal(new Set(packets.map((p) => p.getSsrc())).size, 1, 'one SSRC');
+    packets.forEach((p, i) => i > 0 && assert.equal(p.getSequenceNumber(), ((packets[i - 1]?.getSequenceNumber() ?? 0) + 1) % 65536, `sequence at ${i}`));
+
+    const events = packets.slice(first, last + 1).map((p) => {
+      const payload = Buffer.from(p.getPayload().buffer, p.getPayload().byteOffset, 4);
+      return { code: payload[0], end: ((payload[1] ?? 0) & 0x80) !== 0, duration: payload.readUInt16BE(2), timestamp: p.getTimestamp(), marker: p.getMarker() };
+    });
+    const digits = [1, 11].map((code) => events.filter((e) => e.code === code));
+    for (const digit of digits) {
+      assert.equal(digit.length, 8 + 3, 'eight updates and the end three times');
+      assert.equal(new Set(digit.map((e) => e.timestamp)).size, 1, 'every packet of an event carries its start');
+      assert.deepEqual(digit.map((e) => e.marker), [true, ...Array(10).fill(false)]);
+      assert.deepEqual(digit.map((e) => e.duration), [160, 320, 480, 640, 800, 960, 1120, 1280, 1280, 1280, 1280]);
+      assert.deepEqual(digit.map((e) => e.end), [...Array(8).fill(false), true, true, true]);
+    }
+    const [one, hash] = digits.map((d) => d[0]?.timestamp ?? 0);
+    assert.ok(((hash ?? 0) - (one ?? 0) + 2 ** 32) % 2 ** 32 >= 1280, 'the second event starts after the first one\'s tone');
+    const resumed = packets[last + 1];
+    assert.ok(resumed?.getMarker(), 'the audio after the digits starts a talkspurt');
+    assert.ok((((resumed?.getTimestamp() ?? 0) - (hash ?? 0) + 2 ** 32) % 2 ** 32) >= 1280, 'its timestamp is past the last event');
   });
 });

@@ -275,9 +275,19 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     watch.accept();
   }
 
-  /** DTMF by INFO (dtmf-info.ts), one digit at a time; a refusal (501, 415, 405…) throws CallControlRefusedError and sends no more. */
+  /**
+   * DTMF: in the call's media as RFC 4733 events when Dialtone relays it and the answer negotiated
+   * telephone-event (media/call-media.ts), else by INFO (dtmf-info.ts), one digit at a time; a
+   * refusal of an INFO (501, 415, 405…) throws CallControlRefusedError and sends no more.
+   */
   async sendDigits(live: LiveCall<SipRouteConfig>, digits: string): Promise<void> {
     const call = this.answeredCall(live);
+    const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+    const media = call.media;
+    if (media?.sendsTelephoneEvents) {
+      await media.withPlayoutHeld(() => playDigits(digits, (digit) => media.sendDigitEvent(digit, wait), wait));
+      return;
+    }
     await playDigits(
       digits,
       async (digit) => {

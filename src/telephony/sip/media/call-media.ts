@@ -12,6 +12,12 @@ import { parseSdpAnswer, sdpOffer, type SdpAnswer } from './sdp.js';
 
 /** RFC 4733 section 3.2's events 0-15: the digits, *, # and A-D. */
 const DTMF_EVENTS = '0123456789*#ABCD';
+/** A digit sent as an event: 8 packets 20 ms apart (160 ms of tone), then a 60 ms gap before the next. */
+const DIGIT_PACKETS = 8;
+const DIGIT_GAP_MS = 60;
+const PACKET_MS = 20;
+/** RTP's clock for G.711 and telephone-event: 8,000 samples a second. */
+const SAMPLES_PER_MS = 8;
 
 export interface CallMediaEvents {
   /** The runtime closed the stream: hang up. */
@@ -78,6 +84,56 @@ export class CallMedia {
       runtimeUnreachable: (detail) => this.events.runtimeUnreachable(detail),
       warn: (message) => this.events.warn(message),
     });
+  }
+
+  /** The answer negotiated telephone-event (RFC 4733): digits can go in the media instead of by INFO. */
+  get sendsTelephoneEvents(): boolean {
+    return this.answer?.telephoneEvent !== undefined;
+  }
+
+  /**
+   * Runs `send` (digits sent with sendDigitEvent, and pauses) with the runtime's audio held, so the
+   * callee gets one stream of packets; the RTP clock is then moved past the time it took, and the
+   * audio queued meanwhile plays on as a new talkspurt.
+   */
+  async withPlayoutHeld(send: () => Promise<void>): Promise<void> {
+    this.bridge?.holdPlayout();
+    const clockAtStart = this.rtp.clockSamples;
+    this.eventClock = { base: clockAtStart, startedMs: this.clock.now() };
+    try {
+      await send();
+    } finally {
+      this.rtp.advance(this.eventClockNow() - clockAtStart);
+      this.eventClock = undefined;
+      this.bridge?.resumePlayout();
+    }
+  }
+
+  /**
+   * One digit as an RFC 4733 event (section 2.5.1): its packets every 20 ms share the event's start
+   * as timestamp, the first with the marker, each with the duration so far; the last is sent three
+   * times with the E bit (section 2.5.1.4), then a short gap. Only inside withPlayoutHeld.
+   */
+  async sendDigitEvent(digit: string, wait: (ms: number) => Promise<void>): Promise<void> {
+    const payloadType = this.answer?.telephoneEvent;
+    const code = DTMF_EVENTS.indexOf(digit);
+    if (payloadType === undefined || code < 0 || !this.eventClock) throw new RangeError(`cannot send ${digit} as a telephone event`);
+    const startedAt = this.eventClockNow();
+    const frame = PACKET_MS * SAMPLES_PER_MS;
+    for (let n = 1; n <= DIGIT_PACKETS; n++) {
+      this.rtp.sendEvent(payloadType, { code, durationSamples: n * frame, end: false, first: n === 1, startedAt });
+      await wait(PACKET_MS);
+    }
+    for (let copy = 0; copy < 3; copy++) this.rtp.sendEvent(payloadType, { code, durationSamples: DIGIT_PACKETS * frame, end: true, first: false, startedAt });
+    await wait(DIGIT_GAP_MS);
+  }
+
+  /** While digits are sent: the RTP clock at the hold, and when it began. */
+  private eventClock: { base: number; startedMs: number } | undefined;
+
+  private eventClockNow(): number {
+    const held = this.eventClock;
+    return held ? held.base + Math.round((this.clock.now() - held.startedMs) * SAMPLES_PER_MS) : this.rtp.clockSamples;
   }
 
   /** The call ended: `stop` to the runtime, the port released. */

@@ -114,6 +114,15 @@ export class MediaStreamBridge {
   }
 
   /** The call ended on the SIP side: `stop`, then the socket closes. Nothing is reported back. */
+  /** The runtime's audio waits while something else is sent to the callee (digits). */
+  holdPlayout(): void {
+    this.playout.hold();
+  }
+
+  resumePlayout(): void {
+    this.playout.resume();
+  }
+
   stop(): void {
     if (this.ended) return;
     this.ended = true;

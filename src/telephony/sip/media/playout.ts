@@ -38,6 +38,8 @@ export class Playout {
   /** When the last frame sent ends (its 20 ms played); undefined before the first. */
   private playedUntil: number | undefined;
   private closed = false;
+  /** While digits are sent as RFC 4733 events, the runtime's audio waits (one source of packets at a time). */
+  private held = false;
 
   constructor(
     private readonly sink: PlayoutSink,
@@ -81,6 +83,21 @@ export class Playout {
     for (const item of dropped) if (item.kind === 'mark') this.sink.mark(item.name);
   }
 
+  /** Stops sending until `resume`; what the runtime sends meanwhile is queued. */
+  hold(): void {
+    this.held = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  resume(): void {
+    if (!this.held) return;
+    this.held = false;
+    // What follows the hold starts a talkspurt of its own.
+    this.playedUntil = undefined;
+    this.kick();
+  }
+
   close(): void {
     this.closed = true;
     this.queue.length = 0;
@@ -104,7 +121,7 @@ export class Playout {
 
   /** Starts playing when idle: at once if nothing is playing, else when the frame playing ends. */
   private kick(): void {
-    if (this.timer || this.closed) return;
+    if (this.timer || this.closed || this.held) return;
     const now = this.clock.now();
     if (this.playedUntil !== undefined && this.playedUntil > now) this.schedule(this.playedUntil - now);
     else this.tick();
@@ -118,7 +135,7 @@ export class Playout {
   }
 
   private tick(): void {
-    if (this.closed) return;
+    if (this.closed || this.held) return;
     const now = this.clock.now();
     for (let sent = 0; sent < MAX_CATCH_UP; sent += 1) {
       // Marks at the head follow audio that has been played to its end.

@@ -139,6 +139,38 @@ export class RtpSession {
     this.sentSamples += payload.byteLength;
   }
 
+  /**
+   * One RFC 4733 telephone-event packet of the event that started `startedAt` samples into the
+   * session (section 2.3: every packet of an event carries the event's start as its timestamp, the
+   * duration so far in its payload, the marker on the first, the E bit on the last three). The
+   * session's clock is moved past the event by `advance` once it ends.
+   */
+  sendEvent(payloadType: number, event: { code: number; durationSamples: number; end: boolean; first: boolean; startedAt: number }): void {
+    if (this.closed || !this.remote) return;
+    // Section 2.3: event, E bit, reserved bit and volume (10: -10 dBm0, a usual level), duration.
+    const payload = new Uint8Array([event.code, (event.end ? 0x80 : 0) | 10, (event.durationSamples >> 8) & 0xff, event.durationSamples & 0xff]);
+    const packet = new RtpPacket();
+    packet.setPayloadType(payloadType);
+    packet.setSequenceNumber(this.sequence);
+    packet.setTimestamp((this.timestampBase + event.startedAt) % 2 ** 32);
+    packet.setSsrc(this.ssrc);
+    packet.setMarker(event.first);
+    packet.setPayload(new DataView(payload.buffer));
+    const view = packet.getView();
+    this.socket.send(new Uint8Array(view.buffer, view.byteOffset, view.byteLength), this.remote.port, this.remote.address);
+    this.sequence = (this.sequence + 1) % 2 ** 16;
+  }
+
+  /** Samples sent or skipped since the session started: where an event sent now begins. */
+  get clockSamples(): number {
+    return this.sentSamples;
+  }
+
+  /** Moves the session's clock on by time nothing was sent in (an event's duration, a pause). */
+  advance(samples: number): void {
+    this.sentSamples += samples;
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
