@@ -17,7 +17,7 @@ import type { CallingHours } from '../policy/calling-hours.js';
 import { cappedError, type NumberCap } from '../policy/number-cap.js';
 import type { InsertChecks } from '../runs/create-run.js';
 import { selectActiveSuppression, selectCapOpening } from '../store/statements/suppression-statements.js';
-import type { Store } from '../store/engine/store.js';
+import type { Connection } from '../store/engine/store.js';
 
 export type { NumberCap };
 
@@ -67,7 +67,7 @@ export type PolicyVerdict =
  * stored on the run); a SIP URI is an address inside the caller's own network, checked against
  * calling hours only (in the organization's fallback zone).
  */
-export async function askCallingPolicy(store: Pick<Store, 'db' | 'dialect'>, settings: PolicySettings, subject: PolicySubject, now: number, place: PolicyPlace): Promise<PolicyVerdict> {
+export async function askCallingPolicy(store: Connection, settings: PolicySettings, subject: PolicySubject, now: number, place: PolicyPlace): Promise<PolicyVerdict> {
   const { destination } = subject;
   const hours = callingHoursRuling(settings.callingHours, destination, now, subject.timezone ? [subject.timezone] : undefined);
   if (destination.kind !== 'e164') {
@@ -93,7 +93,7 @@ export async function askCallingPolicy(store: Pick<Store, 'db' | 'dialect'>, set
   return { admitted: true, scheduledFor: hours.kind === 'defer' ? hours.at : null, atInsert };
 }
 
-async function suppressionOf(store: Pick<Store, 'db' | 'dialect'>, orgId: number, phoneNumber: string, now: number, among: ReadonlySet<string> | undefined): Promise<{ expiresAt: number | null } | undefined> {
+async function suppressionOf(store: Connection, orgId: number, phoneNumber: string, now: number, among: ReadonlySet<string> | undefined): Promise<{ expiresAt: number | null } | undefined> {
   if (among) return among.has(phoneNumber) ? { expiresAt: null } : undefined;
   const row = await selectActiveSuppression(store, orgId, phoneNumber, now);
   return row ? { expiresAt: row.expires_at } : undefined;

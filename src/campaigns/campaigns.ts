@@ -163,7 +163,7 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
     // The count and the insert share the transaction, under the organization's row lock on
     // PostgreSQL (SQLite's one writer runs them in turn already), so creations racing at the cap
     // cannot all see room for one more.
-    await lockOrganization(deps.store, trx, orgId);
+    await lockOrganization(trx, orgId);
     const max = deps.config.CAMPAIGN_MAX_OPEN_PER_ORGANIZATION;
     if ((await countOpenCampaigns(trx, orgId)) >= max) {
       throw new DialtoneError('campaign_limit', `An organization may have at most ${max} campaigns open (draft, running or paused; CAMPAIGN_MAX_OPEN_PER_ORGANIZATION); complete or cancel one first.`);
@@ -186,7 +186,7 @@ export async function createCampaign(deps: Deps, orgId: number, body: CreateCamp
       answeringMachineJson: answeringMachine === null ? null : JSON.stringify(answeringMachine),
       at: now,
     });
-    return { row: inserted, deliveries: await recordChange(deps.store, trx, 'campaign.created', inserted, now) };
+    return { row: inserted, deliveries: await recordChange(trx, 'campaign.created', inserted, now) };
   });
   deps.signals.journal();
   if (deliveries > 0) deps.signals.outbox();
@@ -373,8 +373,8 @@ export async function actOnCampaign(deps: Deps, orgId: number | undefined, campa
  * events': the event is streamed and the message sent if and only if the change committed).
  * Returns how many deliveries it wrote.
  */
-async function recordChange(store: Deps['store'], trx: StoreTransaction, event: CampaignStreamEvent, row: CampaignRow, at: number): Promise<number> {
-  await insertCampaignEvent(store, trx, { org_id: row.org_id, campaign_id: row.id, type: event, name: row.name, state: row.state, paused_reason: row.paused_reason, at });
+async function recordChange(trx: StoreTransaction, event: CampaignStreamEvent, row: CampaignRow, at: number): Promise<number> {
+  await insertCampaignEvent(trx, { org_id: row.org_id, campaign_id: row.id, type: event, name: row.name, state: row.state, paused_reason: row.paused_reason, at });
   if (!isWebhookEventType(event)) return 0;
   return insertOrganizationDeliveries(trx, row.org_id, {
     messageId: campaignMessageId(row.id, event, at),
@@ -399,7 +399,7 @@ export async function moveCampaign(
   const { moved, deliveries } = await deps.store.transaction('durable', async (trx) => {
     const row = await updateCampaignState(trx, campaignId, move, change);
     if (!row) return { moved: row, deliveries: 0 };
-    return { moved: row, deliveries: await recordChange(deps.store, trx, event, row, move.at) };
+    return { moved: row, deliveries: await recordChange(trx, event, row, move.at) };
   });
   if (moved) deps.signals.journal();
   // Committed: this node's delivery worker looks at once, and the other nodes' (PostgreSQL) through

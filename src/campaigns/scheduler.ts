@@ -302,7 +302,7 @@ async function createAttempt(deps: Deps, row: CampaignRow, context: AttemptConte
       now,
       {
         beforeInsert: async (trx) => {
-          if (!(await lockRunningCampaign(deps.store, trx, row.id))) throw new AttemptLost('campaign no longer running');
+          if (!(await lockRunningCampaign(trx, row.id))) throw new AttemptLost('campaign no longer running');
           if (!(await beginAttempt(trx, contact.id, contact.attempts, now))) throw new AttemptLost('contact moved on');
         },
         // What admission left to the insert (the per-number cap, counted under the number's lock).
@@ -310,7 +310,7 @@ async function createAttempt(deps: Deps, row: CampaignRow, context: AttemptConte
         onCreated: async (trx, created) => {
           await setContactRun(trx, contact.id, created.id);
           // A refused route: the attempt ends here, in the transaction that made it, so no dispatcher ever claims it.
-          if (refusedRoute) ended = await transitionRunInTransaction(trx, deps.store.dialect, created.id, 'failed', { at: now, reason: refusedRoute.code, data: { detail: refusedRoute.message } });
+          if (refusedRoute) ended = await transitionRunInTransaction(trx, created.id, 'failed', { at: now, reason: refusedRoute.code, data: { detail: refusedRoute.message } });
         },
       },
     );

@@ -73,7 +73,7 @@ export interface ClaimResult {
 export async function claimRuns(store: Store, configurationId: number, options: ClaimOptions): Promise<ClaimResult> {
   // Durable: a claim is what allows a dial, and must not be forgotten once the dial may have happened.
   return store.transaction('durable', async (trx) => {
-    const configuration = await selectConfigurationForClaim(store, trx, configurationId);
+    const configuration = await selectConfigurationForClaim(trx, configurationId);
     if (!configuration) return { claimed: [], retryAt: undefined };
 
     const spacingMs = (1000 * (1 + options.pacingHeadroom)) / configuration.calls_per_second;
@@ -98,7 +98,7 @@ export async function claimRuns(store: Store, configurationId: number, options: 
     const wanted = Math.min(free, options.batchSize, slotsInWindow);
     let plan: SlotPlan | undefined;
     const slotOf = new Map<number, number>();
-    const { rows, webhookDeliveries, deferred, canceled, passed } = await claimQueuedRuns(store, trx, {
+    const { rows, webhookDeliveries, deferred, canceled, passed } = await claimQueuedRuns(trx, {
       configurationId,
       limit: wanted,
       nodeId: options.nodeId,
@@ -195,7 +195,7 @@ export async function takePacingSlots(
   lease?: ReslotLease,
 ): Promise<Reslot[]> {
   return store.transaction('relaxed', async (trx) => {
-    const configuration = await selectPacingForUpdate(store, trx, configurationId);
+    const configuration = await selectPacingForUpdate(trx, configurationId);
     const spacingMs = (1000 * (1 + pacingHeadroom)) / configuration.calls_per_second;
     const firstAt = Math.max(configuration.pacing_next_at ?? 0, now);
     const campaigns = runs.some((r) => r.campaignId !== null) ? await selectCampaignDialPacing(trx, configurationId, now) : [];

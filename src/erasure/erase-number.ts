@@ -19,7 +19,7 @@ export type { ErasureCounts };
 export { CLI_ACTOR } from '../audit/audit-log.js';
 
 export interface ErasureContext {
-  store: Pick<Store, 'transaction' | 'dialect' | 'truncateWal'>;
+  store: Pick<Store, 'transaction' | 'truncateWal'>;
   clock: { now(): number };
   logger: Pick<Logger, 'info' | 'warn'>;
 }
@@ -54,7 +54,7 @@ export async function eraseNumber(ctx: ErasureContext, orgId: number, input: str
   const phoneNumber = normalize(input);
   const now = ctx.clock.now();
   const counts = await ctx.store.transaction('durable', async (trx) => {
-    const runs = await selectRunsOfNumber(trx, ctx.store.dialect, orgId, phoneNumber);
+    const runs = await selectRunsOfNumber(trx, orgId, phoneNumber);
     const unended = runs.filter((run) => !TERMINAL.includes(run.state));
     if (unended.length > 0) {
       throw new DialtoneError('runs_not_ended', `The organization has ${unended.length} run(s) to this number that have not ended (${unended.map((r) => r.name ?? r.id).join(', ')}); cancel them or wait for them to end, then erase again. Nothing was changed.`, {

@@ -21,7 +21,7 @@ import {
 import type { Store } from '../store/engine/store.js';
 
 export interface SuppressionContext {
-  store: Pick<Store, 'db' | 'dialect' | 'transaction' | 'betweenBulkWrites'>;
+  store: Store;
   clock: { now(): number };
 }
 

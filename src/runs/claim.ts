@@ -15,7 +15,7 @@ import { appendRunEvents } from '../store/statements/run-event-outbox.js';
 import { extendUndialedClaim, selectClaimCandidates, setQueuedRunsCanceled, setQueuedRunsDialing, writeTransition, type ClaimCandidate, type ClaimedRow } from '../store/statements/run-writes.js';
 import type { WorkflowRunRow } from '../store/schema/schema.js';
 import { runMessageId, webhookTypeForState } from '../webhooks/event-types.js';
-import type { Store, StoreTransaction } from '../store/engine/store.js';
+import type { StoreTransaction } from '../store/engine/store.js';
 import { transitionRunInTransaction } from './transition-run.js';
 
 export type { ClaimCandidate, ClaimedRow };
@@ -59,8 +59,8 @@ export interface ClaimWritten {
 }
 
 /** Claims up to `limit` queued runs; returns them in id order (empty when none is queued), and the webhook deliveries written. */
-export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreTransaction, claim: ClaimWrite): Promise<ClaimWritten> {
-  const candidates = await selectClaimCandidates(store, trx, {
+export async function claimQueuedRuns(trx: StoreTransaction, claim: ClaimWrite): Promise<ClaimWritten> {
+  const candidates = await selectClaimCandidates(trx, {
     configurationId: claim.configurationId,
     limit: claim.limit,
     now: claim.now,
@@ -81,7 +81,6 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
     } else if (decision.kind === 'defer') {
       const written = await writeTransition(
         trx,
-        store.dialect,
         candidate.id,
         { scheduled_for: decision.until, updated_at: claim.now },
         { from: ['queued'] },
@@ -92,7 +91,7 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
         webhookDeliveries += written.webhookDeliveries;
       }
     } else {
-      const applied = await transitionRunInTransaction(trx, store.dialect, candidate.id, 'canceled', { at: claim.now, reason: decision.reason });
+      const applied = await transitionRunInTransaction(trx, candidate.id, 'canceled', { at: claim.now, reason: decision.reason });
       if (applied) {
         canceled += 1;
         webhookDeliveries += applied.webhookDeliveries;
@@ -102,7 +101,6 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
   const picked = claim.pick ? claim.pick(dialable) : dialable;
   const dialing = await setQueuedRunsDialing(
     trx,
-    store.dialect,
     picked.map((c) => c.id),
     { nodeId: claim.nodeId, now: claim.now, leaseExpiresAt: claim.now + claim.leaseMs },
   );
@@ -115,7 +113,6 @@ export async function claimQueuedRuns(store: Pick<Store, 'dialect'>, trx: StoreT
   canceled += screened.length;
   webhookDeliveries += await appendRunEvents(
     trx,
-    store.dialect,
     screened.map((run) => ({
       run,
       type: 'canceled' as const,

@@ -77,9 +77,9 @@ export async function createRun(store: Store, run: NewRun, now: number, options:
     !options.queueCap && !options.beforeInsert && !options.onCreated
       ? withState(created(await insertQueuedRunDurably(store, values, guard)))
       : await store.transaction('durable', async (trx) => {
-          if (options.queueCap) await enforceQueueCap(store, trx, run.orgId, options.queueCap);
+          if (options.queueCap) await enforceQueueCap(trx, run.orgId, options.queueCap);
           await options.beforeInsert?.(trx);
-          const queued = withState(created(await insertQueuedRun(trx, store.dialect, values, guard)));
+          const queued = withState(created(await insertQueuedRun(trx, values, guard)));
           await options.onCreated?.(trx, queued);
           return queued;
         });

@@ -99,7 +99,7 @@ export class RunLifecycle {
   async requeueUndialed(nodeId: string, runIds: readonly number[], at: number): Promise<number[]> {
     if (runIds.length === 0) return [];
     const written = await this.store.transaction('durable', (trx) =>
-      setUndialedRunsQueued(trx, this.store.dialect, runIds, { nodeId, now: at, reason: 'node_shutdown', from: PREDECESSORS.queued }),
+      setUndialedRunsQueued(trx, runIds, { nodeId, now: at, reason: 'node_shutdown', from: PREDECESSORS.queued }),
     );
     if (written.ids.length > 0) this.transitions.inc({ state: 'queued' }, written.ids.length);
     if (written.webhookDeliveries > 0) this.deliveriesWritten();

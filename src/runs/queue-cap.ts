@@ -50,10 +50,10 @@ export class QueuedRunCounts {
 }
 
 /** The exact check, inside the transaction that creates the run. */
-export async function enforceQueueCap(store: Store, trx: StoreTransaction, orgId: number, cap: QueueCap): Promise<void> {
+export async function enforceQueueCap(trx: StoreTransaction, orgId: number, cap: QueueCap): Promise<void> {
   // SQLite runs one write transaction at a time; PostgreSQL needs the organization's row locked
   // so that concurrent creations cannot all see room for one more.
-  await lockOrganization(store, trx, orgId);
+  await lockOrganization(trx, orgId);
   const count = await countQueuedRuns(trx, orgId, cap.scheduled === true);
   if (count >= cap.maxQueued) {
     if (cap.scheduled) {

@@ -43,7 +43,7 @@ function tooLarge(what: string, bytes: number, max: number): DialtoneError {
 async function writeRuntimeEvent(deps: Deps, runId: number, type: 'result' | `agent.${string}`, webhookType: string, data: Record<string, unknown>, columns: { result?: string }) {
   const at = deps.clock.now();
   const written = await deps.store.transaction('durable', (trx) =>
-    writeTransition(trx, deps.store.dialect, runId, { ...columns, updated_at: at }, { from: NOT_ENDED }, { type, at, data, webhookType }),
+    writeTransition(trx, runId, { ...columns, updated_at: at }, { from: NOT_ENDED }, { type, at, data, webhookType }),
   );
   if (written && written.webhookDeliveries > 0) deps.signals.outbox();
   return written;
@@ -130,7 +130,7 @@ export async function beginTransfer(deps: Deps, runId: number, transfer: Transfe
   const at = deps.clock.now();
   const data = { status: 'requested', to: transfer.to, caller_id: transfer.callerId, ...(transfer.announce !== undefined ? { announce: transfer.announce } : {}) };
   const written = await deps.store.transaction('durable', (trx) =>
-    writeTransition(trx, deps.store.dialect, runId, { transfer_status: 'pending', updated_at: at }, { from: ['in_progress'], transfer: 'not_pending' }, { type: TRANSFER_EVENT, at, data, webhookType: TRANSFER_WEBHOOK_TYPE }),
+    writeTransition(trx, runId, { transfer_status: 'pending', updated_at: at }, { from: ['in_progress'], transfer: 'not_pending' }, { type: TRANSFER_EVENT, at, data, webhookType: TRANSFER_WEBHOOK_TYPE }),
   );
   if (!written) throw await notTransferable(deps, runId);
   if (written.webhookDeliveries > 0) deps.signals.outbox();
@@ -154,7 +154,6 @@ export async function endTransfer(deps: Deps, runId: number, ending: TransferEnd
     const written = await deps.store.transaction('durable', (trx) =>
       writeTransition(
         trx,
-        deps.store.dialect,
         runId,
         { state: 'completed', outcome_reason: TRANSFERRED, raw_provider_status: ending.raw, transfer_status: 'answered', updated_at: ending.at, ended_at: ending.at, deadline_at: null, lease_owner: null, lease_expires_at: null },
         { from: ['in_progress'], transfer: 'pending' },
@@ -170,7 +169,6 @@ export async function endTransfer(deps: Deps, runId: number, ending: TransferEnd
   const written = await deps.store.transaction('durable', (trx) =>
     writeTransition(
       trx,
-      deps.store.dialect,
       runId,
       { transfer_status: ending.result, updated_at: ending.at },
       { from: RUN_STATES, transfer: 'pending' },
@@ -185,7 +183,7 @@ export async function endTransfer(deps: Deps, runId: number, ending: TransferEnd
 export async function recordDigits(deps: Deps, runId: number, digits: string): Promise<{ seq: number; at: number }> {
   const at = deps.clock.now();
   const written = await deps.store.transaction('durable', (trx) =>
-    writeTransition(trx, deps.store.dialect, runId, { updated_at: at }, { from: ['in_progress'] }, { type: DTMF_EVENT, at, data: { digits }, webhookType: DTMF_WEBHOOK_TYPE }),
+    writeTransition(trx, runId, { updated_at: at }, { from: ['in_progress'] }, { type: DTMF_EVENT, at, data: { digits }, webhookType: DTMF_WEBHOOK_TYPE }),
   );
   if (!written) throw await notTransferable(deps, runId);
   if (written.webhookDeliveries > 0) deps.signals.outbox();

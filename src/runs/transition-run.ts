@@ -5,7 +5,7 @@
 import { writeTransition, type RunColumns, type TransitionWrite, type TransitionWritten } from '../store/statements/run-writes.js';
 import type { RunWriteQueue } from '../store/engine/run-write-queue.js';
 import type { RunState } from '../store/schema/schema.js';
-import type { DialectName, Store, StoreTransaction } from '../store/engine/store.js';
+import type { Store, StoreTransaction } from '../store/engine/store.js';
 import { webhookTypeForState } from '../webhooks/event-types.js';
 import { isTerminal, PREDECESSORS } from './states.js';
 
@@ -86,13 +86,12 @@ function applied(runId: number, to: RunState, written: TransitionWritten | undef
 /** Applies one transition inside the caller's transaction (the claim cancels runs it may never dial this way). */
 export async function transitionRunInTransaction(
   trx: StoreTransaction,
-  dialect: DialectName,
   runId: number,
   to: RunState,
   details: TransitionDetails,
 ): Promise<AppliedTransition | undefined> {
   const { columns, guard, event } = transitionWrite(runId, to, details);
-  return applied(runId, to, await writeTransition(trx, dialect, runId, columns, guard, event));
+  return applied(runId, to, await writeTransition(trx, runId, columns, guard, event));
 }
 
 /**
@@ -101,6 +100,6 @@ export async function transitionRunInTransaction(
  * (store/engine/run-write-queue.ts), which writes the transitions of a moment together, in order per run.
  */
 export async function transitionRun(store: Store, writes: RunWriteQueue, runId: number, to: RunState, details: TransitionDetails): Promise<AppliedTransition | undefined> {
-  if (details.durable) return store.transaction('durable', (trx) => transitionRunInTransaction(trx, store.dialect, runId, to, details));
+  if (details.durable) return store.transaction('durable', (trx) => transitionRunInTransaction(trx, runId, to, details));
   return applied(runId, to, await writes.transition(transitionWrite(runId, to, details)));
 }

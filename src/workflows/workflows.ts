@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { DialtoneError, validationFailed } from '../errors.js';
 import type { DefinitionRow, WorkflowRow } from '../store/schema/schema.js';
-import { plainTransaction, type Queryable, type Store, type StoreTransaction } from '../store/engine/store.js';
+import { plainTransaction, type Connection, type Store, type StoreTransaction } from '../store/engine/store.js';
 import {
   insertDefinition,
   insertTriggers,
@@ -97,7 +97,7 @@ export async function createWorkflow(
   });
 }
 
-async function findWorkflow(on: Queryable, workflowUuid: string): Promise<WorkflowRow> {
+async function findWorkflow(on: Connection, workflowUuid: string): Promise<WorkflowRow> {
   const workflow = isUuid(workflowUuid) ? await selectWorkflowByUuid(on, workflowUuid.toLowerCase()) : undefined;
   if (!workflow) throw new DialtoneError('workflow_not_found', `No workflow ${workflowUuid}.`);
   return workflow;

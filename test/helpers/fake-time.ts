@@ -23,6 +23,9 @@ export class FakeTime {
   readonly watch = (store: Store): Store => ({
     db: this.watched(store.db),
     dialect: store.dialect,
+    embedded: store.embedded,
+    idsCommitOutOfOrder: store.idsCommitOutOfOrder,
+    transactionsAtOnce: store.transactionsAtOnce,
     transaction: (durability, work) => this.track(store.transaction(durability, work)),
     batched: (work) => this.track(store.batched(work)),
     relaxed: (work) => this.track(store.relaxed(work)),

@@ -61,6 +61,9 @@ export function holdingStore(store: Store, armed: () => { sql: RegExp; hold: Hol
   return {
     db: held(store.db),
     dialect: store.dialect,
+    embedded: store.embedded,
+    idsCommitOutOfOrder: store.idsCommitOutOfOrder,
+    transactionsAtOnce: store.transactionsAtOnce,
     transaction: (durability, work) => store.transaction(durability, work),
     batched: (work) => store.batched(work),
     relaxed: (work) => store.relaxed((db) => work(held(db))),

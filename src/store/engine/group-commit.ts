@@ -18,34 +18,35 @@ import { sql } from './kysely.js';
 import type { Transaction } from 'kysely';
 import type { Database } from '../schema/schema.js';
 
-type Work<T> = (trx: Transaction<Database>) => Promise<T>;
+// Generic over the transaction its caller hands out (the store's, which carries its dialect).
+type Work<T, Trx extends Transaction<Database> = Transaction<Database>> = (trx: Trx) => Promise<T>;
 
-interface Pending {
-  work: Work<unknown>;
+interface Pending<Trx extends Transaction<Database>> {
+  work: Work<unknown, Trx>;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
 
-export type RunTransaction = <T>(work: Work<T>) => Promise<T>;
+export type RunTransaction<Trx extends Transaction<Database> = Transaction<Database>> = <T>(work: Work<T, Trx>) => Promise<T>;
 
 /** How a batch isolates its writes from each other. */
 export type Isolation = 'retry-alone' | 'savepoint';
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-export class GroupCommit {
-  private queue: Pending[] = [];
+export class GroupCommit<Trx extends Transaction<Database> = Transaction<Database>> {
+  private queue: Pending<Trx>[] = [];
   private flushers = 0;
   private drainScheduled = false;
 
   constructor(
-    private readonly transaction: RunTransaction,
+    private readonly transaction: RunTransaction<Trx>,
     private readonly maxBatch: number,
     private readonly maxConcurrent: number,
     private readonly isolation: Isolation = 'retry-alone',
   ) {}
 
-  run<T>(work: Work<T>): Promise<T> {
+  run<T>(work: Work<T, Trx>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
       if (!this.drainScheduled && this.flushers < this.maxConcurrent) {
@@ -71,7 +72,7 @@ export class GroupCommit {
     }
   }
 
-  private async flush(batch: Pending[]): Promise<void> {
+  private async flush(batch: Pending<Trx>[]): Promise<void> {
     try {
       const results = await this.transaction(async (trx) => {
         const out: unknown[] = [];
@@ -90,12 +91,12 @@ export class GroupCommit {
     }
   }
 
-  private async flushIsolated(batch: Pending[]): Promise<void> {
+  private async flushIsolated(batch: Pending<Trx>[]): Promise<void> {
     let outcomes: Outcome[];
     try {
       outcomes = await this.transaction(async (trx) => {
         // A lone write needs no savepoint: its failure rolls the transaction back.
-        if (batch.length === 1) return [{ ok: true, value: await (batch[0] as Pending).work(trx) }];
+        if (batch.length === 1) return [{ ok: true, value: await (batch[0] as Pending<Trx>).work(trx) }];
         const out: Outcome[] = [];
         for (const item of batch) out.push(await inSavepoint(trx, item.work));
         return out;
@@ -113,7 +114,7 @@ export class GroupCommit {
 }
 
 /** Runs one write of a shared transaction so that its failure undoes only its own changes. */
-async function inSavepoint(trx: Transaction<Database>, work: Work<unknown>): Promise<Outcome> {
+async function inSavepoint<Trx extends Transaction<Database>>(trx: Trx, work: Work<unknown, Trx>): Promise<Outcome> {
   await sql`savepoint dialtone_write`.execute(trx);
   try {
     const value = await work(trx);

@@ -5,7 +5,7 @@
 // choosing an index, and on PostgreSQL it is the same number, which no index is on either.
 import { CompiledQuery, sql } from './kysely.js';
 import type { Compilable, RawBuilder } from 'kysely';
-import type { Store } from './store.js';
+import { plainTransaction, queryable, type Connection } from './store.js';
 
 /** The column as a value no index serves: a WHERE term on it filters rows, never picks the index. */
 export function notIndexed(column: string): RawBuilder<number> {
@@ -17,13 +17,13 @@ export function notIndexed(column: string): RawBuilder<number> {
  * PostgreSQL is told to leave sequential scans aside, so a test on a small table sees which index
  * the query can use rather than the scan a tiny table makes cheaper.
  */
-export async function explainQuery(store: Store, query: Compilable): Promise<string> {
+export async function explainQuery(on: Connection, query: Compilable): Promise<string> {
   const compiled = query.compile();
-  if (store.dialect === 'sqlite') {
-    const plan = await store.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${compiled.sql}`, [...compiled.parameters]));
+  if (on.dialect === 'sqlite') {
+    const plan = await queryable(on).executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${compiled.sql}`, [...compiled.parameters]));
     return plan.rows.map((r) => r.detail).join('\n');
   }
-  return store.db.transaction().execute(async (trx) => {
+  return plainTransaction(on, async (trx) => {
     await sql`set local enable_seqscan = off`.execute(trx);
     const plan = await trx.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${compiled.sql}`, [...compiled.parameters]));
     return plan.rows.map((r) => r['QUERY PLAN']).join('\n');

@@ -41,13 +41,13 @@ export class RunWriteQueue {
 
   /** Writes a transition; undefined when its guard did not hold (nothing written). */
   transition(write: TransitionWrite): Promise<TransitionWritten | undefined> {
-    if (this.store.dialect !== 'postgres') return this.store.batched((trx) => writeOne(trx, this.store, { kind: 'transition', write }) as Promise<TransitionWritten | undefined>);
+    if (this.store.dialect !== 'postgres') return this.store.batched((trx) => writeOne(trx, { kind: 'transition', write }) as Promise<TransitionWritten | undefined>);
     return this.enqueue(write.runId, { kind: 'transition', write }) as Promise<TransitionWritten | undefined>;
   }
 
   /** Records the dial the provider took; the run's row after it, undefined when it no longer exists. */
   dialRecorded(runId: number, dial: DialValues): Promise<DialRecordedRow | undefined> {
-    if (this.store.dialect !== 'postgres') return this.store.batched((trx) => writeOne(trx, this.store, { kind: 'dial', runId, dial }) as Promise<DialRecordedRow | undefined>);
+    if (this.store.dialect !== 'postgres') return this.store.batched((trx) => writeOne(trx, { kind: 'dial', runId, dial }) as Promise<DialRecordedRow | undefined>);
     return this.enqueue(runId, { kind: 'dial', runId, dial }) as Promise<DialRecordedRow | undefined>;
   }
 
@@ -80,29 +80,29 @@ export class RunWriteQueue {
       .batched((trx) => {
         // From now on new writes start the next batch.
         if (this.open === batch) this.open = undefined;
-        return writeBatch(trx, this.store, batch.map((q) => q.write));
+        return writeBatch(trx, batch.map((q) => q.write));
       })
       .then(
         (results) => batch.forEach((q, i) => q.resolve(results[i])),
         () => {
           if (this.open === batch) this.open = undefined;
           // Nothing of the batch committed: each write alone, so one bad write fails only itself.
-          for (const q of batch) this.store.batched((trx) => writeOne(trx, this.store, q.write)).then(q.resolve, q.reject);
+          for (const q of batch) this.store.batched((trx) => writeOne(trx, q.write)).then(q.resolve, q.reject);
         },
       );
   }
 }
 
-function writeOne(trx: StoreTransaction, store: Store, write: Write): Promise<unknown> {
-  if (write.kind === 'dial') return setDialRecorded(trx, store.dialect, write.runId, write.dial);
+function writeOne(trx: StoreTransaction, write: Write): Promise<unknown> {
+  if (write.kind === 'dial') return setDialRecorded(trx, write.runId, write.dial);
   const { runId, columns, guard, event } = write.write;
-  return writeTransition(trx, store.dialect, runId, columns, guard, event);
+  return writeTransition(trx, runId, columns, guard, event);
 }
 
 /** One statement per kind of write (and shape of transition) in the batch; a write alone keeps its own statement. */
-async function writeBatch(trx: StoreTransaction, store: Store, writes: readonly Write[]): Promise<unknown[]> {
+async function writeBatch(trx: StoreTransaction, writes: readonly Write[]): Promise<unknown[]> {
   const results: unknown[] = new Array(writes.length);
-  if (store.dialect === 'postgres') await lockRunsInIdOrder(trx, writes.map((write) => (write.kind === 'dial' ? write.runId : write.write.runId)));
+  if (trx.dialect === 'postgres') await lockRunsInIdOrder(trx, writes.map((write) => (write.kind === 'dial' ? write.runId : write.write.runId)));
   const groups = new Map<string, number[]>();
   writes.forEach((write, i) => {
     const key = write.kind === 'dial' ? 'dial' : transitionShape(write.write);
@@ -117,7 +117,7 @@ async function writeBatch(trx: StoreTransaction, store: Store, writes: readonly 
   for (const indexes of groups.values()) {
     const first = writes[indexes[0] as number] as Write;
     let written: unknown[];
-    if (indexes.length === 1) written = [await writeOne(trx, store, first)];
+    if (indexes.length === 1) written = [await writeOne(trx, first)];
     else if (first.kind === 'dial') written = await setDialsRecordedOnPostgres(trx, indexes.map((i) => writes[i] as Extract<Write, { kind: 'dial' }>));
     else written = await writeTransitionsOnPostgres(trx, indexes.map((i) => (writes[i] as Extract<Write, { kind: 'transition' }>).write));
     indexes.forEach((index, j) => (results[index] = written[j]));

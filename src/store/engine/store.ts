@@ -23,6 +23,8 @@ import { WalSync, type FlushFile } from './wal-sync.js';
 
 /** Most writes one group commit carries: bounds how long it holds the store. */
 const GROUP_COMMIT_MAX = 200;
+/** SQLite: transactions a caller with many runs at once (`Store.transactionsAtOnce`), sharing a flush. */
+const SQLITE_TRANSACTIONS_AT_ONCE = 32;
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -38,10 +40,28 @@ export type Durability = 'durable' | 'relaxed';
 
 export interface Store {
   readonly db: Kysely<Database>;
+  /** Read only inside store/: the rest of src/ asks the members below, named for what differs. */
   readonly dialect: DialectName;
-  transaction<T>(durability: Durability, work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+  /**
+   * The store lives in this process (SQLite): no other node shares it, so what this node decides
+   * alone (a generated secret key, a demo seeded on first run) holds for the whole service.
+   */
+  readonly embedded: boolean;
+  /**
+   * Ids drawn from one sequence may become visible out of order (PostgreSQL: concurrent
+   * transactions commit in any order), so a reader following ids waits at a gap for a moment
+   * before passing it. SQLite's one writer commits them in order.
+   */
+  readonly idsCommitOutOfOrder: boolean;
+  /**
+   * How many durable transactions a caller with many to make runs at once: on PostgreSQL half the
+   * pool, so the API keeps connections while a wave runs; on SQLite a wave whose writes share one
+   * flush in a group commit (group-commit.ts).
+   */
+  readonly transactionsAtOnce: number;
+  transaction<T>(durability: Durability, work: (trx: StoreTransaction) => Promise<T>): Promise<T>;
   /** A relaxed write, committed together with the other relaxed writes of the same moment (group-commit.ts). */
-  batched<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+  batched<T>(work: (trx: StoreTransaction) => Promise<T>): Promise<T>;
   /**
    * Statements whose loss in a power cut breaks no promise (a key's last use, a claim no one has
    * been answered about), run on their own: on SQLite their commits are not flushed (they still
@@ -230,23 +250,23 @@ function openSqlite(path: string, options: StoreOptions): Store {
   const transaction: Store['transaction'] = (durability, work) =>
     db.transaction().execute(
       durability === 'durable'
-        ? work
+        ? (trx) => work(storeTransaction(trx, 'sqlite'))
         : (trx) => {
             commits.relaxCurrent();
-            return work(trx);
+            return work(storeTransaction(trx, 'sqlite'));
           },
     );
-  const group = new GroupCommit((work) => transaction('relaxed', work), GROUP_COMMIT_MAX, 1);
+  const group = new GroupCommit<StoreTransaction>((work) => transaction('relaxed', work), GROUP_COMMIT_MAX, 1);
   // Durable transactions of the same moment share one fsync (group-commit.ts): on one connection
   // the fsync is what a durable write waits for, so each one alone would cap the node at one
   // accepted call per fsync.
   // Two batches at once: while one waits for its flush (off the event loop), the next runs its
   // statements, so the connection is not idle during the flush; its own flush follows.
-  const durableGroup = new GroupCommit((work) => transaction('durable', work), GROUP_COMMIT_MAX, 2, 'savepoint');
+  const durableGroup = new GroupCommit<StoreTransaction>((work) => transaction('durable', work), GROUP_COMMIT_MAX, 2, 'savepoint');
   // Timed around the group commit: what a durable write waits for is its turn for a batch as much
   // as its flush, and neither the flush's own timing nor a request's latency tells the two apart.
   const { onDurableWrite } = options;
-  const timedDurable = <T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> => {
+  const timedDurable = <T>(work: (trx: StoreTransaction) => Promise<T>): Promise<T> => {
     if (!onDurableWrite) return durableGroup.run(work);
     const queuedAt = performance.now();
     return durableGroup.run(work).then((result) => {
@@ -257,6 +277,9 @@ function openSqlite(path: string, options: StoreOptions): Store {
   return {
     db,
     dialect: 'sqlite',
+    embedded: true,
+    idsCommitOutOfOrder: false,
+    transactionsAtOnce: SQLITE_TRANSACTIONS_AT_ONCE,
     transaction: (durability, work) => (durability === 'durable' ? timedDurable(work) : transaction(durability, work)),
     batched: (work) => group.run(work),
     relaxed: (work) =>
@@ -326,15 +349,18 @@ function openPostgres(url: string, options: StoreOptions): Store {
     db.transaction().execute(async (trx) => {
       // PostgreSQL's own switch for the same trade: the commit returns before its WAL is flushed.
       if (durability === 'relaxed') await sql`set local synchronous_commit = off`.execute(trx);
-      return work(trx);
+      return work(storeTransaction(trx, 'postgres'));
     });
-  const group = new GroupCommit((work) => transaction('relaxed', work), GROUP_COMMIT_MAX, Math.max(1, Math.floor(poolSize / 2)));
+  const group = new GroupCommit<StoreTransaction>((work) => transaction('relaxed', work), GROUP_COMMIT_MAX, Math.max(1, Math.floor(poolSize / 2)));
   const announcements = new CoalescingNotifier(async (channel) => {
     await pool.query("select pg_notify($1, '')", [channel]);
   }, onAnnounceFailure, announceIntervalMs);
   return {
     db,
     dialect: 'postgres',
+    embedded: false,
+    idsCommitOutOfOrder: true,
+    transactionsAtOnce: Math.max(1, Math.floor(poolSize / 2)),
     transaction,
     batched: (work) => group.run(work),
     // Committed as every statement is; losing one would break nothing, winning nothing by relaxing one statement.
@@ -367,24 +393,64 @@ function openPostgres(url: string, options: StoreOptions): Store {
   };
 }
 
-/** A transaction of this store, as code outside store/ holds it: only to hand to the store's statements. */
-export type StoreTransaction = Transaction<Database>;
+/**
+ * A transaction of this store, as code outside store/ holds it: only to hand to the store's
+ * statements. It is Kysely's own transaction (store/ builds on it directly) carrying its store's
+ * dialect, set when the store opens it (`storeTransaction`), so a statement handed it needs nothing else.
+ */
+export type StoreTransaction = Transaction<Database> & { readonly dialect: DialectName };
 
-/** Where a statement runs: on the store (its own implicit transaction) or inside a transaction. */
-export type Queryable = Pick<Store, 'db'> | StoreTransaction;
+/**
+ * Where a statement runs, the one way every statement in store/statements/ takes it (its first
+ * parameter, `on`): the store (each statement its own implicit transaction) or one of its
+ * transactions. Both carry their dialect. A statement that needs a transaction of its own opens
+ * one on the store, and joins the one it is handed (`atomically`).
+ */
+export type Connection = Store | StoreTransaction;
+
+/** Marks Kysely's transaction as one of this store's (see StoreTransaction). */
+export function storeTransaction(trx: Transaction<Database>, dialect: DialectName): StoreTransaction {
+  return Object.assign(trx, { dialect });
+}
+
+/** True when the connection is one of the store's transactions rather than the store. */
+export function inTransaction(on: Connection): on is StoreTransaction {
+  return on instanceof Kysely;
+}
 
 /** The Kysely instance a statement is built on. */
-export function queryable(on: Queryable): Kysely<Database> {
-  return on instanceof Kysely ? on : on.db;
+export function queryable(on: Connection): Kysely<Database> {
+  return inTransaction(on) ? on : on.db;
+}
+
+/**
+ * Runs `work` in a transaction: the one the statement was handed, or else a new one of the store
+ * with the given durability (`Store.transaction`).
+ */
+export function atomically<T>(on: Connection, durability: Durability, work: (trx: StoreTransaction) => Promise<T>): Promise<T> {
+  return inTransaction(on) ? work(on) : on.transaction(durability, work);
+}
+
+/** A statement whose loss breaks no promise (`Store.relaxed`), or part of the transaction it is handed. */
+export function relaxed<T>(on: Connection, work: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+  return inTransaction(on) ? work(on) : on.relaxed(work);
+}
+
+/** A relaxed write in the store's group commit (`Store.batched`), or part of the transaction it is handed. */
+export function batched<T>(on: Connection, work: (trx: StoreTransaction) => Promise<T>): Promise<T> {
+  return inTransaction(on) ? work(on) : on.batched(work);
 }
 
 /**
  * A transaction of its own, outside the group commits: durable as every write is (PostgreSQL
  * synchronous_commit on; SQLite flushed before it resolves, durable-commits.ts). For the
  * administration writes (workflows, telephony configurations), which are few and need no batching.
+ * Handed a transaction, runs in it.
  */
-export function plainTransaction<T>(store: Pick<Store, 'db'>, work: (trx: StoreTransaction) => Promise<T>): Promise<T> {
-  return store.db.transaction().execute(work);
+export function plainTransaction<T>(on: Connection, work: (trx: StoreTransaction) => Promise<T>): Promise<T> {
+  if (inTransaction(on)) return work(on);
+  const { dialect } = on;
+  return on.db.transaction().execute((trx) => work(storeTransaction(trx, dialect)));
 }
 
 /** Reads a JSON column: SQLite hands back the stored text, PostgreSQL (JSONB) the parsed value. */

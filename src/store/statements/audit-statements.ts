@@ -2,7 +2,7 @@
 // transaction of the change it records, and read back an organization's page at a time, newest
 // first, by migration 025's (org_id, id) index.
 import type { AuditActorKind } from '../schema/schema.js';
-import { queryable, type Queryable, type StoreTransaction } from '../engine/store.js';
+import { queryable, type Connection } from '../engine/store.js';
 
 export interface NewAuditEventRow {
   org_id: number;
@@ -17,9 +17,9 @@ export interface NewAuditEventRow {
   created_at: number;
 }
 
-/** Inserts an entry in the caller's transaction and returns its id. */
-export async function insertAuditEvent(trx: StoreTransaction, row: NewAuditEventRow): Promise<number> {
-  const inserted = await trx.insertInto('audit_events').values(row).returning('id').executeTakeFirstOrThrow();
+/** Inserts an entry and returns its id: in the transaction of the change it records, the one the caller hands it. */
+export async function insertAuditEvent(on: Connection, row: NewAuditEventRow): Promise<number> {
+  const inserted = await queryable(on).insertInto('audit_events').values(row).returning('id').executeTakeFirstOrThrow();
   return Number(inserted.id);
 }
 
@@ -38,7 +38,7 @@ export interface AuditEventFilter {
 }
 
 /** One page of an organization's entries, newest first; `limit` rows at most. */
-export function selectAuditEvents(on: Queryable, orgId: number, filter: AuditEventFilter, limit: number) {
+export function selectAuditEvents(on: Connection, orgId: number, filter: AuditEventFilter, limit: number) {
   let query = queryable(on).selectFrom('audit_events').selectAll().where('org_id', '=', orgId);
   if (filter.action !== undefined) query = query.where('action', '=', filter.action);
   if (filter.actorKeyId !== undefined) query = query.where('actor', '=', 'api_key').where('actor_key_id', '=', filter.actorKeyId);

@@ -8,10 +8,10 @@ import { explainQuery } from '../engine/query-plans.js';
 import { lockingFreeRows } from '../engine/row-locks.js';
 import { runDetailsQuery, type RunDetailsRow } from './run-reads.js';
 import type { AnsweredBy, CampaignContactRow, CampaignRow, CampaignState, CampaignsTable, ContactStatus, RunMode, RunState } from '../schema/schema.js';
-import { queryable, type Queryable, type Store, type StoreTransaction } from '../engine/store.js';
+import { atomically, inTransaction, queryable, storeTransaction, type Connection, type StoreTransaction } from '../engine/store.js';
 
 /** How many campaigns the organization has open (draft, running or paused); inside the creating transaction, after lockOrganization, the count is exact. */
-export async function countOpenCampaigns(on: Queryable, orgId: number): Promise<number> {
+export async function countOpenCampaigns(on: Connection, orgId: number): Promise<number> {
   const { n } = await queryable(on)
     .selectFrom('campaigns')
     .select((eb) => eb.fn.countAll<number | string>().as('n'))
@@ -40,7 +40,7 @@ export interface NewCampaignValues {
   at: number;
 }
 
-export function insertCampaign(on: Queryable, values: NewCampaignValues): Promise<CampaignRow> {
+export function insertCampaign(on: Connection, values: NewCampaignValues): Promise<CampaignRow> {
   return queryable(on)
     .insertInto('campaigns')
     .values({
@@ -75,7 +75,7 @@ export function insertCampaign(on: Queryable, values: NewCampaignValues): Promis
 }
 
 /** One campaign, of this organization when one is given. */
-export function selectCampaign(on: Queryable, campaignId: number, orgId?: number): Promise<CampaignRow | undefined> {
+export function selectCampaign(on: Connection, campaignId: number, orgId?: number): Promise<CampaignRow | undefined> {
   return queryable(on)
     .selectFrom('campaigns')
     .selectAll()
@@ -85,8 +85,8 @@ export function selectCampaign(on: Queryable, campaignId: number, orgId?: number
 }
 
 /** Up to `limit` of an organization's campaigns, newest first, older than `beforeId` when given. */
-export function selectCampaignPage(store: Pick<Store, 'db'>, orgId: number, beforeId: number | undefined, limit: number): Promise<CampaignRow[]> {
-  return store.db
+export function selectCampaignPage(on: Connection, orgId: number, beforeId: number | undefined, limit: number): Promise<CampaignRow[]> {
+  return queryable(on)
     .selectFrom('campaigns')
     .selectAll()
     .where('org_id', '=', orgId)
@@ -104,7 +104,7 @@ export type CampaignChange = Partial<Pick<CampaignsTable, 'paused_reason' | 'bre
  * The row, or undefined when the campaign was not in one of those states.
  */
 export function updateCampaignState(
-  on: Queryable,
+  on: Connection,
   campaignId: number,
   move: { from: readonly CampaignState[]; to: CampaignState; at: number; contactsVersion?: number },
   change: CampaignChange = {},
@@ -125,7 +125,7 @@ export function updateCampaignState(
  * Undefined when the campaign was in none of them (or is another organization's).
  */
 export function updateCampaignAnsweringMachine(
-  on: Queryable,
+  on: Connection,
   campaignId: number,
   orgId: number | undefined,
   change: { answeringMachineJson: string | null; states: readonly CampaignState[]; at: number },
@@ -141,7 +141,7 @@ export function updateCampaignAnsweringMachine(
 }
 
 /** Columns the scheduler keeps on a campaign it holds (pacing, finished). */
-export async function updateCampaignColumns(on: Queryable, campaignId: number, change: CampaignChange): Promise<void> {
+export async function updateCampaignColumns(on: Connection, campaignId: number, change: CampaignChange): Promise<void> {
   await queryable(on).updateTable('campaigns').set(change).where('id', '=', campaignId).execute();
 }
 
@@ -150,10 +150,10 @@ export async function updateCampaignColumns(on: Queryable, campaignId: number, c
  * finished) that no node holds, leased to `nodeId` until `until`. On PostgreSQL the rows are
  * locked and those another node is claiming skipped, so two nodes never take one campaign.
  */
-export async function claimCampaigns(store: Pick<Store, 'dialect' | 'transaction'>, nodeId: string, now: number, until: number, limit: number): Promise<CampaignRow[]> {
-  return store.transaction('durable', async (trx) => {
+export async function claimCampaigns(on: Connection, nodeId: string, now: number, until: number, limit: number): Promise<CampaignRow[]> {
+  return atomically(on, 'durable', async (trx) => {
     const free = await lockingFreeRows(
-      store,
+      on,
       trx
         .selectFrom('campaigns')
         .select('id')
@@ -177,8 +177,8 @@ export async function claimCampaigns(store: Pick<Store, 'dialect' | 'transaction
 }
 
 /** Lets go of a campaign this node held; `lease_expires_at` keeps when, for the claim's turn order. */
-export async function releaseCampaignLease(store: Pick<Store, 'db'>, campaignId: number, nodeId: string, now: number): Promise<void> {
-  await store.db.updateTable('campaigns').set({ lease_owner: null, lease_expires_at: now }).where('id', '=', campaignId).where('lease_owner', '=', nodeId).execute();
+export async function releaseCampaignLease(on: Connection, campaignId: number, nodeId: string, now: number): Promise<void> {
+  await queryable(on).updateTable('campaigns').set({ lease_owner: null, lease_expires_at: now }).where('id', '=', campaignId).where('lease_owner', '=', nodeId).execute();
 }
 
 /**
@@ -186,9 +186,10 @@ export async function releaseCampaignLease(store: Pick<Store, 'db'>, campaignId:
  * row is share-locked, so a pause or cancel (which updates it) waits for the attempt to commit
  * and then sees its run, or the attempt sees the pause and creates nothing.
  */
-export async function lockRunningCampaign(store: Pick<Store, 'dialect'>, trx: StoreTransaction, campaignId: number): Promise<boolean> {
+export async function lockRunningCampaign(on: Connection, campaignId: number): Promise<boolean> {
+  const trx = queryable(on);
   const query = trx.selectFrom('campaigns').select('id').where('id', '=', campaignId).where('state', '=', 'running');
-  const row = await (store.dialect === 'postgres' ? query.forShare() : query).executeTakeFirst();
+  const row = await (on.dialect === 'postgres' ? query.forShare() : query).executeTakeFirst();
   return row !== undefined;
 }
 
@@ -196,7 +197,8 @@ export async function lockRunningCampaign(store: Pick<Store, 'dialect'>, trx: St
  * Inside an import's transaction: counts one more import on the campaign while it may still take
  * contacts (draft, running, paused). False when it has completed or been canceled.
  */
-export async function bumpContactsVersion(trx: StoreTransaction, campaignId: number, at: number): Promise<boolean> {
+export async function bumpContactsVersion(on: Connection, campaignId: number, at: number): Promise<boolean> {
+  const trx = queryable(on);
   const row = await trx
     .updateTable('campaigns')
     .set((eb) => ({ contacts_version: eb('contacts_version', '+', 1), updated_at: at }))
@@ -217,7 +219,8 @@ export interface NewContactValues {
 const CONTACT_INSERT_CHUNK = 500;
 
 /** Inserts contacts, skipping numbers the campaign already has; how many were new. */
-export async function insertContacts(trx: StoreTransaction, campaignId: number, contacts: readonly NewContactValues[], at: number): Promise<number> {
+export async function insertContacts(on: Connection, campaignId: number, contacts: readonly NewContactValues[], at: number): Promise<number> {
+  const trx = queryable(on);
   let inserted = 0;
   for (let start = 0; start < contacts.length; start += CONTACT_INSERT_CHUNK) {
     const rows = contacts.slice(start, start + CONTACT_INSERT_CHUNK).map((c) => ({
@@ -243,8 +246,8 @@ export async function insertContacts(trx: StoreTransaction, campaignId: number, 
 }
 
 /** Pending contacts due at `now`, soonest first (campaign_contacts_due_idx). */
-export function selectDueContacts(store: Pick<Store, 'db'>, campaignId: number, now: number, limit: number): Promise<CampaignContactRow[]> {
-  return store.db
+export function selectDueContacts(on: Connection, campaignId: number, now: number, limit: number): Promise<CampaignContactRow[]> {
+  return queryable(on)
     .selectFrom('campaign_contacts')
     .selectAll()
     .where('campaign_id', '=', campaignId)
@@ -257,7 +260,7 @@ export function selectDueContacts(store: Pick<Store, 'db'>, campaignId: number, 
 }
 
 /** How many of a campaign's contacts are in each status. */
-export async function countContactsByStatus(on: Queryable, campaignId: number): Promise<Partial<Record<ContactStatus, number>>> {
+export async function countContactsByStatus(on: Connection, campaignId: number): Promise<Partial<Record<ContactStatus, number>>> {
   const rows = await queryable(on)
     .selectFrom('campaign_contacts')
     .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
@@ -268,7 +271,7 @@ export async function countContactsByStatus(on: Queryable, campaignId: number): 
 }
 
 /** How many of a campaign's contacts are in one status. */
-export async function countContactsInStatus(on: Queryable, campaignId: number, status: ContactStatus): Promise<number> {
+export async function countContactsInStatus(on: Connection, campaignId: number, status: ContactStatus): Promise<number> {
   const row = await queryable(on)
     .selectFrom('campaign_contacts')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -292,8 +295,8 @@ export interface EndedAttemptRow {
 }
 
 /** Up to `limit` in-progress contacts of a campaign whose latest run is in one of `terminal`. */
-export async function selectEndedAttempts(store: Pick<Store, 'db'>, campaignId: number, terminal: readonly RunState[], limit: number): Promise<EndedAttemptRow[]> {
-  const rows = await store.db
+export async function selectEndedAttempts(on: Connection, campaignId: number, terminal: readonly RunState[], limit: number): Promise<EndedAttemptRow[]> {
+  const rows = await queryable(on)
     .selectFrom('campaign_contacts as c')
     .innerJoin('workflow_runs as r', 'r.id', 'c.last_run_id')
     .select(['c.id', 'c.attempts', 'c.refunded', 'c.last_run_id', 'r.state as run_state', 'r.outcome_reason', 'r.ended_at', 'r.answered_by'])
@@ -307,7 +310,7 @@ export async function selectEndedAttempts(store: Pick<Store, 'db'>, campaignId: 
 
 /** Settles an in-progress contact whose run `runId` ended (compare-and-set on status and run). */
 export async function settleContact(
-  on: Queryable,
+  on: Connection,
   contactId: number,
   runId: number,
   change: { status: ContactStatus; nextAttemptAt?: number; refund?: boolean },
@@ -333,7 +336,8 @@ export async function settleContact(
  * attempt, only if it is still pending with `attempts` attempts (compare-and-set): of two nodes or
  * two ticks that read it, one alone creates the attempt.
  */
-export async function beginAttempt(trx: StoreTransaction, contactId: number, attempts: number, at: number): Promise<boolean> {
+export async function beginAttempt(on: Connection, contactId: number, attempts: number, at: number): Promise<boolean> {
+  const trx = queryable(on);
   const result = await trx
     .updateTable('campaign_contacts')
     .set({ status: 'in_progress', attempts: attempts + 1, updated_at: at })
@@ -345,12 +349,13 @@ export async function beginAttempt(trx: StoreTransaction, contactId: number, att
 }
 
 /** Records the run of the attempt begun in the same transaction. */
-export async function setContactRun(trx: StoreTransaction, contactId: number, runId: number): Promise<void> {
+export async function setContactRun(on: Connection, contactId: number, runId: number): Promise<void> {
+  const trx = queryable(on);
   await trx.updateTable('campaign_contacts').set({ last_run_id: runId }).where('id', '=', contactId).execute();
 }
 
 /** A pending contact not dialed now: deferred to `nextAttemptAt`, or ended in `status` (compare-and-set on attempts). */
-export async function updatePendingContact(on: Queryable, contactId: number, attempts: number, change: { nextAttemptAt?: number; status?: ContactStatus }, at: number): Promise<boolean> {
+export async function updatePendingContact(on: Connection, contactId: number, attempts: number, change: { nextAttemptAt?: number; status?: ContactStatus }, at: number): Promise<boolean> {
   const result = await queryable(on)
     .updateTable('campaign_contacts')
     .set({
@@ -366,7 +371,7 @@ export async function updatePendingContact(on: Queryable, contactId: number, att
 }
 
 /** Every pending contact of a campaign ends `canceled` (the campaign was canceled). */
-export async function cancelPendingContacts(on: Queryable, campaignId: number, at: number): Promise<number> {
+export async function cancelPendingContacts(on: Connection, campaignId: number, at: number): Promise<number> {
   const result = await queryable(on)
     .updateTable('campaign_contacts')
     .set({ status: 'canceled', updated_at: at })
@@ -377,8 +382,8 @@ export async function cancelPendingContacts(on: Queryable, campaignId: number, a
 }
 
 /** A page of a campaign's contacts in id order, after `afterId`, optionally in one status. */
-export function selectContactPage(store: Pick<Store, 'db'>, campaignId: number, filter: { status?: ContactStatus; afterId?: number }, limit: number): Promise<CampaignContactRow[]> {
-  return store.db
+export function selectContactPage(on: Connection, campaignId: number, filter: { status?: ContactStatus; afterId?: number }, limit: number): Promise<CampaignContactRow[]> {
+  return queryable(on)
     .selectFrom('campaign_contacts')
     .selectAll()
     .where('campaign_id', '=', campaignId)
@@ -390,9 +395,9 @@ export function selectContactPage(store: Pick<Store, 'db'>, campaignId: number, 
 }
 
 /** The attempts (runs) of some contacts, in attempt order. */
-export async function selectContactAttempts(store: Pick<Store, 'db'>, contactIds: readonly number[]): Promise<{ contact_id: number; attempt: number; run_id: number; state: RunState }[]> {
+export async function selectContactAttempts(on: Connection, contactIds: readonly number[]): Promise<{ contact_id: number; attempt: number; run_id: number; state: RunState }[]> {
   if (contactIds.length === 0) return [];
-  const rows = await store.db
+  const rows = await queryable(on)
     .selectFrom('workflow_runs')
     .select(['contact_id', 'attempt', 'id as run_id', 'state'])
     .where('contact_id', 'in', contactIds)
@@ -403,8 +408,8 @@ export async function selectContactAttempts(store: Pick<Store, 'db'>, contactIds
 }
 
 /** Ids of a campaign's runs still queued (not claimed), up to `limit`. */
-export async function selectQueuedCampaignRuns(store: Pick<Store, 'db'>, campaignId: number, limit: number): Promise<number[]> {
-  const rows = await queuedCampaignRunsQuery(store, campaignId, limit).execute();
+export async function selectQueuedCampaignRuns(on: Connection, campaignId: number, limit: number): Promise<number[]> {
+  const rows = await queuedCampaignRunsQuery(on, campaignId, limit).execute();
   return rows.map((r) => r.id);
 }
 
@@ -414,8 +419,8 @@ export async function selectQueuedCampaignRuns(store: Pick<Store, 'db'>, campaig
  * (migration 010's (campaign_id, status, …) index: at most max_concurrent_calls of them), never
  * by reading every run the campaign ever made, which a tick outside the window would do all night.
  */
-function queuedCampaignRunsQuery(store: Pick<Store, 'db'>, campaignId: number, limit: number) {
-  return store.db
+function queuedCampaignRunsQuery(on: Connection, campaignId: number, limit: number) {
+  return queryable(on)
     .selectFrom('campaign_contacts as c')
     .innerJoin('workflow_runs as r', 'r.id', 'c.last_run_id')
     .select('r.id')
@@ -426,11 +431,11 @@ function queuedCampaignRunsQuery(store: Pick<Store, 'db'>, campaignId: number, l
 }
 
 /** The plan of selectQueuedCampaignRuns's statement, as text (a test checks it reads the queue, not the campaign's history). */
-export function explainQueuedCampaignRuns(store: Store, campaignId: number, limit: number): Promise<string> {
-  return explainQuery(store, queuedCampaignRunsQuery(store, campaignId, limit));
+export function explainQueuedCampaignRuns(on: Connection, campaignId: number, limit: number): Promise<string> {
+  return explainQuery(on, queuedCampaignRunsQuery(on, campaignId, limit));
 }
 
-function campaignRunStatesQuery(on: Queryable, campaignId: number) {
+function campaignRunStatesQuery(on: Connection, campaignId: number) {
   return queryable(on)
     .selectFrom('workflow_runs')
     .select(['state', (eb) => eb.fn.countAll<number>().as('n')])
@@ -439,18 +444,18 @@ function campaignRunStatesQuery(on: Queryable, campaignId: number) {
 }
 
 /** How many of a campaign's runs are in each state (index-only: workflow_runs_campaign_state_idx). */
-export async function countCampaignRunsByState(on: Queryable, campaignId: number): Promise<Partial<Record<RunState, number>>> {
+export async function countCampaignRunsByState(on: Connection, campaignId: number): Promise<Partial<Record<RunState, number>>> {
   const rows = await campaignRunStatesQuery(on, campaignId).execute();
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
 }
 
-export function explainCampaignRunStates(store: Store, campaignId: number): Promise<string> {
-  return explainQuery(store, campaignRunStatesQuery(store, campaignId));
+export function explainCampaignRunStates(on: Connection, campaignId: number): Promise<string> {
+  return explainQuery(on, campaignRunStatesQuery(on, campaignId));
 }
 
 /** The circuit breaker's counts: a campaign's runs that ended at or after `since` in one of `counted`, and how many of them `failed`. */
-export async function countEndedCampaignRuns(store: Pick<Store, 'db'>, campaignId: number, since: number, counted: readonly RunState[]): Promise<{ ended: number; failed: number }> {
-  const row = await store.db
+export async function countEndedCampaignRuns(on: Connection, campaignId: number, since: number, counted: readonly RunState[]): Promise<{ ended: number; failed: number }> {
+  const row = await queryable(on)
     .selectFrom('workflow_runs')
     .select([(eb) => eb.fn.countAll<number>().as('ended'), sql<number>`coalesce(sum(case when state = 'failed' then 1 else 0 end), 0)`.as('failed')])
     .where('campaign_id', '=', campaignId)
@@ -461,8 +466,8 @@ export async function countEndedCampaignRuns(store: Pick<Store, 'db'>, campaignI
 }
 
 /** A page of a campaign's runs as the API shows runs, newest first, older than `beforeId` when given. */
-export function selectCampaignRunPage(store: Store, campaignId: number, beforeId: number | undefined, limit: number): Promise<RunDetailsRow[]> {
-  return runDetailsQuery(store)
+export function selectCampaignRunPage(on: Connection, campaignId: number, beforeId: number | undefined, limit: number): Promise<RunDetailsRow[]> {
+  return runDetailsQuery(on)
     .where('r.campaign_id', '=', campaignId)
     .$if(beforeId !== undefined, (q) => q.where('r.id', '<', beforeId as number))
     .orderBy('r.id', 'desc')
@@ -470,7 +475,7 @@ export function selectCampaignRunPage(store: Store, campaignId: number, beforeId
     .execute();
 }
 
-function campaignAnsweredByQuery(on: Queryable, campaignId: number) {
+function campaignAnsweredByQuery(on: Connection, campaignId: number) {
   return queryable(on)
     .selectFrom('workflow_runs')
     .select(['answered_by', (eb) => eb.fn.countAll<number>().as('n')])
@@ -480,13 +485,13 @@ function campaignAnsweredByQuery(on: Queryable, campaignId: number) {
 }
 
 /** How many of a campaign's runs each verdict was recorded for (index-only: workflow_runs_campaign_answered_by_idx, migration 021). */
-export async function countCampaignRunsByAnsweredBy(on: Queryable, campaignId: number): Promise<Partial<Record<AnsweredBy, number>>> {
+export async function countCampaignRunsByAnsweredBy(on: Connection, campaignId: number): Promise<Partial<Record<AnsweredBy, number>>> {
   const rows = await campaignAnsweredByQuery(on, campaignId).execute();
   return Object.fromEntries(rows.flatMap((r) => (r.answered_by === null ? [] : [[r.answered_by, Number(r.n)]])));
 }
 
-export function explainCampaignAnsweredBy(store: Store, campaignId: number): Promise<string> {
-  return explainQuery(store, campaignAnsweredByQuery(store, campaignId));
+export function explainCampaignAnsweredBy(on: Connection, campaignId: number): Promise<string> {
+  return explainQuery(on, campaignAnsweredByQuery(on, campaignId));
 }
 
 /** A campaign with its contacts counted by status and its runs by state and by who answered, as one read saw them. */
@@ -504,12 +509,13 @@ export interface CampaignCounts {
  * first; a transaction on SQLite, whose reads in WAL mode all see the database as of the first.
  * Undefined when there is no such campaign (of that organization, when given).
  */
-export function selectCampaignWithCounts(store: Store, campaignId: number, orgId?: number): Promise<CampaignCounts | undefined> {
+export function selectCampaignWithCounts(on: Connection, campaignId: number, orgId?: number): Promise<CampaignCounts | undefined> {
   const read = async (trx: StoreTransaction): Promise<CampaignCounts | undefined> => {
     const row = await selectCampaign(trx, campaignId, orgId);
     if (!row) return undefined;
     return { row, contacts: await countContactsByStatus(trx, campaignId), runs: await countCampaignRunsByState(trx, campaignId), answeredBy: await countCampaignRunsByAnsweredBy(trx, campaignId) };
   };
-  const transaction = store.db.transaction();
-  return (store.dialect === 'postgres' ? transaction.setIsolationLevel('repeatable read').setAccessMode('read only') : transaction).execute(read);
+  if (inTransaction(on)) return read(on);
+  const transaction = on.db.transaction();
+  return (on.dialect === 'postgres' ? transaction.setIsolationLevel('repeatable read').setAccessMode('read only') : transaction).execute((trx) => read(storeTransaction(trx, on.dialect)));
 }

@@ -3,7 +3,7 @@
 // The store allows one default configuration per organization at any instant: every statement that
 // makes one the default clears the previous default first, in the same transaction.
 import type { ProviderName, TelephonyConfigurationRow, TelephonyStatus } from '../schema/schema.js';
-import { plainTransaction, type Store } from '../engine/store.js';
+import { plainTransaction, queryable, type Connection } from '../engine/store.js';
 
 export interface NewConfiguration {
   org_id: number;
@@ -18,8 +18,8 @@ export interface NewConfiguration {
 }
 
 /** Inserts an active configuration (the organization's default, in place of the previous one, when asked). */
-export function insertConfiguration(store: Store, configuration: NewConfiguration, now: number): Promise<TelephonyConfigurationRow> {
-  return plainTransaction(store, async (trx) => {
+export function insertConfiguration(on: Connection, configuration: NewConfiguration, now: number): Promise<TelephonyConfigurationRow> {
+  return plainTransaction(on, async (trx) => {
     if (configuration.is_default) {
       await trx
         .updateTable('telephony_configurations')
@@ -50,18 +50,18 @@ export function insertConfiguration(store: Store, configuration: NewConfiguratio
 }
 
 /** Active configurations of every organization, oldest first, at most `limit` (the start-up check). */
-export function selectActiveConfigurations(store: Store, limit: number): Promise<TelephonyConfigurationRow[]> {
-  return store.db.selectFrom('telephony_configurations').selectAll().where('status', '=', 'active').orderBy('id').limit(limit).execute();
+export function selectActiveConfigurations(on: Connection, limit: number): Promise<TelephonyConfigurationRow[]> {
+  return queryable(on).selectFrom('telephony_configurations').selectAll().where('status', '=', 'active').orderBy('id').limit(limit).execute();
 }
 
 /** An organization's configurations, oldest first. */
-export function selectConfigurationsOfOrganization(store: Store, orgId: number): Promise<TelephonyConfigurationRow[]> {
-  return store.db.selectFrom('telephony_configurations').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+export function selectConfigurationsOfOrganization(on: Connection, orgId: number): Promise<TelephonyConfigurationRow[]> {
+  return queryable(on).selectFrom('telephony_configurations').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
 }
 
 /** Sets a configuration's status; false when there is no such configuration. */
-export async function setConfigurationStatus(store: Store, id: number, status: TelephonyStatus, now: number): Promise<boolean> {
-  const result = await store.db.updateTable('telephony_configurations').set({ status, updated_at: now }).where('id', '=', id).executeTakeFirst();
+export async function setConfigurationStatus(on: Connection, id: number, status: TelephonyStatus, now: number): Promise<boolean> {
+  const result = await queryable(on).updateTable('telephony_configurations').set({ status, updated_at: now }).where('id', '=', id).executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
@@ -70,8 +70,8 @@ export async function setConfigurationStatus(store: Store, id: number, status: T
  * one). Returns the configuration as it now is: undefined when there is none, unchanged when it is
  * not active.
  */
-export function setDefaultConfiguration(store: Store, id: number, now: number): Promise<TelephonyConfigurationRow | undefined> {
-  return plainTransaction(store, async (trx) => {
+export function setDefaultConfiguration(on: Connection, id: number, now: number): Promise<TelephonyConfigurationRow | undefined> {
+  return plainTransaction(on, async (trx) => {
     const row = await trx.selectFrom('telephony_configurations').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row || row.status !== 'active') return row;
     await trx
@@ -86,8 +86,8 @@ export function setDefaultConfiguration(store: Store, id: number, now: number): 
 }
 
 /** Disables a configuration and stops it being the default; undefined when there is none. */
-export function setConfigurationDisabled(store: Store, id: number, now: number): Promise<TelephonyConfigurationRow | undefined> {
-  return store.db
+export function setConfigurationDisabled(on: Connection, id: number, now: number): Promise<TelephonyConfigurationRow | undefined> {
+  return queryable(on)
     .updateTable('telephony_configurations')
     .set({ status: 'inactive', is_default: 0, updated_at: now })
     .where('id', '=', id)
@@ -96,8 +96,8 @@ export function setConfigurationDisabled(store: Store, id: number, now: number):
 }
 
 /** The organization's active configuration with this id, or (no id) its default active one. */
-export function selectActiveConfiguration(store: Store, orgId: number, id: number | undefined): Promise<TelephonyConfigurationRow | undefined> {
-  return store.db
+export function selectActiveConfiguration(on: Connection, orgId: number, id: number | undefined): Promise<TelephonyConfigurationRow | undefined> {
+  return queryable(on)
     .selectFrom('telephony_configurations')
     .selectAll()
     .where('org_id', '=', orgId)

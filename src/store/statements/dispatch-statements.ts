@@ -1,22 +1,24 @@
 // The dispatcher's statements on telephony configurations (pacing state, its campaigns' dial
 // pacing, live-call counts, which have work) and on dispatcher nodes (heartbeats, lost nodes). dispatch/ decides what to claim and
 // when; these say how, in SQL.
-import type { Transaction } from 'kysely';
 import { lockingRows } from '../engine/row-locks.js';
-import type { Database, ProviderName, RunState, TelephonyConfigurationRow } from '../schema/schema.js';
-import type { Store } from '../engine/store.js';
+import type { ProviderName, RunState, TelephonyConfigurationRow } from '../schema/schema.js';
+import { queryable, type Connection } from '../engine/store.js';
 
 /** An active configuration, locked for the claim's transaction (its pacing state is taken under the lock). */
-export function selectConfigurationForClaim(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, configurationId: number): Promise<TelephonyConfigurationRow | undefined> {
-  return lockingRows(store, trx.selectFrom('telephony_configurations').selectAll().where('id', '=', configurationId).where('status', '=', 'active')).executeTakeFirst();
+export function selectConfigurationForClaim(on: Connection, configurationId: number): Promise<TelephonyConfigurationRow | undefined> {
+  const trx = queryable(on);
+  return lockingRows(on, trx.selectFrom('telephony_configurations').selectAll().where('id', '=', configurationId).where('status', '=', 'active')).executeTakeFirst();
 }
 
 /** A configuration's pacing, locked until the transaction ends. */
-export function selectPacingForUpdate(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, configurationId: number) {
-  return lockingRows(store, trx.selectFrom('telephony_configurations').select(['calls_per_second', 'pacing_next_at']).where('id', '=', configurationId)).executeTakeFirstOrThrow();
+export function selectPacingForUpdate(on: Connection, configurationId: number) {
+  const trx = queryable(on);
+  return lockingRows(on, trx.selectFrom('telephony_configurations').select(['calls_per_second', 'pacing_next_at']).where('id', '=', configurationId)).executeTakeFirstOrThrow();
 }
 
-export async function setPacingNextAt(trx: Transaction<Database>, configurationId: number, nextAt: number): Promise<void> {
+export async function setPacingNextAt(on: Connection, configurationId: number, nextAt: number): Promise<void> {
+  const trx = queryable(on);
   await trx.updateTable('telephony_configurations').set({ pacing_next_at: nextAt }).where('id', '=', configurationId).execute();
 }
 
@@ -25,7 +27,8 @@ export async function setPacingNextAt(trx: Transaction<Database>, configurationI
  * their rate. Read inside a claim or re-slot, under the configuration's row lock, which every
  * writer of these rows holds (a campaign dials only its own route).
  */
-export function selectCampaignDialPacing(trx: Transaction<Database>, configurationId: number, after: number): Promise<{ campaign_id: number; next_at: number; calls_per_second: number | null }[]> {
+export function selectCampaignDialPacing(on: Connection, configurationId: number, after: number): Promise<{ campaign_id: number; next_at: number; calls_per_second: number | null }[]> {
+  const trx = queryable(on);
   return trx
     .selectFrom('campaign_dial_pacing as p')
     .innerJoin('campaigns as c', 'c.id', 'p.campaign_id')
@@ -36,7 +39,8 @@ export function selectCampaignDialPacing(trx: Transaction<Database>, configurati
 }
 
 /** Moves on the next dial slot of these campaigns of a configuration (under its row lock, like the read). */
-export async function setCampaignDialPacing(trx: Transaction<Database>, configurationId: number, next: readonly { campaignId: number; nextAt: number }[]): Promise<void> {
+export async function setCampaignDialPacing(on: Connection, configurationId: number, next: readonly { campaignId: number; nextAt: number }[]): Promise<void> {
+  const trx = queryable(on);
   if (next.length === 0) return;
   await trx
     .insertInto('campaign_dial_pacing')
@@ -46,7 +50,8 @@ export async function setCampaignDialPacing(trx: Transaction<Database>, configur
 }
 
 /** Runs of a configuration that hold a line (live, with a deadline). */
-export async function countLiveRuns(trx: Transaction<Database>, configurationId: number, live: readonly RunState[]): Promise<number> {
+export async function countLiveRuns(on: Connection, configurationId: number, live: readonly RunState[]): Promise<number> {
+  const trx = queryable(on);
   const row = await trx
     .selectFrom('workflow_runs')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -63,8 +68,8 @@ export async function countLiveRuns(trx: Transaction<Database>, configurationId:
  * make no configuration look busy). `deferredDue` says whether the claim needs to look for
  * deferred runs at all, which saves it a query in the common case of none.
  */
-export async function selectConfigurationsWithQueuedRuns(store: Store, limit: number, now: number): Promise<{ id: number; deferredDue: boolean }[]> {
-  const immediate = await store.db
+export async function selectConfigurationsWithQueuedRuns(on: Connection, limit: number, now: number): Promise<{ id: number; deferredDue: boolean }[]> {
+  const immediate = await queryable(on)
     .selectFrom('workflow_runs')
     .select(['telephony_configuration_id as id', (eb) => eb.fn.min('id').as('oldest')])
     .where('state', '=', 'queued')
@@ -73,7 +78,7 @@ export async function selectConfigurationsWithQueuedRuns(store: Store, limit: nu
     .orderBy('oldest')
     .limit(limit)
     .execute();
-  const deferred = await store.db
+  const deferred = await queryable(on)
     .selectFrom('workflow_runs')
     .select('telephony_configuration_id as id')
     .distinct()
@@ -86,16 +91,16 @@ export async function selectConfigurationsWithQueuedRuns(store: Store, limit: nu
   return [...new Set([...immediate.map((r) => r.id), ...withDeferred])].slice(0, limit).map((id) => ({ id, deferredDue: withDeferred.has(id) }));
 }
 
-export async function upsertHeartbeat(store: Store, nodeId: string, now: number): Promise<void> {
-  await store.db
+export async function upsertHeartbeat(on: Connection, nodeId: string, now: number): Promise<void> {
+  await queryable(on)
     .insertInto('dispatcher_nodes')
     .values({ node_id: nodeId, started_at: now, heartbeat_at: now })
     .onConflict((oc) => oc.column('node_id').doUpdateSet({ heartbeat_at: now }))
     .execute();
 }
 
-export async function deleteNode(store: Store, nodeId: string): Promise<void> {
-  await store.db.deleteFrom('dispatcher_nodes').where('node_id', '=', nodeId).execute();
+export async function deleteNode(on: Connection, nodeId: string): Promise<void> {
+  await queryable(on).deleteFrom('dispatcher_nodes').where('node_id', '=', nodeId).execute();
 }
 
 /**
@@ -103,8 +108,8 @@ export async function deleteNode(store: Store, nodeId: string): Promise<void> {
  * whose heartbeat is older than `silentSince`. (A run still dialing without a call id is the claim
  * lease's to end, as dispatch_interrupted.)
  */
-export function selectLostNodeRuns(store: Store, silentSince: number, inProcess: readonly ProviderName[], limit: number) {
-  return store.db
+export function selectLostNodeRuns(on: Connection, silentSince: number, inProcess: readonly ProviderName[], limit: number) {
+  return queryable(on)
     .selectFrom('workflow_runs as r')
     .innerJoin('dispatcher_nodes as n', 'n.node_id', 'r.lease_owner')
     .innerJoin('telephony_configurations as c', 'c.id', 'r.telephony_configuration_id')
@@ -119,10 +124,10 @@ export function selectLostNodeRuns(store: Store, silentSince: number, inProcess:
 }
 
 /** Forgets nodes silent since before `silentSince` that hold no live run any more. */
-export async function deleteForgottenNodes(store: Store, silentSince: number): Promise<void> {
-  await store.db
+export async function deleteForgottenNodes(on: Connection, silentSince: number): Promise<void> {
+  await queryable(on)
     .deleteFrom('dispatcher_nodes')
     .where('heartbeat_at', '<', silentSince)
-    .where('node_id', 'not in', store.db.selectFrom('workflow_runs').select('lease_owner').where('deadline_at', 'is not', null).where('lease_owner', 'is not', null))
+    .where('node_id', 'not in', queryable(on).selectFrom('workflow_runs').select('lease_owner').where('deadline_at', 'is not', null).where('lease_owner', 'is not', null))
     .execute();
 }

@@ -6,11 +6,10 @@
 // them by id. The two journals are written by their changes' transactions (insertDeliveryEvent,
 // insertCampaignEvent); run events by runs/, as always.
 import { sql } from '../engine/kysely.js';
-import type { Insertable, Transaction } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import type { CampaignEventRow, CampaignEventsTable, Database, WebhookDeliveryEventRow, WebhookDeliveryEventsTable } from '../schema/schema.js';
 import { explainQuery, notIndexed } from '../engine/query-plans.js';
-import type { Store } from '../engine/store.js';
-import { decodeJson } from '../engine/store.js';
+import { decodeJson, queryable, type Connection } from '../engine/store.js';
 
 export interface RunStreamRow {
   kind: 'run';
@@ -41,8 +40,8 @@ interface Range {
   limit: number;
 }
 
-function runEventsQuery(store: Store, r: Range) {
-  return store.db
+function runEventsQuery(on: Connection, r: Range) {
+  return queryable(on)
     .selectFrom('run_events as e')
     .innerJoin('workflow_runs as r', 'r.id', 'e.run_id')
     .select(['e.id', 'r.org_id', 'e.run_id', 'r.name as run_name', 'r.campaign_id', 'e.seq', 'e.type', 'e.at', 'e.data'])
@@ -57,12 +56,12 @@ function runEventsQuery(store: Store, r: Range) {
 }
 
 /** The plan of a read of an organization's run events in an id range, as text (a test checks it walks the events by id). */
-export function explainRunEvents(store: Store, orgId: number, afterId: number, upToId: number, limit: number): Promise<string> {
-  return explainQuery(store, runEventsQuery(store, { orgId, afterId, upToId, limit }));
+export function explainRunEvents(on: Connection, orgId: number, afterId: number, upToId: number, limit: number): Promise<string> {
+  return explainQuery(on, runEventsQuery(on, { orgId, afterId, upToId, limit }));
 }
 
-async function runEvents(store: Store, r: Range): Promise<RunStreamRow[]> {
-  const rows = await runEventsQuery(store, r).execute();
+async function runEvents(on: Connection, r: Range): Promise<RunStreamRow[]> {
+  const rows = await runEventsQuery(on, r).execute();
   return rows.map((row) => ({
     kind: 'run',
     ...row,
@@ -75,8 +74,8 @@ async function runEvents(store: Store, r: Range): Promise<RunStreamRow[]> {
   }));
 }
 
-async function deliveryEvents(store: Store, r: Range): Promise<DeliveryStreamRow[]> {
-  const rows = await store.db
+async function deliveryEvents(on: Connection, r: Range): Promise<DeliveryStreamRow[]> {
+  const rows = await queryable(on)
     .selectFrom('webhook_delivery_events')
     .selectAll()
     .where('id', '>', r.afterId)
@@ -98,8 +97,8 @@ async function deliveryEvents(store: Store, r: Range): Promise<DeliveryStreamRow
   }));
 }
 
-async function campaignEvents(store: Store, r: Range): Promise<CampaignStreamRow[]> {
-  const rows = await store.db
+async function campaignEvents(on: Connection, r: Range): Promise<CampaignStreamRow[]> {
+  const rows = await queryable(on)
     .selectFrom('campaign_events')
     .selectAll()
     .where('id', '>', r.afterId)
@@ -115,16 +114,16 @@ async function campaignEvents(store: Store, r: Range): Promise<CampaignStreamRow
  * Every source in id order, at most `limit`. A source that filled its page may have more past its
  * last id, so the merge stops there: every row up to the last one returned is in the answer.
  */
-async function merged(store: Store, r: Range): Promise<StreamEventRow[]> {
-  const pages: StreamEventRow[][] = await Promise.all([runEvents(store, r), deliveryEvents(store, r), campaignEvents(store, r)]);
+async function merged(on: Connection, r: Range): Promise<StreamEventRow[]> {
+  const pages: StreamEventRow[][] = await Promise.all([runEvents(on, r), deliveryEvents(on, r), campaignEvents(on, r)]);
   const cut = Math.min(...pages.map((page) => (page.length === r.limit ? (page.at(-1)?.id ?? Infinity) : Infinity)));
   const rows = pages.flat().filter((row) => row.id <= cut).sort((a, b) => a.id - b.id);
   return rows.slice(0, r.limit);
 }
 
 /** Every organization's events after `afterId`, in id order (one node reads them for all its streams). */
-export function selectEventsAfter(store: Store, afterId: number, limit: number): Promise<StreamEventRow[]> {
-  return merged(store, { afterId, limit });
+export function selectEventsAfter(on: Connection, afterId: number, limit: number): Promise<StreamEventRow[]> {
+  return merged(on, { afterId, limit });
 }
 
 /**
@@ -133,22 +132,22 @@ export function selectEventsAfter(store: Store, afterId: number, limit: number):
  * (adding one would widen every run transition's write), so their part scans every
  * organization's events in the range and keeps this one's.
  */
-export function selectOrganizationEventsBetween(store: Store, orgId: number, afterId: number, upToId: number, limit: number): Promise<StreamEventRow[]> {
-  return merged(store, { afterId, upToId, orgId, limit });
+export function selectOrganizationEventsBetween(on: Connection, orgId: number, afterId: number, upToId: number, limit: number): Promise<StreamEventRow[]> {
+  return merged(on, { afterId, upToId, orgId, limit });
 }
 
 /** The tables whose ids come from run_events' sequence. */
 const SOURCES = ['run_events', 'webhook_delivery_events', 'campaign_events'] as const;
 
 /** The highest event id written so far in any source (0 when none). */
-export async function selectLastEventId(store: Store): Promise<number> {
-  const lasts = await Promise.all(SOURCES.map((table) => store.db.selectFrom(table).select((eb) => eb.fn.max('id').as('last')).executeTakeFirst()));
+export async function selectLastEventId(on: Connection): Promise<number> {
+  const lasts = await Promise.all(SOURCES.map((table) => queryable(on).selectFrom(table).select((eb) => eb.fn.max('id').as('last')).executeTakeFirst()));
   return Math.max(0, ...lasts.map((row) => Number(row?.last ?? 0)));
 }
 
 /** The ids and times of the events above `afterId`, in id order: what a feed looks at when it starts. */
-export async function selectEventTimesAfter(store: Store, afterId: number): Promise<{ id: number; at: number }[]> {
-  const pages = await Promise.all(SOURCES.map((table) => store.db.selectFrom(table).select(['id', 'at']).where('id', '>', afterId).execute()));
+export async function selectEventTimesAfter(on: Connection, afterId: number): Promise<{ id: number; at: number }[]> {
+  const pages = await Promise.all(SOURCES.map((table) => queryable(on).selectFrom(table).select(['id', 'at']).where('id', '>', afterId).execute()));
   return pages
     .flat()
     .map((r) => ({ id: Number(r.id), at: Number(r.at) }))
@@ -162,8 +161,8 @@ export async function selectEventTimesAfter(store: Store, afterId: number): Prom
  * writes one transaction at a time. On PostgreSQL the journal's id column defaults to run_events'
  * sequence (migrations/columns.ts), so there is nothing to do: undefined.
  */
-async function drawJournalId(store: Pick<Store, 'dialect'>, trx: Transaction<Database>): Promise<number | undefined> {
-  if (store.dialect === 'postgres') return undefined;
+async function drawJournalId(on: Connection, trx: Kysely<Database>): Promise<number | undefined> {
+  if (on.dialect === 'postgres') return undefined;
   const next = await sql<{ id: number }>`
     select max(
       coalesce((select seq from sqlite_sequence where name = 'run_events'), 0),
@@ -180,8 +179,9 @@ async function drawJournalId(store: Pick<Store, 'dialect'>, trx: Transaction<Dat
 export type NewDeliveryEvent = Omit<Insertable<WebhookDeliveryEventsTable>, 'id'>;
 
 /** Journals a recorded attempt for the stream, in the attempt's transaction, with an id from run_events' sequence. */
-export async function insertDeliveryEvent(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, event: NewDeliveryEvent): Promise<void> {
-  const id = await drawJournalId(store, trx);
+export async function insertDeliveryEvent(on: Connection, event: NewDeliveryEvent): Promise<void> {
+  const trx = queryable(on);
+  const id = await drawJournalId(on, trx);
   await trx
     .insertInto('webhook_delivery_events')
     .values(id === undefined ? event : { ...event, id })
@@ -191,8 +191,9 @@ export async function insertDeliveryEvent(store: Pick<Store, 'dialect'>, trx: Tr
 export type NewCampaignEvent = Omit<Insertable<CampaignEventsTable>, 'id'>;
 
 /** Journals a change of a campaign's state for the stream, in the change's transaction, with an id from run_events' sequence. */
-export async function insertCampaignEvent(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, event: NewCampaignEvent): Promise<void> {
-  const id = await drawJournalId(store, trx);
+export async function insertCampaignEvent(on: Connection, event: NewCampaignEvent): Promise<void> {
+  const trx = queryable(on);
+  const id = await drawJournalId(on, trx);
   await trx
     .insertInto('campaign_events')
     .values(id === undefined ? event : { ...event, id })

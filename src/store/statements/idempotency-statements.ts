@@ -3,7 +3,7 @@
 // and state, so of two requests racing for one key exactly one wins.
 import type { Selectable } from 'kysely';
 import type { IdempotencyKeysTable, IdempotencyState } from '../schema/schema.js';
-import type { Store, StoreTransaction } from '../engine/store.js';
+import { queryable, relaxed, type Connection } from '../engine/store.js';
 
 /** A fresh in-flight claim: every column but the organization and the key. */
 export interface InFlightClaimColumns {
@@ -31,8 +31,8 @@ export interface ClaimKey {
  * request (the run with its answer, or the claim's release) flushes it too; on SQLite it would
  * otherwise cost every such request a flush of its own.
  */
-export async function insertIdempotencyClaim(store: Store, orgId: number, key: string, claim: InFlightClaimColumns): Promise<boolean> {
-  const inserted = await store.relaxed((db) =>
+export async function insertIdempotencyClaim(on: Connection, orgId: number, key: string, claim: InFlightClaimColumns): Promise<boolean> {
+  const inserted = await relaxed(on, (db) =>
     db
       .insertInto('idempotency_keys')
       .values({ org_id: orgId, key, ...claim })
@@ -44,19 +44,19 @@ export async function insertIdempotencyClaim(store: Store, orgId: number, key: s
 
 export type IdempotencyRow = Selectable<IdempotencyKeysTable>;
 
-export function selectIdempotencyRecord(store: Store, orgId: number, key: string): Promise<IdempotencyRow | undefined> {
-  return store.db.selectFrom('idempotency_keys').selectAll().where('org_id', '=', orgId).where('key', '=', key).executeTakeFirst();
+export function selectIdempotencyRecord(on: Connection, orgId: number, key: string): Promise<IdempotencyRow | undefined> {
+  return queryable(on).selectFrom('idempotency_keys').selectAll().where('org_id', '=', orgId).where('key', '=', key).executeTakeFirst();
 }
 
 /** Replaces a record with a fresh claim if it is still as it was read (same owner, same state); true when replaced. Relaxed, as a claim's insert is. */
 export async function takeOverIdempotencyRecord(
-  store: Store,
+  on: Connection,
   orgId: number,
   key: string,
   seen: { owner: string; state: IdempotencyState },
   claim: InFlightClaimColumns,
 ): Promise<boolean> {
-  const taken = await store.relaxed((db) =>
+  const taken = await relaxed(on, (db) =>
     db
       .updateTable('idempotency_keys')
       .set(claim)
@@ -71,11 +71,12 @@ export async function takeOverIdempotencyRecord(
 
 /** Completes an in-flight claim with its response and run, if the claim is still this owner's; true when completed. */
 export async function setIdempotencyCompleted(
-  trx: StoreTransaction,
+  on: Connection,
   claim: ClaimKey,
   response: { status: number; body: string; runId: number | null },
   now: number,
 ): Promise<boolean> {
+  const trx = queryable(on);
   const done = await trx
     .updateTable('idempotency_keys')
     .set({ state: 'completed', response_status: response.status, response_body: response.body, run_id: response.runId, locked_until: now })
@@ -88,8 +89,8 @@ export async function setIdempotencyCompleted(
 }
 
 /** Deletes an in-flight claim if it is still this owner's. */
-export async function deleteIdempotencyClaim(store: Store, claim: ClaimKey): Promise<void> {
-  await store.db
+export async function deleteIdempotencyClaim(on: Connection, claim: ClaimKey): Promise<void> {
+  await queryable(on)
     .deleteFrom('idempotency_keys')
     .where('org_id', '=', claim.orgId)
     .where('key', '=', claim.key)
@@ -99,7 +100,7 @@ export async function deleteIdempotencyClaim(store: Store, claim: ClaimKey): Pro
 }
 
 /** Deletes records past their retention; returns how many. */
-export async function deleteExpiredIdempotencyRecords(store: Store, now: number): Promise<number> {
-  const result = await store.db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
+export async function deleteExpiredIdempotencyRecords(on: Connection, now: number): Promise<number> {
+  const result = await queryable(on).deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
   return Number(result.numDeletedRows);
 }

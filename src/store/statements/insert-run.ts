@@ -10,7 +10,7 @@ import { executeCompiled } from '../engine/compiled-statements.js';
 import { appendRunEvents, subscribedEndpoints } from './run-event-outbox.js';
 import { selectActiveSuppression, selectCapOpening } from './suppression-statements.js';
 import type { Database, RunMode } from '../schema/schema.js';
-import type { DialectName, Store } from '../engine/store.js';
+import { atomically, queryable, type Connection } from '../engine/store.js';
 
 /** What a new run's row holds besides its id, name, state and times. */
 export interface NewRunRow {
@@ -78,18 +78,19 @@ export type InsertRefused = { refused: 'suppressed'; expiresAt: number | null } 
 /** The sequence number of a run's first event (`workflow_runs.last_event_seq` starts there). */
 const FIRST_EVENT_SEQ = 1;
 
-export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName, run: QueuedRunValues, guards: InsertGuards = {}): Promise<InsertedRun | InsertRefused> {
-  if (dialect === 'postgres') return insertOnPostgres(db, run, guards);
+export async function insertQueuedRun(on: Connection, run: QueuedRunValues, guards: InsertGuards = {}): Promise<InsertedRun | InsertRefused> {
+  const db = queryable(on);
+  if (on.dialect === 'postgres') return insertOnPostgres(db, run, guards);
   // The suppression check rides in the inserting statement, one statement fewer per creation,
   // unless the cap is checked too: a suppression's refusal comes before the cap's, and the cap is
   // counted before the insert, so then both are read first.
   const suppressedAt = guards.cap ? undefined : guards.suppressedAt;
   if (guards.cap && guards.suppressedAt !== undefined) {
-    const suppression = await selectActiveSuppression({ db, dialect }, run.orgId, run.phoneNumber, guards.suppressedAt);
+    const suppression = await selectActiveSuppression(on, run.orgId, run.phoneNumber, guards.suppressedAt);
     if (suppression) return { refused: 'suppressed', expiresAt: suppression.expires_at };
   }
   if (guards.cap) {
-    const opening = await selectCapOpening({ db }, run.orgId, run.phoneNumber, guards.cap.since, guards.cap.maxCalls);
+    const opening = await selectCapOpening(on, run.orgId, run.phoneNumber, guards.cap.since, guards.cap.maxCalls);
     if (opening !== null) return { refused: 'capped', capOpening: opening };
   }
   const campaign = run.campaignAttempt;
@@ -121,12 +122,12 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
   const inserted = result.rows[0];
   if (!inserted) {
     // Only the suppression can have refused it: read it for the refusal's expiry.
-    const suppression = suppressedAt === undefined ? undefined : await selectActiveSuppression({ db, dialect }, run.orgId, run.phoneNumber, suppressedAt);
+    const suppression = suppressedAt === undefined ? undefined : await selectActiveSuppression(on, run.orgId, run.phoneNumber, suppressedAt);
     if (!suppression) throw new Error('inserting a run inserted nothing and no suppression refuses it');
     return { refused: 'suppressed', expiresAt: suppression.expires_at };
   }
   const { id } = inserted;
-  const deliveries = await appendRunEvents(db, 'sqlite', [
+  const deliveries = await appendRunEvents(on, [
     {
       // A new run's first event is its first (the column's default).
       run: { id, org_id: run.orgId, last_event_seq: FIRST_EVENT_SEQ },
@@ -146,9 +147,9 @@ export async function insertQueuedRun(db: Kysely<Database>, dialect: DialectName
  * and a statement outside a transaction commits durably on its own, in one round trip; SQLite
  * needs its durable transaction to fsync.
  */
-export async function insertQueuedRunDurably(store: Store, run: QueuedRunValues, guards: InsertGuards = {}): Promise<InsertedRun | InsertRefused> {
-  if (store.dialect === 'postgres') return insertQueuedRun(store.db, store.dialect, run, guards);
-  return store.transaction('durable', (trx) => insertQueuedRun(trx, store.dialect, run, guards));
+export async function insertQueuedRunDurably(on: Connection, run: QueuedRunValues, guards: InsertGuards = {}): Promise<InsertedRun | InsertRefused> {
+  if (on.dialect === 'postgres') return insertQueuedRun(on, run, guards);
+  return atomically(on, 'durable', (trx) => insertQueuedRun(trx, run, guards));
 }
 
 /**

@@ -2,7 +2,7 @@
 // reads the same numbers from it when scraped.
 import { sql } from '../engine/kysely.js';
 import type { RunState } from '../schema/schema.js';
-import type { Store } from '../engine/store.js';
+import { queryable, type Connection } from '../engine/store.js';
 
 export interface QueueStats {
   config: number;
@@ -16,15 +16,15 @@ export interface QueueStats {
  * and deferred runs whose scheduled_for has come are read on their own partial indexes (migration
  * 007); deferred runs not due yet are not waiting on the dispatcher and are left out.
  */
-export async function selectQueueStats(store: Store, now: number): Promise<QueueStats[]> {
-  const immediate = await store.db
+export async function selectQueueStats(on: Connection, now: number): Promise<QueueStats[]> {
+  const immediate = await queryable(on)
     .selectFrom('workflow_runs')
     .select(['telephony_configuration_id as config', (eb) => eb.fn.countAll<number>().as('depth'), sql<number>`min(created_at)`.as('oldest')])
     .where('state', '=', 'queued')
     .where('scheduled_for', 'is', null)
     .groupBy('telephony_configuration_id')
     .execute();
-  const deferred = await store.db
+  const deferred = await queryable(on)
     .selectFrom('workflow_runs')
     .select(['telephony_configuration_id as config', (eb) => eb.fn.countAll<number>().as('depth'), sql<number>`min(scheduled_for)`.as('oldest')])
     .where('state', '=', 'queued')
@@ -43,8 +43,8 @@ export async function selectQueueStats(store: Store, now: number): Promise<Queue
 }
 
 /** Live runs (with a deadline) in these states, per telephony configuration. */
-export async function countLiveRunsPerConfiguration(store: Store, states: readonly RunState[]): Promise<{ config: number; n: number }[]> {
-  const rows = await store.db
+export async function countLiveRunsPerConfiguration(on: Connection, states: readonly RunState[]): Promise<{ config: number; n: number }[]> {
+  const rows = await queryable(on)
     .selectFrom('workflow_runs')
     .select(['telephony_configuration_id as config', (eb) => eb.fn.countAll<number>().as('n')])
     .where('deadline_at', 'is not', null)

@@ -1,17 +1,17 @@
 // Statements on organizations (tenants) and their own limits.
-import type { Store } from '../engine/store.js';
+import { queryable, type Connection } from '../engine/store.js';
 
-export async function insertOrganization(store: Store, name: string, now: number): Promise<{ id: number; name: string }> {
-  return store.db.insertInto('organizations').values({ name, created_at: now }).returning(['id', 'name']).executeTakeFirstOrThrow();
+export async function insertOrganization(on: Connection, name: string, now: number): Promise<{ id: number; name: string }> {
+  return queryable(on).insertInto('organizations').values({ name, created_at: now }).returning(['id', 'name']).executeTakeFirstOrThrow();
 }
 
-export async function selectOrganizationExists(store: Store, id: number): Promise<boolean> {
-  return (await store.db.selectFrom('organizations').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+export async function selectOrganizationExists(on: Connection, id: number): Promise<boolean> {
+  return (await queryable(on).selectFrom('organizations').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
 }
 
 /** True when the store holds at least one organization. */
-export async function selectAnyOrganizationExists(store: Store): Promise<boolean> {
-  return (await store.db.selectFrom('organizations').select('id').limit(1).executeTakeFirst()) !== undefined;
+export async function selectAnyOrganizationExists(on: Connection): Promise<boolean> {
+  return (await queryable(on).selectFrom('organizations').select('id').limit(1).executeTakeFirst()) !== undefined;
 }
 
 /** An organization's own limits, as columns: a number is its own limit, null the configuration's default. */
@@ -25,12 +25,12 @@ export interface OrganizationLimitColumns {
 }
 
 /** Sets the limits given (the statement names only those columns). */
-export async function setOrganizationLimitColumns(store: Store, id: number, changes: OrganizationLimitColumns): Promise<void> {
-  await store.db.updateTable('organizations').set(changes).where('id', '=', id).execute();
+export async function setOrganizationLimitColumns(on: Connection, id: number, changes: OrganizationLimitColumns): Promise<void> {
+  await queryable(on).updateTable('organizations').set(changes).where('id', '=', id).execute();
 }
 
-export function selectOrganizationLimits(store: Store, id: number) {
-  return store.db
+export function selectOrganizationLimits(on: Connection, id: number) {
+  return queryable(on)
     .selectFrom('organizations')
     .select(['id', 'name', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds'])
     .where('id', '=', id)
@@ -38,8 +38,8 @@ export function selectOrganizationLimits(store: Store, id: number) {
 }
 
 /** Every organization, oldest first. */
-export function selectOrganizations(store: Store) {
-  return store.db
+export function selectOrganizations(on: Connection) {
+  return queryable(on)
     .selectFrom('organizations')
     .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds'])
     .orderBy('id')
@@ -47,14 +47,14 @@ export function selectOrganizations(store: Store) {
 }
 
 /** Sets an organization's calling hours (serialized JSON), or turns them off (null); false when there is no such organization. */
-export async function setOrganizationCallingHoursColumn(store: Store, id: number, callingHoursJson: string | null): Promise<boolean> {
-  const result = await store.db.updateTable('organizations').set({ calling_hours: callingHoursJson }).where('id', '=', id).executeTakeFirst();
+export async function setOrganizationCallingHoursColumn(on: Connection, id: number, callingHoursJson: string | null): Promise<boolean> {
+  const result = await queryable(on).updateTable('organizations').set({ calling_hours: callingHoursJson }).where('id', '=', id).executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
 /** One organization with all its settings (`dialtone org show`). */
-export function selectOrganization(store: Store, id: number) {
-  return store.db
+export function selectOrganization(on: Connection, id: number) {
+  return queryable(on)
     .selectFrom('organizations')
     .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds', 'calling_hours', 'retention_days'])
     .where('id', '=', id)
@@ -62,7 +62,7 @@ export function selectOrganization(store: Store, id: number) {
 }
 
 /** Sets an organization's own retention window in days (0: keep forever; null: back to RETENTION_DAYS); false when there is no such organization. */
-export async function setOrganizationRetentionDaysColumn(store: Store, id: number, days: number | null): Promise<boolean> {
-  const result = await store.db.updateTable('organizations').set({ retention_days: days }).where('id', '=', id).executeTakeFirst();
+export async function setOrganizationRetentionDaysColumn(on: Connection, id: number, days: number | null): Promise<boolean> {
+  const result = await queryable(on).updateTable('organizations').set({ retention_days: days }).where('id', '=', id).executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }

@@ -5,9 +5,8 @@
 // mid-batch leaves its transaction rolled back, and the next pass takes the same runs again.
 import { sql } from '../engine/kysely.js';
 import { lockingFreeRows, lockingRows } from '../engine/row-locks.js';
-import type { Database, RunState } from '../schema/schema.js';
-import type { Store, StoreTransaction } from '../engine/store.js';
-import type { Transaction } from 'kysely';
+import type { RunState } from '../schema/schema.js';
+import { atomically, queryable, type Connection, type StoreTransaction } from '../engine/store.js';
 
 /** The tables retention deletes from, as dialtone_retention_pruned_rows_total labels them. */
 export const PRUNED_TABLES = [
@@ -31,16 +30,16 @@ export type BatchOutcome = { kind: 'pruned'; runs: number; rows: PrunedRows } | 
 export type BatchStep = (table: PrunedTable) => void | Promise<void>;
 
 /** Every organization with its own window (null: the configured default; 0: keep forever). */
-export function selectRetentionWindows(store: Store): Promise<{ id: number; retention_days: number | null }[]> {
-  return store.db.selectFrom('organizations').select(['id', 'retention_days']).orderBy('id').execute();
+export function selectRetentionWindows(on: Connection): Promise<{ id: number; retention_days: number | null }[]> {
+  return queryable(on).selectFrom('organizations').select(['id', 'retention_days']).orderBy('id').execute();
 }
 
 /**
  * PostgreSQL: retention's transaction-scoped advisory lock, so one node prunes at a time (another
  * that finds it taken leaves the pass to the holder). SQLite has one node and one writer.
  */
-async function takeRetentionLock(store: Pick<Store, 'dialect'>, trx: Transaction<Database>): Promise<boolean> {
-  if (store.dialect !== 'postgres') return true;
+async function takeRetentionLock(trx: StoreTransaction): Promise<boolean> {
+  if (trx.dialect !== 'postgres') return true;
   const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(hashtextextended('dialtone.retention', 0)) as locked`.execute(trx);
   return rows[0]?.locked === true;
 }
@@ -53,14 +52,14 @@ async function takeRetentionLock(store: Pick<Store, 'dialect'>, trx: Transaction
  * contact still waits on (in progress with it as its last run: the scheduler settles it first).
  */
 export async function deleteEndedRunsBatch(
-  store: Store,
+  on: Connection,
   batch: { orgId: number; cutoff: number; limit: number; ended: readonly RunState[]; step?: BatchStep },
 ): Promise<BatchOutcome> {
   // Relaxed: a deletion lost in a power cut is simply done again by the next pass.
-  return store.transaction('relaxed', async (trx: StoreTransaction) => {
-    if (!(await takeRetentionLock(store, trx))) return { kind: 'busy' };
+  return atomically(on, 'relaxed', async (trx) => {
+    if (!(await takeRetentionLock(trx))) return { kind: 'busy' };
     const picked = await lockingFreeRows(
-      store,
+      trx,
       trx
         .selectFrom('workflow_runs as r')
         .select('r.id')
@@ -87,7 +86,7 @@ export async function deleteEndedRunsBatch(
     // The picked runs' deliveries, locked (PostgreSQL) and read again: one requeued meanwhile
     // (`webhook retry`, which locks the delivery it requeues) is pending now and keeps its run, and
     // a requeue that comes after this waits for the batch, then finds the delivery gone.
-    const deliveryStates = picked.length === 0 ? [] : await lockingRows(store, trx.selectFrom('webhook_deliveries').select(['run_id', 'status']).where('run_id', 'in', picked.map((r) => r.id))).execute();
+    const deliveryStates = picked.length === 0 ? [] : await lockingRows(trx, trx.selectFrom('webhook_deliveries').select(['run_id', 'status']).where('run_id', 'in', picked.map((r) => r.id))).execute();
     const pending = new Set(deliveryStates.filter((d) => d.status === 'pending').map((d) => d.run_id));
     const ids = picked.map((r) => r.id).filter((id) => !pending.has(id));
     if (ids.length === 0) return { kind: 'pruned', runs: 0, rows: {} };
@@ -114,11 +113,11 @@ export async function deleteEndedRunsBatch(
  * the campaign itself, with its stream rows and pacing, once no contact is left. Returns the rows
  * deleted, nothing when no campaign qualifies.
  */
-export async function deleteEndedCampaignBatch(store: Store, batch: { orgId: number; cutoff: number; limit: number }): Promise<BatchOutcome> {
-  return store.transaction('relaxed', async (trx: StoreTransaction) => {
-    if (!(await takeRetentionLock(store, trx))) return { kind: 'busy' };
+export async function deleteEndedCampaignBatch(on: Connection, batch: { orgId: number; cutoff: number; limit: number }): Promise<BatchOutcome> {
+  return atomically(on, 'relaxed', async (trx) => {
+    if (!(await takeRetentionLock(trx))) return { kind: 'busy' };
     const campaign = await lockingFreeRows(
-      store,
+      trx,
       trx
         .selectFrom('campaigns as c')
         .select('c.id')
@@ -147,8 +146,8 @@ export async function deleteEndedCampaignBatch(store: Store, batch: { orgId: num
 }
 
 /** When the organization's oldest stored ended run ended (null: none), read from migration 023's index. */
-export async function selectOldestEndedAt(store: Store, orgId: number): Promise<number | null> {
-  const row = await store.db
+export async function selectOldestEndedAt(on: Connection, orgId: number): Promise<number | null> {
+  const row = await queryable(on)
     .selectFrom('workflow_runs')
     .select('ended_at')
     .where('org_id', '=', orgId)

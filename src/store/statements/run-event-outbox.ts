@@ -7,7 +7,7 @@
 import { executeCompiled } from '../engine/compiled-statements.js';
 import { sql, type Kysely } from '../engine/kysely.js';
 import type { Database, WorkflowRunRow } from '../schema/schema.js';
-import type { DialectName } from '../engine/store.js';
+import { queryable, type Connection, type DialectName } from '../engine/store.js';
 
 /** What an event's insert needs of its run: its id, its organization and the event's sequence number. */
 export type RunEventKey = Pick<WorkflowRunRow, 'id' | 'org_id' | 'last_event_seq'>;
@@ -91,19 +91,20 @@ async function anySubscribed(trx: Kysely<Database>, orgIds: readonly number[]): 
  * endpoint, whatever the types it subscribes to (at worst a wake-up with nothing to send; one
  * announcement covers them all).
  */
-export async function appendRunEvents(trx: Kysely<Database>, dialect: DialectName, events: readonly RunEventWrite[]): Promise<number> {
+export async function appendRunEvents(on: Connection, events: readonly RunEventWrite[]): Promise<number> {
+  const trx = queryable(on);
   if (events.length === 0) return 0;
   const [only] = events;
   let subscribed: boolean | undefined;
-  if (events.length === 1 && only) subscribed = await insertEvent(trx, dialect, only);
+  if (events.length === 1 && only) subscribed = await insertEvent(trx, on.dialect, only);
   // Several events (a claim's): one statement, built as they come, since their number varies.
   else await trx.insertInto('run_events').values(events.map(eventRow)).execute();
   // Asking first is cheaper than building payloads nobody is subscribed to.
   if (!(subscribed ?? (await anySubscribed(trx, [...new Set(events.map((e) => e.run.org_id))])))) return 0;
   // PostgreSQL: the outbox trigger (migration 005) wrote the deliveries in the inserting statement.
-  if (dialect === 'postgres') return 1;
+  if (on.dialect === 'postgres') return 1;
   const records = JSON.stringify(await Promise.all(events.map(outboxRecord)));
-  const result = await executeCompiled(trx, dialect, 'run-event-outbox:deliveries', { records }, (p) => sql`
+  const result = await executeCompiled(trx, on.dialect, 'run-event-outbox:deliveries', { records }, (p) => sql`
     insert into webhook_deliveries (endpoint_id, message_id, event_type, run_id, seq, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
     select e.id, i.value ->> '$.message_id', i.value ->> '$.webhook_type', i.value ->> '$.run_id', i.value ->> '$.seq', i.value ->> '$.payload',
       'pending', 0, i.value ->> '$.at', i.value ->> '$.at', i.value ->> '$.at'

@@ -4,7 +4,7 @@ import { sql } from '../engine/kysely.js';
 import { explainQuery, notIndexed } from '../engine/query-plans.js';
 import type { AnsweredBy, RunState } from '../schema/schema.js';
 import { runDetailsQuery, type RunDetailsRow } from './run-reads.js';
-import type { Store } from '../engine/store.js';
+import { queryable, type Connection } from '../engine/store.js';
 
 export interface RunPageFilter {
   state?: RunState;
@@ -22,13 +22,13 @@ export interface RunPageFilter {
   beforeId?: number;
 }
 
-function runPageQuery(store: Store, orgId: number, filter: RunPageFilter, limit: number) {
+function runPageQuery(on: Connection, orgId: number, filter: RunPageFilter, limit: number) {
   // With a number, a workflow or a campaign to match, the time bounds are only filters (notIndexed):
   // SQLite's planner, which has no statistics, would otherwise prefer the (org_id, created_at) range
   // to the more specific equality index and sort the organization's whole window to find a page.
   const specific = filter.phoneNumber !== undefined || filter.workflowId !== undefined || filter.campaignId !== undefined;
   const createdAt = specific ? notIndexed('r.created_at') : sql.ref<number>('r.created_at');
-  return runDetailsQuery(store)
+  return runDetailsQuery(on)
     .where('r.org_id', '=', orgId)
     .$if(filter.state !== undefined, (q) => q.where('r.state', '=', filter.state as RunState))
     .$if(filter.answeredBy !== undefined, (q) => q.where('r.answered_by', '=', filter.answeredBy as AnsweredBy))
@@ -44,13 +44,13 @@ function runPageQuery(store: Store, orgId: number, filter: RunPageFilter, limit:
 }
 
 /** Up to `limit` of an organization's runs matching the filter, newest (highest id) first. */
-export function selectRunPage(store: Store, orgId: number, filter: RunPageFilter, limit: number): Promise<RunDetailsRow[]> {
-  return runPageQuery(store, orgId, filter, limit).execute();
+export function selectRunPage(on: Connection, orgId: number, filter: RunPageFilter, limit: number): Promise<RunDetailsRow[]> {
+  return runPageQuery(on, orgId, filter, limit).execute();
 }
 
 /** The plan the store would use for selectRunPage, as text (tests check that an index serves it). */
-export function explainRunPage(store: Store, orgId: number, filter: RunPageFilter, limit: number): Promise<string> {
-  return explainQuery(store, runPageQuery(store, orgId, filter, limit));
+export function explainRunPage(on: Connection, orgId: number, filter: RunPageFilter, limit: number): Promise<string> {
+  return explainQuery(on, runPageQuery(on, orgId, filter, limit));
 }
 
 export interface RunCountRow {
@@ -61,8 +61,8 @@ export interface RunCountRow {
 }
 
 /** An organization's runs created at or after `since`, counted by state, outcome and who answered. */
-export async function countRunsSince(store: Store, orgId: number, since: number): Promise<RunCountRow[]> {
-  const rows = await store.db
+export async function countRunsSince(on: Connection, orgId: number, since: number): Promise<RunCountRow[]> {
+  const rows = await queryable(on)
     .selectFrom('workflow_runs')
     .select(['state', 'outcome_reason', 'answered_by', (eb) => eb.fn.countAll<number | string>().as('count')])
     .where('org_id', '=', orgId)
@@ -82,16 +82,16 @@ export interface RouteLoadRow {
  * calling hours, each counted through its own partial index (migration 007), since no single
  * index holds every queued run and a count over `state = 'queued'` alone would read the whole table.
  */
-export async function countQueuedPerRoute(store: Store, configurationIds: readonly number[]): Promise<RouteLoadRow[]> {
+export async function countQueuedPerRoute(on: Connection, configurationIds: readonly number[]): Promise<RouteLoadRow[]> {
   if (configurationIds.length === 0) return [];
-  const [due, deferred] = await Promise.all([queuedPerRouteQuery(store, configurationIds, 'due').execute(), queuedPerRouteQuery(store, configurationIds, 'deferred').execute()]);
+  const [due, deferred] = await Promise.all([queuedPerRouteQuery(on, configurationIds, 'due').execute(), queuedPerRouteQuery(on, configurationIds, 'deferred').execute()]);
   const counts = new Map<number, number>();
   for (const r of [...due, ...deferred]) counts.set(r.telephony_configuration_id, (counts.get(r.telephony_configuration_id) ?? 0) + Number(r.count));
   return [...counts].map(([id, count]) => ({ telephony_configuration_id: id, count }));
 }
 
-function queuedPerRouteQuery(store: Store, configurationIds: readonly number[], part: 'due' | 'deferred') {
-  return store.db
+function queuedPerRouteQuery(on: Connection, configurationIds: readonly number[], part: 'due' | 'deferred') {
+  return queryable(on)
     .selectFrom('workflow_runs')
     .select(['telephony_configuration_id', (eb) => eb.fn.countAll<number | string>().as('count')])
     .where('state', '=', 'queued')
@@ -101,14 +101,14 @@ function queuedPerRouteQuery(store: Store, configurationIds: readonly number[], 
 }
 
 /** The plans of countQueuedPerRoute's two statements, as text (a test checks that their partial indexes serve them). */
-export async function explainQueuedPerRoute(store: Store, configurationIds: readonly number[]): Promise<string> {
-  return `${await explainQuery(store, queuedPerRouteQuery(store, configurationIds, 'due'))}\n${await explainQuery(store, queuedPerRouteQuery(store, configurationIds, 'deferred'))}`;
+export async function explainQueuedPerRoute(on: Connection, configurationIds: readonly number[]): Promise<string> {
+  return `${await explainQuery(on, queuedPerRouteQuery(on, configurationIds, 'due'))}\n${await explainQuery(on, queuedPerRouteQuery(on, configurationIds, 'deferred'))}`;
 }
 
 /** Live runs (dialing, ringing, in progress: exactly those with a deadline) per route. */
-export async function countLivePerRoute(store: Store, configurationIds: readonly number[]): Promise<RouteLoadRow[]> {
+export async function countLivePerRoute(on: Connection, configurationIds: readonly number[]): Promise<RouteLoadRow[]> {
   if (configurationIds.length === 0) return [];
-  const rows = await store.db
+  const rows = await queryable(on)
     .selectFrom('workflow_runs')
     .select(['telephony_configuration_id', (eb) => eb.fn.countAll<number | string>().as('count')])
     .where('deadline_at', 'is not', null)

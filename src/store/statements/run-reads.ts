@@ -1,14 +1,13 @@
 // The statements that read runs and their events, with the rows they return. Callers turn rows
 // into what they show (runs/read-run.ts renders the API's view) or act on (dispatch/ picks runs
 // to end); JSON columns come back decoded.
-import type { Transaction } from 'kysely';
-import type { Database, ProviderName, RunState } from '../schema/schema.js';
+import type { ProviderName, RunState } from '../schema/schema.js';
 import { explainQuery } from '../engine/query-plans.js';
 import { lockingRows } from '../engine/row-locks.js';
-import { decodeJson, queryable, type Queryable, type Store } from '../engine/store.js';
+import { decodeJson, queryable, type Connection } from '../engine/store.js';
 
-export function runDetailsQuery(store: Store) {
-  return store.db
+export function runDetailsQuery(on: Connection) {
+  return queryable(on)
     .selectFrom('workflow_runs as r')
     .innerJoin('workflows as w', 'w.id', 'r.workflow_id')
     .innerJoin('workflow_definitions as d', 'd.id', 'r.definition_id')
@@ -27,16 +26,16 @@ export function runDetailsQuery(store: Store) {
 export type RunDetailsRow = NonNullable<Awaited<ReturnType<ReturnType<typeof runDetailsQuery>['executeTakeFirst']>>>;
 
 /** One run, of this organization when one is given. */
-export function selectRunDetails(store: Store, runId: number, orgId?: number): Promise<RunDetailsRow | undefined> {
-  return runDetailsQuery(store)
+export function selectRunDetails(on: Connection, runId: number, orgId?: number): Promise<RunDetailsRow | undefined> {
+  return runDetailsQuery(on)
     .where('r.id', '=', runId)
     .$if(orgId !== undefined, (q) => q.where('r.org_id', '=', orgId as number))
     .executeTakeFirst();
 }
 
 /** An organization's most recent runs, newest first. */
-export function selectRecentRuns(store: Store, orgId: number, limit: number): Promise<RunDetailsRow[]> {
-  return runDetailsQuery(store).where('r.org_id', '=', orgId).orderBy('r.id', 'desc').limit(limit).execute();
+export function selectRecentRuns(on: Connection, orgId: number, limit: number): Promise<RunDetailsRow[]> {
+  return runDetailsQuery(on).where('r.org_id', '=', orgId).orderBy('r.id', 'desc').limit(limit).execute();
 }
 
 export interface RunEventRow {
@@ -47,14 +46,14 @@ export interface RunEventRow {
 }
 
 /** Up to `limit` events of a run after `after`, in order. */
-export async function selectRunEvents(store: Store, runId: number, after: number, limit: number): Promise<RunEventRow[]> {
-  const rows = await store.db.selectFrom('run_events').select(['seq', 'type', 'at', 'data']).where('run_id', '=', runId).where('seq', '>', after).orderBy('seq').limit(limit).execute();
+export async function selectRunEvents(on: Connection, runId: number, after: number, limit: number): Promise<RunEventRow[]> {
+  const rows = await queryable(on).selectFrom('run_events').select(['seq', 'type', 'at', 'data']).where('run_id', '=', runId).where('seq', '>', after).orderBy('seq').limit(limit).execute();
   return rows.map((r) => ({ seq: r.seq, type: r.type, at: r.at, data: decodeJson<Record<string, unknown>>(r.data) }));
 }
 
 /** A run with its pinned definition's graph and version and its workflow's UUID. */
-export function selectRunWithDefinition(store: Store, runId: number) {
-  return store.db
+export function selectRunWithDefinition(on: Connection, runId: number) {
+  return queryable(on)
     .selectFrom('workflow_runs as r')
     .innerJoin('workflow_definitions as d', 'd.id', 'r.definition_id')
     .innerJoin('workflows as w', 'w.id', 'r.workflow_id')
@@ -67,8 +66,8 @@ export function selectRunWithDefinition(store: Store, runId: number) {
  * What answering-machine detection needs of a run: its pinned graph (the agent's settings), its
  * campaign's own settings (JSON text; null: none, or a direct run) and its initial_context.
  */
-export async function selectRunAnsweringMachine(store: Store, runId: number) {
-  const row = await store.db
+export async function selectRunAnsweringMachine(on: Connection, runId: number) {
+  const row = await queryable(on)
     .selectFrom('workflow_runs as r')
     .innerJoin('workflow_definitions as d', 'd.id', 'r.definition_id')
     .leftJoin('campaigns as c', 'c.id', 'r.campaign_id')
@@ -79,24 +78,25 @@ export async function selectRunAnsweringMachine(store: Store, runId: number) {
 }
 
 /** A definition's graph as stored (JSON text), for what it asks of a dial. */
-export async function selectDefinitionGraph(store: Store, definitionId: number): Promise<unknown> {
-  const row = await store.db.selectFrom('workflow_definitions').select('graph').where('id', '=', definitionId).executeTakeFirst();
+export async function selectDefinitionGraph(on: Connection, definitionId: number): Promise<unknown> {
+  const row = await queryable(on).selectFrom('workflow_definitions').select('graph').where('id', '=', definitionId).executeTakeFirst();
   return row?.graph;
 }
 
 /** The telephony configuration a run dials through (whatever its status now). */
-export function selectRunConfiguration(store: Store, configurationId: number) {
-  return store.db.selectFrom('telephony_configurations').selectAll().where('id', '=', configurationId).executeTakeFirstOrThrow();
+export function selectRunConfiguration(on: Connection, configurationId: number) {
+  return queryable(on).selectFrom('telephony_configurations').selectAll().where('id', '=', configurationId).executeTakeFirstOrThrow();
 }
 
-export async function selectRunState(store: Store, runId: number): Promise<RunState | undefined> {
-  const row = await store.db.selectFrom('workflow_runs').select('state').where('id', '=', runId).executeTakeFirst();
+export async function selectRunState(on: Connection, runId: number): Promise<RunState | undefined> {
+  const row = await queryable(on).selectFrom('workflow_runs').select('state').where('id', '=', runId).executeTakeFirst();
   return row?.state;
 }
 
 /** Locks an organization's row until the transaction ends (PostgreSQL), so its creations near the queue cap take turns. */
-export async function lockOrganization(store: Pick<Store, 'dialect'>, trx: Transaction<Database>, orgId: number): Promise<void> {
-  await lockingRows(store, trx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
+export async function lockOrganization(on: Connection, orgId: number): Promise<void> {
+  const trx = queryable(on);
+  await lockingRows(on, trx.selectFrom('organizations').select('id').where('id', '=', orgId)).execute();
 }
 
 /**
@@ -104,7 +104,7 @@ export async function lockOrganization(store: Pick<Store, 'dialect'>, trx: Trans
  * those due at once, or (`scheduled`) those deferred to their calling hours, each counted on its
  * own partial index (migration 007).
  */
-export async function countQueuedRuns(on: Queryable, orgId: number, scheduled = false): Promise<number> {
+export async function countQueuedRuns(on: Connection, orgId: number, scheduled = false): Promise<number> {
   const { queued } = await queryable(on)
     .selectFrom('workflow_runs')
     .select((eb) => eb.fn.countAll<number | string>().as('queued'))
@@ -116,26 +116,26 @@ export async function countQueuedRuns(on: Queryable, orgId: number, scheduled = 
 }
 
 /** Ids of a node's live runs whose cancel was requested. */
-export async function selectCancelRequested(store: Store, nodeId: string, live: readonly RunState[]): Promise<number[]> {
-  const rows = await store.db.selectFrom('workflow_runs').select('id').where('lease_owner', '=', nodeId).where('cancel_requested_at', 'is not', null).where('state', 'in', live).execute();
+export async function selectCancelRequested(on: Connection, nodeId: string, live: readonly RunState[]): Promise<number[]> {
+  const rows = await queryable(on).selectFrom('workflow_runs').select('id').where('lease_owner', '=', nodeId).where('cancel_requested_at', 'is not', null).where('state', 'in', live).execute();
   return rows.map((r) => r.id);
 }
 
 /** Which of these runs have ended (a node's held calls whose runs another node ended). */
-export async function selectEndedRuns(store: Store, runIds: readonly number[]): Promise<{ id: number; outcome_reason: string | null }[]> {
+export async function selectEndedRuns(on: Connection, runIds: readonly number[]): Promise<{ id: number; outcome_reason: string | null }[]> {
   if (runIds.length === 0) return [];
-  return store.db.selectFrom('workflow_runs').select(['id', 'outcome_reason']).where('id', 'in', runIds).where('ended_at', 'is not', null).execute();
+  return queryable(on).selectFrom('workflow_runs').select(['id', 'outcome_reason']).where('id', 'in', runIds).where('ended_at', 'is not', null).execute();
 }
 
 /**
  * Ids of runs queued since before `queuedBefore`, oldest first: a run due at once counts from its
  * creation, a deferred one from its scheduled_for (each read on its own partial index).
  */
-export async function selectStaleQueuedRuns(store: Store, queuedBefore: number, limit: number): Promise<number[]> {
-  const due = await store.db.selectFrom('workflow_runs').select('id').where('state', '=', 'queued').where('scheduled_for', 'is', null).where('created_at', '<', queuedBefore).orderBy('created_at').limit(limit).execute();
+export async function selectStaleQueuedRuns(on: Connection, queuedBefore: number, limit: number): Promise<number[]> {
+  const due = await queryable(on).selectFrom('workflow_runs').select('id').where('state', '=', 'queued').where('scheduled_for', 'is', null).where('created_at', '<', queuedBefore).orderBy('created_at').limit(limit).execute();
   const deferred =
     due.length < limit
-      ? await store.db.selectFrom('workflow_runs').select('id').where('state', '=', 'queued').where('scheduled_for', 'is not', null).where('scheduled_for', '<', queuedBefore).orderBy('scheduled_for').limit(limit - due.length).execute()
+      ? await queryable(on).selectFrom('workflow_runs').select('id').where('state', '=', 'queued').where('scheduled_for', 'is not', null).where('scheduled_for', '<', queuedBefore).orderBy('scheduled_for').limit(limit - due.length).execute()
       : [];
   return [...due, ...deferred].map((r) => r.id);
 }
@@ -144,8 +144,8 @@ export async function selectStaleQueuedRuns(store: Store, queuedBefore: number, 
  * Live runs whose deadline passed before `now`, most overdue first; those of the providers in
  * `excludingProviders` are left out (reconciliation asks their provider before they end).
  */
-export function selectOverdueRuns(store: Store, now: number, live: readonly RunState[], limit: number, excludingProviders: readonly ProviderName[] = []) {
-  let query = store.db
+export function selectOverdueRuns(on: Connection, now: number, live: readonly RunState[], limit: number, excludingProviders: readonly ProviderName[] = []) {
+  let query = queryable(on)
     .selectFrom('workflow_runs as r')
     .select(['r.id', 'r.provider_call_id', 'r.state'])
     .where('r.state', 'in', live)
@@ -170,17 +170,17 @@ export function selectOverdueRuns(store: Store, now: number, live: readonly RunS
  */
 type ReconcileCandidatesOptions = { providers: readonly ProviderName[]; live: readonly RunState[]; now: number; quietSince: number; perRoute: number; limit: number };
 
-export function selectReconcileCandidates(store: Store, options: ReconcileCandidatesOptions) {
-  return reconcileCandidatesQuery(store, options).execute();
+export function selectReconcileCandidates(on: Connection, options: ReconcileCandidatesOptions) {
+  return reconcileCandidatesQuery(on, options).execute();
 }
 
 /** The plan of selectReconcileCandidates's statement, as text (a test checks it reads only live runs). */
-export function explainReconcileCandidates(store: Store, options: ReconcileCandidatesOptions): Promise<string> {
-  return explainQuery(store, reconcileCandidatesQuery(store, options));
+export function explainReconcileCandidates(on: Connection, options: ReconcileCandidatesOptions): Promise<string> {
+  return explainQuery(on, reconcileCandidatesQuery(on, options));
 }
 
-function reconcileCandidatesQuery(store: Store, options: ReconcileCandidatesOptions) {
-  const ranked = store.db
+function reconcileCandidatesQuery(on: Connection, options: ReconcileCandidatesOptions) {
+  const ranked = queryable(on)
     .selectFrom('workflow_runs as r')
     .innerJoin('telephony_configurations as c', 'c.id', 'r.telephony_configuration_id')
     .select((eb) => [
@@ -203,7 +203,7 @@ function reconcileCandidatesQuery(store: Store, options: ReconcileCandidatesOpti
         ]),
       ]),
     );
-  return store.db
+  return queryable(on)
     .selectFrom(ranked.as('ranked'))
     .select(['id', 'state', 'provider_call_id', 'telephony_configuration_id', 'phone_number', 'caller_id', 'claimed_at', 'deadline_at', 'reconciled_at'])
     .where('route_rank', '<=', options.perRoute)
@@ -216,18 +216,18 @@ function reconcileCandidatesQuery(store: Store, options: ReconcileCandidatesOpti
 export type ReconcileCandidate = Awaited<ReturnType<typeof selectReconcileCandidates>>[number];
 
 /** Call ids recorded for runs of a route to one number claimed since `since`: calls that are not another run's. */
-export async function selectRecordedCallIds(store: Store, configurationId: number, phoneNumber: string, since: number): Promise<string[]> {
-  const rows = await recordedCallIdsQuery(store, configurationId, phoneNumber, since).execute();
+export async function selectRecordedCallIds(on: Connection, configurationId: number, phoneNumber: string, since: number): Promise<string[]> {
+  const rows = await recordedCallIdsQuery(on, configurationId, phoneNumber, since).execute();
   return rows.flatMap((r) => (r.provider_call_id === null ? [] : [r.provider_call_id]));
 }
 
 /** The plan of selectRecordedCallIds's statement, as text (a test checks the number's index serves it). */
-export function explainRecordedCallIds(store: Store, configurationId: number, phoneNumber: string, since: number): Promise<string> {
-  return explainQuery(store, recordedCallIdsQuery(store, configurationId, phoneNumber, since));
+export function explainRecordedCallIds(on: Connection, configurationId: number, phoneNumber: string, since: number): Promise<string> {
+  return explainQuery(on, recordedCallIdsQuery(on, configurationId, phoneNumber, since));
 }
 
-function recordedCallIdsQuery(store: Store, configurationId: number, phoneNumber: string, since: number) {
-  return store.db
+function recordedCallIdsQuery(on: Connection, configurationId: number, phoneNumber: string, since: number) {
+  return queryable(on)
     .selectFrom('workflow_runs')
     .select('provider_call_id')
     // A route belongs to one organization: naming it lets the number's (org_id, phone_number, id)

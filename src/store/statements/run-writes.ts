@@ -2,14 +2,14 @@
 // what changes and when (runs/lifecycle.ts); these say how, in SQL, so the lifecycle's code holds
 // no query builder and one file lists every way a run's row is written.
 import { sql } from '../engine/kysely.js';
-import type { Transaction, Updateable } from 'kysely';
+import type { Kysely, Updateable } from 'kysely';
 import { runMessageId, webhookTypeForState } from '../../webhooks/event-types.js';
 import { executeCompiled } from '../engine/compiled-statements.js';
 import { appendRunEvents, subscribedEndpoints } from './run-event-outbox.js';
 import { explainQuery } from '../engine/query-plans.js';
 import { lockingFreeRows } from '../engine/row-locks.js';
 import type { Database, RunState, WorkflowRunRow, WorkflowRunsTable } from '../schema/schema.js';
-import type { DialectName, Store } from '../engine/store.js';
+import { atomically, queryable, type Connection, type DialectName } from '../engine/store.js';
 
 export type RunColumns = Updateable<WorkflowRunsTable>;
 
@@ -27,7 +27,7 @@ export interface StateGuard {
 }
 
 /** The compare-and-set update of a run: `columns` and the next event seq, only if the guard holds. */
-function guardedRunUpdate(trx: Transaction<Database>, runId: number, columns: RunColumns, guard: StateGuard) {
+function guardedRunUpdate(trx: Kysely<Database>, runId: number, columns: RunColumns, guard: StateGuard) {
   return trx
     .updateTable('workflow_runs')
     .set((eb) => ({ ...columns, last_event_seq: eb('last_event_seq', '+', 1) }))
@@ -45,7 +45,7 @@ function guardedRunUpdate(trx: Transaction<Database>, runId: number, columns: Ru
  * guard), as every transition of a call on SQLite writes it. A column whose value is not a plain
  * value (an expression) is built as it comes.
  */
-async function guardedRunUpdateReturningRow(trx: Transaction<Database>, dialect: DialectName, runId: number, columns: RunColumns, guard: StateGuard): Promise<WorkflowRunRow | undefined> {
+async function guardedRunUpdateReturningRow(trx: Kysely<Database>, dialect: DialectName, runId: number, columns: RunColumns, guard: StateGuard): Promise<WorkflowRunRow | undefined> {
   const entries = Object.entries(columns).filter(([, value]) => value !== undefined);
   const plain = entries.every(([, value]) => value === null || typeof value === 'number' || typeof value === 'string');
   const names = entries.map(([name]) => name);
@@ -96,10 +96,10 @@ export interface ClaimCandidate {
  * the campaigns in `excludeCampaigns` (no dial slot of theirs within the claim's reach) are passed over.
  */
 export async function selectClaimCandidates(
-  store: Pick<Store, 'dialect'>,
-  trx: Transaction<Database>,
+  on: Connection,
   claim: { configurationId: number; limit: number; now: number; deferredDue: boolean; excludeCampaigns?: readonly number[] },
 ): Promise<ClaimCandidate[]> {
+  const trx = queryable(on);
   const exclude = claim.excludeCampaigns ?? [];
   const base = () =>
     trx
@@ -117,9 +117,9 @@ export async function selectClaimCandidates(
       .where('state', '=', 'queued')
       // Runs of campaigns with no dial slot within the claim's reach wait, and leave their place to others.
       .$if(exclude.length > 0, (q) => q.where((eb) => eb.or([eb('campaign_id', 'is', null), eb('campaign_id', 'not in', exclude)])));
-  const due = !claim.deferredDue ? [] : await lockingFreeRows(store, base().where('scheduled_for', 'is not', null).where('scheduled_for', '<=', claim.now).orderBy('scheduled_for').orderBy('id').limit(claim.limit)).execute();
+  const due = !claim.deferredDue ? [] : await lockingFreeRows(on, base().where('scheduled_for', 'is not', null).where('scheduled_for', '<=', claim.now).orderBy('scheduled_for').orderBy('id').limit(claim.limit)).execute();
   if (due.length >= claim.limit) return due;
-  const immediate = await lockingFreeRows(store, base().where('scheduled_for', 'is', null).orderBy('id').limit(claim.limit - due.length)).execute();
+  const immediate = await lockingFreeRows(on, base().where('scheduled_for', 'is', null).orderBy('id').limit(claim.limit - due.length)).execute();
   return [...due, ...immediate];
 }
 
@@ -131,14 +131,14 @@ export async function selectClaimCandidates(
  * counts them) in the same round trip; on SQLite the update, then run-event-outbox.ts.
  */
 export async function setQueuedRunsDialing(
-  trx: Transaction<Database>,
-  dialect: DialectName,
+  on: Connection,
   ids: readonly number[],
   claim: ClaimValues,
 ): Promise<{ rows: DialingRow[]; webhookDeliveries: number }> {
+  const trx = queryable(on);
   if (ids.length === 0) return { rows: [], webhookDeliveries: 0 };
   const data = { node: claim.nodeId };
-  if (dialect === 'postgres') {
+  if (on.dialect === 'postgres') {
     // The events' insert fires the outbox trigger (migration 005): each row also says how many
     // deliveries it wrote for its run's event, for the caller to announce once committed.
     const result = await sql<DialingRow & { deliveries: number }>`
@@ -174,8 +174,7 @@ export async function setQueuedRunsDialing(
     .execute();
   rows.sort((a, b) => a.id - b.id);
   const webhookDeliveries = await appendRunEvents(
-    trx,
-    dialect,
+    on,
     rows.map((run) => ({ run, type: 'dialing', at: claim.now, data, webhookType: webhookTypeForState('dialing'), messageId: runMessageId(run.id, run.last_event_seq) })),
   );
   const claimed = rows.map((r) => ({ id: r.id, created_at: r.created_at, phone_number: r.phone_number, caller_id: r.caller_id, telephony_configuration_id: r.telephony_configuration_id, mode: r.mode }));
@@ -183,7 +182,8 @@ export async function setQueuedRunsDialing(
 }
 
 /** Ends these queued runs (selected by selectClaimCandidates) `canceled` with `reason`, never dialed; returns their rows as changed, in id order. */
-export async function setQueuedRunsCanceled(trx: Transaction<Database>, ids: readonly number[], now: number, reason: string): Promise<WorkflowRunRow[]> {
+export async function setQueuedRunsCanceled(on: Connection, ids: readonly number[], now: number, reason: string): Promise<WorkflowRunRow[]> {
+  const trx = queryable(on);
   if (ids.length === 0) return [];
   const rows = await trx
     .updateTable('workflow_runs')
@@ -209,8 +209,9 @@ export interface DialValues {
 }
 
 /** Records a dial the provider took; returns the run's state and cancel request, or undefined when it no longer exists. */
-export async function setDialRecorded(trx: Transaction<Database>, dialect: DialectName, runId: number, dial: DialValues) {
-  const { rows } = await executeCompiled(trx, dialect, 'run-writes:dial-recorded', { runId, ...dial }, (p) =>
+export async function setDialRecorded(on: Connection, runId: number, dial: DialValues) {
+  const trx = queryable(on);
+  const { rows } = await executeCompiled(trx, on.dialect, 'run-writes:dial-recorded', { runId, ...dial }, (p) =>
     trx
       .updateTable('workflow_runs')
       .set((eb) => ({
@@ -235,42 +236,44 @@ export async function setDialRecorded(trx: Transaction<Database>, dialect: Diale
  * moved on. Returns the runs given back, in id order, and the deliveries to announce once committed.
  */
 export async function setUndialedRunsQueued(
-  trx: Transaction<Database>,
-  dialect: DialectName,
+  on: Connection,
   ids: readonly number[],
   requeue: { nodeId: string; now: number; reason: string; from: readonly RunState[] },
 ): Promise<{ ids: number[]; webhookDeliveries: number }> {
   if (ids.length === 0) return { ids: [], webhookDeliveries: 0 };
-  const rows = await trx
-    .updateTable('workflow_runs')
-    .set((eb) => ({
-      state: 'queued',
-      lease_owner: null,
-      lease_expires_at: null,
-      deadline_at: null,
-      claimed_at: null,
-      updated_at: requeue.now,
-      last_event_seq: eb('last_event_seq', '+', 1),
-    }))
-    .where('id', 'in', ids)
-    .where('state', 'in', requeue.from)
-    .where('lease_owner', '=', requeue.nodeId)
-    .where('provider_call_id', 'is', null)
-    .where('dial_sent_at', 'is', null)
-    .returningAll()
-    .execute();
-  rows.sort((a, b) => a.id - b.id);
-  const data = { reason: requeue.reason, node: requeue.nodeId };
-  const webhookDeliveries = await appendRunEvents(
-    trx,
-    dialect,
-    rows.map((run) => ({ run, type: 'queued' as const, at: requeue.now, data, webhookType: webhookTypeForState('queued'), messageId: runMessageId(run.id, run.last_event_seq) })),
-  );
-  return { ids: rows.map((r) => r.id), webhookDeliveries };
+  // One transaction for the update and its events: the one handed, or one of its own (atomically).
+  return atomically(on, 'durable', async (trx) => {
+    const rows = await trx
+      .updateTable('workflow_runs')
+      .set((eb) => ({
+        state: 'queued',
+        lease_owner: null,
+        lease_expires_at: null,
+        deadline_at: null,
+        claimed_at: null,
+        updated_at: requeue.now,
+        last_event_seq: eb('last_event_seq', '+', 1),
+      }))
+      .where('id', 'in', ids)
+      .where('state', 'in', requeue.from)
+      .where('lease_owner', '=', requeue.nodeId)
+      .where('provider_call_id', 'is', null)
+      .where('dial_sent_at', 'is', null)
+      .returningAll()
+      .execute();
+    rows.sort((a, b) => a.id - b.id);
+    const data = { reason: requeue.reason, node: requeue.nodeId };
+    const webhookDeliveries = await appendRunEvents(
+      trx,
+      rows.map((run) => ({ run, type: 'queued' as const, at: requeue.now, data, webhookType: webhookTypeForState('queued'), messageId: runMessageId(run.id, run.last_event_seq) })),
+    );
+    return { ids: rows.map((r) => r.id), webhookDeliveries };
+  });
 }
 
 /** Extends a node's lease on a run it claimed and has not dialed; false when that is no longer the case. */
-export async function extendUndialedClaim(trx: Transaction<Database>, runId: number, nodeId: string, until: number): Promise<boolean> {
+export async function extendUndialedClaim(on: Connection, runId: number, nodeId: string, until: number): Promise<boolean> {
+  const trx = queryable(on);
   const row = await trx
     .updateTable('workflow_runs')
     .set({ lease_expires_at: until, deadline_at: until })
@@ -287,8 +290,8 @@ export async function extendUndialedClaim(trx: Transaction<Database>, runId: num
  * Takes the turn to ask a run's provider about it (reconciliation): moves `reconciled_at` from what
  * the caller read to `now`; false when another node took it first or the run is no longer live.
  */
-export async function markReconciled(store: Store, runId: number, previous: number | null, now: number, live: readonly RunState[]): Promise<boolean> {
-  const result = await store.db
+export async function markReconciled(on: Connection, runId: number, previous: number | null, now: number, live: readonly RunState[]): Promise<boolean> {
+  const result = await queryable(on)
     .updateTable('workflow_runs')
     .set({ reconciled_at: now })
     .where('id', '=', runId)
@@ -302,7 +305,8 @@ export async function markReconciled(store: Store, runId: number, previous: numb
  * Records the call the provider placed for a run whose call id was never recorded (its node stopped
  * mid-dial), found by asking the provider; only while the run is still dialing without one.
  */
-export async function setFoundCall(trx: Transaction<Database>, runId: number, found: { providerCallId: string; sentAt: number; deadlineAt: number }): Promise<boolean> {
+export async function setFoundCall(on: Connection, runId: number, found: { providerCallId: string; sentAt: number; deadlineAt: number }): Promise<boolean> {
+  const trx = queryable(on);
   const row = await trx
     .updateTable('workflow_runs')
     .set({ provider_call_id: found.providerCallId, dial_sent_at: found.sentAt, deadline_at: found.deadlineAt, lease_owner: null, lease_expires_at: null })
@@ -318,22 +322,22 @@ export async function setFoundCall(trx: Transaction<Database>, runId: number, fo
  * A node lets go of the live calls it holds. Live runs are exactly those with a deadline, so the
  * statement reads migration 002's partial index of them instead of every run ever made.
  */
-export async function releaseNodeCalls(store: Store, nodeId: string): Promise<void> {
-  await releaseNodeCallsQuery(store, nodeId).execute();
+export async function releaseNodeCalls(on: Connection, nodeId: string): Promise<void> {
+  await releaseNodeCallsQuery(on, nodeId).execute();
 }
 
-function releaseNodeCallsQuery(store: Store, nodeId: string) {
-  return store.db.updateTable('workflow_runs').set({ lease_owner: null }).where('deadline_at', 'is not', null).where('lease_owner', '=', nodeId).where('provider_call_id', 'is not', null);
+function releaseNodeCallsQuery(on: Connection, nodeId: string) {
+  return queryable(on).updateTable('workflow_runs').set({ lease_owner: null }).where('deadline_at', 'is not', null).where('lease_owner', '=', nodeId).where('provider_call_id', 'is not', null);
 }
 
 /** The plan of releaseNodeCalls's statement, as text (a test checks that it reads the live runs' index). */
-export function explainReleaseNodeCalls(store: Store, nodeId: string): Promise<string> {
-  return explainQuery(store, releaseNodeCallsQuery(store, nodeId));
+export function explainReleaseNodeCalls(on: Connection, nodeId: string): Promise<string> {
+  return explainQuery(on, releaseNodeCallsQuery(on, nodeId));
 }
 
 /** Marks a live run's cancel request, once; false when the run is not live or was already marked. */
-export async function markCancelRequested(store: Store, runId: number, at: number, live: readonly RunState[]): Promise<boolean> {
-  const result = await store.db
+export async function markCancelRequested(on: Connection, runId: number, at: number, live: readonly RunState[]): Promise<boolean> {
+  const result = await queryable(on)
     .updateTable('workflow_runs')
     .set({ cancel_requested_at: at })
     .where('id', '=', runId)
@@ -377,14 +381,14 @@ export interface TransitionWritten {
  * hold (nothing written). `webhookDeliveries` counts those to announce once committed.
  */
 export async function writeTransition(
-  trx: Transaction<Database>,
-  dialect: DialectName,
+  on: Connection,
   runId: number,
   columns: RunColumns,
   guard: StateGuard,
   event: TransitionEvent,
 ): Promise<TransitionWritten | undefined> {
-  if (dialect === 'postgres') {
+  const trx = queryable(on);
+  if (on.dialect === 'postgres') {
     const update = guardedRunUpdate(trx, runId, columns, guard)
       .returning(['id', 'last_event_seq', 'org_id']);
     // The event's insert fires the outbox trigger (migration 005), which writes its deliveries:
@@ -397,9 +401,9 @@ export async function writeTransition(
     const row = result.rows[0];
     return row ? { seq: Number(row.seq), webhookDeliveries: Number(row.deliveries) } : undefined;
   }
-  const run = await guardedRunUpdateReturningRow(trx, dialect, runId, columns, guard);
+  const run = await guardedRunUpdateReturningRow(trx, on.dialect, runId, columns, guard);
   if (run === undefined) return undefined;
-  const webhookDeliveries = await appendRunEvents(trx, dialect, [
+  const webhookDeliveries = await appendRunEvents(on, [
     { run, type: event.type, at: event.at, data: event.data, webhookType: event.webhookType, messageId: runMessageId(runId, run.last_event_seq) },
   ]);
   return { seq: run.last_event_seq, webhookDeliveries };
@@ -451,7 +455,8 @@ export function transitionShape(write: TransitionWrite): string | undefined {
  * callbacks reach any node) could each wait for the other until deadlock_timeout. In one order,
  * the later batch simply waits.
  */
-export async function lockRunsInIdOrder(trx: Transaction<Database>, runIds: readonly number[]): Promise<void> {
+export async function lockRunsInIdOrder(on: Connection, runIds: readonly number[]): Promise<void> {
+  const trx = queryable(on);
   if (runIds.length < 2) return;
   await sql`select id from workflow_runs where id = any(${[...new Set(runIds)].sort((a, b) => a - b)}::bigint[]) order by id for update`.execute(trx);
 }
@@ -463,7 +468,8 @@ export async function lockRunsInIdOrder(trx: Transaction<Database>, runIds: read
  * writes their deliveries once for all; each row counts its own). Returns, in the order given, each
  * write's result: undefined where the guard did not hold.
  */
-export async function writeTransitionsOnPostgres(trx: Transaction<Database>, writes: readonly TransitionWrite[]): Promise<(TransitionWritten | undefined)[]> {
+export async function writeTransitionsOnPostgres(on: Connection, writes: readonly TransitionWrite[]): Promise<(TransitionWritten | undefined)[]> {
+  const trx = queryable(on);
   const first = writes[0];
   if (!first) return [];
   const names = Object.keys(first.columns).sort() as SetBasedColumn[];
@@ -501,7 +507,8 @@ export type DialRecordedRow = Pick<WorkflowRunRow, 'state' | 'cancel_requested_a
  * setDialRecorded records one. Returns, in the order given, each run's row after the write
  * (undefined for a run that no longer exists).
  */
-export async function setDialsRecordedOnPostgres(trx: Transaction<Database>, dials: readonly { runId: number; dial: DialValues }[]): Promise<(DialRecordedRow | undefined)[]> {
+export async function setDialsRecordedOnPostgres(on: Connection, dials: readonly { runId: number; dial: DialValues }[]): Promise<(DialRecordedRow | undefined)[]> {
+  const trx = queryable(on);
   if (dials.length === 0) return [];
   const rows = dials.map(({ runId, dial }) => ({ id: runId, provider_call_id: dial.providerCallId, sent_at: dial.sentAt, dialing_deadline_at: dial.dialingDeadlineAt }));
   const result = await sql<{ id: number } & DialRecordedRow>`

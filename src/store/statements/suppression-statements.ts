@@ -5,7 +5,7 @@ import type { ExpressionBuilder, OnConflictBuilder } from 'kysely';
 import type { Database, SuppressionRow } from '../schema/schema.js';
 import { executeCompiled } from '../engine/compiled-statements.js';
 import { explainQuery, notIndexed } from '../engine/query-plans.js';
-import { queryable, type Queryable, type Store } from '../engine/store.js';
+import { queryable, type Connection } from '../engine/store.js';
 
 export interface SuppressionValues {
   orgId: number;
@@ -31,7 +31,7 @@ function replacingSuppression(oc: OnConflictBuilder<Database, 'suppressions'>) {
 }
 
 /** Inserts or replaces suppressions (same organization and number: the reason and expiry are replaced, created_at kept). */
-export async function upsertSuppressions(on: Queryable, rows: readonly SuppressionValues[], now: number): Promise<void> {
+export async function upsertSuppressions(on: Connection, rows: readonly SuppressionValues[], now: number): Promise<void> {
   const db = queryable(on);
   for (let start = 0; start < rows.length; start += SUPPRESSION_INSERT_CHUNK) {
     const chunk = rows.slice(start, start + SUPPRESSION_INSERT_CHUNK);
@@ -44,7 +44,7 @@ export async function upsertSuppressions(on: Queryable, rows: readonly Suppressi
 }
 
 /** Inserts or replaces one suppression, as upsertSuppressions does, and returns its row as written. */
-export function upsertSuppression(on: Queryable, row: SuppressionValues, now: number): Promise<SuppressionRow> {
+export function upsertSuppression(on: Connection, row: SuppressionValues, now: number): Promise<SuppressionRow> {
   return queryable(on)
     .insertInto('suppressions')
     .values({ org_id: row.orgId, phone_number: row.phoneNumber, reason: row.reason, expires_at: row.expiresAt, created_at: now, updated_at: now })
@@ -53,19 +53,19 @@ export function upsertSuppression(on: Queryable, row: SuppressionValues, now: nu
     .executeTakeFirstOrThrow();
 }
 
-export function selectSuppression(store: Pick<Store, 'db'>, orgId: number, phoneNumber: string): Promise<SuppressionRow | undefined> {
-  return store.db.selectFrom('suppressions').selectAll().where('org_id', '=', orgId).where('phone_number', '=', phoneNumber).executeTakeFirst();
+export function selectSuppression(on: Connection, orgId: number, phoneNumber: string): Promise<SuppressionRow | undefined> {
+  return queryable(on).selectFrom('suppressions').selectAll().where('org_id', '=', orgId).where('phone_number', '=', phoneNumber).executeTakeFirst();
 }
 
 /** True when the organization had this suppression (deleted now). */
-export async function deleteSuppression(store: Pick<Store, 'db'>, orgId: number, phoneNumber: string): Promise<boolean> {
-  const result = await store.db.deleteFrom('suppressions').where('org_id', '=', orgId).where('phone_number', '=', phoneNumber).executeTakeFirst();
+export async function deleteSuppression(on: Connection, orgId: number, phoneNumber: string): Promise<boolean> {
+  const result = await queryable(on).deleteFrom('suppressions').where('org_id', '=', orgId).where('phone_number', '=', phoneNumber).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
 
 /** Up to `limit` of an organization's suppressions (expired ones too), by number, after `after`. */
-export function selectSuppressionPage(store: Pick<Store, 'db'>, orgId: number, after: string | undefined, limit: number): Promise<SuppressionRow[]> {
-  return store.db
+export function selectSuppressionPage(on: Connection, orgId: number, after: string | undefined, limit: number): Promise<SuppressionRow[]> {
+  return queryable(on)
     .selectFrom('suppressions')
     .selectAll()
     .where('org_id', '=', orgId)
@@ -77,19 +77,19 @@ export function selectSuppressionPage(store: Pick<Store, 'db'>, orgId: number, a
 
 /** The active suppression of one number, if any (the request-time check: one primary-key lookup, from its compiled template). */
 export async function selectActiveSuppression(
-  on: Pick<Store, 'db' | 'dialect'>,
+  on: Connection,
   orgId: number,
   phoneNumber: string,
   now: number,
 ): Promise<Pick<SuppressionRow, 'reason' | 'expires_at'> | undefined> {
-  const { rows } = await executeCompiled(on.db, on.dialect, 'suppression-statements:active', { orgId, phoneNumber, now }, (p) =>
-    on.db.selectFrom('suppressions').select(['reason', 'expires_at']).where('org_id', '=', p('orgId')).where('phone_number', '=', p('phoneNumber')).where(active(p('now'))),
+  const { rows } = await executeCompiled(queryable(on), on.dialect, 'suppression-statements:active', { orgId, phoneNumber, now }, (p) =>
+    queryable(on).selectFrom('suppressions').select(['reason', 'expires_at']).where('org_id', '=', p('orgId')).where('phone_number', '=', p('phoneNumber')).where(active(p('now'))),
   );
   return rows[0];
 }
 
 /** Which of these numbers the organization suppresses now: one statement for a whole claim batch. */
-export async function selectSuppressedAmong(on: Queryable, orgId: number, phoneNumbers: readonly string[], now: number): Promise<Set<string>> {
+export async function selectSuppressedAmong(on: Connection, orgId: number, phoneNumbers: readonly string[], now: number): Promise<Set<string>> {
   if (phoneNumbers.length === 0) return new Set();
   const rows = await queryable(on)
     .selectFrom('suppressions')
@@ -101,7 +101,7 @@ export async function selectSuppressedAmong(on: Queryable, orgId: number, phoneN
   return new Set(rows.map((r) => r.phone_number));
 }
 
-function capOpeningQuery(on: Queryable, orgId: number, phoneNumber: string, since: number, maxCalls: number) {
+function capOpeningQuery(on: Connection, orgId: number, phoneNumber: string, since: number, maxCalls: number) {
   return queryable(on)
     .selectFrom('workflow_runs')
     .select('created_at')
@@ -121,14 +121,14 @@ function capOpeningQuery(on: Queryable, orgId: number, phoneNumber: string, sinc
  * Walks migration 009's (org_id, phone_number, id) index from the newest run and stops after
  * `maxCalls` matches: ids follow creation order, so the newest by id are the newest by time.
  */
-export async function selectCapOpening(on: Queryable, orgId: number, phoneNumber: string, since: number, maxCalls: number): Promise<number | null> {
+export async function selectCapOpening(on: Connection, orgId: number, phoneNumber: string, since: number, maxCalls: number): Promise<number | null> {
   const rows = await capOpeningQuery(on, orgId, phoneNumber, since, maxCalls).execute();
   if (rows.length < maxCalls) return null;
   return Math.min(...rows.map((r) => Number(r.created_at)));
 }
 
 /** The plan of selectCapOpening's statement, as text (a test checks the number's index serves it). */
-export function explainCapOpening(store: Store, orgId: number, phoneNumber: string, since: number, maxCalls: number): Promise<string> {
-  return explainQuery(store, capOpeningQuery(store, orgId, phoneNumber, since, maxCalls));
+export function explainCapOpening(on: Connection, orgId: number, phoneNumber: string, since: number, maxCalls: number): Promise<string> {
+  return explainQuery(on, capOpeningQuery(on, orgId, phoneNumber, since, maxCalls));
 }
 

@@ -8,7 +8,7 @@ import { lockingFreeRows, lockingRows } from '../engine/row-locks.js';
 import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow, WebhookEndpointsTable } from '../schema/schema.js';
 import { explainQuery } from '../engine/query-plans.js';
 import { lockOrganization } from './run-reads.js';
-import { plainTransaction, queryable, type Queryable, type Store, type StoreTransaction } from '../engine/store.js';
+import { atomically, batched, plainTransaction, queryable, type Connection } from '../engine/store.js';
 import type { Updateable } from 'kysely';
 
 export type EndpointColumns = Updateable<WebhookEndpointsTable>;
@@ -31,9 +31,9 @@ export interface NewEndpoint {
  * single writer already serializes them), so registrations racing at the limit cannot all see room
  * for one more, while other organizations' registrations go on.
  */
-export function insertEndpointWithinLimit(store: Store, e: NewEndpoint, max: number): Promise<WebhookEndpointRow | undefined> {
-  return plainTransaction(store, async (trx) => {
-    await lockOrganization(store, trx, e.orgId);
+export function insertEndpointWithinLimit(on: Connection, e: NewEndpoint, max: number): Promise<WebhookEndpointRow | undefined> {
+  return plainTransaction(on, async (trx) => {
+    await lockOrganization(trx, e.orgId);
     const { n } = await trx.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll<number | string>().as('n')).where('org_id', '=', e.orgId).executeTakeFirstOrThrow();
     if (Number(n) >= max) return undefined;
     return insertEndpoint(trx, e);
@@ -41,7 +41,7 @@ export function insertEndpointWithinLimit(store: Store, e: NewEndpoint, max: num
 }
 
 /** Inserts an endpoint, whatever the organization has (tests; registrations go through insertEndpointWithinLimit). */
-export function insertEndpoint(on: Queryable, e: NewEndpoint): Promise<WebhookEndpointRow> {
+export function insertEndpoint(on: Connection, e: NewEndpoint): Promise<WebhookEndpointRow> {
   return queryable(on)
     .insertInto('webhook_endpoints')
     .values({
@@ -62,13 +62,13 @@ export function insertEndpoint(on: Queryable, e: NewEndpoint): Promise<WebhookEn
     .executeTakeFirstOrThrow();
 }
 
-export function selectEndpoints(store: Store, orgId: number): Promise<WebhookEndpointRow[]> {
-  return store.db.selectFrom('webhook_endpoints').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+export function selectEndpoints(on: Connection, orgId: number): Promise<WebhookEndpointRow[]> {
+  return queryable(on).selectFrom('webhook_endpoints').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
 }
 
 /** One endpoint, of this organization when one is given. */
-export function selectEndpoint(store: Store, endpointId: number, orgId?: number): Promise<WebhookEndpointRow | undefined> {
-  return store.db
+export function selectEndpoint(on: Connection, endpointId: number, orgId?: number): Promise<WebhookEndpointRow | undefined> {
+  return queryable(on)
     .selectFrom('webhook_endpoints')
     .selectAll()
     .where('id', '=', endpointId)
@@ -76,14 +76,14 @@ export function selectEndpoint(store: Store, endpointId: number, orgId?: number)
     .executeTakeFirst();
 }
 
-export function updateEndpoint(store: Store, endpointId: number, columns: EndpointColumns): Promise<WebhookEndpointRow | undefined> {
-  return store.db.updateTable('webhook_endpoints').set(columns).where('id', '=', endpointId).returningAll().executeTakeFirst();
+export function updateEndpoint(on: Connection, endpointId: number, columns: EndpointColumns): Promise<WebhookEndpointRow | undefined> {
+  return queryable(on).updateTable('webhook_endpoints').set(columns).where('id', '=', endpointId).returningAll().executeTakeFirst();
 }
 
 /** Deletes an endpoint; its deliveries and their attempts go with it (the foreign keys cascade). */
-export async function deleteEndpoint(store: Store, endpointId: number): Promise<void> {
+export async function deleteEndpoint(on: Connection, endpointId: number): Promise<void> {
   // Durable: the caller is told nothing more will be sent there.
-  await store.transaction('durable', (trx) => trx.deleteFrom('webhook_endpoints').where('id', '=', endpointId).execute());
+  await atomically(on, 'durable', (trx) => trx.deleteFrom('webhook_endpoints').where('id', '=', endpointId).execute());
 }
 
 export interface NewDelivery {
@@ -95,8 +95,8 @@ export interface NewDelivery {
 }
 
 /** A delivery not caused by a run event (`webhook.test`): due now. */
-export async function insertDelivery(store: Store, d: NewDelivery): Promise<number> {
-  const row = await store.db
+export async function insertDelivery(on: Connection, d: NewDelivery): Promise<number> {
+  const row = await queryable(on)
     .insertInto('webhook_deliveries')
     .values({
       endpoint_id: d.endpointId,
@@ -122,7 +122,8 @@ export async function insertDelivery(store: Store, d: NewDelivery): Promise<numb
  * A message not about a run (a campaign's change) to every enabled endpoint of the organization
  * subscribed to its type, in the caller's transaction (an outbox, like run events'); how many.
  */
-export async function insertOrganizationDeliveries(trx: StoreTransaction, orgId: number, m: Omit<NewDelivery, 'endpointId'>): Promise<number> {
+export async function insertOrganizationDeliveries(on: Connection, orgId: number, m: Omit<NewDelivery, 'endpointId'>): Promise<number> {
+  const trx = queryable(on);
   const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'event_filter']).where('org_id', '=', orgId).where('enabled', '=', 1).execute();
   const subscribed = endpoints.filter((e) => e.event_filter === '' || e.event_filter.includes(`,${m.eventType},`));
   if (subscribed.length === 0) return 0;
@@ -163,8 +164,8 @@ export interface DeliveryWithAttempts {
 }
 
 /** An endpoint's deliveries, newest first, with their attempts in order. */
-export async function selectDeliveries(store: Store, q: DeliveryPageQuery): Promise<DeliveryWithAttempts[]> {
-  const deliveries = await store.db
+export async function selectDeliveries(on: Connection, q: DeliveryPageQuery): Promise<DeliveryWithAttempts[]> {
+  const deliveries = await queryable(on)
     .selectFrom('webhook_deliveries')
     .selectAll()
     .where('endpoint_id', '=', q.endpointId)
@@ -173,7 +174,7 @@ export async function selectDeliveries(store: Store, q: DeliveryPageQuery): Prom
     .orderBy('id', 'desc')
     .limit(q.limit)
     .execute();
-  return withAttempts(store, deliveries);
+  return withAttempts(on, deliveries);
 }
 
 export interface RunDeliveryPageQuery {
@@ -190,8 +191,8 @@ export interface RunDeliveryPageQuery {
  * (migration 016), whatever the endpoints' history. The organization is checked on the endpoint,
  * so another organization's run lists nothing.
  */
-function runDeliveriesQuery(store: Store, q: RunDeliveryPageQuery) {
-  return store.db
+function runDeliveriesQuery(on: Connection, q: RunDeliveryPageQuery) {
+  return queryable(on)
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
     .selectAll('d')
@@ -203,19 +204,19 @@ function runDeliveriesQuery(store: Store, q: RunDeliveryPageQuery) {
     .limit(q.limit);
 }
 
-export async function selectRunDeliveries(store: Store, q: RunDeliveryPageQuery): Promise<DeliveryWithAttempts[]> {
-  return withAttempts(store, await runDeliveriesQuery(store, q).execute());
+export async function selectRunDeliveries(on: Connection, q: RunDeliveryPageQuery): Promise<DeliveryWithAttempts[]> {
+  return withAttempts(on, await runDeliveriesQuery(on, q).execute());
 }
 
 /** The plan of selectRunDeliveries' query (tests: it reads the run's index). */
-export function explainRunDeliveries(store: Store, q: RunDeliveryPageQuery): Promise<string> {
-  return explainQuery(store, runDeliveriesQuery(store, q));
+export function explainRunDeliveries(on: Connection, q: RunDeliveryPageQuery): Promise<string> {
+  return explainQuery(on, runDeliveriesQuery(on, q));
 }
 
 /** The deliveries with their attempts in order, in one more query. */
-async function withAttempts(store: Store, deliveries: WebhookDeliveryRow[]): Promise<DeliveryWithAttempts[]> {
+async function withAttempts(on: Connection, deliveries: WebhookDeliveryRow[]): Promise<DeliveryWithAttempts[]> {
   if (deliveries.length === 0) return [];
-  const attempts = await store.db
+  const attempts = await queryable(on)
     .selectFrom('webhook_attempts')
     .selectAll()
     .where('delivery_id', 'in', deliveries.map((d) => d.id))
@@ -234,9 +235,9 @@ async function withAttempts(store: Store, deliveries: WebhookDeliveryRow[]): Pro
 export type RequeueResult = 'requeued' | 'pending' | 'not_found';
 
 /** Queues a finished delivery again, due now, from the start of the retry schedule. */
-export async function requeueDelivery(store: Store, endpointId: number, deliveryId: number, at: number): Promise<RequeueResult> {
-  return store.transaction('durable', async (trx) => {
-    const row = await lockingRows(store, trx.selectFrom('webhook_deliveries').select('status').where('id', '=', deliveryId).where('endpoint_id', '=', endpointId)).executeTakeFirst();
+export async function requeueDelivery(on: Connection, endpointId: number, deliveryId: number, at: number): Promise<RequeueResult> {
+  return atomically(on, 'durable', async (trx) => {
+    const row = await lockingRows(on, trx.selectFrom('webhook_deliveries').select('status').where('id', '=', deliveryId).where('endpoint_id', '=', endpointId)).executeTakeFirst();
     if (!row) return 'not_found';
     if (row.status === 'pending') return 'pending';
     await trx
@@ -289,8 +290,8 @@ export interface DeliveryClaim {
  * locked while their room is counted and their deliveries claimed, so nodes claiming at once never
  * exceed it; every query here is an index range of one endpoint, however long the outbox.
  */
-export async function claimDueDeliveries(store: Store, claim: DeliveryClaim): Promise<ClaimedDelivery[]> {
-  return store.transaction('relaxed', async (trx) => {
+export async function claimDueDeliveries(on: Connection, claim: DeliveryClaim): Promise<ClaimedDelivery[]> {
+  return atomically(on, 'relaxed', async (trx) => {
     // The endpoints with pending deliveries, by a skip scan of the pending index (one probe per
     // endpoint, not one per delivery).
     const withWork = await sql<{ id: number }>`
@@ -303,7 +304,7 @@ export async function claimDueDeliveries(store: Store, claim: DeliveryClaim): Pr
       select pending_endpoint.id from pending_endpoint where pending_endpoint.id is not null`.execute(trx);
     if (withWork.rows.length === 0) return [];
     const endpointIds = withWork.rows.map((r) => Number(r.id));
-    const endpoints = await lockingRows(store, trx.selectFrom('webhook_endpoints').select('id').where('id', 'in', endpointIds).where('enabled', '=', 1).orderBy('id')).execute();
+    const endpoints = await lockingRows(on, trx.selectFrom('webhook_endpoints').select('id').where('id', 'in', endpointIds).where('enabled', '=', 1).orderBy('id')).execute();
     if (endpoints.length === 0) return [];
     const inFlight = await trx
       .selectFrom('webhook_deliveries')
@@ -325,7 +326,7 @@ export async function claimDueDeliveries(store: Store, claim: DeliveryClaim): Pr
       const room = Math.min(claim.perEndpoint - (busy.get(endpointId) ?? 0), claim.limit - chosen.length);
       if (room <= 0) continue;
       const rows = await lockingFreeRows(
-        store,
+        on,
         trx
           .selectFrom('webhook_deliveries as d')
           .select('d.id')
@@ -402,10 +403,10 @@ export interface AttemptRecord {
  * out may have passed to another node: then its record wins and this one is dropped), and journals
  * it for the organization's event stream in the same transaction. Returns whether it was recorded.
  */
-export async function recordAttempt(store: Store, a: AttemptRecord): Promise<boolean> {
+export async function recordAttempt(on: Connection, a: AttemptRecord): Promise<boolean> {
   // Group-committed with the other records of the moment: a relaxed write (a record lost to a
   // machine crash means one more attempt, which at-least-once allows).
-  return store.batched(async (trx) => {
+  return batched(on, async (trx) => {
     const updated = await trx
       .updateTable('webhook_deliveries')
       .set((eb) => ({
@@ -427,7 +428,7 @@ export async function recordAttempt(store: Store, a: AttemptRecord): Promise<boo
       .values({ delivery_id: a.deliveryId, at: a.at, http_status: a.httpStatus, error: a.error, duration_ms: a.durationMs, response_body: a.responseBody })
       .execute();
     if (a.endpoint) await trx.updateTable('webhook_endpoints').set(a.endpoint).where('id', '=', a.endpointId).execute();
-    await insertDeliveryEvent(store, trx, {
+    await insertDeliveryEvent(trx, {
       org_id: a.orgId,
       endpoint_id: a.endpointId,
       delivery_id: a.deliveryId,
@@ -448,8 +449,8 @@ export async function recordAttempt(store: Store, a: AttemptRecord): Promise<boo
 
 
 /** Pending deliveries of enabled endpoints: how many, and when the oldest was written. */
-export async function selectOutboxDepth(store: Store): Promise<{ pending: number; oldestCreatedAt: number | null }> {
-  const row = await store.db
+export async function selectOutboxDepth(on: Connection): Promise<{ pending: number; oldestCreatedAt: number | null }> {
+  const row = await queryable(on)
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
     .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.min('d.created_at').as('oldest')])

@@ -4,7 +4,7 @@
 // are stored as JSON and come back decoded.
 import type { DefinitionGraph } from '../../workflows/definition.js';
 import type { DefinitionRow, DefinitionStatus, RunMode, WorkflowRow } from '../schema/schema.js';
-import { decodeJson, queryable, type Queryable, type Store, type StoreTransaction } from '../engine/store.js';
+import { decodeJson, queryable, type Connection } from '../engine/store.js';
 
 /** A definition row (or some of its columns) with its graph decoded. */
 export type Decoded<R extends { graph: unknown }> = Omit<R, 'graph'> & { graph: DefinitionGraph };
@@ -16,10 +16,11 @@ function decodeDefinition<R extends { graph: unknown }>(row: R): Decoded<R> {
 // Workflows.
 
 export function insertWorkflow(
-  trx: StoreTransaction,
+  on: Connection,
   workflow: { workflow_uuid: string; org_id: number; name: string },
   now: number,
 ): Promise<Pick<WorkflowRow, 'id' | 'org_id' | 'workflow_uuid'>> {
+  const trx = queryable(on);
   return trx
     .insertInto('workflows')
     .values({ ...workflow, status: 'active', created_at: now, updated_at: now })
@@ -28,26 +29,27 @@ export function insertWorkflow(
 }
 
 /** The workflow with this UUID (lower case), whatever its organization and status. */
-export function selectWorkflowByUuid(on: Queryable, workflowUuid: string): Promise<WorkflowRow | undefined> {
+export function selectWorkflowByUuid(on: Connection, workflowUuid: string): Promise<WorkflowRow | undefined> {
   return queryable(on).selectFrom('workflows').selectAll().where('workflow_uuid', '=', workflowUuid).executeTakeFirst();
 }
 
-export async function setWorkflowUpdatedAt(trx: StoreTransaction, workflowId: number, now: number): Promise<void> {
+export async function setWorkflowUpdatedAt(on: Connection, workflowId: number, now: number): Promise<void> {
+  const trx = queryable(on);
   await trx.updateTable('workflows').set({ updated_at: now }).where('id', '=', workflowId).execute();
 }
 
-export async function setWorkflowArchived(store: Store, workflowId: number, now: number): Promise<void> {
-  await store.db.updateTable('workflows').set({ status: 'archived', updated_at: now }).where('id', '=', workflowId).execute();
+export async function setWorkflowArchived(on: Connection, workflowId: number, now: number): Promise<void> {
+  await queryable(on).updateTable('workflows').set({ status: 'archived', updated_at: now }).where('id', '=', workflowId).execute();
 }
 
 /** An organization's workflows, oldest first. */
-export function selectWorkflowsOfOrganization(store: Store, orgId: number): Promise<WorkflowRow[]> {
-  return store.db.selectFrom('workflows').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+export function selectWorkflowsOfOrganization(on: Connection, orgId: number): Promise<WorkflowRow[]> {
+  return queryable(on).selectFrom('workflows').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
 }
 
 /** The organization's active workflow that owns this trigger UUID (lower case). */
-export function selectActiveWorkflowByTrigger(store: Store, orgId: number, triggerUuid: string): Promise<Pick<WorkflowRow, 'id' | 'workflow_uuid'> | undefined> {
-  return store.db
+export function selectActiveWorkflowByTrigger(on: Connection, orgId: number, triggerUuid: string): Promise<Pick<WorkflowRow, 'id' | 'workflow_uuid'> | undefined> {
+  return queryable(on)
     .selectFrom('api_triggers')
     .innerJoin('workflows', 'workflows.id', 'api_triggers.workflow_id')
     .select(['workflows.id', 'workflows.workflow_uuid'])
@@ -58,8 +60,8 @@ export function selectActiveWorkflowByTrigger(store: Store, orgId: number, trigg
 }
 
 /** The organization's active workflow with this UUID (lower case). */
-export function selectActiveWorkflow(store: Store, orgId: number, workflowUuid: string): Promise<Pick<WorkflowRow, 'id' | 'workflow_uuid'> | undefined> {
-  return store.db
+export function selectActiveWorkflow(on: Connection, orgId: number, workflowUuid: string): Promise<Pick<WorkflowRow, 'id' | 'workflow_uuid'> | undefined> {
+  return queryable(on)
     .selectFrom('workflows')
     .select(['id', 'workflow_uuid'])
     .where('workflow_uuid', '=', workflowUuid)
@@ -72,9 +74,10 @@ export function selectActiveWorkflow(store: Store, orgId: number, workflowUuid: 
 // others are archived.
 
 export async function insertDefinition(
-  trx: StoreTransaction,
+  on: Connection,
   definition: { workflow_id: number; version: number; status: DefinitionStatus; graph: DefinitionGraph; created_at: number; published_at: number | null },
 ): Promise<void> {
+  const trx = queryable(on);
   await trx
     .insertInto('workflow_definitions')
     .values({ ...definition, graph: JSON.stringify(definition.graph) })
@@ -82,7 +85,8 @@ export async function insertDefinition(
 }
 
 /** The graph of the workflow's latest current version (its draft, else its published one). */
-export async function selectLatestCurrentGraph(trx: StoreTransaction, workflowId: number): Promise<DefinitionGraph | undefined> {
+export async function selectLatestCurrentGraph(on: Connection, workflowId: number): Promise<DefinitionGraph | undefined> {
+  const trx = queryable(on);
   const latest = await trx
     .selectFrom('workflow_definitions')
     .select('graph')
@@ -94,7 +98,8 @@ export async function selectLatestCurrentGraph(trx: StoreTransaction, workflowId
 }
 
 /** The workflow's highest version number, archived ones included; 0 when it has none. */
-export async function selectHighestVersion(trx: StoreTransaction, workflowId: number): Promise<number> {
+export async function selectHighestVersion(on: Connection, workflowId: number): Promise<number> {
+  const trx = queryable(on);
   const latest = await trx
     .selectFrom('workflow_definitions')
     .select((eb) => eb.fn.max('version').as('version'))
@@ -104,11 +109,13 @@ export async function selectHighestVersion(trx: StoreTransaction, workflowId: nu
 }
 
 /** Archives the workflow's definitions in this status (its draft, or its published one). */
-export async function setDefinitionsArchived(trx: StoreTransaction, workflowId: number, status: 'draft' | 'published'): Promise<void> {
+export async function setDefinitionsArchived(on: Connection, workflowId: number, status: 'draft' | 'published'): Promise<void> {
+  const trx = queryable(on);
   await trx.updateTable('workflow_definitions').set({ status: 'archived' }).where('workflow_id', '=', workflowId).where('status', '=', status).execute();
 }
 
-export async function selectDraft(trx: StoreTransaction, workflowId: number): Promise<Decoded<DefinitionRow> | undefined> {
+export async function selectDraft(on: Connection, workflowId: number): Promise<Decoded<DefinitionRow> | undefined> {
+  const trx = queryable(on);
   const row = await trx
     .selectFrom('workflow_definitions')
     .selectAll()
@@ -118,13 +125,14 @@ export async function selectDraft(trx: StoreTransaction, workflowId: number): Pr
   return row && decodeDefinition(row);
 }
 
-export async function setDefinitionPublished(trx: StoreTransaction, definitionId: number, now: number): Promise<void> {
+export async function setDefinitionPublished(on: Connection, definitionId: number, now: number): Promise<void> {
+  const trx = queryable(on);
   await trx.updateTable('workflow_definitions').set({ status: 'published', published_at: now }).where('id', '=', definitionId).execute();
 }
 
 /** Every version of a workflow, newest first. */
-export async function selectDefinitionsOfWorkflow(store: Store, workflowId: number): Promise<Decoded<DefinitionRow>[]> {
-  const rows = await store.db
+export async function selectDefinitionsOfWorkflow(on: Connection, workflowId: number): Promise<Decoded<DefinitionRow>[]> {
+  const rows = await queryable(on)
     .selectFrom('workflow_definitions')
     .selectAll()
     .where('workflow_id', '=', workflowId)
@@ -134,8 +142,8 @@ export async function selectDefinitionsOfWorkflow(store: Store, workflowId: numb
 }
 
 /** One version of a workflow; without a version, its latest current one (its draft, else its published one). */
-export async function selectDefinitionVersion(store: Store, workflowId: number, version: number | undefined): Promise<Decoded<DefinitionRow> | undefined> {
-  let query = store.db.selectFrom('workflow_definitions').selectAll().where('workflow_id', '=', workflowId);
+export async function selectDefinitionVersion(on: Connection, workflowId: number, version: number | undefined): Promise<Decoded<DefinitionRow> | undefined> {
+  let query = queryable(on).selectFrom('workflow_definitions').selectAll().where('workflow_id', '=', workflowId);
   query = version === undefined ? query.where('status', 'in', ['draft', 'published']).orderBy('version', 'desc') : query.where('version', '=', version);
   const row = await query.executeTakeFirst();
   return row && decodeDefinition(row);
@@ -143,10 +151,10 @@ export async function selectDefinitionVersion(store: Store, workflowId: number, 
 
 /** The current (draft and published) definitions of these workflows. */
 export async function selectCurrentDefinitions(
-  store: Store,
+  on: Connection,
   workflowIds: readonly number[],
 ): Promise<Decoded<Pick<DefinitionRow, 'workflow_id' | 'version' | 'status' | 'graph'>>[]> {
-  const rows = await store.db
+  const rows = await queryable(on)
     .selectFrom('workflow_definitions')
     .select(['workflow_id', 'version', 'status', 'graph'])
     .where('workflow_id', 'in', workflowIds)
@@ -160,11 +168,11 @@ export async function selectCurrentDefinitions(
  * is one, else the published one. Undefined when there is none to run.
  */
 export async function selectRunnableDefinition(
-  store: Store,
+  on: Connection,
   workflowId: number,
   mode: RunMode,
 ): Promise<Decoded<Pick<DefinitionRow, 'id' | 'version' | 'status' | 'graph'>> | undefined> {
-  const candidates = await store.db
+  const candidates = await queryable(on)
     .selectFrom('workflow_definitions')
     .select(['id', 'version', 'status', 'graph'])
     .where('workflow_id', '=', workflowId)
@@ -177,16 +185,18 @@ export async function selectRunnableDefinition(
 // Trigger UUIDs: each belongs to one workflow forever.
 
 /** Which workflow owns each of these trigger UUIDs (those not registered are absent). */
-export function selectTriggerOwners(trx: StoreTransaction, triggerUuids: readonly string[]): Promise<{ trigger_uuid: string; workflow_id: number }[]> {
+export function selectTriggerOwners(on: Connection, triggerUuids: readonly string[]): Promise<{ trigger_uuid: string; workflow_id: number }[]> {
+  const trx = queryable(on);
   return trx.selectFrom('api_triggers').select(['trigger_uuid', 'workflow_id']).where('trigger_uuid', 'in', triggerUuids).execute();
 }
 
 export async function insertTriggers(
-  trx: StoreTransaction,
+  on: Connection,
   workflow: Pick<WorkflowRow, 'id' | 'org_id'>,
   triggerUuids: readonly string[],
   now: number,
 ): Promise<void> {
+  const trx = queryable(on);
   await trx
     .insertInto('api_triggers')
     .values(triggerUuids.map((trigger_uuid) => ({ trigger_uuid, workflow_id: workflow.id, org_id: workflow.org_id, created_at: now })))
@@ -194,7 +204,7 @@ export async function insertTriggers(
 }
 
 /** A workflow's UUID by its id, whatever its status (a campaign names its workflow by id). */
-export async function selectWorkflowUuid(on: Queryable, workflowId: number): Promise<string | undefined> {
+export async function selectWorkflowUuid(on: Connection, workflowId: number): Promise<string | undefined> {
   const row = await queryable(on).selectFrom('workflows').select('workflow_uuid').where('id', '=', workflowId).executeTakeFirst();
   return row?.workflow_uuid;
 }
