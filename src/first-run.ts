@@ -43,7 +43,7 @@ export interface DemoSeed {
 
 function shouldSeed(deps: Deps): boolean {
   const setting = deps.config.DIALTONE_FIRST_RUN_DEMO;
-  return setting === 'true' || (setting === 'auto' && deps.store.dialect === 'sqlite');
+  return setting === 'true' || (setting === 'auto' && deps.store.embedded);
 }
 
 export async function seedDemoIfEmpty(deps: Deps): Promise<DemoSeed | undefined> {

@@ -111,7 +111,7 @@ export async function establishSecretKey(deps: { store: Store; cipher: Credentia
           : 'DIALTONE_SECRET_KEY is not set, but this database holds secrets written under a key: give this node the key the other nodes are given.',
       );
     }
-    if (deps.store.dialect === 'postgres') return { kind: 'absent' };
+    if (!deps.store.embedded) return { kind: 'absent' };
     deps.cipher.install(file !== undefined ? createKeyFile(file) : newSecretKey());
     outcome = { kind: 'generated', keyFile: file };
   }

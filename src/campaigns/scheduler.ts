@@ -56,11 +56,6 @@ import { breakerTrips, insideSchedule, pacingAllowance, settle, CANCEL_REASON, P
 
 /** Ended attempts settled per campaign per tick: bounds one tick's work; the rest wait for the next. */
 const SETTLE_BATCH = 1_000;
-/**
- * Attempts of one campaign created at once on SQLite (concurrent transactions sharing a flush). On
- * PostgreSQL half the pool, so API requests keep connections while a wave runs.
- */
-const ATTEMPTS_AT_ONCE = 32;
 /** Campaigns one node leases per tick. */
 const CAMPAIGNS_PER_TICK = 50;
 
@@ -218,8 +213,8 @@ async function createDueAttempts(deps: Deps, row: CampaignRow, rules: CampaignRu
   // Attempts are created in waves of concurrent transactions, never more than the room left: each
   // is durable, and one at a time each would wait for its own flush (on SQLite the writes of a
   // wave share one; on PostgreSQL they use the pool's connections), so a busy node fell behind a
-  // campaign's calls_per_second.
-  const atOnce = deps.store.dialect === 'postgres' ? Math.max(1, Math.floor(deps.config.DATABASE_POOL_SIZE / 2)) : ATTEMPTS_AT_ONCE;
+  // campaign's calls_per_second. How many at once is the store's to say (Store.transactionsAtOnce).
+  const atOnce = deps.store.transactionsAtOnce;
   let failure: { error: unknown } | undefined;
   while (created < room && due.length > 0 && !failure) {
     const wave = due.splice(0, Math.min(room - created, atOnce));

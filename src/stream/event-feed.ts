@@ -141,7 +141,7 @@ export class EventFeed {
     await this.stopping;
     const last = await selectLastEventId(this.store);
     let start: { horizon: number; gap?: Gap } = { horizon: last };
-    if (this.store.dialect === 'postgres') {
+    if (this.store.idsCommitOutOfOrder) {
       const from = Math.max(0, last - START_LOOKBACK_IDS);
       start = startingPoint(from, await selectEventTimesAfter(this.store, from), this.clock.now(), this.options.gapWaitMs);
     }
@@ -197,7 +197,7 @@ export class EventFeed {
     let next = this.horizonId;
     let waiting = false;
     for (const row of rows) {
-      if (row.id !== next + 1 && this.store.dialect === 'postgres') {
+      if (row.id !== next + 1 && this.store.idsCommitOutOfOrder) {
         const now = this.clock.now();
         if (this.gap?.id !== next + 1) this.gap = { id: next + 1, since: now };
         if (now - this.gap.since < this.options.gapWaitMs) {
