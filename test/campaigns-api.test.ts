@@ -30,7 +30,7 @@ for (const store of await storeCases()) {
       assert.equal(created.max_concurrent_calls, 50, "the route's cap by default");
       assert.deepEqual(created.retry, { max_attempts: 1, delay_seconds: 600, on: ['busy', 'no_answer', 'failed'] });
       assert.deepEqual(created.circuit_breaker, { failure_ratio: 0.5, window_seconds: 120, min_calls: 10 });
-      assert.deepEqual(created.progress, { total: 0, pending: 0, in_progress: 0, reached: 0, exhausted: 0, suppressed: 0, invalid: 0, canceled: 0, attempts: 0, outcomes: {} });
+      assert.deepEqual(created.progress, { total: 0, pending: 0, in_progress: 0, reached: 0, exhausted: 0, suppressed: 0, invalid: 0, canceled: 0, attempts: 0, outcomes: {}, answered_by: { human: 0, machine: 0, fax: 0, unknown: 0 } });
 
       const read = await getJson(app, `${CAMPAIGNS}/${created.id}`, f.apiKey);
       assert.equal(read.statusCode, 200);

@@ -65,7 +65,7 @@ for (const store of await storeCases()) {
       await runCampaignTick(env.deps);
       const done = await campaignOf(env, f, id);
       assert.equal(done.state, 'completed');
-      assert.deepEqual({ ...done.progress, outcomes: undefined }, { total: 3, pending: 0, in_progress: 0, reached: 1, exhausted: 2, suppressed: 0, invalid: 0, canceled: 0, attempts: 7, outcomes: undefined });
+      assert.deepEqual({ ...done.progress, outcomes: undefined }, { total: 3, pending: 0, in_progress: 0, reached: 1, exhausted: 2, suppressed: 0, invalid: 0, canceled: 0, attempts: 7, outcomes: undefined, answered_by: { human: 0, machine: 0, fax: 0, unknown: 0 } });
       assert.deepEqual(done.progress.outcomes, { completed: 1, busy: 3, no_answer: 3 });
     });
 
