@@ -10,6 +10,7 @@ import { migrateTo, migrateToLatest } from '../src/store/schema/migrate.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { postJson, testConfig } from './helpers/app.js';
 import { createOrgFixture, PATHS } from './helpers/fixtures.js';
+import { copyRows } from './helpers/old-schema.js';
 import { createTestDatabase, openTestStore, storeCases } from './helpers/stores.js';
 import { describe, it } from './helpers/suite.js';
 
@@ -31,15 +32,27 @@ for (const store of await storeCases()) {
         await raw.close();
         await database.drop();
       });
-      await migrateTo(raw, '018_answered_by');
-      const deps = buildDeps(testConfig(database.url), { store: raw, logger: pino({ level: 'silent' }) });
-      const app = await buildApp(deps);
+      // Written by today's service at the latest schema, then copied into a database at 018
+      // (helpers/old-schema.ts): today's writes touch columns 018 does not have.
+      const source = await createTestDatabase(store.kind, { empty: true });
+      const sourceStore = openTestStore(source);
+      t.after(async () => {
+        await sourceStore.close();
+        await source.drop();
+      });
+      await migrateToLatest(sourceStore);
+      const writer = buildDeps(testConfig(source.url), { store: sourceStore, logger: pino({ level: 'silent' }) });
+      const app = await buildApp(writer);
       t.after(() => app.close());
-      const f = await createOrgFixture(deps);
-      const sip = await createTelephonyConfiguration(deps.store, deps.cipher, { orgId: f.orgId, name: 'Trunk', provider: 'sip', settings: { host: 'trunk.example', transport: 'tcp' }, credentials: { username: 'u', password: 'p' } }, deps.clock.now());
+      const f = await createOrgFixture(writer);
+      const sip = await createTelephonyConfiguration(writer.store, writer.cipher, { orgId: f.orgId, name: 'Trunk', provider: 'sip', settings: { host: 'trunk.example', transport: 'tcp' }, credentials: { username: 'u', password: 'p' } }, writer.clock.now());
       const created = await postJson(app, PATHS.initiateCall(f.agentUuid), { phone_number: '+12025550123' }, { key: f.apiKey });
       assert.equal(created.statusCode, 200, created.body);
       const runId = created.json().workflow_run_id as number;
+
+      await migrateTo(raw, '018_answered_by');
+      await copyRows(store.kind, sourceStore, raw);
+      const deps = buildDeps(testConfig(database.url), { store: raw, logger: pino({ level: 'silent' }) });
       await assert.rejects(insertRoute(deps, f.orgId, 'fake', 0), 'before 019 the CHECK refuses a provider it does not list');
       const before = await routes(deps);
 

@@ -14,6 +14,7 @@ import { DatabaseNewerError } from '../src/store/engine/operator-errors.js';
 import { getJson, postJson, testConfig } from './helpers/app.js';
 import { addContacts, CAMPAIGNS, createCampaign } from './helpers/campaigns.js';
 import { createOrgFixture, PATHS } from './helpers/fixtures.js';
+import { copyRows } from './helpers/old-schema.js';
 import { createTestDatabase, openTestStore, storeCases, type StoreKind } from './helpers/stores.js';
 import { WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
 
@@ -52,37 +53,6 @@ function project(after: Record<string, unknown[]>, before: Record<string, unknow
     out[table] = rows.map((row) => Object.fromEntries(columns.map((c) => [c, (row as Record<string, unknown>)[c]])));
   }
   return out;
-}
-
-/**
- * Every row of `from` into `to`, each table's columns as `to` has them (an older schema has fewer),
- * with foreign keys unchecked while the tables fill in no particular order; PostgreSQL's sequences
- * are then moved past the ids copied.
- */
-async function copyRows(kind: StoreKind, from: Store, to: Store): Promise<void> {
-  const target = (await to.db.introspection.getTables()).filter((table) => !table.name.startsWith('kysely_'));
-  const value = (v: unknown) => (v !== null && typeof v === 'object' && !(v instanceof Date) && !Buffer.isBuffer(v) ? JSON.stringify(v) : v);
-  if (kind === 'sqlite') await sql`pragma foreign_keys = off`.execute(to.db);
-  try {
-    await to.db.transaction().execute(async (trx) => {
-      if (kind === 'postgres') await sql`set local session_replication_role = replica`.execute(trx);
-      for (const table of target) {
-        const columns = table.columns.map((c) => c.name);
-        const rows = (await sql<Record<string, unknown>>`select ${sql.join(columns.map((c) => sql.ref(c)))} from ${sql.table(table.name)}`.execute(from.db)).rows;
-        for (const row of rows) {
-          await sql`insert into ${sql.table(table.name)} (${sql.join(columns.map((c) => sql.ref(c)))}) values (${sql.join(columns.map((c) => value(row[c])))})`.execute(trx);
-        }
-      }
-    });
-  } finally {
-    if (kind === 'sqlite') await sql`pragma foreign_keys = on`.execute(to.db);
-  }
-  if (kind === 'postgres') {
-    for (const table of target) {
-      if (!table.columns.some((c) => c.name === 'id' && c.isAutoIncrementing)) continue;
-      await sql`select setval(pg_get_serial_sequence(${table.name}, 'id'), coalesce((select max(id) from ${sql.table(table.name)}), 0) + 1, false)`.execute(to.db);
-    }
-  }
 }
 
 for (const { kind, skip } of await storeCases()) {
