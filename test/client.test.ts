@@ -264,9 +264,14 @@ describe('@dialtone/client retries', () => {
       return new Promise<void>((resolve) => setTimeout(resolve, ms));
     };
     const retrying = new Dialtone({ baseUrl: url, apiKey: db.fixture.apiKey, fetch: recording, retry: { maxRetries: 5, sleep } });
-    for (let i = 0; i < 3; i++) await retrying.runs.list();
+    // Reads until one is refused (three in a window normally; more on a machine slow enough to let a window pass).
+    let reads = 0;
+    while (!statuses.includes(429) && reads < 50) {
+      await retrying.runs.list();
+      reads += 1;
+    }
     assert.ok(statuses.includes(429), `a read was refused: ${statuses.join(', ')}`);
-    assert.equal(statuses.filter((s) => s === 200).length, 3, 'every read answered in the end');
+    assert.equal(statuses.filter((s) => s === 200).length, reads, 'every read answered in the end');
     assert.ok(waits.length > 0 && waits.every((ms) => ms >= 1000 && ms % 1000 === 0), `waited the Retry-After seconds: ${waits.join(', ')}`);
 
     // Exhaust the window, then a POST without a key: refused once, not retried, Retry-After exposed.

@@ -60,12 +60,8 @@ async function fill(kind: StoreKind, setup: Setup, ids: Ids, to: number, now: nu
       }
     });
   }
-  if (kind === 'postgres') {
-    await sql`select setval(pg_get_serial_sequence('workflow_runs', 'id'), ${to})`.execute(setup.store.db);
-    await sql`analyze`.execute(setup.store.db);
-  } else {
-    await sql`analyze`.execute(setup.store.db);
-  }
+  if (kind === 'postgres') await sql`select setval(pg_get_serial_sequence('workflow_runs', 'id'), ${to})`.execute(setup.store.db);
+  await sql`analyze`.execute(setup.store.db);
 }
 
 async function bytesOnDisk(kind: StoreKind, setup: Setup): Promise<number> {

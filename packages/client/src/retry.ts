@@ -4,6 +4,7 @@
 // (GET, HEAD, OPTIONS, PUT, DELETE), or a POST carrying an Idempotency-Key (Dialtone answers its
 // repeat with the first answer and never creates a second run). A POST without a key is never
 // retried: its refusal may have come after something was done.
+import { retryAfterSeconds } from './errors.js';
 
 export interface RetryOptions {
   /** Retries after the first attempt (default 3; 0 turns retries off). */
@@ -40,9 +41,8 @@ function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<vo
 
 /** How long to wait before retry number `retry` (0-based): Retry-After when the answer gives it, else exponential backoff with jitter. */
 export function retryDelayMs(response: Response, retry: number, options: Required<Pick<RetryOptions, 'baseDelayMs' | 'maxDelayMs'>>): number {
-  const header = response.headers.get('retry-after');
-  if (header !== null && /^\s*\d+\s*$/.test(header)) return Math.min(Number(header) * 1000, options.maxDelayMs);
-  if (header !== null && !Number.isNaN(Date.parse(header))) return Math.min(Math.max(0, Date.parse(header) - Date.now()), options.maxDelayMs);
+  const named = retryAfterSeconds(response.headers.get('retry-after'));
+  if (named !== undefined) return Math.min(named * 1000, options.maxDelayMs);
   const backoff = options.baseDelayMs * 2 ** retry;
   // Full jitter halves the herd of clients refused together.
   return Math.min(backoff / 2 + Math.random() * (backoff / 2), options.maxDelayMs);

@@ -67,10 +67,9 @@ export async function* streamEvents(context: StreamContext, options: StreamOptio
     let response: Response;
     try {
       response = await context.fetch(`${context.baseUrl}/api/v1/public/stream`, { headers, ...(signal ? { signal } : {}) });
-    } catch (error) {
+    } catch {
       if (signal?.aborted) return;
       // Unreachable for now (a node restarting): try again.
-      void error;
       await sleep(reconnectDelayMs, signal);
       continue;
     }
@@ -112,10 +111,9 @@ export async function* streamEvents(context: StreamContext, options: StreamOptio
           yield message;
         }
       }
-    } catch (error) {
+    } catch {
       if (signal?.aborted) return;
       // The connection broke mid-stream: resume from the last id below.
-      void error;
     } finally {
       reader.releaseLock();
       await response.body.cancel().catch(() => undefined);
