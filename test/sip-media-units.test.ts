@@ -10,7 +10,7 @@ import { nodeBufferToDataView } from 'rtp.js/utils';
 import { systemClock } from '../src/shared/clock.js';
 import { playDigits } from '../src/telephony/sip/dtmf-info.js';
 import { CallMedia } from '../src/telephony/sip/media/call-media.js';
-import { Playout } from '../src/telephony/sip/media/playout.js';
+import { Playout } from '../src/telephony/media/playout.js';
 import { RtpPortRange, RtpSession, type ReceivedRtp } from '../src/telephony/sip/media/rtp-session.js';
 import { parseSdpAnswer, sdpOffer } from '../src/telephony/sip/media/sdp.js';
 import { startTestRuntime } from './helpers/test-runtime.js';

@@ -4,9 +4,9 @@
 // transcoded, packets of another duration are re-cut) and its RFC 4733 key presses `dtmf`
 // messages; what the runtime plays goes back in the answer's codec.
 import type { Clock } from '../../../shared/clock.js';
-import { fromMulaw, toMulaw } from './g711.js';
-import { MediaStreamBridge, type BridgeSettings } from './media-stream-bridge.js';
-import { FRAME_BYTES } from './playout.js';
+import { fromMulaw, toMulaw } from '../../media/g711.js';
+import { MediaStreamBridge, type BridgeSettings } from '../../media/media-stream-bridge.js';
+import { FRAME_BYTES } from '../../media/playout.js';
 import { RtpSession, type ReceivedRtp, type RtpPortRange } from './rtp-session.js';
 import { parseSdpAnswer, sdpOffer, type SdpAnswer } from './sdp.js';
 

@@ -14,8 +14,6 @@ import { RtpPacket, isRtp } from 'rtp.js/packets';
 import { nodeBufferToDataView } from 'rtp.js/utils';
 import type { SdpAnswer } from './sdp.js';
 
-/** Samples in 20 ms at 8 kHz: one G.711 frame, and the timestamp step between frames. */
-export const SAMPLES_PER_FRAME = 160;
 
 /** The ports this process hands out to calls: each call's is its own until the call releases it. */
 export class RtpPortRange {

@@ -3,8 +3,9 @@
 // audio stream, PCMU (0) and PCMA (8), and RFC 4733 telephone-event. Written here rather than taken
 // from a package: the SDP parsers on npm (sdp-transform, the `sdp` package) parse every attribute of
 // WebRTC's SDP into their own object model, where this needs four lines of an answer read.
+import type { G711Codec } from '../../media/g711.js';
 
-export type G711Codec = 'PCMU' | 'PCMA';
+export type { G711Codec };
 
 /** The static payload types of G.711 (RFC 3551 table 4). */
 export const PAYLOAD_TYPE: Record<G711Codec, number> = { PCMU: 0, PCMA: 8 };

@@ -7,7 +7,7 @@
 // and is told when the runtime has gone (hang up) or could not be reached (end the call failed).
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
-import type { Clock } from '../../../shared/clock.js';
+import type { Clock } from '../../shared/clock.js';
 import { MEDIA_FORMAT, parseInbound, type OutboundMessage, type StreamIdentity } from './media-streams.js';
 import { FRAME_MS, Playout, type PlayoutSink } from './playout.js';
 

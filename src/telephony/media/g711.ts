@@ -2,7 +2,9 @@
 // μ-law only, so a call answered in A-law (PCMA) is transcoded both ways. The `alawmulaw` package
 // does the per-sample work (decode to 16-bit linear, encode to the other law).
 import alawmulaw from 'alawmulaw';
-import type { G711Codec } from './sdp.js';
+
+/** The two G.711 laws. */
+export type G711Codec = 'PCMU' | 'PCMA';
 
 const { alaw, mulaw } = alawmulaw;
 

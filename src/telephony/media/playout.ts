@@ -7,11 +7,12 @@
 // The schedule is kept against the clock, not by adding 20 ms per timer: a timer that fires late
 // sends the frames that are due at once (up to MAX_CATCH_UP), so a loaded event loop does not
 // slowly stretch the audio.
-import type { Clock } from '../../../shared/clock.js';
+import type { Clock } from '../../shared/clock.js';
 import { MULAW_SILENCE } from './g711.js';
-import { SAMPLES_PER_FRAME } from './rtp-session.js';
 
 export const FRAME_MS = 20;
+/** Samples in 20 ms at 8 kHz: one G.711 frame, and the RTP timestamp step between frames. */
+export const SAMPLES_PER_FRAME = 160;
 /** Bytes of one 20 ms μ-law frame. */
 export const FRAME_BYTES = SAMPLES_PER_FRAME;
 /** Most frames sent at once when the timer fired late; beyond that the schedule starts again. */
