@@ -29,6 +29,13 @@ export function parseSecretKey(text: string): Buffer {
 
 export class CredentialsCipher {
   private key: Buffer | undefined;
+  /**
+   * Derived keys by purpose. HKDF is a few microseconds of native work and a key object each time;
+   * a run token is issued with every answered call, and deriving its key per call was 4 % of a
+   * draining dispatcher's CPU (docs/benchmarks.md). The key never changes once set (install()
+   * refuses a second one), so what is derived from it never does either.
+   */
+  private readonly derived = new Map<string, Buffer>();
 
   constructor(secretKey: string | undefined) {
     this.key = secretKey === undefined ? undefined : parseSecretKey(secretKey);
@@ -62,7 +69,12 @@ export class CredentialsCipher {
 
   /** A key for another purpose (signing tokens), derived with HKDF so it never equals the encryption key. */
   derivedKey(purpose: string): Buffer {
-    return Buffer.from(hkdfSync('sha256', this.requireKey(), Buffer.alloc(0), `dialtone:${purpose}`, 32));
+    let key = this.derived.get(purpose);
+    if (!key) {
+      key = Buffer.from(hkdfSync('sha256', this.requireKey(), Buffer.alloc(0), `dialtone:${purpose}`, 32));
+      this.derived.set(purpose, key);
+    }
+    return key;
   }
 
   encrypt(orgId: number, credentials: Record<string, unknown>): string {
