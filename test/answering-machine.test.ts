@@ -4,6 +4,8 @@
 // route that cannot detect.
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
+import { DialDetections } from '../src/dispatch/machine-verdicts.js';
+import { selectDefinitionGraph } from '../src/store/statements/run-reads.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { validateDefinition } from '../src/workflows/definition.js';
 import { messageBody } from '../src/webhooks/message.js';
@@ -79,6 +81,25 @@ describe('answering_machine in a definition', () => {
 
 for (const store of await storeCases()) {
   describe(`Answering-machine detection on the simulator (${store.kind})`, { skip: store.skip }, () => {
+    it("reads an agent's detection settings once for a batch of dials made at once, and each dial gets them", async (t) => {
+      const env = await buildWithDispatcher(t, store.kind, { webhooks: false, start: false });
+      const f = await createOrgFixture(env.deps, 'Acme', agent({ detect: 'on', on_machine: 'hangup', detection_timeout_ms: 20000 }));
+      const { id: definitionId } = await env.deps.store.db
+        .selectFrom('workflow_definitions as d')
+        .innerJoin('workflows as w', 'w.id', 'd.workflow_id')
+        .select('d.id')
+        .where('w.workflow_uuid', '=', f.workflowUuid)
+        .executeTakeFirstOrThrow();
+      let reads = 0;
+      const detections = new DialDetections(env.deps, 1_000, (id) => {
+        reads += 1;
+        return selectDefinitionGraph(env.deps.store, id);
+      });
+      const dials = await Promise.all(Array.from({ length: 50 }, (_, i) => detections.forDial({ id: i + 1, definition_id: definitionId, campaign_id: null })));
+      assert.equal(reads, 1, 'one read for 50 dials of one definition');
+      for (const dial of dials) assert.deepEqual(dial, { detect: 'on', timeoutMs: 20000 });
+    });
+
     it('hangs up on a voicemail box: the run completes machine_hangup, with who answered and the raw verdict', async (t) => {
       const env = await amdEnv(t, store.kind, { detect: 'on', on_machine: 'hangup' });
       const { runId, run } = await call(env, VOICEMAIL);

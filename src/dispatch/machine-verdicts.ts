@@ -45,24 +45,41 @@ export async function machineDetectionForDial(deps: Pick<Deps, 'store'>, runId: 
  * dial, since its campaign's own settings replace its agent's.
  */
 export class DialDetections {
-  private readonly byDefinition = new Map<number, AnsweringMachine | null>();
+  /**
+   * The read itself is kept, not only its answer: a batch dials its runs at once, and every dial
+   * of a definition not yet known would otherwise read it before the first read answers (a batch
+   * of 1,000 runs of one agent read its graph 1,000 times).
+   */
+  private readonly byDefinition = new Map<number, Promise<AnsweringMachine | null>>();
 
   constructor(
     private readonly deps: Pick<Deps, 'store'>,
     private readonly maxDefinitions = 1_000,
+    private readonly readGraph: (definitionId: number) => Promise<unknown> = (definitionId) => selectDefinitionGraph(deps.store, definitionId),
   ) {}
 
   async forDial(run: { id: number; definition_id: number; campaign_id: number | null }): Promise<MachineDetectionRequest | undefined> {
     if (run.campaign_id !== null) return machineDetectionForDial(this.deps, run.id);
-    let asked = this.byDefinition.get(run.definition_id);
-    if (asked === undefined) {
-      const graph = await selectDefinitionGraph(this.deps.store, run.definition_id);
-      asked = graph === undefined ? null : (decodeJson<DefinitionGraph>(graph).answering_machine ?? null);
+    let reading = this.byDefinition.get(run.definition_id);
+    if (reading === undefined) {
+      reading = this.askedOf(run.definition_id);
       if (this.byDefinition.size >= this.maxDefinitions) this.byDefinition.clear();
-      this.byDefinition.set(run.definition_id, asked);
+      this.byDefinition.set(run.definition_id, reading);
     }
+    const asked = await reading;
     const settings = machineDetectionOf(asked ?? undefined);
     return settings && { detect: settings.detect, timeoutMs: settings.timeoutMs };
+  }
+
+  private async askedOf(definitionId: number): Promise<AnsweringMachine | null> {
+    try {
+      const graph = await this.readGraph(definitionId);
+      return graph === undefined ? null : (decodeJson<DefinitionGraph>(graph).answering_machine ?? null);
+    } catch (error) {
+      // A failed read is not kept: the next dial of this definition reads it again.
+      this.byDefinition.delete(definitionId);
+      throw error;
+    }
   }
 }
 
