@@ -5,7 +5,7 @@
 import type { StoreKind } from '../../test/helpers/stores.js';
 import { BACKLOG, INSTANT_SIMULATOR } from '../knobs.js';
 import { round } from '../load.js';
-import { idleMemory, memoryOf } from '../machine.js';
+import { cpuTimeOf, idleMemory, memoryOf } from '../machine.js';
 import { setUp, startBenchService, waitUntilDialed, type Setup } from '../services.js';
 
 /** A dispatcher node's idle memory, on a database with nothing to dial. */
@@ -24,7 +24,7 @@ async function idleDispatcher(kind: StoreKind) {
   }
 }
 
-async function dispatcherThroughput(setup: Setup) {
+async function dispatcherThroughput(kind: StoreKind, setup: Setup) {
   // Insert the backlog directly (the API is measured separately), then time a dispatcher draining it.
   const now = Date.now();
   const definition = await setup.store.db.selectFrom('workflow_definitions').select(['id', 'workflow_id']).executeTakeFirstOrThrow();
@@ -45,11 +45,16 @@ async function dispatcherThroughput(setup: Setup) {
   const service = await startBenchService({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'dispatcher', DISPATCH_BATCH_SIZE: '1000' });
   // Read as it starts, with the backlog already there: its idle memory is read by idleDispatcher.
   const atStart = memoryOf(service.child.pid);
+  // CPU time as well as wall time: on a shared machine the dials per second move with whatever
+  // else runs, while the CPU a dial costs the node (and the database) moves much less.
+  const cpuBefore = cpuTimeOf(service.child.pid, kind);
   const started = Date.now();
   let memory;
+  let cpuAfter;
   let reslots = 'unknown';
   try {
     await waitUntilDialed(setup.store, 600_000);
+    cpuAfter = cpuTimeOf(service.child.pid, kind);
     memory = memoryOf(service.child.pid);
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     reslots = /^dialtone_pacing_reslots_total (\d+)/m.exec(metrics)?.[1] ?? 'not reported';
@@ -67,6 +72,14 @@ async function dispatcherThroughput(setup: Setup) {
     backlog: BACKLOG,
     seconds: round(seconds),
     dials_per_second: round(BACKLOG / seconds, 1),
+    cpu_ms_per_1000_dials:
+      cpuBefore && cpuAfter
+        ? {
+            main_thread: round(((cpuAfter.main - cpuBefore.main) * 1000) / BACKLOG, 0),
+            process: round(((cpuAfter.all - cpuBefore.all) * 1000) / BACKLOG, 0),
+            database: round(((cpuAfter.database - cpuBefore.database) * 1000) / BACKLOG, 0),
+          }
+        : 'not measured (no /proc)',
     pacing_reslots: reslots,
     runs_dialed: Number(dialed.runs),
     distinct_provider_calls: Number(dialed.calls),
@@ -80,7 +93,7 @@ export async function drainBench(kind: StoreKind) {
   const idle = await idleDispatcher(kind);
   const drain = await setUp(kind);
   try {
-    return { idle_memory: idle, ...(await dispatcherThroughput(drain)) };
+    return { idle_memory: idle, ...(await dispatcherThroughput(kind, drain)) };
   } finally {
     await drain.drop();
   }
