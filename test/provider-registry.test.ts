@@ -56,7 +56,8 @@ describe('The provider registry', () => {
     assert.deepEqual(capabilities, {
       simulator: { callsOutliveNode: false, dialsSipUris: false, supportsMachineDetection: true, supportsTransfer: true, sendsDtmf: true },
       twilio: { callsOutliveNode: true, dialsSipUris: false, supportsMachineDetection: true, supportsTransfer: true, sendsDtmf: true },
-      sip: { callsOutliveNode: false, dialsSipUris: true, supportsMachineDetection: false, supportsTransfer: true, sendsDtmf: true },
+      // SIP detects machines from the call's audio, on routes without media_address (test/sip-amd.test.ts).
+      sip: { callsOutliveNode: false, dialsSipUris: true, supportsMachineDetection: true, supportsTransfer: true, sendsDtmf: true },
     });
   });
 });

@@ -88,7 +88,7 @@ export async function admitAgentAndRoute(
   const target = await admitTarget(deps, request.orgId, request.target, request.mode);
   const route = await admitRoute(deps, request.orgId, request.routeId, request.destination);
   // Readiness includes what the agent (or the campaign in its place) asks of the route: who answered, on a provider that can tell.
-  refuseUndetectableRoute(deps.registry, route.row, request.answeringMachine ?? target.graph.answering_machine);
+  refuseUndetectableRoute(deps, route.row, request.answeringMachine ?? target.graph.answering_machine);
   return { target, route };
 }
 

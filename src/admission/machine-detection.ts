@@ -1,20 +1,25 @@
-// A run that asks who answered must go through a route whose provider can tell (its
-// `supportsMachineDetection` capability, telephony/registry.ts): a SIP trunk gives no verdict of its own, so asking for detection through one
-// is refused when the call is requested, never silently ignored: part of admission's readiness
-// stage (admission.ts), so a direct call, its dry run and a campaign's creation refuse it alike.
+// A run that asks who answered must go through a route that can tell (its provider's
+// `supportsMachineDetection` capability, telephony/registry.ts, and the route's own settings: a SIP
+// route with media_address sends the call's audio to the operator's media server, so Dialtone
+// never hears it). Asking for detection through one that cannot is refused when the call is
+// requested, never silently ignored, with the reason: part of admission's readiness stage
+// (admission.ts), so a direct call, its dry run and a campaign's creation refuse it alike.
+import type { Deps } from '../deps.js';
 import { DialtoneError } from '../errors.js';
-import type { ProviderRegistry } from '../telephony/registry.js';
+import type { TelephonyConfigurationRow } from '../store/schema/schema.js';
 import type { AnsweringMachine } from '../workflows/answering-machine.js';
 
-export function refuseUndetectableRoute(
-  registry: ProviderRegistry,
-  route: { id: number; name: string; provider: string },
-  settings: AnsweringMachine | null | undefined,
-): void {
-  if (!settings || settings.detect === 'off' || registry.capabilities(route.provider).supportsMachineDetection) return;
-  throw new DialtoneError(
-    'machine_detection_unsupported',
-    `The agent asks who answered (answering_machine.detect "${settings.detect}"), but telephony configuration ${route.id} ("${route.name}") is ${route.provider}, which cannot tell a machine from a person.`,
-    { extra: { telephony_configuration_id: route.id, provider: route.provider } },
-  );
+export function refuseUndetectableRoute(deps: Pick<Deps, 'registry' | 'routes'>, route: TelephonyConfigurationRow, settings: AnsweringMachine | null | undefined): void {
+  if (!settings || settings.detect === 'off') return;
+  const asked = { detect: settings.detect, onMachine: settings.on_machine ?? 'connect_agent' };
+  const definition = deps.registry.find(route.provider);
+  const problem = (why: string) =>
+    new DialtoneError('machine_detection_unsupported', `The agent asks who answered (answering_machine.detect "${asked.detect}"), but telephony configuration ${route.id} ("${route.name}") is ${route.provider}, which ${why}`, {
+      extra: { telephony_configuration_id: route.id, provider: route.provider },
+    });
+  if (!definition?.capabilities.supportsMachineDetection) throw problem('cannot tell a machine from a person.');
+  const decoded = deps.routes.decode(route);
+  // A route that does not fit its provider is refused by readiness, which came first.
+  const why = decoded.ok ? definition.answeringMachineRefusal?.(decoded.route.config, asked) : undefined;
+  if (why) throw problem(why);
 }

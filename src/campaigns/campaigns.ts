@@ -223,7 +223,7 @@ export async function updateCampaign(deps: Deps, orgId: number | undefined, camp
   if (!SETTINGS_CHANGE_FROM.includes(row.state)) throw conflict(row, 'change its settings');
   // What the attempts will ask of the route: the new settings, else the agent's (stage 1 resolves it as an attempt would).
   const asked = answeringMachine ?? (await admitTarget(deps, row.org_id, await campaignTarget(deps, row), row.mode)).graph.answering_machine;
-  refuseUndetectableRoute(deps.registry, await selectRunConfiguration(deps.store, row.telephony_configuration_id), asked);
+  refuseUndetectableRoute(deps, await selectRunConfiguration(deps.store, row.telephony_configuration_id), asked);
   const updated = await updateCampaignAnsweringMachine(deps.store, campaignId, orgId, {
     answeringMachineJson: answeringMachine === null ? null : JSON.stringify(answeringMachine),
     states: SETTINGS_CHANGE_FROM,

@@ -7,7 +7,7 @@
 import type { Static, TObject, TProperties } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import type { Clock } from '../shared/clock.js';
-import type { MachineVerdictSink, ProviderCapabilities, ProviderEventSink, RouteDecoding, RouteInput, TelephonyProvider, TransferOutcomeSink } from './provider.js';
+import type { AnsweringMachineAsk, MachineVerdictSink, ProviderCapabilities, ProviderEventSink, RouteDecoding, RouteInput, TelephonyProvider, TransferOutcomeSink } from './provider.js';
 
 export type { ProviderCapabilities } from './provider.js';
 
@@ -69,6 +69,13 @@ export interface ProviderSpec<C, K extends TProperties> {
   /** The route's settings and credentials schema: every problem listed with its JSON Pointer, or the typed config. */
   decodeRoute(input: RouteInput): RouteDecoding<C>;
   /**
+   * Why a route of a provider that detects machines cannot do what an agent's answering_machine
+   * asks (without `onMachine`: cannot detect at all), said to the caller; undefined when it can.
+   * Absent: every route can do all its provider's capabilities say. A SIP route with media_address
+   * sends the call's audio elsewhere, so Dialtone cannot hear who answered.
+   */
+  answeringMachineRefusal?(config: C, asked?: AnsweringMachineAsk): string | undefined;
+  /**
    * The environment variables it reads (TypeBox properties). Those of the built-in providers are
    * merged into the configuration schema (config.ts), so they are validated and documented with the rest.
    */
@@ -80,8 +87,10 @@ export interface ProviderSpec<C, K extends TProperties> {
 }
 
 /** A provider's definition as the registry holds it, whatever its route config and keys. */
-export interface ProviderDefinition extends Omit<ProviderSpec<unknown, TProperties>, 'create' | 'decodeRoute'> {
+export interface ProviderDefinition extends Omit<ProviderSpec<unknown, TProperties>, 'create' | 'decodeRoute' | 'answeringMachineRefusal'> {
   decodeRoute(input: RouteInput): RouteDecoding<unknown>;
+  /** The spec's, given a config its own decoder made (routes.ts); undefined when the spec has none. */
+  answeringMachineRefusal?(config: unknown, asked?: AnsweringMachineAsk): string | undefined;
   /** Given the service's whole configuration, of which the provider reads its own keys. */
   create(context: ProviderContext<TProperties>): TelephonyProvider;
 }
@@ -92,9 +101,12 @@ export interface ProviderDefinition extends Omit<ProviderSpec<unknown, TProperti
  * merges every built-in provider's), which is what makes the narrowing below true.
  */
 export function defineProvider<C, K extends TProperties>(spec: ProviderSpec<C, K>): ProviderDefinition & { readonly configKeys: K } {
+  const refusal = spec.answeringMachineRefusal;
   return {
     ...spec,
     decodeRoute: (input) => spec.decodeRoute(input),
+    // The config was made by this spec's decoder (routes.ts decodes with the same definition).
+    ...(refusal ? { answeringMachineRefusal: (config: unknown, asked?: AnsweringMachineAsk) => refusal(config as C, asked) } : {}),
     create: (context) => spec.create(context as ProviderContext<K>) as TelephonyProvider,
   };
 }

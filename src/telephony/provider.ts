@@ -87,6 +87,12 @@ export interface MachineDetectionRequest {
   timeoutMs: number | undefined;
 }
 
+/** What an agent's answering_machine asks of a route (workflows/answering-machine.ts says it for agents). */
+export interface AnsweringMachineAsk {
+  detect: 'on' | 'message_end';
+  onMachine: 'hangup' | 'leave_message' | 'connect_agent';
+}
+
 /**
  * What a provider can do, said as plain booleans so code that depends on one (a SIP URI dialed,
  * answering-machine detection asked for, a run given up with its node) asks the route's provider
@@ -112,7 +118,10 @@ export interface DecodedRoute<C = unknown> {
   id: number;
   orgId: number;
   provider: ProviderName;
-  /** What the route's provider can do (its definition's, definition.ts). */
+  /**
+   * What the route can do: its provider's capabilities (its definition's, definition.ts), less what
+   * this route's settings rule out (a SIP route with media_address cannot detect machines).
+   */
   capabilities: ProviderCapabilities;
   callerIds: string[];
   /** The route's own ring timeout (settings.ring_timeout_ms), when it sets one. */

@@ -7,7 +7,8 @@ import type { FieldError } from '../errors.js';
 import type { ProviderName, TelephonyConfigurationRow } from '../store/schema/schema.js';
 import { decodeJson } from '../store/engine/store.js';
 import type { CredentialsCipher } from '../shared/credentials-cipher.js';
-import type { DecodedRoute, Providers, RouteInput, ServiceSettings } from './provider.js';
+import type { DecodedRoute, ProviderCapabilities, Providers, RouteInput, ServiceSettings } from './provider.js';
+import type { ProviderDefinition } from './definition.js';
 import { builtInProviders, type ProviderRegistry } from './registry.js';
 
 export type RouteResult = { ok: true; route: DecodedRoute } | { ok: false; problems: FieldError[] };
@@ -99,13 +100,20 @@ export class RouteDecoder {
         id: row.id,
         orgId: row.org_id,
         provider: row.provider,
-        capabilities: definition.capabilities,
+        capabilities: routeCapabilities(definition, decoded.config),
         callerIds: decodeJson<string[]>(row.caller_ids) ?? [],
         ringTimeoutMs: typeof ring === 'number' ? ring : undefined,
         config: decoded.config,
       },
     };
   }
+}
+
+/** The provider's capabilities, less machine detection when this route's settings rule it out. */
+function routeCapabilities(definition: ProviderDefinition, config: unknown): ProviderCapabilities {
+  const { capabilities } = definition;
+  if (!capabilities.supportsMachineDetection || !definition.answeringMachineRefusal?.(config)) return capabilities;
+  return { ...capabilities, supportsMachineDetection: false };
 }
 
 export function describeProblem(problem: FieldError): string {

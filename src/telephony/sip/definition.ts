@@ -29,6 +29,23 @@ const configKeys = {
   SIP_MEDIA_STREAM_MAX_MESSAGE_BYTES: int(1_024, 16_777_216, 1_048_576),
   /** Most audio from the agent runtime queued to play on one call, in ms (8 bytes per ms); what arrives beyond it is dropped. */
   SIP_MEDIA_STREAM_MAX_QUEUED_MS: int(1_000, 3_600_000, 120_000),
+  // Machine detection from the call's audio (docs/telephony.md, "Machine detection from the call's
+  // audio"), for routes without media_address. The first four mirror TWILIO_AMD_*: same meaning,
+  // ranges and defaults.
+  /** How long detection listens when the agent (or campaign) gives no detection_timeout_ms; then the verdict is unknown. */
+  SIP_AMD_TIMEOUT_MS: int(3_000, 59_000, 30_000),
+  /** A greeting longer than this is a machine's. */
+  SIP_AMD_SPEECH_THRESHOLD_MS: int(1_000, 6_000, 2_400),
+  /** Silence after speech that ends a greeting: a person's when it was short, a machine's end (machine_end_silence) otherwise. */
+  SIP_AMD_SPEECH_END_THRESHOLD_MS: int(500, 5_000, 1_200),
+  /** No speech at all for this long after the answer: the verdict is unknown. */
+  SIP_AMD_SILENCE_TIMEOUT_MS: int(2_000, 10_000, 5_000),
+  /** A greeting of this many words (speech separated by short silences) is a machine's, however short. */
+  SIP_AMD_MAX_WORDS: int(2, 50, 6),
+  /** The least length of a beep: a pure tone between 400 and 2000 Hz that lasts this long is a voicemail's. */
+  SIP_AMD_BEEP_MIN_MS: int(40, 2_000, 120),
+  /** How far above the line's noise floor (learned as the call goes) audio must be to count as speech, in dB. */
+  SIP_AMD_VOICE_MARGIN_DB: int(3, 40, 12),
 };
 
 export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
@@ -37,7 +54,8 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
   capabilities: {
     callsOutliveNode: false,
     dialsSipUris: true,
-    supportsMachineDetection: false,
+    // From the call's audio, on routes without media_address (answeringMachineRefusal below).
+    supportsMachineDetection: true,
     supportsTransfer: true,
     sendsDtmf: true,
   },
@@ -56,9 +74,18 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
     { name: 'password', type: 'string', description: 'Digest password, with username.' },
   ],
   decodeRoute: decodeSipRoute,
+  answeringMachineRefusal: (config, asked) => {
+    if (config.trunk.mediaAddress) {
+      return 'cannot tell a machine from a person through this route: its media_address sends the call\'s audio to your own media server, so Dialtone never hears it. Remove media_address to have Dialtone relay each call and detect from its audio.';
+    }
+    if (asked?.onMachine === 'leave_message') {
+      return 'cannot leave a message on a SIP call: Dialtone has no speech to play it with. Use on_machine "hangup" or "connect_agent" (the agent runtime can speak to the machine).';
+    }
+    return undefined;
+  },
   configKeys,
   callbackRoutes: [],
-  create: ({ config, clock, logger, emit, emitTransfer, agentRuntime }) =>
+  create: ({ config, clock, logger, emit, emitVerdict, emitTransfer, agentRuntime }) =>
     new SipProvider(
       {
         bindAddress: config.SIP_BIND_ADDRESS,
@@ -76,9 +103,20 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
           maxQueuedMs: config.SIP_MEDIA_STREAM_MAX_QUEUED_MS,
         },
         onMediaWarning: (runId, message, error) => logger.warn({ runId, ...(error ? { err: error } : {}) }, message),
+        machineDetection: {
+          timeoutMs: config.SIP_AMD_TIMEOUT_MS,
+          speechThresholdMs: config.SIP_AMD_SPEECH_THRESHOLD_MS,
+          speechEndThresholdMs: config.SIP_AMD_SPEECH_END_THRESHOLD_MS,
+          silenceTimeoutMs: config.SIP_AMD_SILENCE_TIMEOUT_MS,
+          maxWords: config.SIP_AMD_MAX_WORDS,
+          beepMinMs: config.SIP_AMD_BEEP_MIN_MS,
+          voiceMarginDb: config.SIP_AMD_VOICE_MARGIN_DB,
+        },
+        onMachineVerdict: (runId, verdict) => logger.info({ runId, answeredBy: verdict.raw, afterMs: verdict.afterMs, why: verdict.why }, 'machine detection decided'),
       },
       clock,
       emit,
       emitTransfer,
+      emitVerdict,
     ),
 });

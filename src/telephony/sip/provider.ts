@@ -6,7 +6,9 @@
 //
 // Media: a route with `media_address` offers that fixed address (the operator's own media server).
 // Any other route's call gets its own RTP port and, once answered, is relayed to the agent runtime
-// in Twilio's Media Streams messages (media/call-media.ts).
+// in Twilio's Media Streams messages (media/call-media.ts); when the run asks who answered, the
+// callee's first seconds of audio are also heard by machine detection (telephony/media/
+// machine-detection/), whose verdict is reported as Twilio's AMD verdicts are.
 //
 // Calls live in this process (the dialog state is here), so only the node that placed a call can
 // end it; cancel requests reach it through the store (dispatch/). One stack per provider, started
@@ -25,6 +27,8 @@ import {
   type DialRequest,
   type InProcessProvider,
   type LiveCall,
+  type MachineDetectionRequest,
+  type MachineVerdictSink,
   type ProviderEventKind,
   type ProviderEventSink,
   type TransferOutcomeSink,
@@ -40,6 +44,8 @@ import { SipEndpoint, type TlsPolicy } from './transport.js';
 import { CallMedia } from './media/call-media.js';
 import { sdpOffer } from './media/sdp.js';
 import { RtpPortRange } from './media/rtp-session.js';
+import { CallMachineListener } from '../media/machine-detection/call-listener.js';
+import type { AudioVerdict, DetectorTuning } from '../media/machine-detection/machine-detector.js';
 
 export interface SipStackSettings {
   bindAddress: string;
@@ -62,6 +68,10 @@ export interface SipStackSettings {
   mediaStream: { connectTimeoutMs: number; maxMessageBytes: number; maxQueuedMs: number };
   /** Something about a call's media worth a log line (an RTP socket error, audio dropped). */
   onMediaWarning?: (runId: number, message: string, error?: Error) => void;
+  /** Machine detection's tuning (SIP_AMD_*); its timeout is used when the run gives none. */
+  machineDetection?: DetectorTuning;
+  /** A verdict of machine detection, with why (a log line). */
+  onMachineVerdict?: (runId: number, verdict: AudioVerdict) => void;
 }
 
 /** How a call ends once its BYE is answered, when it is not simply `completed` (the runtime unreachable). */
@@ -126,6 +136,10 @@ class SipCall {
   media: CallMedia | undefined;
   /** Set when Dialtone hangs up for a reason of its own: how the run ends once the BYE is answered. */
   endAs: EndAs | undefined;
+  /** What the run asks of machine detection; heard from the answer on (routes without media_address). */
+  detection: MachineDetectionRequest | undefined;
+  /** Machine detection listening to the callee, and its time limit, until its verdict. */
+  listener: { ears: CallMachineListener; timer: ReturnType<typeof setTimeout> } | undefined;
 
   constructor(
     readonly runId: number,
@@ -154,6 +168,7 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     private readonly clock: Clock,
     private readonly emit: ProviderEventSink,
     private readonly emitTransfer: TransferOutcomeSink = () => undefined,
+    private readonly emitVerdict: MachineVerdictSink = () => undefined,
   ) {
     this.rtpPorts = new RtpPortRange(settings.rtpPorts.min, settings.rtpPorts.max);
   }
@@ -231,6 +246,7 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     }
     const call = new SipCall(request.runId, request.route.orgId, callId, invite, trunk, hop, credentials);
     call.media = media;
+    call.detection = media ? request.machineDetection : undefined;
     this.calls.set(callId, call);
     if (hop.transport !== 'udp') {
       endpoint.hold(hop, tlsPolicy(trunk)).then(
@@ -512,12 +528,43 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
       this.sendBye(call);
       return;
     }
+    if (call.detection) this.listen(call, media, call.detection);
     const runtime = this.settings.agentRuntime;
     if (!runtime) return;
     media.connect(
       { url: runtime.url, customParameters: runtime.parameters(call.runId), ...this.settings.mediaStream },
       { callSid: call.callId, accountSid: String(call.orgId) },
     );
+  }
+
+  /**
+   * Machine detection on the answered call: the callee's audio goes to the detector until it
+   * decides, or the time allowed (the run's detection_timeout_ms, else SIP_AMD_TIMEOUT_MS) is over;
+   * the verdict is reported like Twilio's (emitVerdict), and dispatch acts on it (a hang-up).
+   */
+  private listen(call: SipCall, media: CallMedia, detection: MachineDetectionRequest): void {
+    const tuning = this.settings.machineDetection;
+    if (!tuning || call.listener) return;
+    const timeoutMs = detection.timeoutMs ?? tuning.timeoutMs;
+    const ears = new CallMachineListener({ ...tuning, timeoutMs }, detection.detect, (verdict) => {
+      this.stopListening(call);
+      if (call.ended) return;
+      this.settings.onMachineVerdict?.(call.runId, verdict);
+      this.emitVerdict({ runId: call.runId, providerCallId: call.callId, answeredBy: verdict.answeredBy, raw: verdict.raw, at: this.clock.now() });
+    });
+    // The detector counts the audio it hears; this ends a wait for audio that never comes.
+    const timer = setTimeout(() => ears.timeUp(), timeoutMs);
+    timer.unref();
+    call.listener = { ears, timer };
+    media.onCalleeAudio = (mulaw, timestamp) => ears.audio(mulaw, timestamp);
+  }
+
+  private stopListening(call: SipCall): void {
+    if (!call.listener) return;
+    clearTimeout(call.listener.timer);
+    call.listener.ears.stop();
+    call.listener = undefined;
+    if (call.media) call.media.onCalleeAudio = undefined;
   }
 
   /** CANCEL: the INVITE's Request-URI, Call-ID, From, To, CSeq number, Via and Route, to the same hop (RFC 3261 section 9.1). */
@@ -605,6 +652,7 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
   private end(call: SipCall, kind: ProviderEventKind, rawStatus: string): void {
     if (call.ended) return;
     call.ended = true;
+    this.stopListening(call);
     call.media?.close();
     // A hang-up of Dialtone's own making (the runtime gone) ends the run as it says.
     if (call.endAs) this.emit({ runId: call.runId, providerCallId: call.callId, kind: call.endAs.kind, rawStatus: call.endAs.rawStatus, reason: call.endAs.reason, at: this.clock.now() });

@@ -143,8 +143,12 @@ export class CallMedia {
     this.rtp.close();
   }
 
+  /** Hears the callee's audio as it arrives (μ-law, its RTP timestamp), relayed or not: machine detection listens here. */
+  onCalleeAudio: ((mulaw: Uint8Array, timestamp: number) => void) | undefined;
+
   private receive(packet: ReceivedRtp): void {
     const answer = this.answer;
+    if (answer && packet.payloadType === answer.payloadType) this.onCalleeAudio?.(toMulaw(answer.codec, packet.payload), packet.timestamp);
     if (!answer || !this.bridge) return;
     if (packet.payloadType === answer.payloadType) this.audio(toMulaw(answer.codec, packet.payload), packet.timestamp);
     else if (packet.payloadType === answer.telephoneEvent && packet.payload.length >= 4) this.keyPress(packet);

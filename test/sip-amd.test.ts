@@ -1,0 +1,133 @@
+// Machine detection on SIP calls, end to end: baresip (Debian baresip-core) answers and plays a
+// clip of the labelled set (test/helpers/amd-labelled-set.ts: a machine's greeting and beep, a
+// person's "Hello?"), Dialtone hears it over the call's own RTP port, and the verdict goes the
+// way Twilio's AMD verdicts go: the run's answered_by, its raw verdict, and on_machine's hang-up.
+// Also what admission says of SIP routes that cannot do what an agent asks (media_address; a
+// message to leave).
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
+import { postJson } from './helpers/app.js';
+import { labelledSet, labelledSetSkip, writeClipWav } from './helpers/amd-labelled-set.js';
+import { BARESIP_ADDRESS, baresipSkip, startBaresip, type Baresip } from './helpers/baresip.js';
+import { buildWithDispatcher, ended, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
+import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/fixtures.js';
+import { CAMPAIGNS } from './helpers/campaigns.js';
+import { assertProblem } from './helpers/problems.js';
+import { DIALTONE_SIP_ADDRESS, freeUdpPort } from './helpers/sipp.js';
+import { storeCases, type StoreKind } from './helpers/stores.js';
+import { describe, it } from './helpers/suite.js';
+import { scaledTimeout } from './helpers/timeouts.js';
+
+type AmdEnv = DispatchEnv & { f: OrgFixture; routeId: number };
+
+/** Dialtone with a SIP route to `callee` (no media_address, no agent runtime: detection needs neither), its agent asking `answeringMachine`. */
+async function amdEnv(t: TestContext, kind: StoreKind, callee: { port: number }, answeringMachine: Record<string, unknown>, settings: Record<string, unknown> = {}): Promise<AmdEnv> {
+  const rtpBase = 20_000 + 2 * Math.floor(Math.random() * 10_000);
+  const env = await buildWithDispatcher(t, kind, {
+    webhooks: false,
+    env: {
+      SIP_BIND_ADDRESS: DIALTONE_SIP_ADDRESS,
+      SIP_PUBLIC_ADDRESS: DIALTONE_SIP_ADDRESS,
+      SIP_PORT: String(await freeUdpPort(DIALTONE_SIP_ADDRESS)),
+      SIP_RTP_PORT_MIN: String(rtpBase),
+      SIP_RTP_PORT_MAX: String(rtpBase + 99),
+      RING_TIMEOUT_MS: '8000',
+      MAX_CALL_DURATION_MS: '60000',
+      REAPER_GRACE_MS: '5000',
+    },
+  });
+  const f = await createOrgFixture(env.deps, 'Acme', { ...definition(), answering_machine: answeringMachine });
+  const route = await createTelephonyConfiguration(
+    env.deps.store,
+    env.deps.cipher,
+    { orgId: f.orgId, name: 'Trunk', provider: 'sip', callerIds: ['+12025550100'], settings: { host: BARESIP_ADDRESS, port: callee.port, transport: 'udp', ...settings } },
+    Date.now(),
+  );
+  return { ...env, f, routeId: route.id };
+}
+
+/** baresip answering with a clip of the labelled set as its microphone. */
+async function calleePlaying(t: TestContext, clipName: string): Promise<Baresip> {
+  const clip = labelledSet().find((c) => c.name === clipName);
+  assert.ok(clip, `no clip named ${clipName}`);
+  const source = join(mkdtempSync(join(tmpdir(), 'dialtone-amd-callee-')), 'clip.wav');
+  writeClipWav(source, clip);
+  return startBaresip(t, { source });
+}
+
+const MACHINE = 'machine greeting 1 (en-us, 175 wpm, beep 1000 Hz 500 ms)';
+const PERSON = 'person "Hello?" (en-us, 175 wpm)';
+
+async function call(env: AmdEnv): Promise<number> {
+  const response = await postJson(env.app, PATHS.initiateCall(env.f.agentUuid), { phone_number: '+12025550123', telephony_configuration_id: env.routeId }, { key: env.f.apiKey });
+  assert.equal(response.statusCode, 200, response.body);
+  return response.json().workflow_run_id as number;
+}
+
+const skip = baresipSkip() || labelledSetSkip();
+for (const store of await storeCases()) {
+  describe(`machine detection on SIP calls, baresip as the callee (${store.kind})`, { skip: store.skip || skip }, () => {
+    it('hears a voicemail greeting to its beep: answered_by machine (machine_end_beep), and on_machine hangup ends the call machine_hangup', async (t) => {
+      const callee = await calleePlaying(t, MACHINE);
+      const env = await amdEnv(t, store.kind, callee, { detect: 'message_end', on_machine: 'hangup' });
+      const runId = await call(env);
+      // The greeting and its beep last about 6.6 s of the call's audio.
+      const run = await waitForRun(env, runId, ended, scaledTimeout(25_000));
+      assert.equal(run.answered_by, 'machine');
+      assert.equal(run.raw_answered_by, 'machine_end_beep');
+      assert.equal(run.state, 'completed');
+      assert.equal(run.outcome_reason, 'machine_hangup');
+      const event = await env.deps.store.db.selectFrom('run_events').select(['data']).where('run_id', '=', runId).where('type', '=', 'answered_by').executeTakeFirstOrThrow();
+      const data = (typeof event.data === 'string' ? JSON.parse(event.data) : event.data) as Record<string, unknown>;
+      assert.equal(data.action, 'hangup');
+    });
+
+    it('hears a person\'s "Hello?" and the silence after it: answered_by human, and the call stays with the agent', async (t) => {
+      const callee = await calleePlaying(t, PERSON);
+      const env = await amdEnv(t, store.kind, callee, { detect: 'on', on_machine: 'hangup' });
+      const runId = await call(env);
+      const run = await waitForRun(env, runId, (r) => r.answered_by !== null, scaledTimeout(20_000));
+      assert.equal(run.answered_by, 'human');
+      assert.equal(run.raw_answered_by, 'human');
+      assert.equal(run.state, 'in_progress');
+      await callee.hangUp();
+      const finished = await waitForRun(env, runId, ended, scaledTimeout(15_000));
+      assert.equal(finished.state, 'completed');
+      assert.notEqual(finished.outcome_reason, 'machine_hangup');
+      assert.equal(finished.raw_provider_status, 'BYE', 'the callee hung up, not Dialtone');
+    });
+
+    if (store.kind === 'postgres') return;
+
+    it('refuses at request time detection through a route with media_address, and a message to leave on any SIP route, saying why', async (t) => {
+      const env = await amdEnv(t, store.kind, { port: 5060 }, { detect: 'on', on_machine: 'hangup' }, { media_address: '127.0.0.1', media_port: 40000 });
+      const initiate = (routeId: number, dryRun = false) =>
+        postJson(env.app, `${PATHS.initiateCall(env.f.agentUuid)}${dryRun ? '?dry_run=true' : ''}`, { phone_number: '+12025550123', telephony_configuration_id: routeId }, { key: env.f.apiKey });
+      const refused = assertProblem(await initiate(env.routeId), 422, 'machine_detection_unsupported');
+      assert.match(String(refused.detail), /media_address sends the call's audio to your own media server/);
+      // The same agent through a route without media_address is admitted (a dry run creates nothing).
+      const relayed = await createTelephonyConfiguration(env.deps.store, env.deps.cipher, { orgId: env.f.orgId, name: 'Relayed', provider: 'sip', callerIds: ['+12025550100'], settings: { host: BARESIP_ADDRESS, port: 5060 } }, Date.now());
+      const admitted = await initiate(relayed.id, true);
+      assert.equal(admitted.statusCode, 200, admitted.body);
+      // Dispatch reads the same from the decoded routes: only the relayed one detects.
+      const capabilityOf = async (id: number) => {
+        const decoded = env.deps.routes.decode(await env.deps.store.db.selectFrom('telephony_configurations').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
+        assert.ok(decoded.ok);
+        return decoded.route.capabilities.supportsMachineDetection;
+      };
+      assert.equal(await capabilityOf(env.routeId), false);
+      assert.equal(await capabilityOf(relayed.id), true);
+      // leave_message needs speech Dialtone cannot play on a SIP call: refused, not silently dropped (a campaign's own settings here).
+      const campaign = { name: 'Drive', agent_uuid: env.f.agentUuid, mode: 'published', telephony_configuration_id: relayed.id };
+      const leave = await postJson(env.app, CAMPAIGNS, { ...campaign, answering_machine: { detect: 'message_end', on_machine: 'leave_message', message: 'Call us back.' } }, { key: env.f.apiKey });
+      assert.match(String(assertProblem(leave, 422, 'machine_detection_unsupported').detail), /cannot leave a message on a SIP call/);
+      const hangUp = await postJson(env.app, CAMPAIGNS, { ...campaign, answering_machine: { detect: 'message_end', on_machine: 'hangup' } }, { key: env.f.apiKey });
+      assert.equal(hangUp.statusCode, 201, hangUp.body);
+      assert.equal((await env.deps.store.db.selectFrom('workflow_runs').select('id').execute()).length, 0);
+    });
+  });
+}
