@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import alawmulaw from 'alawmulaw';
-import { DEFAULT_TUNING, MachineDetector, type DetectMode } from '../src/telephony/media/machine-detection/machine-detector.js';
+import { CallMachineListener } from '../src/telephony/media/machine-detection/call-listener.js';
+import { DEFAULT_TUNING, MachineDetector, type AudioVerdict, type DetectMode } from '../src/telephony/media/machine-detection/machine-detector.js';
 import { dominantTone } from '../src/telephony/media/machine-detection/tone.js';
 
 const RATE = 8000;
@@ -143,5 +144,49 @@ describe('machine detection from a call\'s audio', () => {
     assert.ok(Math.abs(tone.frequency - 1_234) <= 5, `${tone.frequency} Hz`);
     assert.ok(tone.purity > 0.9, `${tone.purity}`);
     assert.ok(dominantTone(quiet(20, 5_000), { minHz: 400, maxHz: 2_000 }).purity < 0.3);
+  });
+});
+
+describe('machine detection on a call\'s RTP audio', () => {
+  /** `audio` as 20 ms μ-law packets with RTP timestamps from `base`, those `dropped` (packet indexes) never sent. */
+  function packets(audio: Int16Array, base: number, dropped: (index: number) => boolean = () => false) {
+    const bytes = alawmulaw.mulaw.encode(audio);
+    const out: Array<{ payload: Uint8Array; timestamp: number }> = [];
+    for (let i = 0; i * 160 + 160 <= bytes.length; i++) if (!dropped(i)) out.push({ payload: bytes.subarray(i * 160, i * 160 + 160), timestamp: (base + i * 160) % 2 ** 32 });
+    return out;
+  }
+
+  function listen(list: Array<{ payload: Uint8Array; timestamp: number }>, mode: DetectMode = 'message_end') {
+    const verdicts: AudioVerdict[] = [];
+    const listener = new CallMachineListener(DEFAULT_TUNING, mode, (verdict) => verdicts.push(verdict));
+    for (const packet of list) listener.audio(packet.payload, packet.timestamp);
+    return { verdicts, listener };
+  }
+
+  it('hears the silence of an endpoint that sends nothing after "Hello?" from the gap in the RTP timestamps', () => {
+    // 1 s of speech after 300 ms, then no packet for 3 s, then one: the gap is 3 s of silence.
+    const audio = concat(quiet(300), talk(700), quiet(3_000, 200), quiet(20, 200));
+    const { verdicts } = listen(packets(audio, 4_000_000_000, (i) => i >= 50 && i < 200));
+    assert.deepEqual(verdicts.map((v) => v.raw), ['human']);
+  });
+
+  it('does not hear a packet from the past twice (reordered or repeated), across the timestamp\'s wrap', () => {
+    const list = packets(concat(quiet(200), talk(5_000), quiet(400), sine(1_000, 500), quiet(3_000)), 2 ** 32 - 16_000);
+    const repeated = list.flatMap((packet, i) => (i % 10 === 5 ? [packet, list[i - 3] ?? packet] : [packet]));
+    const once = listen(list).verdicts;
+    const twice = listen(repeated).verdicts;
+    assert.equal(once[0]?.raw, 'machine_end_beep');
+    assert.deepEqual(twice, once);
+  });
+
+  it('says its verdict once, and at timeUp the verdict as it stands when no audio came', () => {
+    const { verdicts, listener } = listen([]);
+    listener.timeUp();
+    listener.timeUp();
+    assert.deepEqual(verdicts.map((v) => v.raw), ['unknown']);
+    const stopped = new CallMachineListener(DEFAULT_TUNING, 'on', (verdict) => verdicts.push(verdict));
+    stopped.stop();
+    stopped.timeUp();
+    assert.equal(verdicts.length, 1, 'a listener stopped (the call ended) says nothing');
   });
 });

@@ -66,7 +66,7 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
     { name: 'outbound_proxy', type: 'string', description: 'A SIP URI every call goes through first (";lr" for a loose router).' },
     { name: 'tls_server_name', type: 'string', description: 'The name the TLS peer\'s certificate carries, when not the host.' },
     { name: 'tls_ca_pem', type: 'string', description: 'PEM CA certificates the TLS peer\'s certificate must chain to.' },
-    { name: 'media_address', type: 'string', description: 'Where the SDP offer says to send media (your own RTP endpoint); unset: each call gets its own RTP port and is relayed to AGENT_RUNTIME_URL.' },
+    { name: 'media_address', type: 'string', description: 'Where the SDP offer says to send media (your own RTP endpoint; Dialtone then never hears the call, so it cannot detect machines); unset: each call gets its own RTP port and is relayed to AGENT_RUNTIME_URL.' },
     { name: 'media_port', type: 'integer', description: 'The media port with media_address (default 4000).' },
   ],
   credentials: [
