@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import alawmulaw from 'alawmulaw';
+import { loadConfig } from '../src/config.js';
 import { CallMachineListener } from '../src/telephony/media/machine-detection/call-listener.js';
 import { DEFAULT_TUNING, MachineDetector, type AudioVerdict, type DetectMode } from '../src/telephony/media/machine-detection/machine-detector.js';
 import { dominantTone } from '../src/telephony/media/machine-detection/tone.js';
@@ -54,6 +55,26 @@ function classify(audio: Int16Array, mode: DetectMode = 'message_end', tuning = 
 }
 
 describe('machine detection from a call\'s audio', () => {
+  it('is tuned by default as SIP_AMD_* are by default, and those as TWILIO_AMD_* (the accuracy measured is the one a call gets)', () => {
+    const config = loadConfig({});
+    assert.deepEqual(
+      {
+        timeoutMs: config.SIP_AMD_TIMEOUT_MS,
+        speechThresholdMs: config.SIP_AMD_SPEECH_THRESHOLD_MS,
+        speechEndThresholdMs: config.SIP_AMD_SPEECH_END_THRESHOLD_MS,
+        silenceTimeoutMs: config.SIP_AMD_SILENCE_TIMEOUT_MS,
+        maxWords: config.SIP_AMD_MAX_WORDS,
+        beepMinMs: config.SIP_AMD_BEEP_MIN_MS,
+        voiceMarginDb: config.SIP_AMD_VOICE_MARGIN_DB,
+      },
+      DEFAULT_TUNING,
+    );
+    assert.deepEqual(
+      [config.SIP_AMD_TIMEOUT_MS, config.SIP_AMD_SPEECH_THRESHOLD_MS, config.SIP_AMD_SPEECH_END_THRESHOLD_MS, config.SIP_AMD_SILENCE_TIMEOUT_MS],
+      [config.TWILIO_AMD_TIMEOUT_MS, config.TWILIO_AMD_SPEECH_THRESHOLD_MS, config.TWILIO_AMD_SPEECH_END_THRESHOLD_MS, config.TWILIO_AMD_SILENCE_TIMEOUT_MS],
+    );
+  });
+
   it('says human for a short greeting followed by silence, once the silence has lasted the speech end threshold', () => {
     const verdict = classify(concat(quiet(300), talk(700), quiet(4_000)));
     assert.equal(verdict.raw, 'human');
