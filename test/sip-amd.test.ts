@@ -19,15 +19,23 @@ import { CAMPAIGNS } from './helpers/campaigns.js';
 import { assertProblem } from './helpers/problems.js';
 import { DIALTONE_SIP_ADDRESS, freeUdpPort } from './helpers/sipp.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
+import { startTestRuntime } from './helpers/test-runtime.js';
 import { describe, it } from './helpers/suite.js';
 import { scaledTimeout } from './helpers/timeouts.js';
 
 type AmdEnv = DispatchEnv & { f: OrgFixture; routeId: number };
 
 /** Dialtone with a SIP route to `callee` (no media_address, no agent runtime: detection needs neither), its agent asking `answeringMachine`. */
-async function amdEnv(t: TestContext, kind: StoreKind, callee: { port: number }, answeringMachine: Record<string, unknown>, settings: Record<string, unknown> = {}): Promise<AmdEnv> {
+async function amdEnv(
+  t: TestContext,
+  kind: StoreKind,
+  callee: { port: number },
+  answeringMachine: Record<string, unknown>,
+  settings: Record<string, unknown> = {},
+  env: Record<string, string> = {},
+): Promise<AmdEnv> {
   const rtpBase = 20_000 + 2 * Math.floor(Math.random() * 10_000);
-  const env = await buildWithDispatcher(t, kind, {
+  const built = await buildWithDispatcher(t, kind, {
     webhooks: false,
     env: {
       SIP_BIND_ADDRESS: DIALTONE_SIP_ADDRESS,
@@ -38,16 +46,17 @@ async function amdEnv(t: TestContext, kind: StoreKind, callee: { port: number },
       RING_TIMEOUT_MS: '8000',
       MAX_CALL_DURATION_MS: '60000',
       REAPER_GRACE_MS: '5000',
+      ...env,
     },
   });
-  const f = await createOrgFixture(env.deps, 'Acme', { ...definition(), answering_machine: answeringMachine });
+  const f = await createOrgFixture(built.deps, 'Acme', { ...definition(), answering_machine: answeringMachine });
   const route = await createTelephonyConfiguration(
-    env.deps.store,
-    env.deps.cipher,
+    built.deps.store,
+    built.deps.cipher,
     { orgId: f.orgId, name: 'Trunk', provider: 'sip', callerIds: ['+12025550100'], settings: { host: BARESIP_ADDRESS, port: callee.port, transport: 'udp', ...settings } },
     Date.now(),
   );
-  return { ...env, f, routeId: route.id };
+  return { ...built, f, routeId: route.id };
 }
 
 /** baresip answering with a clip of the labelled set as its microphone. */
@@ -102,6 +111,24 @@ for (const store of await storeCases()) {
     });
 
     if (store.kind === 'postgres') return;
+
+    it('detects while the call is relayed to the agent runtime, which gets every frame of the greeting all the same (connect_agent)', async (t) => {
+      const runtime = await startTestRuntime(t);
+      const callee = await calleePlaying(t, MACHINE);
+      const env = await amdEnv(t, store.kind, callee, { detect: 'on', on_machine: 'connect_agent' }, {}, { AGENT_RUNTIME_URL: runtime.url });
+      const runId = await call(env);
+      const stream = await runtime.stream(0);
+      const run = await waitForRun(env, runId, (r) => r.answered_by !== null, scaledTimeout(20_000));
+      assert.equal(run.answered_by, 'machine');
+      assert.equal(run.raw_answered_by, 'machine_start');
+      assert.equal(run.state, 'in_progress', 'connect_agent: the agent keeps the call');
+      // The greeting passes 2.4 s about 2.6 s in: the runtime has had the audio up to then, in order.
+      await stream.waitFor('3 s of audio', () => stream.media.length >= 150);
+      stream.media.forEach((media, index) => assert.equal(media.chunk, String(index + 1)));
+      assert.deepEqual(stream.problems, []);
+      await callee.hangUp();
+      await waitForRun(env, runId, ended, scaledTimeout(15_000));
+    });
 
     it('refuses at request time detection through a route with media_address, and a message to leave on any SIP route, saying why', async (t) => {
       const env = await amdEnv(t, store.kind, { port: 5060 }, { detect: 'on', on_machine: 'hangup' }, { media_address: '127.0.0.1', media_port: 40000 });
