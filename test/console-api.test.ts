@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { LIVE_STATES, RUN_STATES, TERMINAL_STATES } from '../src/runs/states.js';
-import { explainRunPage } from '../src/store/statements/run-listing-statements.js';
+import { countRunsSince, explainCountPage, explainRunPage } from '../src/store/statements/run-listing-statements.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { DEMO_DEFINITION } from '../src/first-run.js';
 import { createWorkflow, saveDraft } from '../src/workflows/workflows.js';
@@ -251,6 +251,33 @@ for (const store of await storeCases()) {
       const other = await createOrgFixture(env.deps, 'Other');
       const empty = (await getJson(env.app, '/api/v1/public/stats', other.apiKey)).json() as { answer_rates: Record<string, number | null> };
       assert.deepEqual(empty.answer_rates, { human: null, machine: null, fax: null, unknown: null }, 'no verdict, no rate');
+    });
+
+    it('counts a window page by page to the same figures as one statement, runs sharing a millisecond across page ends included', async (t) => {
+      const clock = manualClock(Date.parse('2026-03-01T10:00:00Z'));
+      const env = await build(t, store.kind, { clock });
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const other = await createOrgFixture(env.deps, 'Other');
+      const outcomes = [['completed', 'hangup', 'human'], ['completed', 'hangup', 'machine'], ['failed', 'busy', null], ['canceled', null, null]] as const;
+      for (let i = 0; i < 23; i += 1) {
+        // Three runs per millisecond, so page ends (pages of 2, 4, 5) fall inside one.
+        if (i % 3 === 0) clock.at += 1;
+        const id = await call(env, i % 5 === 4 ? other : f, `+120255501${String(i).padStart(2, '0')}`);
+        const [state, outcome, answeredBy] = outcomes[i % outcomes.length] ?? outcomes[0];
+        await env.deps.store.db.updateTable('workflow_runs').set({ state, outcome_reason: outcome, answered_by: answeredBy, ended_at: clock.now() }).where('id', '=', id).execute();
+      }
+      const since = Date.parse('2026-03-01T10:00:00Z') + 2;
+      const sorted = (rows: Awaited<ReturnType<typeof countRunsSince>>) => rows.map((r) => JSON.stringify(r)).sort();
+      const whole = sorted(await countRunsSince(env.deps.store, f.orgId, since, 1_000));
+      assert.ok(whole.length >= 3, 'several groups');
+      const total = (await countRunsSince(env.deps.store, f.orgId, since, 1_000)).reduce((sum, r) => sum + r.count, 0);
+      assert.equal(total, 23 - 4 - 3, "the other organization's 4 runs and the 3 before `since` are not counted");
+      for (const pageRows of [1, 2, 4, 5]) assert.deepEqual(sorted(await countRunsSince(env.deps.store, f.orgId, since, pageRows)), whole, `pages of ${pageRows}`);
+      if (env.deps.store.embedded) {
+        const plan = await explainCountPage(env.deps.store, f.orgId, since);
+        assert.match(plan, /workflow_runs_org_created_idx/, plan);
+        assert.doesNotMatch(plan, /TEMP B-TREE/, `a page is read in index order, never sorted: ${plan}`);
+      }
     });
   });
 
