@@ -20,6 +20,7 @@ import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
 import { declareScopes, type PublicRoute } from './http/scopes.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
+import { telephonyConfigurationRoutes } from './http/routes/telephony-configurations.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { problemPageRoutes } from './http/routes/problem-pages.js';
@@ -169,6 +170,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       await publicApi.register(statsRoutes(deps));
       await publicApi.register(streamRoutes(deps));
       await publicApi.register(apiKeyRoutes(deps));
+      await publicApi.register(telephonyConfigurationRoutes(deps));
     },
     { prefix: '/api/v1/public' },
   );

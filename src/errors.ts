@@ -35,6 +35,7 @@ export const ERROR_CODES = [
   'run_not_answered',
   'transfer_in_progress',
   'campaign_state_conflict',
+  'telephony_configuration_disabled',
   'runs_not_ended',
   'webhook_delivery_pending',
   'payload_too_large',

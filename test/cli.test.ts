@@ -493,7 +493,7 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.match(text.stdout, /^workflow_uuid\s+name\s+status/);
   });
 
-  it('makes an active configuration the default with telephony set-default, and disables one with telephony disable so that it can be neither used nor the default', async (t) => {
+  it('makes an active configuration the default with telephony set-default, disables one with telephony disable so that it can be neither used nor the default, enables it again with telephony enable and changes it with telephony update', async (t) => {
     const ws = workspace(t);
     const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Acme');
     const orgId = String(org.id);
@@ -513,8 +513,13 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
 
     const refused = await ws.cli(['--json', 'telephony', 'set-default', String(second.id)]);
     assert.notEqual(refused.code, 0);
-    assert.equal((JSON.parse(refused.stderr) as { error: { code: string } }).error.code, 'telephony_configuration_not_found');
+    assert.equal((JSON.parse(refused.stderr) as { error: { code: string } }).error.code, 'telephony_configuration_disabled');
     assert.deepEqual(await defaults(), [[first.id, false, 'active'], [second.id, false, 'inactive']], 'a disabled configuration does not become the default');
+    const enabled = await ws.json<{ status: string; is_default: boolean }>('telephony', 'enable', String(second.id));
+    assert.deepEqual([enabled.status, enabled.is_default], ['active', false], 'enabled, and not the default again by itself');
+    const updated = await ws.json<{ name: string; caller_ids: string[]; calls_per_second: number }>('telephony', 'update', String(second.id), '--name', 'renamed', '--caller-id', '+12025550101', '--caller-id', '+12025550102', '--cps', '2');
+    assert.deepEqual([updated.name, updated.caller_ids, updated.calls_per_second], ['renamed', ['+12025550101', '+12025550102'], 2]);
+    await ws.json('telephony', 'disable', String(second.id));
     const unknown = await ws.cli(['telephony', 'disable', '99']);
     assert.notEqual(unknown.code, 0);
     assert.match(unknown.stderr, /No telephony configuration 99/);

@@ -61,9 +61,16 @@ export const REDACTED = '[redacted]';
 const SECRET_NAME = /(secret|passw(or)?d|token|hash|credential|private|signing|(^|_)key$)/i;
 const SECRET_VALUE = /(dt_live_[A-Za-z0-9]{10}_[A-Za-z0-9]{8,}|whsec_[A-Za-z0-9+/=]{8,})/;
 
+/** null, a boolean, or an object of only those (`credentials_set: { auth_token: true }`): whether secrets are set, never what they are. */
+function onlySaysWhetherSet(member: unknown): boolean {
+  if (member === null || member === undefined || typeof member === 'boolean') return true;
+  return typeof member === 'object' && !Array.isArray(member) && Object.values(member).every((inner) => inner === null || typeof inner === 'boolean');
+}
+
 /**
  * A copy of `value` with every secret replaced by REDACTED: a member with a secret's name (unless
- * null, so "not set" stays visible) and any string shaped like a secret, at any depth.
+ * it only says whether a secret is set: null, a boolean, or an object of those) and any string
+ * shaped like a secret, at any depth.
  */
 export function redactSecrets(value: unknown): unknown {
   if (typeof value === 'string') return SECRET_VALUE.test(value) ? REDACTED : value;
@@ -72,7 +79,7 @@ export function redactSecrets(value: unknown): unknown {
     const out: Record<string, unknown> = {};
     for (const [name, member] of Object.entries(value)) {
       // null and booleans stay: they say whether a secret is set, never what it is.
-      const hides = SECRET_NAME.test(name) && member !== null && member !== undefined && typeof member !== 'boolean';
+      const hides = SECRET_NAME.test(name) && !onlySaysWhetherSet(member);
       out[name] = hides ? REDACTED : redactSecrets(member);
     }
     return out;

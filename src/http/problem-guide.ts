@@ -70,7 +70,7 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
     action: 'Check the UUID against GET /api/v1/public/workflows.',
   },
   telephony_configuration_not_found: {
-    when: 'The telephony_configuration_id is not an active telephony configuration of your organization.',
+    when: 'The telephony_configuration_id is not an active telephony configuration of your organization (to place a call), or not one of its configurations at all (to manage it; another organization\'s are not found either).',
     action: 'Pick an id from GET /api/v1/public/telephony-configurations, or omit it to use the default.',
   },
   workflow_run_not_found: {
@@ -172,6 +172,10 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
   campaign_state_conflict: {
     when: 'The campaign\'s state does not allow the action (for example resuming a running campaign, adding contacts to a canceled one, resuming after ends_at).',
     action: 'Read the campaign (its `state` is in the problem) and choose an action its state allows.',
+  },
+  telephony_configuration_disabled: {
+    when: 'A disabled telephony configuration was to be made the organization\'s default: only an active one can be.',
+    action: 'Enable it first (POST /api/v1/public/telephony-configurations/{id}/enable), then make it the default.',
   },
   webhook_delivery_pending: {
     when: 'A retry was asked for a delivery that is still pending (it will be tried again on its own).',

@@ -44,6 +44,7 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   run_not_answered: { status: 409, title: 'Run not answered' },
   transfer_in_progress: { status: 409, title: 'Transfer in progress' },
   campaign_state_conflict: { status: 409, title: 'Campaign state conflict' },
+  telephony_configuration_disabled: { status: 409, title: 'Telephony configuration disabled' },
   runs_not_ended: { status: 409, title: 'Runs not ended' },
   webhook_delivery_pending: { status: 409, title: 'Webhook delivery pending' },
   payload_too_large: { status: 413, title: 'Payload too large' },

@@ -139,6 +139,13 @@ export interface RouteInput {
 
 export type RouteDecoding<C> = { ok: true; config: C } | { ok: false; problems: FieldError[] };
 
+/**
+ * One reason a route cannot place a call now: a FieldError points at the member of the route at
+ * fault (`/caller_ids`, `/credentials`); a string is about the route as a whole or the service
+ * around it (its JSON Pointer is empty).
+ */
+export type ReadinessProblem = string | FieldError;
+
 /** Service-wide facts readiness depends on. */
 export interface ServiceSettings {
   /** Where providers call back (PUBLIC_BASE_URL). */
@@ -249,7 +256,7 @@ export interface ProviderCallbacks<C> {
 interface ProviderBase<C> {
   readonly name: ProviderName;
   /** Why a well-formed route still cannot place a call now (no caller ID, nowhere to call back). */
-  readiness(route: DecodedRoute<C>, service: ServiceSettings): string[];
+  readiness(route: DecodedRoute<C>, service: ServiceSettings): ReadinessProblem[];
   /** Places a call; resolves once the provider has accepted it and named it. */
   dial(request: DialRequest<C>): Promise<{ providerCallId: string }>;
   /** Ends a call in any live phase: cancels it while ringing, hangs it up once answered. */

@@ -7,7 +7,7 @@ import type { FieldError } from '../errors.js';
 import type { ProviderName, TelephonyConfigurationRow } from '../store/schema/schema.js';
 import { decodeJson } from '../store/engine/store.js';
 import type { CredentialsCipher } from '../shared/credentials-cipher.js';
-import type { DecodedRoute, ProviderCapabilities, Providers, RouteInput, ServiceSettings } from './provider.js';
+import type { DecodedRoute, ProviderCapabilities, Providers, ReadinessProblem, RouteInput, ServiceSettings } from './provider.js';
 import type { ProviderDefinition } from './definition.js';
 import { builtInProviders, type ProviderRegistry } from './registry.js';
 
@@ -67,13 +67,28 @@ export class RouteDecoder {
     return result;
   }
 
-  /** Why the route cannot place a call now: its schema's problems, then its provider's readiness. */
+  /** Why the route cannot place a call now, said for a person: its schema's problems, then its provider's readiness. */
   readiness(row: TelephonyConfigurationRow, service: ServiceSettings): string[] {
     const decoded = this.decode(row);
     if (!decoded.ok) return decoded.problems.map(describeProblem);
+    return this.providerReadiness(row, decoded.route, service).map((problem) => (typeof problem === 'string' ? problem : problem.detail));
+  }
+
+  /**
+   * The same problems, each with its JSON Pointer into the configuration as the management API
+   * shows it (`/settings/host`, `/credentials/auth_token`, `/caller_ids`; empty for the route as a
+   * whole or the service around it).
+   */
+  readinessProblems(row: TelephonyConfigurationRow, service: ServiceSettings): FieldError[] {
+    const decoded = this.decode(row);
+    if (!decoded.ok) return decoded.problems;
+    return this.providerReadiness(row, decoded.route, service).map((problem) => (typeof problem === 'string' ? { pointer: '', detail: problem } : problem));
+  }
+
+  private providerReadiness(row: TelephonyConfigurationRow, route: DecodedRoute, service: ServiceSettings): ReadinessProblem[] {
     const provider = this.providers[row.provider];
-    if (!provider) return [`No provider named "${row.provider}" is running in this process.`];
-    return provider.readiness(decoded.route, service);
+    if (!provider) return [{ pointer: '/provider', detail: `No provider named "${row.provider}" is running in this process.` }];
+    return provider.readiness(route, service);
   }
 
   private decodeNow(row: TelephonyConfigurationRow): RouteResult {

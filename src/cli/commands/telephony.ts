@@ -144,7 +144,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .action(
       action(async (deps, id: number) => {
         const { setDefaultTelephonyConfiguration } = await configurations();
-        const view = await setDefaultTelephonyConfiguration(deps.store, id, deps.clock.now());
+        const view = await setDefaultTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
         return { json: view, text: formatRecord({ ...view }) };
       }, overrides),
     );
@@ -155,8 +155,53 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .action(
       action(async (deps, id: number) => {
         const { disableTelephonyConfiguration } = await configurations();
-        const view = await disableTelephonyConfiguration(deps.store, id, deps.clock.now());
+        const view = await disableTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
         return { json: view, text: formatRecord({ ...view }) };
       }, overrides),
+    );
+  telephony
+    .command('enable')
+    .description('enable a disabled configuration: new requests may name it again (it does not become the default)')
+    .argument('<configuration_id>', 'telephony configuration id', positiveInt)
+    .action(
+      action(async (deps, id: number) => {
+        const { enableTelephonyConfiguration } = await configurations();
+        const view = await enableTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
+        return { json: view, text: formatRecord({ ...view }) };
+      }, overrides),
+    );
+  telephony
+    .command('update')
+    .description('change a configuration: what the options name changes, the rest stays; settings and credentials files are merged into the stored ones (a member set to null is removed)')
+    .argument('<configuration_id>', 'telephony configuration id', positiveInt)
+    .option('--name <name>', 'configuration name')
+    .option('--caller-id <e164>', 'caller ID (repeatable; replaces the stored list)', (value: string, previous: string[] | undefined) => [...(previous ?? []), value])
+    .option('--cps <n>', 'calls per second', positiveNumber)
+    .option('--max-concurrent <n>', 'maximum concurrent calls', positiveInt)
+    .option('--credentials <file>', 'JSON file with the credentials to change (stored encrypted; never taken from flags, which other users can see)')
+    .option('--settings <file>', 'JSON file with the settings to change')
+    .action(
+      action(
+        async (deps, id: number, opts: { name?: string; callerId?: string[]; cps?: number; maxConcurrent?: number; credentials?: string; settings?: string }) => {
+          const { updateTelephonyConfiguration } = await configurations();
+          const view = await updateTelephonyConfiguration(
+            deps.store,
+            deps.cipher,
+            id,
+            {
+              ...(opts.name !== undefined ? { name: opts.name } : {}),
+              ...(opts.callerId !== undefined ? { callerIds: opts.callerId } : {}),
+              ...(opts.cps !== undefined ? { callsPerSecond: opts.cps } : {}),
+              ...(opts.maxConcurrent !== undefined ? { maxConcurrentCalls: opts.maxConcurrent } : {}),
+              ...(opts.credentials !== undefined ? { credentials: readJsonFile(opts.credentials) as Record<string, unknown> } : {}),
+              ...(opts.settings !== undefined ? { settings: readJsonFile(opts.settings) as Record<string, unknown> } : {}),
+            },
+            deps.clock.now(),
+            { registry: deps.registry },
+          );
+          return { json: view, text: formatRecord({ ...view }) };
+        },
+        overrides,
+      ),
     );
 }

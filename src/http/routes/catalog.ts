@@ -6,7 +6,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
 import { iso } from '../../runs/read-run.js';
-import { listTelephonyConfigurations } from '../../telephony/configurations.js';
+import { listTelephonyConfigurationRows, viewConfiguration } from '../../telephony/configurations.js';
 import type { RouteFieldDescription } from '../../telephony/definition.js';
 import { listWorkflows } from '../../workflows/workflows.js';
 import { authOf } from '../authenticate.js';
@@ -138,15 +138,36 @@ export function catalogRoutes(deps: Deps): FastifyPluginAsync {
         schema: {
           operationId: 'listTelephonyConfigurations',
           summary: 'List Telephony Configurations',
-          description: 'The organization\'s routes to the phone network, oldest first. Credentials and provider settings are never shown.',
+          description:
+            'The organization\'s routes to the phone network, oldest first, disabled ones included. Credentials and provider settings are never shown (an `admin` key reads a configuration\'s settings with Get Telephony Configuration). Page with `after` (the `next_after` of the previous page).',
           tags: ['Telephony'],
           security: requiresScope('calls'),
-          response: { 200: withRateLimitHeaders(Type.Object({ data: Type.Array(TelephonyConfiguration) })), ...problemResponses([...REFUSALS]) },
+          querystring: Type.Object(
+            {
+              after: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return configurations after this configuration id' })),
+              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 100)' })),
+            },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: withRateLimitHeaders(
+              Type.Object({
+                data: Type.Array(TelephonyConfiguration),
+                next_after: Type.Union([Type.Integer(), Type.Null()], { description: 'Pass as `after` for the next page; null on the last' }),
+              }),
+            ),
+            ...problemResponses([...REFUSALS, 'validation_failed']),
+          },
         },
       },
       async (request) => {
-        const configurations = await listTelephonyConfigurations(deps.store, authOf(request).orgId);
+        const query = request.query as { after?: string; limit?: string };
+        const limit = Number(query.limit ?? 100);
+        const rows = await listTelephonyConfigurationRows(deps.store, authOf(request).orgId, { ...(query.after !== undefined ? { afterId: Number(query.after) } : {}), limit: limit + 1 });
+        const page = rows.slice(0, limit);
+        const configurations = page.map(viewConfiguration);
         return {
+          next_after: rows.length > limit ? (page[page.length - 1]?.id ?? null) : null,
           data: configurations.map((c) => ({
             id: c.id,
             name: c.name,

@@ -3,6 +3,7 @@
 // The store allows one default configuration per organization at any instant: every statement that
 // makes one the default clears the previous default first, in the same transaction.
 import type { ProviderName, TelephonyConfigurationRow, TelephonyStatus } from '../schema/schema.js';
+import { lockingRows } from '../engine/row-locks.js';
 import { plainTransaction, queryable, type Connection } from '../engine/store.js';
 
 export interface NewConfiguration {
@@ -54,9 +55,58 @@ export function selectActiveConfigurations(on: Connection, limit: number): Promi
   return queryable(on).selectFrom('telephony_configurations').selectAll().where('status', '=', 'active').orderBy('id').limit(limit).execute();
 }
 
-/** An organization's configurations, oldest first. */
-export function selectConfigurationsOfOrganization(on: Connection, orgId: number): Promise<TelephonyConfigurationRow[]> {
-  return queryable(on).selectFrom('telephony_configurations').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+/** An organization's configurations, oldest first: every one, or a page after a configuration id. */
+export function selectConfigurationsOfOrganization(on: Connection, orgId: number, page?: { afterId?: number; limit: number }): Promise<TelephonyConfigurationRow[]> {
+  return queryable(on)
+    .selectFrom('telephony_configurations')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .$if(page?.afterId !== undefined, (q) => q.where('id', '>', page?.afterId as number))
+    .orderBy('id')
+    .$if(page !== undefined, (q) => q.limit(page?.limit as number))
+    .execute();
+}
+
+/**
+ * One configuration by id, whatever its organization (the caller checks the owner). Inside a
+ * transaction that is about to change it, PostgreSQL locks the row until the end, so two changes
+ * of one configuration read and write one after the other.
+ */
+export function selectConfiguration(on: Connection, id: number): Promise<TelephonyConfigurationRow | undefined> {
+  return lockingRows(on, queryable(on).selectFrom('telephony_configurations').selectAll().where('id', '=', id)).executeTakeFirst();
+}
+
+/** The columns a change of a configuration may set (the organization, provider, status and default flag have their own statements). */
+export interface ConfigurationChanges {
+  name?: string;
+  credentials_encrypted?: string | null;
+  settings?: Record<string, unknown>;
+  caller_ids?: string[];
+  calls_per_second?: number;
+  max_concurrent_calls?: number;
+}
+
+/** Sets the columns given; the configuration as it now is, or undefined when there is none. */
+export function updateConfiguration(on: Connection, id: number, changes: ConfigurationChanges, now: number): Promise<TelephonyConfigurationRow | undefined> {
+  return queryable(on)
+    .updateTable('telephony_configurations')
+    .set({
+      ...(changes.name !== undefined ? { name: changes.name } : {}),
+      ...(changes.credentials_encrypted !== undefined ? { credentials_encrypted: changes.credentials_encrypted } : {}),
+      ...(changes.settings !== undefined ? { settings: JSON.stringify(changes.settings) } : {}),
+      ...(changes.caller_ids !== undefined ? { caller_ids: JSON.stringify(changes.caller_ids) } : {}),
+      ...(changes.calls_per_second !== undefined ? { calls_per_second: changes.calls_per_second } : {}),
+      ...(changes.max_concurrent_calls !== undefined ? { max_concurrent_calls: changes.max_concurrent_calls } : {}),
+      updated_at: now,
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Enables a configuration (it does not become the default); undefined when there is none. */
+export function setConfigurationEnabled(on: Connection, id: number, now: number): Promise<TelephonyConfigurationRow | undefined> {
+  return queryable(on).updateTable('telephony_configurations').set({ status: 'active', updated_at: now }).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
 /** Sets a configuration's status; false when there is no such configuration. */

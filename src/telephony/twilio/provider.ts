@@ -27,6 +27,7 @@ import {
   type RemoteProvider,
   type RouteDecoding,
   type RouteInput,
+  type ReadinessProblem,
   type ServiceSettings,
   type TransferOutcome,
   type TransferRequest,
@@ -166,10 +167,10 @@ export class TwilioProvider implements RemoteProvider<TwilioRouteConfig> {
     };
   }
 
-  readiness(route: TwilioRoute, service: ServiceSettings): string[] {
-    const problems: string[] = [];
-    if (!route.config.credentials) problems.push('Twilio credentials are not set.');
-    if (route.callerIds.length === 0) problems.push('No caller ID is configured.');
+  readiness(route: TwilioRoute, service: ServiceSettings): ReadinessProblem[] {
+    const problems: ReadinessProblem[] = [];
+    if (!route.config.credentials) problems.push({ pointer: '/credentials', detail: 'Twilio credentials are not set.' });
+    if (route.callerIds.length === 0) problems.push({ pointer: '/caller_ids', detail: 'No caller ID is configured.' });
     if (!service.publicBaseUrl) problems.push('PUBLIC_BASE_URL is not set, so Twilio would have nowhere to send the call\'s progress.');
     return problems;
   }
