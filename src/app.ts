@@ -20,6 +20,7 @@ import { errorHandler, sendProblem } from './http/problems.js';
 import { rateLimitHook } from './http/rate-limit.js';
 import { declareScopes, type PublicRoute } from './http/scopes.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
+import { organizationRoutes } from './http/routes/organization.js';
 import { telephonyConfigurationRoutes } from './http/routes/telephony-configurations.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
@@ -171,6 +172,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       await publicApi.register(streamRoutes(deps));
       await publicApi.register(apiKeyRoutes(deps));
       await publicApi.register(telephonyConfigurationRoutes(deps));
+      await publicApi.register(organizationRoutes(deps));
     },
     { prefix: '/api/v1/public' },
   );

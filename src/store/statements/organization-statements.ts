@@ -1,4 +1,5 @@
 // Statements on organizations (tenants) and their own limits.
+import { lockingRows } from '../engine/row-locks.js';
 import { queryable, type Connection } from '../engine/store.js';
 
 export async function insertOrganization(on: Connection, name: string, now: number): Promise<{ id: number; name: string }> {
@@ -52,13 +53,18 @@ export async function setOrganizationCallingHoursColumn(on: Connection, id: numb
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** One organization with all its settings (`dialtone org show`). */
+/**
+ * One organization with all its settings (`dialtone org show`). Inside a transaction that is about
+ * to change them, PostgreSQL locks the row until the end, so two changes read and write in turn.
+ */
 export function selectOrganization(on: Connection, id: number) {
-  return queryable(on)
-    .selectFrom('organizations')
-    .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds', 'calling_hours', 'retention_days'])
-    .where('id', '=', id)
-    .executeTakeFirst();
+  return lockingRows(
+    on,
+    queryable(on)
+      .selectFrom('organizations')
+      .select(['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs', 'number_max_calls', 'number_window_seconds', 'calling_hours', 'retention_days'])
+      .where('id', '=', id),
+  ).executeTakeFirst();
 }
 
 /** Sets an organization's own retention window in days (0: keep forever; null: back to RETENTION_DAYS); false when there is no such organization. */
