@@ -734,6 +734,22 @@ const API_KEY_OPERATIONS = [
   ['get', '/api/v1/public/api-keys/{id}'],
   ['post', '/api/v1/public/api-keys/{id}/revoke'],
 ] as const;
+const TELEPHONY_OPERATIONS = [
+  ['post', '/api/v1/public/telephony-configurations'],
+  ['get', '/api/v1/public/telephony-configurations/{id}'],
+  ['patch', '/api/v1/public/telephony-configurations/{id}'],
+  ['post', '/api/v1/public/telephony-configurations/{id}/disable'],
+  ['post', '/api/v1/public/telephony-configurations/{id}/enable'],
+  ['post', '/api/v1/public/telephony-configurations/{id}/set-default'],
+  ['get', '/api/v1/public/telephony-configurations/{id}/readiness'],
+] as const;
+const ORGANIZATION_OPERATIONS = [
+  ['get', '/api/v1/public/organization'],
+  ['patch', '/api/v1/public/organization'],
+] as const;
+/** A body each management operation accepts (or, where it takes none, an empty object). */
+const managementBody = (method: string, template: string): string | undefined =>
+  method === 'get' ? undefined : template.endsWith('telephony-configurations') ? '{"name":"x","provider":"simulator"}' : template.endsWith('organization') ? '{"retention_days":7}' : method === 'patch' ? '{"name":"x"}' : '{}';
 /** A run's deliveries across the organization's endpoints: run_id is required. */
 const RUN_DELIVERIES = '/api/v1/public/webhook-deliveries';
 const SUPPRESSION_OPERATIONS = [
@@ -1104,6 +1120,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
       }
       answers.check('get', '/api/v1/public/workflow-runs', await get('/api/v1/public/workflow-runs?state=lost'), 'an unknown state');
       answers.check('get', '/api/v1/public/stats', await get('/api/v1/public/stats?since=soon'), 'a since that is no time');
+      answers.check('get', '/api/v1/public/telephony-configurations', await get('/api/v1/public/telephony-configurations?limit=500'), 'a page size over the limit');
       answers.check('get', STREAM_PATH, await streamAnswer(app, { 'x-api-key': key }), 'a stream');
       answers.check('get', STREAM_PATH, await streamAnswer(app, {}), 'no API key');
       answers.check('get', STREAM_PATH, await streamAnswer(app, { 'x-api-key': key, 'last-event-id': 'last' }), 'a malformed Last-Event-ID');
@@ -1137,6 +1154,58 @@ describe('Every answer is declared in the OpenAPI document', () => {
         await send(verb, template, at(template, 1), 'no API key', { ...body, headers: { 'x-api-key': '' } });
         if (template.includes('{id}')) await send(verb, template, at(template, 999_999), 'an unknown key', body);
       }
+    });
+
+    await t.test('telephony configuration and organization settings management', async () => {
+      const [CREATE, ONE, UPDATE, DISABLE, ENABLE, DEFAULT, READINESS] = TELEPHONY_OPERATIONS.map(([, template]) => template);
+      const at = (template: string, id: number | string) => template.replace('{id}', String(id));
+      const body = { name: 'Second', provider: 'simulator', caller_ids: ['+12025550100'] };
+      await send('POST', CREATE, CREATE, 'a configuration', { body });
+      const made = await postJson(app, CREATE, body, { key, headers: { 'idempotency-key': 'route-once' } });
+      assert.equal(made.statusCode, 201, made.body);
+      const id = (made.json() as { id: number }).id;
+      await send('POST', CREATE, CREATE, 'a replay', { body, headers: { 'idempotency-key': 'route-once' } });
+      await send('POST', CREATE, CREATE, 'a reused Idempotency-Key', { body: { ...body, name: 'Other' }, headers: { 'idempotency-key': 'route-once' } });
+      await holdIdempotencyKey(deps, f.orgId, 'held-route', CREATE, body);
+      await send('POST', CREATE, CREATE, 'an Idempotency-Key in flight', { body, headers: { 'idempotency-key': 'held-route' } });
+      await send('POST', CREATE, CREATE, 'an unknown provider', { body: { name: 'x', provider: 'pigeon' } });
+      await send('GET', ONE, at(ONE, id), 'a configuration');
+      await send('PATCH', UPDATE, at(UPDATE, id), 'an update', { body: { name: 'Renamed', settings: { ring_ms: 100 } } });
+      await send('PATCH', UPDATE, at(UPDATE, id), 'settings the provider refuses', { body: { settings: { ring_ms: 'soon' } } });
+      await send('GET', READINESS, at(READINESS, id), 'its readiness');
+      await send('POST', DISABLE, at(DISABLE, id), 'a disable', { body: {} });
+      await send('POST', DEFAULT, at(DEFAULT, id), 'a disabled configuration made the default', { body: {} });
+      await send('POST', ENABLE, at(ENABLE, id), 'an enable', { body: {} });
+      await send('POST', DEFAULT, at(DEFAULT, id), 'made the default', { body: {} });
+      await send('POST', DEFAULT, at(DEFAULT, f.telephonyId), 'the first made the default again', { body: {} });
+      for (const [method, template] of TELEPHONY_OPERATIONS) {
+        const verb = method.toUpperCase() as 'GET' | 'POST' | 'PATCH';
+        const payload = managementBody(method, template);
+        const withBody = payload === undefined ? {} : { raw: payload };
+        await send(verb, template, at(template, id), 'no API key', { ...withBody, headers: { 'x-api-key': '' } });
+        if (template === CREATE) {
+          await send('POST', CREATE, CREATE, 'a body that is not JSON', { raw: '{' });
+          await send('POST', CREATE, CREATE, 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+          await send('POST', CREATE, CREATE, 'a body over the limit', { body: { ...body, name: 'x'.repeat(70_000) } });
+          continue;
+        }
+        await send(verb, template, at(template, 999_999), 'an unknown configuration', withBody);
+        if (verb === 'GET') continue;
+        await send(verb, template, at(template, id), 'a body that is not JSON', { raw: '{' });
+        await send(verb, template, at(template, id), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+        await send(verb, template, at(template, id), 'a body over the limit', { body: { name: 'x'.repeat(70_000) } });
+      }
+
+      const [SETTINGS] = ORGANIZATION_OPERATIONS.map(([, template]) => template);
+      await send('GET', SETTINGS, SETTINGS, 'the settings');
+      await send('GET', SETTINGS, SETTINGS, 'no API key', { headers: { 'x-api-key': '' } });
+      await send('PATCH', SETTINGS, SETTINGS, 'a change', { body: { retention_days: 30, number_cap: { max_calls: 5, window_seconds: 3_600 } } });
+      await send('PATCH', SETTINGS, SETTINGS, 'calling hours that are not valid', { body: { calling_hours: { timezone: 'Nowhere', outside: 'defer', windows: {} } } });
+      await send('PATCH', SETTINGS, SETTINGS, 'no API key', { body: {}, headers: { 'x-api-key': '' } });
+      await send('PATCH', SETTINGS, SETTINGS, 'a body that is not JSON', { raw: '{' });
+      await send('PATCH', SETTINGS, SETTINGS, 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+      await send('PATCH', SETTINGS, SETTINGS, 'a body over the limit', { body: { note: 'x'.repeat(70_000) } });
+      await send('PATCH', SETTINGS, SETTINGS, 'the change undone', { body: { retention_days: null, number_cap: null } });
     });
 
     await t.test('a key without the scope an operation requires', async () => {
@@ -1204,6 +1273,12 @@ describe('Every answer is declared in the OpenAPI document', () => {
         await until(429, method, template, () => limited.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), headers: { 'x-api-key': lf.apiKey } }));
       }
       await until(429, 'get', RUN_DELIVERIES, () => limited.app.inject({ method: 'GET', url: `${RUN_DELIVERIES}?run_id=1`, headers: { 'x-api-key': lf.apiKey } }));
+      for (const [method, template] of [...TELEPHONY_OPERATIONS, ...ORGANIZATION_OPERATIONS]) {
+        const payload = managementBody(method, template);
+        await until(429, method, template, () =>
+          limited.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), headers: { 'x-api-key': lf.apiKey, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) }, ...(payload === undefined ? {} : { payload }) }),
+        );
+      }
     });
 
     await t.test('an unreachable store', async () => {
@@ -1236,6 +1311,10 @@ describe('Every answer is declared in the OpenAPI document', () => {
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1').replace('{delivery_id}', '1'), headers: { 'x-api-key': df.apiKey } })), 'the store is down');
       }
       answers.check('get', RUN_DELIVERIES, fromInject(await down.app.inject({ method: 'GET', url: `${RUN_DELIVERIES}?run_id=1`, headers: { 'x-api-key': df.apiKey } })), 'the store is down');
+      for (const [method, template] of [...TELEPHONY_OPERATIONS, ...ORGANIZATION_OPERATIONS]) {
+        const payload = managementBody(method, template);
+        answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), headers: { 'x-api-key': df.apiKey, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) }, ...(payload === undefined ? {} : { payload }) })), 'the store is down');
+      }
       for (const [method, template] of API_KEY_OPERATIONS) {
         const post = method === 'post' ? { headers: { 'x-api-key': df.apiKey, 'content-type': 'application/json' }, payload: template.endsWith('api-keys') ? '{"name":"x","scopes":["calls"]}' : '{}' } : { headers: { 'x-api-key': df.apiKey } };
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), ...post })), 'the store is down');
