@@ -141,9 +141,12 @@ for (const store of await storeCases()) {
 
       const entries = await selectAuditEvents(env.deps.store, f.orgId, { action: 'telephony_configuration.updated' }, 10);
       assert.equal(entries.length, 2, 'one entry per update that changed something');
-      const [last, first] = entries.map((e) => ({ before: JSON.parse(e.before ?? '{}') as Details, after: JSON.parse(e.after ?? '{}') as Details }));
+      type Audited = Details & { credentials_changed: Record<string, boolean> };
+      const [last, first] = entries.map((e) => ({ before: JSON.parse(e.before ?? '{}') as Audited, after: JSON.parse(e.after ?? '{}') as Audited }));
       assert.deepEqual([first?.before.name, first?.after.name, first?.after.calls_per_second], ['Twilio main', 'Twilio rotated', 5]);
+      assert.deepEqual(first?.after.credentials_changed, { auth_token: true }, 'the entry says which credential was replaced, never with what');
       assert.deepEqual([last?.before.credentials_set.auth_token, last?.after.credentials_set.auth_token], [true, false]);
+      assert.deepEqual(last?.after.credentials_changed, { account_sid: true, auth_token: true });
       const text = await storedText(env);
       for (const secret of [AUTH_TOKEN, ROTATED_TOKEN]) {
         assert.ok(!text.includes(secret), 'the audit log holds no credential');

@@ -214,7 +214,8 @@ export interface ConfigurationChangeOptions {
  * A change of one configuration, in one transaction: the row read (locked on PostgreSQL) and
  * checked to be the organization's, `change` applied, and, when it changed something, the audit
  * entry with the configuration before and after. `change` answers the row as it now is, or
- * undefined when it changed nothing.
+ * undefined when it changed nothing. `note` adds members to the entry's `after` that the view
+ * cannot show (which credentials an update replaced).
  */
 async function changeConfiguration(
   store: Store,
@@ -223,6 +224,7 @@ async function changeConfiguration(
   action: string,
   options: ConfigurationChangeOptions,
   change: (trx: StoreTransaction, row: TelephonyConfigurationRow) => Promise<TelephonyConfigurationRow | undefined>,
+  note: () => Record<string, unknown> = () => ({}),
 ): Promise<TelephonyConfigurationRow> {
   return plainTransaction(store, async (trx) => {
     const row = await selectConfiguration(trx, id);
@@ -236,7 +238,7 @@ async function changeConfiguration(
       action,
       target: { type: 'telephony_configuration', id },
       before: show(row),
-      after: show(changed),
+      after: { ...show(changed), ...note() },
       at: now,
     });
     return changed;
@@ -327,6 +329,9 @@ export async function updateTelephonyConfiguration(
   const registry = options.registry ?? builtInProviders;
   // Caller IDs are normalized before the transaction (their metadata loads once, outside any lock).
   const callerIds = update.callerIds === undefined ? undefined : await normalizeCallerIds(update.callerIds);
+  // Which credentials the update replaced, for the audit entry: credentials_set alone cannot tell a
+  // rotated token from an untouched one. A map of booleans, which the audit log keeps (whether, never what).
+  let credentialsChanged: Record<string, boolean> = {};
   const row = await changeConfiguration(store, id, now, 'telephony_configuration.updated', { ...options, cipher, registry }, async (trx, current) => {
     const errors: FieldError[] = [...(callerIds?.errors ?? [])];
     if (update.name !== undefined && update.name.trim().length === 0) errors.push({ pointer: '/name', detail: 'Must not be empty.' });
@@ -366,9 +371,14 @@ export async function updateTelephonyConfiguration(
     } else if (update.credentials !== undefined && JSON.stringify(credentials) !== JSON.stringify(storedCredentialsNow)) {
       changes.credentials_encrypted = Object.keys(credentials ?? {}).length > 0 ? cipher.encrypt(current.org_id, credentials ?? {}) : null;
     }
+    const before = storedCredentialsNow ?? {};
+    const after = update.credentials === undefined ? before : (credentials ?? {});
+    credentialsChanged = Object.fromEntries(
+      [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((name) => JSON.stringify(before[name]) !== JSON.stringify(after[name])).map((name) => [name, true]),
+    );
     if (Object.keys(changes).length === 0) return undefined;
     return updateConfiguration(trx, id, changes, now);
-  });
+  }, () => ({ credentials_changed: credentialsChanged }));
   return viewConfiguration(row);
 }
 
