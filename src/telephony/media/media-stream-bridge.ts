@@ -33,6 +33,8 @@ export interface BridgeEvents {
   runtimeUnreachable(detail: string): void;
   /** Something worth a log line that ends nothing (audio dropped for the queue's limit). */
   warn(message: string): void;
+  /** The stream is open and `start` sent: audio given to `inbound` from now on reaches the runtime (the simulator starts its callee's voice here). */
+  opened?(): void;
 }
 
 /** Twilio's stream ids are `MZ` and 32 hex digits; ours have the same shape. */
@@ -68,6 +70,7 @@ export class MediaStreamBridge {
         start: { ...this.identity, tracks: ['inbound'], customParameters: settings.customParameters, mediaFormat: { ...MEDIA_FORMAT } },
         streamSid: this.identity.streamSid,
       });
+      events.opened?.();
     });
     this.socket.on('message', (data, isBinary) => {
       if (!isBinary) this.receive(data.toString());

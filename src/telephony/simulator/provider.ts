@@ -22,6 +22,7 @@ import {
   type TransferRequest,
   type TransferResult,
 } from '../provider.js';
+import { SimulatedStream, type SimulatorStreaming } from './stream.js';
 
 /** The raw status and reason of a call that ended after a message was left on it. */
 const VOICEMAIL_LEFT = 'voicemail_left';
@@ -121,8 +122,9 @@ export function scriptFor(number: string, t: SimulatorTimings, detection?: Machi
 /**
  * A route's own timings, each in place of the service's SIMULATOR_* setting of the same role: a
  * demo route can run a thousand-contact campaign in a minute while another keeps life-like calls.
+ * `stream`, in place of SIMULATOR_STREAM, says whether its answered calls stream to the agent runtime.
  */
-export type SimulatorRouteConfig = Partial<SimulatorTimings>;
+export type SimulatorRouteConfig = Partial<SimulatorTimings> & { stream?: boolean };
 
 /**
  * The simulator route's settings, besides those every provider understands (routes.ts): the name,
@@ -139,17 +141,24 @@ export const SIMULATOR_ROUTE_SETTINGS = {
 const SHARED_SETTINGS = new Set(['ring_timeout_ms']);
 
 /**
- * The simulator's schema: its timings, each a whole number of milliseconds within its bounds; any
- * other key is refused, so a misspelt timing is said at creation rather than silently ignored.
+ * The simulator's schema: its timings, each a whole number of milliseconds within its bounds, and
+ * `stream` (true or false); any other key is refused, so a misspelt one is said at creation rather
+ * than silently ignored.
  */
 export function decodeSimulatorRoute(input: RouteInput = { settings: {}, credentials: null }): RouteDecoding<SimulatorRouteConfig> {
   const problems: FieldError[] = [];
   const config: SimulatorRouteConfig = {};
   for (const [name, value] of Object.entries(input.settings)) {
     if (SHARED_SETTINGS.has(name)) continue;
+    if (name === 'stream') {
+      if (typeof value === 'boolean') config.stream = value;
+      else if (value === 'true' || value === 'false') config.stream = value === 'true';
+      else problems.push({ pointer: '/settings/stream', detail: 'Must be true or false: whether answered calls stream to AGENT_RUNTIME_URL, in place of SIMULATOR_STREAM.' });
+      continue;
+    }
     const setting = (SIMULATOR_ROUTE_SETTINGS as Record<string, { timing: keyof SimulatorTimings; max: number } | undefined>)[name];
     if (!setting) {
-      problems.push({ pointer: `/settings/${name}`, detail: `Not a simulator setting; the simulator takes ${Object.keys(SIMULATOR_ROUTE_SETTINGS).join(', ')} (and ring_timeout_ms).` });
+      problems.push({ pointer: `/settings/${name}`, detail: `Not a simulator setting; the simulator takes ${Object.keys(SIMULATOR_ROUTE_SETTINGS).join(', ')}, stream (and ring_timeout_ms).` });
       continue;
     }
     if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > setting.max) {
@@ -183,6 +192,20 @@ export function transferScript(to: string, request: Pick<TransferRequest, 'timeo
   }
 }
 
+/** A call in play: what its steps need to report, and whether it streams once answered. */
+interface SimulatedCall {
+  runId: number;
+  providerCallId: string;
+  orgId: number;
+  streams: boolean;
+}
+
+/** Streaming as the provider is given it: the settings, and where its warnings go (with the run's id). */
+export interface SimulatorMedia {
+  streaming: SimulatorStreaming;
+  warn(runId: number, message: string): void;
+}
+
 export interface SimulatedDial {
   runId: number;
   to: string;
@@ -206,6 +229,8 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
   private controls: { runId: number; digits?: string; transferTo?: string }[] | undefined;
   /** A transfer's timer per call: one transfer at a time. */
   private readonly transfers = new Map<string, NodeJS.Timeout>();
+  /** The answered calls streaming to the agent runtime, by provider call id. */
+  private readonly streams = new Map<string, SimulatedStream>();
 
   constructor(
     private readonly timings: SimulatorTimings,
@@ -214,6 +239,8 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
     private readonly dialLogPath?: string,
     private readonly verdicts: MachineVerdictSink = () => undefined,
     private readonly transferOutcomes: TransferOutcomeSink = () => undefined,
+    /** Streaming answered calls to the agent runtime; undefined without AGENT_RUNTIME_URL. */
+    private readonly media: SimulatorMedia | undefined = undefined,
   ) {}
 
   readiness(): string[] {
@@ -229,7 +256,8 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
     // Written synchronously before the call "exists", so a crash can never hide a dial from the log.
     if (this.dialLogPath) appendFileSync(this.dialLogPath, `${JSON.stringify(dial)}\n`);
     if (script.refuse) throw new DialRefusedError(script.refuse.outcome, script.refuse.raw, `Simulated refusal: ${script.description}.`);
-    this.play(request.runId, providerCallId, script.steps, { ...this.timings, ...request.route.config });
+    const streams = this.media !== undefined && (request.route.config.stream ?? this.media.streaming.byDefault);
+    this.play({ runId: request.runId, providerCallId, orgId: request.route.orgId, streams }, script.steps);
     return { providerCallId };
   }
 
@@ -256,7 +284,8 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
     return this.messages ?? [];
   }
 
-  private play(runId: number, providerCallId: string, steps: Step[], timings: SimulatorTimings): void {
+  private play(call: SimulatedCall, steps: Step[]): void {
+    const { runId, providerCallId } = call;
     const [next, ...rest] = steps;
     if (!next) {
       this.timers.delete(providerCallId);
@@ -265,10 +294,53 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
     const timer = setTimeout(() => {
       const at = this.clock.now();
       if (next.kind === 'verdict') this.verdicts({ runId, providerCallId, answeredBy: next.answeredBy, raw: next.raw, at });
-      else this.emit({ runId, providerCallId, kind: next.kind, rawStatus: next.raw, at, ...(next.kind === 'completed' && next.raw === VOICEMAIL_LEFT ? { reason: VOICEMAIL_LEFT } : {}) });
-      this.play(runId, providerCallId, rest, timings);
+      else {
+        // The callee hung up (or the line dropped): the stream's `stop` goes before the event.
+        if (next.kind !== 'ringing' && next.kind !== 'answered') this.stopStream(providerCallId);
+        this.emit({ runId, providerCallId, kind: next.kind, rawStatus: next.raw, at, ...(next.kind === 'completed' && next.raw === VOICEMAIL_LEFT ? { reason: VOICEMAIL_LEFT } : {}) });
+        if (next.kind === 'answered' && call.streams) this.startStream(call);
+      }
+      this.play(call, rest);
     }, next.afterMs);
     this.timers.set(providerCallId, timer);
+  }
+
+  /**
+   * The answered call streams to the agent runtime. The runtime closing the stream hangs the call
+   * up, and one that cannot be reached ends it failed, with the reasons a SIP call's stream gives
+   * (sip/provider.ts): `stream_closed`, `agent_runtime_unreachable`.
+   */
+  private startStream(call: SimulatedCall): void {
+    const media = this.media;
+    if (!media) return;
+    const ended = (kind: 'completed' | 'failed', reason: string, rawStatus: string) => {
+      if (this.streams.get(call.providerCallId) !== stream) return;
+      this.streams.delete(call.providerCallId);
+      this.cancelTimers(call.providerCallId);
+      this.emit({ runId: call.runId, providerCallId: call.providerCallId, kind, rawStatus, reason, at: this.clock.now() });
+    };
+    const stream: SimulatedStream = new SimulatedStream(media.streaming, call, this.clock, {
+      runtimeClosed: (detail) => ended('completed', 'stream_closed', detail),
+      runtimeUnreachable: (detail) => ended('failed', 'agent_runtime_unreachable', `agent runtime unreachable: ${detail}`),
+      warn: (message) => media.warn(call.runId, message),
+    });
+    this.streams.set(call.providerCallId, stream);
+  }
+
+  private stopStream(providerCallId: string): void {
+    const stream = this.streams.get(providerCallId);
+    if (!stream) return;
+    this.streams.delete(providerCallId);
+    stream.stop();
+  }
+
+  /** The call is over here: nothing more of its script, nor of a transfer in flight, plays. */
+  private cancelTimers(providerCallId: string): void {
+    for (const timers of [this.timers, this.transfers]) {
+      const timer = timers.get(providerCallId);
+      if (timer) clearTimeout(timer);
+      timers.delete(providerCallId);
+    }
   }
 
   /**
@@ -283,7 +355,7 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
     const timings = { ...this.timings, ...call.route.config };
     const words = text.split(/\s+/).filter((w) => w !== '').length;
     const speakingMs = Math.ceil((words / MACHINE_TIMINGS.wordsPerSecond) * timings.secondMs);
-    this.play(call.runId, call.providerCallId, [{ afterMs: speakingMs, kind: 'completed', raw: VOICEMAIL_LEFT }], timings);
+    this.play({ runId: call.runId, providerCallId: call.providerCallId, orgId: call.route.orgId, streams: false }, [{ afterMs: speakingMs, kind: 'completed', raw: VOICEMAIL_LEFT }]);
   }
 
   /**
@@ -306,6 +378,8 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
           const timer = this.timers.get(call.providerCallId);
           if (timer) clearTimeout(timer);
           this.timers.delete(call.providerCallId);
+          // The target took the callee: the agent runtime's stream ends (`stop`), as the call is no longer its.
+          this.stopStream(call.providerCallId);
         }
         this.transferOutcomes({ runId: call.runId, providerCallId: call.providerCallId, result: script.result, raw: script.raw, at: this.clock.now() });
       }, script.afterMs),
@@ -323,14 +397,12 @@ export class SimulatorProvider implements InProcessProvider<SimulatorRouteConfig
   }
 
   async hangUp(call: LiveCall<SimulatorRouteConfig>): Promise<void> {
-    for (const timers of [this.timers, this.transfers]) {
-      const timer = timers.get(call.providerCallId);
-      if (timer) clearTimeout(timer);
-      timers.delete(call.providerCallId);
-    }
+    this.cancelTimers(call.providerCallId);
+    this.stopStream(call.providerCallId);
   }
 
   async close(): Promise<void> {
+    for (const providerCallId of [...this.streams.keys()]) this.stopStream(providerCallId);
     for (const timer of [...this.timers.values(), ...this.transfers.values()]) clearTimeout(timer);
     this.timers.clear();
     this.transfers.clear();
