@@ -253,7 +253,7 @@ export class LiveCalls {
    * event (docs/agent-runtime.md, "Getting the call"), which only the organization's API key reads.
    */
   private runtimeHandOver(call: TrackedCall): Record<string, unknown> | undefined {
-    if (call.route.capabilities.callsOutliveNode || !this.deps.config.DIALTONE_SECRET_KEY) return undefined;
+    if (call.route.capabilities.callsOutliveNode || !this.deps.cipher.hasKey) return undefined;
     return { runtime_token: issueRunToken(this.deps.cipher, call.runId, this.deps.clock.now() + this.deps.config.RUNTIME_TOKEN_TTL_MS) };
   }
 
