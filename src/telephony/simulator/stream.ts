@@ -4,6 +4,7 @@
 // RTP. The callee says its voice (audio.ts) one 20 ms frame every 20 ms from the moment the stream
 // opens; what the runtime sends is paced out by the bridge's playout, as to a SIP callee, and
 // written to a WAV file when SIMULATOR_STREAM_RECORD_DIR asks.
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../../shared/clock.js';
 import type { AgentRuntimeHandOff } from '../definition.js';
@@ -57,6 +58,7 @@ export class SimulatedStream {
     this.voice = settings.voice;
     if (settings.recordDir) {
       try {
+        mkdirSync(settings.recordDir, { recursive: true });
         this.recorder = new WavRecorder(join(settings.recordDir, `run-${call.runId}.wav`));
       } catch (error) {
         events.warn(`SIMULATOR_STREAM_RECORD_DIR: cannot record this call (${(error as Error).message})`);
