@@ -66,7 +66,7 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-/** The stream's callee audio, decoded, without its first frame (a detector needs no warm-up, but the tone starts there). */
+/** The callee's audio the stream carried, decoded to linear samples. */
 function calleeSamples(stream: RuntimeStream): Int16Array {
   return decodeMulaw(stream.audio());
 }
@@ -105,14 +105,15 @@ function act(env: StreamEnv, runId: number, action: string, token: string, body:
   });
 }
 
-const TALKS_ONE_SECOND = '+12025550160';
+/** Talks two simulated seconds of 100 ms each: long enough for a stream that opened late on a loaded machine. */
+const TALKS_TWO_SECONDS = '+12025550170';
 const TALKS_ON = '+12025550107';
 
 for (const store of await storeCases()) {
   describe(`Simulated calls streamed to the agent runtime (${store.kind})`, { skip: store.skip }, () => {
     it('streams an answered call with start carrying run_id and a valid token, the callee\'s tone in 20 ms frames, the runtime\'s audio played and recorded, and stop when the callee hangs up', async (t) => {
       const env = await streamEnv(t, store.kind);
-      const runId = await call(env, TALKS_ONE_SECOND);
+      const runId = await call(env, TALKS_TWO_SECONDS);
       const stream = await env.runtime.stream(0);
       const start = stream.start;
       assert.ok(start);
@@ -131,19 +132,21 @@ for (const store of await storeCases()) {
       assert.equal(done.state, 'completed');
       assert.equal(done.outcome_reason, 'hangup');
       assert.deepEqual(stream.problems, [], 'every message is one of Twilio\'s, in its documented shape');
-      // About a second of the callee's voice, in order: one second of 440 Hz first.
+      // The callee's voice from the stream's opening to the hang-up, at most 2 s of it, in order:
+      // its 440 Hz tone first.
       const media = stream.media;
-      assert.ok(media.length >= 30 && media.length <= 55, `${media.length} frames in a second of talk`);
+      assert.ok(media.length >= 10 && media.length <= 101, `${media.length} frames in two seconds of talk`);
       media.forEach((m, i) => assert.equal(m.timestamp, String(i * 20)));
       const heard = calleeSamples(stream);
-      assert.deepEqual(dominantFrequency(heard.subarray(0, 4000), [440, 1000]), { frequency: 440, clear: true });
-      // The callee heard the runtime's tone: its recording holds 25 frames of 1000 Hz.
+      assert.deepEqual(dominantFrequency(heard.subarray(0, Math.min(4000, heard.length)), [440, 1000]), { frequency: 440, clear: true });
+      // The callee heard the runtime's tone, whole and in order, and nothing else: its recording
+      // holds silence (digital zeros: before the tone, after it, and any gap a late timer made in the
+      // pacing on a loaded machine, as a SIP callee would hear it) and the tone's samples.
       const recorded = readWavSamples(join(env.recordings, `run-${runId}.wav`));
-      const first = recorded.findIndex((sample) => Math.abs(sample) > 1000);
-      const last = recorded.findLastIndex((sample) => Math.abs(sample) > 1000);
-      assert.ok(first >= 0 && Math.abs(last + 1 - first - 4000) <= 20, `the tone spans ${last + 1 - first} samples of the recording, not 4000`);
-      assert.deepEqual(dominantFrequency(recorded.subarray(first, last + 1), [440, 1000]), { frequency: 1000, clear: true });
-      assert.ok(loudness(recorded.subarray(last + 1)) < 50, 'silence after it');
+      const sounds = (samples: Int16Array) => Buffer.from(samples.filter((sample) => sample !== 0).buffer);
+      assert.ok(sounds(recorded).equals(sounds(decodeMulaw(toneMulaw(1000, 500)))), 'the recording holds the runtime\'s tone');
+      const first = recorded.findIndex((sample) => sample !== 0);
+      assert.deepEqual(dominantFrequency(recorded.subarray(first, first + 4000), [440, 1000]), { frequency: 1000, clear: true });
     });
 
     it('hangs the simulated call up when the runtime closes the stream: completed, stream_closed', async (t) => {
@@ -204,12 +207,13 @@ for (const store of await storeCases()) {
       const file = join(dir, 'voice.ulaw');
       writeFileSync(file, toneMulaw(1000, 300));
       const env = await streamEnv(t, store.kind, { SIMULATOR_STREAM_AUDIO: file });
-      await call(env, TALKS_ONE_SECOND);
+      await call(env, TALKS_TWO_SECONDS);
       const stream = await env.runtime.stream(0);
       await stream.waitFor('stop', (m) => m.event === 'stop');
       const heard = calleeSamples(stream);
+      assert.ok(heard.length > 2400, `${heard.length} samples heard`);
       assert.deepEqual(dominantFrequency(heard.subarray(0, 2400), [440, 1000]), { frequency: 1000, clear: true });
-      assert.ok(loudness(heard.subarray(2400)) < 50, 'silence after the file');
+      assert.equal(loudness(heard.subarray(2400)), 0, 'digital silence after the file');
     });
 
     it('does not stream the calls of a route whose stream setting is false, nor any with SIMULATOR_STREAM=false', async (t) => {
