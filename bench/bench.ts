@@ -14,7 +14,7 @@
 //   BENCH_CONCURRENCY   concurrent HTTP clients of the closed-loop phases (default 10)
 //   BENCH_RATE          requests per second of the paced phase (default 100)
 //   BENCH_BACKLOG       queued runs for the dispatcher throughput phase (default 3000)
-//   BENCH_PARTS         which parts to run, comma-separated, of floor,saturation,paced,drain,webhooks,policy,campaigns,import,growth (default all but growth)
+//   BENCH_PARTS         which parts to run, comma-separated, of floor,saturation,paced,drain,webhooks,policy,campaigns,import,media,growth (default all but growth)
 //   BENCH_GROWTH_RUNS   runs the growth part fills each store with (default 5000000; bench/parts/growth.ts)
 //   BENCH_GROWTH_SMALL  the smaller size it compares against, filled first (default 50000)
 //   BENCH_GROWTH_READS  requests per read and size (default 200)
@@ -36,6 +36,10 @@
 //                       created run whenever the last has been answered)
 //   BENCH_IDLE_SETTLE_SECONDS  how long a node is left without work before its idle memory is read
 //                       again (default 30: V8's memory reducer shrank idle nodes 15-18 s after start)
+//   BENCH_MEDIA_CALLS   concurrent bridged SIP calls of the media part (default 200; bench/parts/media.ts)
+//   BENCH_MEDIA_SECONDS seconds of audio each side (service, floor) plays in all (default 20)
+//   BENCH_MEDIA_ROUNDS  alternating floor/service rounds they are split into (default 2)
+//   BENCH_MEDIA_DIAL_RATE  calls per second the media part's SIP route dials (default 20)
 //   TEST_DATABASE_URL   PostgreSQL server to use (a fresh database is created and dropped)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -49,6 +53,10 @@ import {
   CONCURRENCY,
   DELIVERIES,
   IMPORT_LINES,
+  MEDIA_CALLS,
+  MEDIA_DIAL_RATE,
+  MEDIA_ROUNDS,
+  MEDIA_SECONDS,
   PARTS,
   RATE,
   ROUNDS,
@@ -63,6 +71,7 @@ import { drainBench } from './parts/drain.js';
 import { floorComparison } from './parts/floor.js';
 import { growthBench } from './parts/growth.js';
 import { importBench } from './parts/import.js';
+import { mediaBench } from './parts/media.js';
 import { pacedLoad } from './parts/paced.js';
 import { policyCost } from './parts/policy.js';
 import { saturationAndKeys } from './parts/saturation.js';
@@ -95,8 +104,10 @@ async function postgresReachable(): Promise<boolean> {
 const results: Record<string, unknown> = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version, at_start: diskAndLoad() },
-  settings: { seconds: SECONDS, rounds: ROUNDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG, deliveries: DELIVERIES, webhook_rate: WEBHOOK_RATE, suppressions: SUPPRESSIONS, campaign_contacts: CAMPAIGN_CONTACTS, campaign_calls: CAMPAIGN_CALLS, campaign_rate: CAMPAIGN_RATE, import_lines: IMPORT_LINES, parts: [...PARTS], stores: [...STORES] },
+  settings: { seconds: SECONDS, rounds: ROUNDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG, deliveries: DELIVERIES, webhook_rate: WEBHOOK_RATE, suppressions: SUPPRESSIONS, campaign_contacts: CAMPAIGN_CONTACTS, campaign_calls: CAMPAIGN_CALLS, campaign_rate: CAMPAIGN_RATE, import_lines: IMPORT_LINES, media_calls: MEDIA_CALLS, media_seconds: MEDIA_SECONDS, media_rounds: MEDIA_ROUNDS, media_dial_rate: MEDIA_DIAL_RATE, parts: [...PARTS], stores: [...STORES] },
 };
+// The media part runs once, on the embedded default: its calls touch the store only to be placed and ended.
+if (PARTS.has('media')) results.media = await mediaBench();
 if (STORES.has('sqlite')) results.sqlite = await benchStore('sqlite');
 if (!STORES.has('postgres')) results.postgres = 'skipped: not in BENCH_STORES';
 else if (await postgresReachable()) results.postgres = await benchStore('postgres');

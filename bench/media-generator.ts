@@ -15,7 +15,7 @@
 //   floor {ports}                one call per floor stream, sending to those ports
 //   calls                        the service's calls answered (ACKed), ended (BYE) and live
 //   play {group, seconds, warmupSeconds, startAt, drainMs}
-//                                plays, waits drainMs for the last echoes, resolves with the round's counts
+//                                plays, waits for the last echoes (until none came for drainMs), resolves with the round's counts
 import { randomInt } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { createRequire } from 'node:module';
@@ -25,6 +25,8 @@ import { serveMediaRequests } from './media-ipc.js';
 
 const sipLibrary = createRequire(import.meta.url)('sip') as typeof sip;
 const ADDRESS = '127.0.0.1';
+/** The longest a round waits for its last echoes. */
+const DRAIN_LIMIT_MS = 15_000;
 
 type Group = 'service' | 'floor';
 
@@ -161,7 +163,13 @@ async function play({ group, seconds, warmupSeconds, startAt, drainMs }: { group
     };
     setTimeout(tick, Math.max(0, Math.floor(startAt - nowMs())));
   });
-  await new Promise((resolve) => setTimeout(resolve, drainMs));
+  // The last echoes: until none has come for drainMs (a bridge with frames queued plays them on at
+  // real time), at most DRAIN_LIMIT_MS. What has not come back by then counts as lost.
+  const drainEnd = nowMs() + DRAIN_LIMIT_MS;
+  for (let last = c.received; ; last = c.received) {
+    await new Promise((resolve) => setTimeout(resolve, drainMs));
+    if (c.received === last || nowMs() > drainEnd) break;
+  }
   for (const call of playing) call.round = undefined;
   const { latencies, lateness, ...rest } = c;
   counts[group] = emptyCounts();

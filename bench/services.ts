@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { buildDeps } from '../src/deps.js';
+import { buildDeps, type Deps } from '../src/deps.js';
 import { migrateToLatest } from '../src/store/schema/migrate.js';
 import type { Store } from '../src/store/engine/store.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
@@ -37,6 +37,8 @@ export async function startBenchService(env: Record<string, string>): Promise<Se
 
 export interface Setup {
   store: Store;
+  /** The service's credentials cipher (the same key): for routes with credentials or settings of their own (bench/parts/media.ts). */
+  cipher: Deps['cipher'];
   fixture: OrgFixture;
   routeId: number;
   url: string;
@@ -57,6 +59,7 @@ export async function setUp(kind: StoreKind): Promise<Setup> {
   );
   return {
     store,
+    cipher: deps.cipher,
     fixture,
     routeId: route.id,
     url: database.url,
