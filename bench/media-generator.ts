@@ -14,8 +14,9 @@
 //   sip                          starts the user agent server; resolves with its port
 //   floor {ports}                one call per floor stream, sending to those ports
 //   calls                        the service's calls answered (ACKed), ended (BYE) and live
-//   play {group, seconds, warmupSeconds, startAt, drainMs}
-//                                plays, waits for the last echoes (until none came for drainMs), resolves with the round's counts
+//   play {group, seconds, warmupSeconds, startAt}
+//                                plays; resolves once the last packet is sent
+//   round {group, end}           the round's counts (with end: all of them, and the round is over)
 import { randomInt } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { createRequire } from 'node:module';
@@ -25,8 +26,6 @@ import { serveMediaRequests } from './media-ipc.js';
 
 const sipLibrary = createRequire(import.meta.url)('sip') as typeof sip;
 const ADDRESS = '127.0.0.1';
-/** The longest a round waits for its last echoes. */
-const DRAIN_LIMIT_MS = 15_000;
 
 type Group = 'service' | 'floor';
 
@@ -58,6 +57,7 @@ interface RoundOfCall {
 }
 
 interface RoundCounts {
+  calls: number;
   sent: number;
   received: number;
   duplicates: number;
@@ -79,7 +79,7 @@ let rounds = 0;
 let counts: Record<Group, RoundCounts> = { service: emptyCounts(), floor: emptyCounts() };
 
 function emptyCounts(): RoundCounts {
-  return { sent: 0, received: 0, duplicates: 0, strays: 0, foreign: 0, sequenceBreaks: 0, timestampBreaks: 0, ssrcChanges: 0, latencies: [], lateness: [] };
+  return { calls: 0, sent: 0, received: 0, duplicates: 0, strays: 0, foreign: 0, sequenceBreaks: 0, timestampBreaks: 0, ssrcChanges: 0, latencies: [], lateness: [] };
 }
 
 async function newCall(group: Group, remote: { address: string; port: number }): Promise<Call> {
@@ -124,8 +124,8 @@ function echoed(call: Call, packet: Buffer, from: RemoteInfo): void {
   call.echo = { sequence: rtp.sequence, timestamp: rtp.timestamp, ssrc: rtp.ssrc };
 }
 
-/** Plays `seconds` of audio on every live call of `group`, from `startAt` (nowMs), each call's packets offset by its share of 20 ms. */
-async function play({ group, seconds, warmupSeconds, startAt, drainMs }: { group: Group; seconds: number; warmupSeconds: number; startAt: number; drainMs: number }) {
+/** Plays `seconds` of audio on every live call of `group`, from `startAt` (nowMs), each call's packets offset by its share of 20 ms; resolves once the last is sent. */
+async function play({ group, seconds, warmupSeconds, startAt }: { group: Group; seconds: number; warmupSeconds: number; startAt: number }) {
   const playing = calls.filter((call) => call.group === group && !call.ended && (group === 'floor' || call.acked));
   const frames = Math.round((seconds * 1000) / PACKET_MS);
   const warmupFrames = Math.round((warmupSeconds * 1000) / PACKET_MS);
@@ -163,17 +163,18 @@ async function play({ group, seconds, warmupSeconds, startAt, drainMs }: { group
     };
     setTimeout(tick, Math.max(0, Math.floor(startAt - nowMs())));
   });
-  // The last echoes: until none has come for drainMs (a bridge with frames queued plays them on at
-  // real time), at most DRAIN_LIMIT_MS. What has not come back by then counts as lost.
-  const drainEnd = nowMs() + DRAIN_LIMIT_MS;
-  for (let last = c.received; ; last = c.received) {
-    await new Promise((resolve) => setTimeout(resolve, drainMs));
-    if (c.received === last || nowMs() > drainEnd) break;
-  }
-  for (const call of playing) call.round = undefined;
-  const { latencies, lateness, ...rest } = c;
+  c.calls = n;
+  return { calls: n, sent: c.sent };
+}
+
+/** The round's counts so far, and with `end` the round is over: what comes after is a stray. */
+function roundCounts({ group, end }: { group: Group; end?: boolean }) {
+  const c = counts[group];
+  if (!end) return { calls: c.calls, sent: c.sent, received: c.received };
+  for (const call of calls) if (call.group === group) call.round = undefined;
   counts[group] = emptyCounts();
-  return { calls: n, ...rest, latency_ms: latencyFigures(latencies), send_lateness_ms: latencyFigures(lateness), latencies };
+  const { latencies, lateness, ...rest } = c;
+  return { ...rest, latency_ms: latencyFigures(latencies), send_lateness_ms: latencyFigures(lateness), latencies };
 }
 
 function closeQuietly(socket: Socket): void {
@@ -254,6 +255,7 @@ serveMediaRequests(
       return { answered: service.filter((call) => call.acked).length, ended: service.filter((call) => call.ended).length, live: service.filter((call) => call.acked && !call.ended).length };
     },
     play,
+    round: roundCounts,
   },
   () => {
     signalling?.close();

@@ -7,6 +7,7 @@
 // Streams whose callSid starts with `floor-` are the floor's (bench/media-floor.ts); the others are
 // the service's calls. Requests from the parent:
 //   streams         how many streams of each group have sent `start` (and `stop`)
+//   received {group}  how many media frames the group has brought since the last take
 //   take {group}    the group's counts and latencies since the last take, then zeroed
 //   close {group}   closes the group's sockets (1000): the service hangs its calls up
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -123,6 +124,7 @@ serveMediaRequests(
   {
     url: () => url,
     streams: () => ({ started, stopped, open: { service: [...streams].filter((s) => s.group === 'service').length, floor: [...streams].filter((s) => s.group === 'floor').length } }),
+    received: ({ group }: { group: Group }) => counts[group].received,
     take: ({ group }: { group: Group }) => {
       const taken = counts[group];
       counts[group] = emptyCounts();

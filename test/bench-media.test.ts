@@ -9,30 +9,10 @@ import { after, describe, it } from 'node:test';
 import type * as sip from 'sip';
 import { nowMs, parseRtp, PCMU, readStamp } from '../bench/media-frames.js';
 import { forkMediaChild, type MediaChild } from '../bench/media-ipc.js';
+import { finishRound } from '../bench/media-round.js';
 import { scaledTimeout } from './helpers/timeouts.js';
 
 const sipLibrary = createRequire(import.meta.url)('sip') as typeof sip;
-
-interface Played {
-  calls: number;
-  sent: number;
-  received: number;
-  duplicates: number;
-  strays: number;
-  foreign: number;
-  sequenceBreaks: number;
-  timestampBreaks: number;
-  ssrcChanges: number;
-  latency_ms: { samples: number; p99: number };
-}
-
-interface Taken {
-  received: number;
-  echoed: number;
-  outOfOrder: number;
-  unreadable: number;
-  latency_ms: { samples: number; p99: number };
-}
 
 const children: MediaChild[] = [];
 const start = (script: string) => {
@@ -64,8 +44,8 @@ describe('The media bench part\'s peers (bench/media-*.ts)', () => {
     await until('floor streams started', () => runtime.call<{ started: { floor: number } }>('streams'), (s) => s.started.floor === 2);
 
     // 0.2 s on each of the 2 streams: 10 frames each, the first 5 of them warm-up (not timed).
-    const played = await generator.call<Played>('play', { group: 'floor', seconds: 0.2, warmupSeconds: 0.1, startAt: nowMs() + 50, drainMs: scaledTimeout(500) });
-    const atRuntime = await runtime.call<Taken>('take', { group: 'floor' });
+    const { sent } = await generator.call<{ sent: number }>('play', { group: 'floor', seconds: 0.2, warmupSeconds: 0.1, startAt: nowMs() + 50 });
+    const { atGenerator: played, atRuntime } = await finishRound(generator, runtime, 'floor', sent);
     assert.equal(played.calls, 2);
     assert.equal(played.sent, 20);
     assert.deepEqual({ received: atRuntime.received, echoed: atRuntime.echoed, outOfOrder: atRuntime.outOfOrder, unreadable: atRuntime.unreadable }, { received: 20, echoed: 20, outOfOrder: 0, unreadable: 0 });
@@ -79,9 +59,9 @@ describe('The media bench part\'s peers (bench/media-*.ts)', () => {
     for (const p99 of [atRuntime.latency_ms.p99, played.latency_ms.p99]) assert.ok(p99 > 0 && p99 < scaledTimeout(1000), `a one-way latency of ${p99} ms`);
 
     // A second round counts afresh: nothing of the first is counted again.
-    const again = await generator.call<Played>('play', { group: 'floor', seconds: 0.1, warmupSeconds: 0, startAt: nowMs() + 20, drainMs: scaledTimeout(500) });
+    const next = await generator.call<{ sent: number }>('play', { group: 'floor', seconds: 0.1, warmupSeconds: 0, startAt: nowMs() + 20 });
+    const { atGenerator: again, atRuntime: second } = await finishRound(generator, runtime, 'floor', next.sent);
     assert.deepEqual([again.sent, again.received, again.strays, again.sequenceBreaks], [10, 10, 0, 0]);
-    const second = await runtime.call<Taken>('take', { group: 'floor' });
     assert.deepEqual([second.received, second.outOfOrder], [10, 0], 'a new round\'s frames count from 0 again, in order');
   });
 
@@ -128,7 +108,7 @@ describe('The media bench part\'s peers (bench/media-*.ts)', () => {
     await until('the call ACKed', () => generator.call<{ answered: number; live: number }>('calls'), (c) => c.answered === 1 && c.live === 1);
 
     // Nothing echoes here: the packets are only checked as they arrive at the offer's address.
-    const played = await generator.call<Played>('play', { group: 'service', seconds: 0.1, warmupSeconds: 0, startAt: nowMs() + 20, drainMs: 100 });
+    const played = await generator.call<{ sent: number }>('play', { group: 'service', seconds: 0.1, warmupSeconds: 0, startAt: nowMs() + 20 });
     assert.equal(played.sent, 5);
     await until('5 RTP packets', async () => packets.length, (n) => n === 5);
     const parsed = packets.map((packet) => parseRtp(packet));

@@ -20,6 +20,7 @@
 // phases, per call and second of audio), and resident memory per call (RSS sampled over the steady
 // phases, less the process's idle RSS, over the calls). Then the service against the floor: CPU
 // ratio (goal ≤ 2) and latency p99 added each way (goal ≤ 5 ms).
+import { readFileSync } from 'node:fs';
 import { createTelephonyConfiguration } from '../../src/telephony/configurations.js';
 import { freeUdpPort } from '../../test/helpers/sipp.js';
 import { INSTANT_SIMULATOR, MEDIA_CALLS, MEDIA_DIAL_RATE, MEDIA_ROUNDS, MEDIA_SECONDS } from '../knobs.js';
@@ -27,36 +28,13 @@ import { round } from '../load.js';
 import { cpuTimeOf, diskAndLoad, idleMemory, memoryOf } from '../machine.js';
 import { latencyFigures, nowMs } from '../media-frames.js';
 import { forkMediaChild, type MediaChild } from '../media-ipc.js';
+import { finishRound, type MediaGroup } from '../media-round.js';
 import { setUp, startBenchService } from '../services.js';
 
 /** Each round's first second is warm-up (JIT, buffers): played, counted for loss, not timed. */
 const WARMUP_SECONDS = 1;
-/** A round ends once no echo has come for this long after its last packet (at most 15 s: media-generator.ts). */
-const DRAIN_MS = 1000;
 
-type Group = 'service' | 'floor';
-
-interface Played {
-  calls: number;
-  sent: number;
-  received: number;
-  duplicates: number;
-  strays: number;
-  foreign: number;
-  sequenceBreaks: number;
-  timestampBreaks: number;
-  ssrcChanges: number;
-  send_lateness_ms: { p99: number; max: number };
-  latencies: number[];
-}
-
-interface Taken {
-  received: number;
-  echoed: number;
-  outOfOrder: number;
-  unreadable: number;
-  latencies: number[];
-}
+type Group = MediaGroup;
 
 interface StreamsState {
   started: Record<Group, number>;
@@ -89,9 +67,34 @@ interface Side {
   /** CPU time of the generator and the runtime over the same steady phases: peers near 1 (a whole core) are the bottleneck, not the relay. */
   peers: { generator: number; runtime: number };
   rss: number[];
+  /** Datagrams the kernel dropped for a full socket receive buffer during the rounds (the whole machine's count). */
+  rcvbufErrors: number;
+  /** The machine's CPU pressure (share of time some runnable task waited for a core) at each round's end. */
+  cpuPressure: number[];
 }
 
-const newSide = (group: Group): Side => ({ group, calls: 0, sent: 0, atRuntime: 0, echoed: 0, back: 0, duplicates: 0, strays: 0, foreign: 0, outOfOrder: 0, unreadable: 0, sequenceBreaks: 0, timestampBreaks: 0, ssrcChanges: 0, inbound: [], outbound: [], lateness: [], p99PerRound: { inbound: [], outbound: [] }, cpu: { main: 0, all: 0, seconds: 0 }, peers: { generator: 0, runtime: 0 }, rss: [] });
+const newSide = (group: Group): Side => ({ group, calls: 0, sent: 0, atRuntime: 0, echoed: 0, back: 0, duplicates: 0, strays: 0, foreign: 0, outOfOrder: 0, unreadable: 0, sequenceBreaks: 0, timestampBreaks: 0, ssrcChanges: 0, inbound: [], outbound: [], lateness: [], p99PerRound: { inbound: [], outbound: [] }, cpu: { main: 0, all: 0, seconds: 0 }, peers: { generator: 0, runtime: 0 }, rss: [], rcvbufErrors: 0, cpuPressure: [] });
+
+/** UDP datagrams dropped by the kernel for a full receive buffer so far, the machine's count (/proc/net/snmp, Linux); NaN elsewhere. */
+function udpReceiveBufferErrors(): number {
+  try {
+    const lines = readFileSync('/proc/net/snmp', 'utf8').split('\n').filter((line) => line.startsWith('Udp:'));
+    const names = (lines[0] ?? '').split(/\s+/);
+    const values = (lines[1] ?? '').split(/\s+/);
+    return Number(values[names.indexOf('RcvbufErrors')]);
+  } catch {
+    return NaN;
+  }
+}
+
+/** The share of the last 10 s in which some runnable task waited for a core (/proc/pressure/cpu, Linux PSI); NaN elsewhere. */
+function cpuPressure(): number {
+  try {
+    return Number(/some avg10=([\d.]+)/.exec(readFileSync('/proc/pressure/cpu', 'utf8'))?.[1] ?? NaN) / 100;
+  } catch {
+    return NaN;
+  }
+}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
@@ -111,7 +114,8 @@ async function until<T>(what: string, timeoutMs: number, read: () => Promise<T>,
 /** One round of play on one side, with the relaying process's CPU time and RSS over its steady phase. */
 async function playRound(side: Side, pid: number | undefined, generator: MediaChild, runtime: MediaChild, seconds: number): Promise<void> {
   const startAt = nowMs() + 300;
-  const playing = generator.call<Played>('play', { group: side.group, seconds, warmupSeconds: WARMUP_SECONDS, startAt, drainMs: DRAIN_MS });
+  const dropsBefore = udpReceiveBufferErrors();
+  const playing = generator.call<{ sent: number }>('play', { group: side.group, seconds, warmupSeconds: WARMUP_SECONDS, startAt });
   await sleep(startAt + WARMUP_SECONDS * 1000 - nowMs());
   const before = cpuTimeOf(pid, 'sqlite');
   const peersBefore = [cpuTimeOf(generator.child.pid, 'sqlite'), cpuTimeOf(runtime.child.pid, 'sqlite')];
@@ -132,8 +136,9 @@ async function playRound(side: Side, pid: number | undefined, generator: MediaCh
     side.cpu.all += after.all - before.all;
     side.cpu.seconds += (nowMs() - steadyFrom) / 1000;
   }
-  const played = await playing;
-  const taken = await runtime.call<Taken>('take', { group: side.group });
+  const { atGenerator: played, atRuntime: taken } = await finishRound(generator, runtime, side.group, (await playing).sent);
+  side.rcvbufErrors += udpReceiveBufferErrors() - dropsBefore;
+  side.cpuPressure.push(cpuPressure());
   side.calls = played.calls;
   side.sent += played.sent;
   side.atRuntime += taken.received;
@@ -173,7 +178,11 @@ function figures(side: Side, idleRssMb: number | undefined) {
       unreadable_at_runtime: side.unreadable,
       strays: side.strays,
       from_foreign_source: side.foreign,
+      // Where lost frames usually went on a loaded machine: a relay not scheduled for seconds, its
+      // sockets' receive buffers full (the machine's count over the rounds: other processes' too).
+      udp_receive_buffer_drops_on_machine: side.rcvbufErrors,
     },
+    cpu_pressure_per_round: side.cpuPressure,
     // The echo's RTP as the generator checked it: sequence +1 a packet, timestamp +160 within a talkspurt, one SSRC.
     rtp_checks: { sequence_breaks: side.sequenceBreaks, timestamp_breaks: side.timestampBreaks, ssrc_changes: side.ssrcChanges },
     latency_ms: { inbound: latencyFigures(side.inbound), outbound: latencyFigures(side.outbound), p99_per_round: side.p99PerRound },
