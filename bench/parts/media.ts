@@ -138,7 +138,7 @@ async function playRound(side: Side, pid: number | undefined, generator: MediaCh
   }
   const { atGenerator: played, atRuntime: taken } = await finishRound(generator, runtime, side.group, (await playing).sent);
   side.rcvbufErrors += udpReceiveBufferErrors() - dropsBefore;
-  side.cpuPressure.push(cpuPressure());
+  side.cpuPressure.push(round(cpuPressure(), 2));
   side.calls = played.calls;
   side.sent += played.sent;
   side.atRuntime += taken.received;
