@@ -10,14 +10,15 @@
 // relay joined to a bare WebSocket relay per stream) carries the same number of streams between
 // the same generator and runtime. Floor and service play in alternating rounds
 // (BENCH_MEDIA_ROUNDS, BENCH_MEDIA_SECONDS of audio per side in all), so the shared machine's noise
-// falls on both alike; the first second of each round is warm-up, left out of the latency and CPU
-// figures.
+// falls on both alike; the first second of each round is warm-up, left out of the latency and
+// memory figures.
 //
 // Figures per side: frames lost each way (sent by the generator against received by the runtime;
 // echoed by the runtime against received back), the one-way latency each way (the generator's and
 // the runtime's send times are stamped in each frame, read on the machine's one monotonic clock at
-// arrival), CPU time of the relaying process per call (its /proc CPU time over the rounds' steady
-// phases, per call and second of audio), and resident memory per call (RSS sampled over the steady
+// arrival), CPU time of the relaying process per call (its /proc CPU time over the whole rounds,
+// first packet to last echo, per call and second of audio: a starved process does the work late
+// but does it), and resident memory per call (RSS sampled over the steady
 // phases, less the process's idle RSS, over the calls). Then the service against the floor: CPU
 // ratio (goal ≤ 2) and latency p99 added each way (goal ≤ 5 ms).
 import { readFileSync } from 'node:fs';
@@ -63,8 +64,9 @@ interface Side {
   lateness: number[];
   /** Each round's p99 one-way latency, inbound and outbound: how much the rounds differ. */
   p99PerRound: { inbound: number[]; outbound: number[] };
-  cpu: { main: number; all: number; seconds: number };
-  /** CPU time of the generator and the runtime over the same steady phases: peers near 1 (a whole core) are the bottleneck, not the relay. */
+  /** CPU time over the rounds (ms), how long they took from the first packet to the last echo (s), and the audio they played (s). */
+  cpu: { main: number; all: number; seconds: number; audioSeconds: number };
+  /** CPU time of the generator and the runtime over the same rounds: peers near 1 (a whole core) are the bottleneck, not the relay. */
   peers: { generator: number; runtime: number };
   rss: number[];
   /** Datagrams the kernel dropped for a full socket receive buffer during the rounds (the whole machine's count). */
@@ -73,7 +75,7 @@ interface Side {
   cpuPressure: number[];
 }
 
-const newSide = (group: Group): Side => ({ group, calls: 0, sent: 0, atRuntime: 0, echoed: 0, back: 0, duplicates: 0, strays: 0, foreign: 0, outOfOrder: 0, unreadable: 0, sequenceBreaks: 0, timestampBreaks: 0, ssrcChanges: 0, inbound: [], outbound: [], lateness: [], p99PerRound: { inbound: [], outbound: [] }, cpu: { main: 0, all: 0, seconds: 0 }, peers: { generator: 0, runtime: 0 }, rss: [], rcvbufErrors: 0, cpuPressure: [] });
+const newSide = (group: Group): Side => ({ group, calls: 0, sent: 0, atRuntime: 0, echoed: 0, back: 0, duplicates: 0, strays: 0, foreign: 0, outOfOrder: 0, unreadable: 0, sequenceBreaks: 0, timestampBreaks: 0, ssrcChanges: 0, inbound: [], outbound: [], lateness: [], p99PerRound: { inbound: [], outbound: [] }, cpu: { main: 0, all: 0, seconds: 0, audioSeconds: 0 }, peers: { generator: 0, runtime: 0 }, rss: [], rcvbufErrors: 0, cpuPressure: [] });
 
 /** UDP datagrams dropped by the kernel for a full receive buffer so far, the machine's count (/proc/net/snmp, Linux); NaN elsewhere. */
 function udpReceiveBufferErrors(): number {
@@ -111,22 +113,27 @@ async function until<T>(what: string, timeoutMs: number, read: () => Promise<T>,
   }
 }
 
-/** One round of play on one side, with the relaying process's CPU time and RSS over its steady phase. */
+/**
+ * One round of play on one side, with the relaying process's CPU time over the whole round (from
+ * before its first packet until every frame is back: a process starved of a core on a loaded
+ * machine does the round's work late, in the drain, and it is counted all the same) and its RSS
+ * over the steady phase.
+ */
 async function playRound(side: Side, pid: number | undefined, generator: MediaChild, runtime: MediaChild, seconds: number): Promise<void> {
-  const startAt = nowMs() + 300;
   const dropsBefore = udpReceiveBufferErrors();
-  const playing = generator.call<{ sent: number }>('play', { group: side.group, seconds, warmupSeconds: WARMUP_SECONDS, startAt });
-  await sleep(startAt + WARMUP_SECONDS * 1000 - nowMs());
   const before = cpuTimeOf(pid, 'sqlite');
   const peersBefore = [cpuTimeOf(generator.child.pid, 'sqlite'), cpuTimeOf(runtime.child.pid, 'sqlite')];
-  const steadyFrom = nowMs();
+  const roundFrom = nowMs();
+  const startAt = roundFrom + 300;
+  const playing = generator.call<{ sent: number }>('play', { group: side.group, seconds, warmupSeconds: WARMUP_SECONDS, startAt });
+  await sleep(startAt + WARMUP_SECONDS * 1000 - nowMs());
   const steadyUntil = startAt + seconds * 1000;
   while (nowMs() < steadyUntil - 250) {
     const memory = memoryOf(pid);
     if (typeof memory !== 'string') side.rss.push(memory.rss_mb);
     await sleep(Math.min(500, steadyUntil - nowMs()));
   }
-  await sleep(steadyUntil - nowMs());
+  const { atGenerator: played, atRuntime: taken } = await finishRound(generator, runtime, side.group, (await playing).sent);
   const after = cpuTimeOf(pid, 'sqlite');
   const peersAfter = [cpuTimeOf(generator.child.pid, 'sqlite'), cpuTimeOf(runtime.child.pid, 'sqlite')];
   side.peers.generator += (peersAfter[0]?.all ?? NaN) - (peersBefore[0]?.all ?? NaN);
@@ -134,9 +141,9 @@ async function playRound(side: Side, pid: number | undefined, generator: MediaCh
   if (before && after) {
     side.cpu.main += after.main - before.main;
     side.cpu.all += after.all - before.all;
-    side.cpu.seconds += (nowMs() - steadyFrom) / 1000;
+    side.cpu.seconds += (nowMs() - roundFrom) / 1000;
+    side.cpu.audioSeconds += seconds;
   }
-  const { atGenerator: played, atRuntime: taken } = await finishRound(generator, runtime, side.group, (await playing).sent);
   side.rcvbufErrors += udpReceiveBufferErrors() - dropsBefore;
   side.cpuPressure.push(round(cpuPressure(), 2));
   side.calls = played.calls;
@@ -163,7 +170,7 @@ async function playRound(side: Side, pid: number | undefined, generator: MediaCh
 /** One side's figures: frames each way, latency each way, CPU and memory per call. */
 function figures(side: Side, idleRssMb: number | undefined) {
   const mean = side.rss.length > 0 ? side.rss.reduce((a, b) => a + b, 0) / side.rss.length : NaN;
-  const callSeconds = side.calls * side.cpu.seconds;
+  const callSeconds = side.calls * side.cpu.audioSeconds;
   return {
     calls: side.calls,
     frames: {
@@ -188,12 +195,15 @@ function figures(side: Side, idleRssMb: number | undefined) {
     latency_ms: { inbound: latencyFigures(side.inbound), outbound: latencyFigures(side.outbound), p99_per_round: side.p99PerRound },
     generator_send_lateness_p99_ms_per_round: side.lateness,
     cpu: {
-      // CPU time of the relaying process per call and second of audio, in ms: 10 is 1 % of a core.
+      // CPU time of the relaying process over the rounds per call and second of audio played, in ms:
+      // 10 is 1 % of a core. The rounds' warm-up and drain are in it (their audio counts too).
       process_ms_per_call_second: round(side.cpu.all / callSeconds, 3),
       main_thread_ms_per_call_second: round(side.cpu.main / callSeconds, 3),
+      // Its share of a core from each round's first packet to its last echo, and how long that took (the audio lasted audio_seconds).
       process_busy: round(side.cpu.all / 1000 / side.cpu.seconds, 2),
-      steady_seconds: round(side.cpu.seconds, 1),
-      // The peers' share of a core over the same phases (the generator's and the runtime's processes).
+      round_seconds: round(side.cpu.seconds, 1),
+      audio_seconds: side.cpu.audioSeconds,
+      // The peers' share of a core over the same rounds (the generator's and the runtime's processes).
       peers_busy: { generator: round(side.peers.generator / 1000 / side.cpu.seconds, 2), runtime: round(side.peers.runtime / 1000 / side.cpu.seconds, 2) },
     },
     memory: {
