@@ -7,7 +7,9 @@
 // policy, campaigns, import) on each store and writes the results; what they share lives beside
 // it: the knobs (knobs.ts), the service and its database (services.ts), the load and its
 // summaries (load.ts, with the generator process in open-loop.ts), and what is read of the machine
-// (machine.ts). The machine is shared and noisy: only figures from one run compare.
+// (machine.ts). The media part (parts/media.ts) runs once, on SQLite, with peers of its own
+// (media-generator.ts, media-runtime.ts, media-floor.ts). The machine is shared and noisy: only
+// figures from one run compare.
 //
 //   BENCH_SECONDS       length of each load phase (default 10)
 //   BENCH_ROUNDS        alternating floor/service rounds of the floor comparison (default 4)
