@@ -234,7 +234,7 @@ export async function mediaBench() {
       { orgId: setup.fixture.orgId, name: 'Bench trunk', provider: 'sip', callerIds: ['+12025550100'], callsPerSecond: MEDIA_DIAL_RATE, maxConcurrentCalls: calls, settings: { host: '127.0.0.1', port: sipPort, transport: 'udp' } },
       Date.now(),
     );
-    // A range of RTP ports of its own, twice as many as the calls (even ports only), somewhere the tests' ranges rarely are.
+    // A range of RTP ports of its own (4 per call: twice as many even ones as calls, since a port another process holds is skipped), away from where the tests pick theirs (20000-39999).
     const rtpBase = 50_000 + 2 * Math.floor(Math.random() * 2_000);
     service = await startBenchService({
       ...INSTANT_SIMULATOR,
