@@ -22,6 +22,7 @@ import { declareScopes, type PublicRoute } from './http/scopes.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { organizationRoutes } from './http/routes/organization.js';
 import { telephonyConfigurationRoutes } from './http/routes/telephony-configurations.js';
+import { auditEventRoutes } from './http/routes/audit-events.js';
 import { initiateCallRoutes } from './http/routes/initiate-call.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { problemPageRoutes } from './http/routes/problem-pages.js';
@@ -39,6 +40,7 @@ import { suppressionRoutes } from './http/routes/suppressions.js';
 import { phoneNumberRoutes } from './http/routes/phone-numbers.js';
 import { webhookEndpointRoutes } from './http/routes/webhook-endpoints.js';
 import { workflowRunRoutes } from './http/routes/workflow-runs.js';
+import { workflowRoutes } from './http/routes/workflows.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -173,6 +175,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       await publicApi.register(apiKeyRoutes(deps));
       await publicApi.register(telephonyConfigurationRoutes(deps));
       await publicApi.register(organizationRoutes(deps));
+      await publicApi.register(workflowRoutes(deps));
+      await publicApi.register(auditEventRoutes(deps));
     },
     { prefix: '/api/v1/public' },
   );

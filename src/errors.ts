@@ -36,6 +36,7 @@ export const ERROR_CODES = [
   'transfer_in_progress',
   'campaign_state_conflict',
   'telephony_configuration_disabled',
+  'workflow_state_conflict',
   'runs_not_ended',
   'webhook_delivery_pending',
   'payload_too_large',

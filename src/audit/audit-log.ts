@@ -2,8 +2,14 @@
 // before and after, and when. An entry is written by `recordAuditEvent` inside the transaction of
 // the change it records, so a change is never without its entry nor an entry without its change.
 // Secrets never reach the table: every before/after is redacted here, whatever the caller passes.
+// Each entry is also an `audit.event` webhook message, written to the outbox in the same
+// transaction, for the endpoints that name that type (docs/webhooks.md).
 import { insertAuditEvent } from '../store/statements/audit-statements.js';
+import { insertOrganizationDeliveries } from '../store/statements/webhook-statements.js';
+import type { AuditEventRow } from '../store/schema/schema.js';
 import type { StoreTransaction } from '../store/engine/store.js';
+import { AUDIT_WEBHOOK_TYPE, auditMessageId } from '../webhooks/event-types.js';
+import { auditMessageBody } from '../webhooks/message.js';
 
 /** Who made a change: an API key (its id and name), the CLI on the database, or the service itself. */
 export type AuditActor = { kind: 'api_key'; keyId: number; keyName: string } | { kind: 'cli' } | { kind: 'system' };
@@ -31,14 +37,17 @@ const ACTION = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
 const TARGET_TYPE = /^[a-z][a-z0-9_]*$/;
 
 /**
- * Records one entry in the caller's transaction and returns its id. A malformed action or target
- * type is a programming error and throws (the transaction, and so the change, is rolled back).
+ * Records one entry in the caller's transaction, with its `audit.event` message to every enabled
+ * endpoint of the organization that names that type, and returns its id. The message is in the
+ * outbox once the change commits; the delivery workers find it at their next look (a caller that
+ * can wake them after the commit does: `Signals.outbox`). A malformed action or target type is a
+ * programming error and throws (the transaction, and so the change, is rolled back).
  */
 export async function recordAuditEvent(trx: StoreTransaction, entry: AuditEntry): Promise<number> {
   if (!ACTION.test(entry.action)) throw new Error(`Audit action "${entry.action}" is not <target>.<verb> in lower snake case`);
   if (!TARGET_TYPE.test(entry.target.type)) throw new Error(`Audit target type "${entry.target.type}" is not lower snake case`);
   const { actor } = entry;
-  return insertAuditEvent(trx, {
+  const row: Omit<AuditEventRow, 'id'> = {
     org_id: entry.orgId,
     actor: actor.kind,
     actor_key_id: actor.kind === 'api_key' ? actor.keyId : null,
@@ -49,7 +58,45 @@ export async function recordAuditEvent(trx: StoreTransaction, entry: AuditEntry)
     before: entry.before === undefined ? null : JSON.stringify(redactSecrets(entry.before)),
     after: entry.after === undefined ? null : JSON.stringify(redactSecrets(entry.after)),
     created_at: entry.at,
+  };
+  const id = await insertAuditEvent(trx, row);
+  await insertOrganizationDeliveries(trx, entry.orgId, {
+    messageId: auditMessageId(id),
+    eventType: AUDIT_WEBHOOK_TYPE,
+    payload: auditMessageBody(entry.at, auditEventView({ ...row, id })),
+    at: entry.at,
+    onlyNamed: true,
   });
+  return id;
+}
+
+/** An entry as the API lists it and the `audit.event` message carries it (the AuditEvent schema). */
+export interface AuditEventView {
+  id: number;
+  action: string;
+  actor: AuditEventRow['actor'];
+  actor_key_id: number | null;
+  actor_key_name: string | null;
+  target_type: string;
+  target_id: string | null;
+  before: unknown;
+  after: unknown;
+  created_at: string;
+}
+
+export function auditEventView(row: AuditEventRow): AuditEventView {
+  return {
+    id: Number(row.id),
+    action: row.action,
+    actor: row.actor,
+    actor_key_id: row.actor_key_id === null ? null : Number(row.actor_key_id),
+    actor_key_name: row.actor_key_name,
+    target_type: row.target_type,
+    target_id: row.target_id,
+    before: row.before === null ? null : (JSON.parse(row.before) as unknown),
+    after: row.after === null ? null : (JSON.parse(row.after) as unknown),
+    created_at: new Date(Number(row.created_at)).toISOString(),
+  };
 }
 
 /** What a redacted value is replaced with. */

@@ -27,7 +27,8 @@ const EXTENSION_MEMBERS: Partial<Record<number, TProperties>> = {
   },
   409: {
     header: Type.Optional(Type.String({ description: 'The request header the problem is about (idempotency_key_in_use: Idempotency-Key)' })),
-    state: Type.Optional(Type.String({ description: 'The campaign\'s state, which does not allow the action (campaign_state_conflict)' })),
+    state: Type.Optional(Type.String({ description: 'The campaign\'s or workflow\'s state, which does not allow the action (campaign_state_conflict, workflow_state_conflict)' })),
+    draft_version: Type.Optional(Type.Union([Type.Integer(), Type.Null()], { description: 'The workflow\'s draft version now, null when it has none (workflow_state_conflict)' })),
     runs: Type.Optional(
       Type.Array(Type.Object({ id: Type.Integer(), name: Type.Union([Type.String(), Type.Null()]), state: Type.String() }), {
         description: 'The runs to the number that have not ended (runs_not_ended)',

@@ -45,6 +45,7 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   transfer_in_progress: { status: 409, title: 'Transfer in progress' },
   campaign_state_conflict: { status: 409, title: 'Campaign state conflict' },
   telephony_configuration_disabled: { status: 409, title: 'Telephony configuration disabled' },
+  workflow_state_conflict: { status: 409, title: 'Workflow state conflict' },
   runs_not_ended: { status: 409, title: 'Runs not ended' },
   webhook_delivery_pending: { status: 409, title: 'Webhook delivery pending' },
   payload_too_large: { status: 413, title: 'Payload too large' },

@@ -18,6 +18,8 @@ interface Family {
   summary: (type: WebhookEventType) => string;
   /** Its body, whose `type` is one of the family's types. */
   body: (types: readonly WebhookEventType[]) => TSchema;
+  /** Sent only to endpoints that name the type, not to those subscribed to every type. */
+  onlyNamed?: boolean;
 }
 
 const Timestamp = Type.String({ format: 'date-time', description: 'When the event happened' });
@@ -74,6 +76,21 @@ const FAMILIES: readonly Family[] = [
           }),
         },
         { title: 'CampaignWebhookMessage', description: 'A change of one of the organization\'s campaigns.' },
+      ),
+  },
+  {
+    schemaName: 'AuditWebhookMessage',
+    claims: (type) => type.startsWith('audit.'),
+    summary: () => 'An entry was written to the organization\'s audit log (a key created or revoked, a workflow created, drafted, published or archived, …), as GET /audit-events lists it, secrets redacted. Only a key with the admin scope may subscribe an endpoint to it.',
+    onlyNamed: true,
+    body: (types) =>
+      Type.Object(
+        {
+          type: StringEnum(types),
+          timestamp: Timestamp,
+          data: Type.Object({ audit_event: Type.Unsafe({ $ref: '#/components/schemas/AuditEvent' }) }),
+        },
+        { title: 'AuditWebhookMessage', description: 'A change of how the organization is set up, as its audit log recorded it. No order between messages: sort by the entry\'s id.' },
       ),
   },
   {
@@ -135,7 +152,7 @@ export function webhooksSection(): Record<string, unknown> {
           post: {
             operationId: operationIdOf(type),
             summary: type,
-            description: `${family.summary(type)} Sent to every enabled endpoint of the organization subscribed to \`${type}\` (or to every type), signed to the Standard Webhooks specification, and retried on WEBHOOK_RETRY_SCHEDULE until it is answered 2xx or the schedule ends.`,
+            description: `${family.summary(type)} Sent to every enabled endpoint of the organization subscribed to \`${type}\`${family.onlyNamed ? ' by name (not to those subscribed to every type)' : ' (or to every type)'}, signed to the Standard Webhooks specification, and retried on WEBHOOK_RETRY_SCHEDULE until it is answered 2xx or the schedule ends.`,
             tags: ['Webhooks'],
             security: [],
             parameters: SIGNATURE_HEADERS.map(({ name, description, example }) => ({ in: 'header', name, required: true, description, schema: { type: 'string' }, example })),

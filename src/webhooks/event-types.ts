@@ -8,6 +8,9 @@ import { isTerminal, type RunState } from '../runs/states.js';
 // appended an event of its own (`agent.*`, docs/design.md, "Agent runtime hand-off"); run.transfer:
 // the runtime asked for a transfer, or one ended without the target answering (an answered one
 // ends the run: run.ended, `transferred`); run.dtmf: digits were sent on the call at its word.
+// audit.event: an entry of the organization's audit log (docs/design.md, "Audit log"), sent only to
+// endpoints that name it (never to those subscribed to every type), and named only by a key with
+// the admin scope, since the audit log is the admin scope's to read.
 // campaign.*: every change of a campaign's state the event stream reports: created (a draft),
 // started, paused (by request, its circuit breaker or its ends_at), resumed, completed, canceled.
 export const WEBHOOK_EVENT_TYPES = [
@@ -28,6 +31,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'campaign.resumed',
   'campaign.completed',
   'campaign.canceled',
+  'audit.event',
   'webhook.test',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -69,6 +73,14 @@ export type CampaignEventType = Extract<WebhookEventType, `campaign.${string}`>;
  */
 export function campaignMessageId(campaignId: number, type: CampaignEventType, at: number): string {
   return `msg_campaign${campaignId}_${type.slice('campaign.'.length)}_${at}_${randomBytes(6).toString('base64url')}`;
+}
+
+/** The audit log's message type, sent only to endpoints that name it. */
+export const AUDIT_WEBHOOK_TYPE: WebhookEventType = 'audit.event';
+
+/** The message id of an audit entry: its id is unique, so the message's is, on every endpoint and retry. */
+export function auditMessageId(auditEventId: number): string {
+  return `msg_audit${auditEventId}`;
 }
 
 /**

@@ -19,8 +19,13 @@ export function campaignMessageBody(type: string, at: number, campaign: { id: nu
   return JSON.stringify({ type, timestamp: iso(at), data: { campaign: { id: campaign.id, name: campaign.name, state: campaign.state, paused_reason: campaign.paused_reason } } });
 }
 
+/** An audit entry's message is written whole with the entry, as the audit log's listing shows it. */
+export function auditMessageBody(at: number, auditEvent: unknown): string {
+  return JSON.stringify({ type: 'audit.event', timestamp: iso(at), data: { audit_event: auditEvent } });
+}
+
 export function messageBody(delivery: Pick<ClaimedDelivery, 'event_type' | 'payload' | 'workflow_uuid' | 'definition_version'>): string {
-  if (delivery.event_type === 'webhook.test' || delivery.event_type.startsWith('campaign.')) return delivery.payload;
+  if (delivery.event_type === 'webhook.test' || delivery.event_type.startsWith('campaign.') || delivery.event_type.startsWith('audit.')) return delivery.payload;
   const { run, event } = JSON.parse(delivery.payload) as RunEventPayload;
   const view = toRunView({ ...run, workflow_uuid: delivery.workflow_uuid ?? '', definition_version: delivery.definition_version ?? 0 });
   return JSON.stringify({

@@ -1,4 +1,4 @@
-// What an organization can call with and through: its workflows (agents), its telephony
+// What an organization can call through: its telephony
 // configurations and the providers they can use (the registry's, telephony/registry.ts),
 // read-only. Credentials never leave the store: the configuration view here is an explicit list of
 // fields, so a field added to the row is not shown until someone decides it may be.
@@ -8,27 +8,10 @@ import type { Deps } from '../../deps.js';
 import { iso } from '../../runs/read-run.js';
 import { listTelephonyConfigurationRows, viewConfiguration } from '../../telephony/configurations.js';
 import type { RouteFieldDescription } from '../../telephony/definition.js';
-import { listWorkflows } from '../../workflows/workflows.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresScope } from '../scopes.js';
 import { StringEnum, withRateLimitHeaders } from '../schemas.js';
-
-const Uuid = Type.String({ format: 'uuid' });
-
-const Workflow = Type.Object({
-  workflow_uuid: Uuid,
-  name: Type.String(),
-  status: StringEnum(['active', 'archived'] as const),
-  published_version: Type.Union([Type.Integer(), Type.Null()], { description: 'The version the non-test operations run; null when nothing is published' }),
-  draft_version: Type.Union([Type.Integer(), Type.Null()], { description: 'The version the test operations run when there is one' }),
-  agent_uuids: Type.Array(Uuid, { description: 'The published version\'s agent UUIDs (API triggers)' }),
-  draft_agent_uuids: Type.Array(Uuid, { description: 'The draft\'s agent UUIDs' }),
-  variables: Type.Array(Type.String(), { description: 'The published version\'s variable names (the keys its initial_context may set), sorted' }),
-  draft_variables: Type.Array(Type.String(), { description: 'The draft\'s variable names, sorted' }),
-  created_at: Type.String({ format: 'date-time' }),
-  updated_at: Type.String({ format: 'date-time' }),
-});
 
 /** A configuration as listed; its provider is one of the registry's (telephony/registry.ts). */
 const telephonyConfiguration = (providers: readonly string[]) => Type.Object(
@@ -82,24 +65,6 @@ const REFUSALS = ['missing_api_key', 'invalid_api_key', 'rate_limited'] as const
 export function catalogRoutes(deps: Deps): FastifyPluginAsync {
   const TelephonyConfiguration = telephonyConfiguration(deps.registry.names);
   return async (app) => {
-    app.get(
-      '/workflows',
-      {
-        schema: {
-          operationId: 'listWorkflows',
-          summary: 'List Workflows',
-          description: 'The organization\'s workflows (agents), oldest first, with their published and draft versions and the agent UUIDs of each.',
-          tags: ['Workflows'],
-          security: requiresScope('calls'),
-          response: { 200: withRateLimitHeaders(Type.Object({ data: Type.Array(Workflow) })), ...problemResponses([...REFUSALS]) },
-        },
-      },
-      async (request) => {
-        const workflows = await listWorkflows(deps.store, authOf(request).orgId);
-        return { data: workflows.map((w) => ({ ...w, created_at: iso(w.created_at), updated_at: iso(w.updated_at) })) };
-      },
-    );
-
     const providers = deps.registry.definitions.map((d) => {
       const field = (f: RouteFieldDescription) => ({ name: f.name, description: f.description, type: f.type, required: f.required === true });
       const c = d.capabilities;

@@ -1,10 +1,10 @@
 // Webhook endpoints of the key's organization (webhooks/endpoints.ts does the work). Another
 // organization's endpoint ids answer 404, like unknown ones.
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
-import { WEBHOOK_EVENT_TYPES } from '../../webhooks/event-types.js';
+import { AUDIT_WEBHOOK_TYPE, WEBHOOK_EVENT_TYPES } from '../../webhooks/event-types.js';
 import {
   createEndpoint,
   getEndpoint,
@@ -36,7 +36,7 @@ function parseId(text: string, code: 'webhook_endpoint_not_found' | 'webhook_del
 
 /** The shared `WebhookEventType` schema (webhook-schemas.ts). */
 const EventType = Type.Unsafe<WebhookEventType>(Type.Ref('WebhookEventType'));
-const Events = Type.Array(EventType, { uniqueItems: true, maxItems: WEBHOOK_EVENT_TYPES.length, description: 'The message types sent to this endpoint; omitted or empty: every type' });
+const Events = Type.Array(EventType, { uniqueItems: true, maxItems: WEBHOOK_EVENT_TYPES.length, description: 'The message types sent to this endpoint; omitted or empty: every type but audit.event, which is sent only to endpoints that name it (and only a key with the admin scope may name it)' });
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Where messages are POSTed: https, resolving only to public addresses (unless the operator set WEBHOOK_ALLOW_PRIVATE_NETWORKS)', examples: ['https://api.acmecrm.io/hooks/dialtone'] });
 const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()], { description: 'Free text for your own reference' });
 
@@ -44,7 +44,7 @@ const Endpoint = Type.Object(
   {
     id: Type.Integer({ minimum: 1 }),
     url: Type.String(),
-    events: Type.Array(EventType, { description: 'Subscribed types; empty means every type' }),
+    events: Type.Array(EventType, { description: 'Subscribed types; empty means every type but audit.event' }),
     enabled: Type.Boolean(),
     disabled_reason: NullableStringEnum(['request', 'gone', 'failing'] as const, {
       description: '`request`: disabled through the API; `gone`: the endpoint answered 410; `failing`: no success for WEBHOOK_DISABLE_AFTER_MS',
@@ -102,6 +102,16 @@ const OWN: ErrorCode[] = [...REFUSALS, 'not_found', 'webhook_endpoint_not_found'
 /** A body that is sent is parsed even where none is read. */
 const BODY: ErrorCode[] = ['unsupported_media_type', 'payload_too_large', 'malformed_json'];
 
+/**
+ * The audit log is the admin scope's to read (GET /audit-events), so only a key holding it may
+ * subscribe an endpoint to `audit.event`, or change an endpoint that is: otherwise a key that may
+ * only manage webhooks could have the log sent to a URL of its choosing.
+ */
+function requireAdminForAudit(request: FastifyRequest, events: readonly string[] | undefined): void {
+  if (!events?.includes(AUDIT_WEBHOOK_TYPE) || authOf(request).scopes.includes('admin')) return;
+  throw new DialtoneError('insufficient_scope', `Only an API key with the "admin" scope may subscribe an endpoint to ${AUDIT_WEBHOOK_TYPE}, or change one that is.`, { extra: { required_scope: 'admin' } });
+}
+
 export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
   const ctx: WebhookContext = { store: deps.store, cipher: deps.cipher, clock: deps.clock, config: deps.config, wake: () => deps.signals.outbox() };
   const common = { tags: ['Webhooks'], security: requiresScope('webhooks') };
@@ -126,6 +136,7 @@ export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
       },
       async (request, reply) => {
         const body = request.body as { url: string; events?: WebhookEventType[]; description?: string | null };
+        requireAdminForAudit(request, body.events);
         reply.code(201);
         return createEndpoint(ctx, authOf(request).orgId, body);
       },
@@ -185,7 +196,12 @@ export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
       },
       async (request) => {
         const { id } = request.params as { id: string };
-        return patchEndpoint(ctx, authOf(request).orgId, parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint'), request.body as EndpointPatch);
+        const endpointId = parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint');
+        const patch = request.body as EndpointPatch;
+        requireAdminForAudit(request, patch.events);
+        // Nor may it redirect, or otherwise change, an endpoint that receives the audit log.
+        requireAdminForAudit(request, (await getEndpoint(ctx, authOf(request).orgId, endpointId)).events);
+        return patchEndpoint(ctx, authOf(request).orgId, endpointId, patch);
       },
     );
 

@@ -25,10 +25,13 @@ export async function insertAuditEvent(on: Connection, row: NewAuditEventRow): P
 
 export interface AuditEventFilter {
   action?: string;
+  /** What changed: its type (`api_key`, `workflow`, …), and its id. */
+  targetType?: string;
+  targetId?: string;
   /** An API key's id: the entries it made. */
   actorKeyId?: number;
-  /** 'cli' or 'system': the entries made without a key. */
-  actor?: Exclude<AuditActorKind, 'api_key'>;
+  /** Who acted: 'cli' or 'system' for the entries made without a key, 'api_key' for those made with one. */
+  actor?: AuditActorKind;
   /** created_at at or after (ms). */
   since?: number;
   /** created_at before (ms). */
@@ -41,6 +44,8 @@ export interface AuditEventFilter {
 export function selectAuditEvents(on: Connection, orgId: number, filter: AuditEventFilter, limit: number) {
   let query = queryable(on).selectFrom('audit_events').selectAll().where('org_id', '=', orgId);
   if (filter.action !== undefined) query = query.where('action', '=', filter.action);
+  if (filter.targetType !== undefined) query = query.where('target_type', '=', filter.targetType);
+  if (filter.targetId !== undefined) query = query.where('target_id', '=', filter.targetId);
   if (filter.actorKeyId !== undefined) query = query.where('actor', '=', 'api_key').where('actor_key_id', '=', filter.actorKeyId);
   if (filter.actor !== undefined) query = query.where('actor', '=', filter.actor);
   if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);

@@ -119,13 +119,14 @@ export async function insertDelivery(on: Connection, d: NewDelivery): Promise<nu
 }
 
 /**
- * A message not about a run (a campaign's change) to every enabled endpoint of the organization
- * subscribed to its type, in the caller's transaction (an outbox, like run events'); how many.
+ * A message not about a run (a campaign's change, an audit entry) to every enabled endpoint of the
+ * organization subscribed to its type, in the caller's transaction (an outbox, like run events');
+ * how many. `onlyNamed`: not to endpoints subscribed to every type (the audit log's messages).
  */
-export async function insertOrganizationDeliveries(on: Connection, orgId: number, m: Omit<NewDelivery, 'endpointId'>): Promise<number> {
+export async function insertOrganizationDeliveries(on: Connection, orgId: number, m: Omit<NewDelivery, 'endpointId'> & { onlyNamed?: boolean }): Promise<number> {
   const trx = queryable(on);
   const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'event_filter']).where('org_id', '=', orgId).where('enabled', '=', 1).execute();
-  const subscribed = endpoints.filter((e) => e.event_filter === '' || e.event_filter.includes(`,${m.eventType},`));
+  const subscribed = endpoints.filter((e) => (e.event_filter === '' && m.onlyNamed !== true) || e.event_filter.includes(`,${m.eventType},`));
   if (subscribed.length === 0) return 0;
   await trx
     .insertInto('webhook_deliveries')

@@ -33,6 +33,18 @@ export function selectWorkflowByUuid(on: Connection, workflowUuid: string): Prom
   return queryable(on).selectFrom('workflows').selectAll().where('workflow_uuid', '=', workflowUuid).executeTakeFirst();
 }
 
+/**
+ * The workflow with this UUID (lower case), locked until the transaction ends (PostgreSQL: FOR
+ * UPDATE; SQLite's one writer already runs the transaction alone): every change of a workflow
+ * reads it this way first, so two changes of one workflow (two publishes, a draft saved during a
+ * publish) run one after the other and the second sees what the first wrote, never a version
+ * number or a draft the first has just replaced.
+ */
+export function selectWorkflowForChange(on: Connection, workflowUuid: string): Promise<WorkflowRow | undefined> {
+  const query = queryable(on).selectFrom('workflows').selectAll().where('workflow_uuid', '=', workflowUuid);
+  return (on.dialect === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+}
+
 export async function setWorkflowUpdatedAt(on: Connection, workflowId: number, now: number): Promise<void> {
   const trx = queryable(on);
   await trx.updateTable('workflows').set({ updated_at: now }).where('id', '=', workflowId).execute();
@@ -141,6 +153,14 @@ export async function selectDefinitionsOfWorkflow(on: Connection, workflowId: nu
   return rows.map(decodeDefinition);
 }
 
+/** A page of a workflow's versions, newest first: those below `beforeVersion` when given; `limit` at most. */
+export async function selectDefinitionPage(on: Connection, workflowId: number, page: { beforeVersion?: number; limit: number }): Promise<Decoded<DefinitionRow>[]> {
+  let query = queryable(on).selectFrom('workflow_definitions').selectAll().where('workflow_id', '=', workflowId);
+  if (page.beforeVersion !== undefined) query = query.where('version', '<', page.beforeVersion);
+  const rows = await query.orderBy('version', 'desc').limit(page.limit).execute();
+  return rows.map(decodeDefinition);
+}
+
 /** One version of a workflow; without a version, its latest current one (its draft, else its published one). */
 export async function selectDefinitionVersion(on: Connection, workflowId: number, version: number | undefined): Promise<Decoded<DefinitionRow> | undefined> {
   let query = queryable(on).selectFrom('workflow_definitions').selectAll().where('workflow_id', '=', workflowId);
@@ -153,10 +173,10 @@ export async function selectDefinitionVersion(on: Connection, workflowId: number
 export async function selectCurrentDefinitions(
   on: Connection,
   workflowIds: readonly number[],
-): Promise<Decoded<Pick<DefinitionRow, 'workflow_id' | 'version' | 'status' | 'graph'>>[]> {
+): Promise<Decoded<Pick<DefinitionRow, 'workflow_id' | 'version' | 'status' | 'graph' | 'created_at' | 'published_at'>>[]> {
   const rows = await queryable(on)
     .selectFrom('workflow_definitions')
-    .select(['workflow_id', 'version', 'status', 'graph'])
+    .select(['workflow_id', 'version', 'status', 'graph', 'created_at', 'published_at'])
     .where('workflow_id', 'in', workflowIds)
     .where('status', 'in', ['draft', 'published'])
     .execute();
