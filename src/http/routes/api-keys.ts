@@ -103,6 +103,8 @@ export function apiKeyRoutes(deps: Deps): FastifyPluginAsync {
               if (claim) await completeClaim(trx, claim, 201, JSON.stringify(stored), null, now);
             },
           });
+          // Committed with its audit entry, whose audit.event message the delivery workers send now.
+          deps.signals.outbox();
           return reply.code(201).send({ ...view({ ...created, created_at: now, last_used_at: null, revoked_at: null }), key: created.key });
         } catch (error) {
           if (claim) await releaseClaim(deps.store, claim).catch((releaseError: unknown) => request.log.warn({ err: releaseError }, 'could not release an Idempotency-Key claim; it frees itself after IDEMPOTENCY_LOCK_MS'));
@@ -184,6 +186,7 @@ export function apiKeyRoutes(deps: Deps): FastifyPluginAsync {
         const { orgId } = authOf(request);
         const revoked = await revokeApiKey(deps.store, id, deps.clock.now(), { orgId, actor: actorOf(request) });
         if (!revoked) throw new DialtoneError('api_key_not_found', `No API key ${id}.`);
+        deps.signals.outbox();
         return view(revoked);
       },
     );
