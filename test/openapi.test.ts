@@ -26,7 +26,7 @@ import { build, postJson, type TestEnv } from './helpers/app.js';
 import { buildWithDispatcher, ended, waitForRun } from './helpers/dispatch.js';
 import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
 import { setOrganizationLimits } from '../src/orgs/organizations.js';
-import { createOrgFixture, OPERATION_CASES, PATHS, type OperationCase, type OrgFixture } from './helpers/fixtures.js';
+import { createOrgFixture, definition, OPERATION_CASES, PATHS, type OperationCase, type OrgFixture } from './helpers/fixtures.js';
 
 interface Schema {
   $ref?: string;
@@ -750,6 +750,17 @@ const ORGANIZATION_OPERATIONS = [
 /** A body each management operation accepts (or, where it takes none, an empty object). */
 const managementBody = (method: string, template: string): string | undefined =>
   method === 'get' ? undefined : template.endsWith('telephony-configurations') ? '{"name":"x","provider":"simulator"}' : template.endsWith('organization') ? '{"retention_days":7}' : method === 'patch' ? '{"name":"x"}' : '{}';
+const WORKFLOW_OPERATIONS = [
+  ['post', '/api/v1/public/workflows'],
+  ['get', '/api/v1/public/workflows/{workflow_uuid}'],
+  ['put', '/api/v1/public/workflows/{workflow_uuid}/draft'],
+  ['post', '/api/v1/public/workflows/{workflow_uuid}/publish'],
+  ['post', '/api/v1/public/workflows/{workflow_uuid}/archive'],
+  ['get', '/api/v1/public/workflows/{workflow_uuid}/versions'],
+  ['get', '/api/v1/public/workflows/{workflow_uuid}/versions/{version}'],
+] as const;
+const workflowUrl = (template: string, uuid: string, version: number | string = 1) => template.replace('{workflow_uuid}', uuid).replace('{version}', String(version));
+const AUDIT_EVENTS = '/api/v1/public/audit-events';
 /** A run's deliveries across the organization's endpoints: run_id is required. */
 const RUN_DELIVERIES = '/api/v1/public/webhook-deliveries';
 const SUPPRESSION_OPERATIONS = [
@@ -1206,6 +1217,46 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await send('PATCH', SETTINGS, SETTINGS, 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
       await send('PATCH', SETTINGS, SETTINGS, 'a body over the limit', { body: { note: 'x'.repeat(70_000) } });
       await send('PATCH', SETTINGS, SETTINGS, 'the change undone', { body: { retention_days: null, number_cap: null } });
+    await t.test('workflow management and the audit log', async () => {
+      const [CREATE, ONE, DRAFT, PUBLISH, ARCHIVE, VERSIONS, VERSION] = WORKFLOW_OPERATIONS.map(([, template]) => template) as unknown as string[] as [string, string, string, string, string, string, string];
+      const made = await send('POST', CREATE, CREATE, 'a workflow', { body: { name: 'Managed', definition: definition() }, headers: { 'idempotency-key': 'workflow-once' } });
+      assert.equal(made.statusCode, 201, made.body);
+      const uuid = (made.json() as { workflow_uuid: string }).workflow_uuid;
+      await send('POST', CREATE, CREATE, 'a replay', { body: { name: 'Managed', definition: definition() }, headers: { 'idempotency-key': 'workflow-once' } });
+      await send('POST', CREATE, CREATE, 'a reused Idempotency-Key', { body: { name: 'Other', definition: definition() }, headers: { 'idempotency-key': 'workflow-once' } });
+      await holdIdempotencyKey(deps, f.orgId, 'held-workflow', CREATE, { name: 'x', definition: definition() });
+      await send('POST', CREATE, CREATE, 'an Idempotency-Key in flight', { body: { name: 'x', definition: definition() }, headers: { 'idempotency-key': 'held-workflow' } });
+      await send('POST', CREATE, CREATE, 'a definition with problems', { body: { name: 'x', definition: { nodes: [] } } });
+      await send('POST', CREATE, CREATE, 'a body that is not JSON', { raw: '{' });
+      await send('POST', CREATE, CREATE, 'a body over the limit', { body: { name: 'x', definition: { blob: 'x'.repeat(70_000) } } });
+      await send('POST', CREATE, CREATE, 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+      await send('GET', ONE, workflowUrl(ONE, uuid), 'a workflow');
+      await send('PUT', DRAFT, workflowUrl(DRAFT, uuid), 'a draft', { body: definition({ greeting: 'draft' }) });
+      await send('PUT', DRAFT, workflowUrl(DRAFT, uuid), 'a definition with problems', { body: { nodes: [] } });
+      await send('POST', PUBLISH, workflowUrl(PUBLISH, uuid), 'another version than the draft', { body: { version: 1 } });
+      await send('POST', PUBLISH, workflowUrl(PUBLISH, uuid), 'a version that is not one', { body: { version: 'two' } });
+      await send('POST', PUBLISH, workflowUrl(PUBLISH, uuid), 'a publish', { body: {} });
+      await send('GET', VERSIONS, workflowUrl(VERSIONS, uuid), 'the versions');
+      await send('GET', VERSIONS, `${workflowUrl(VERSIONS, uuid)}?limit=500`, 'a page size over the limit');
+      await send('GET', VERSION, workflowUrl(VERSION, uuid, 2), 'a version');
+      await send('GET', VERSION, workflowUrl(VERSION, uuid, 9), 'an unknown version');
+      await send('POST', ARCHIVE, workflowUrl(ARCHIVE, uuid), 'an archive', { body: {} });
+      for (const [method, template] of WORKFLOW_OPERATIONS) {
+        const verb = method.toUpperCase() as 'GET' | 'POST' | 'PUT';
+        const body = verb === 'GET' ? {} : { body: verb === 'PUT' ? definition() : {} };
+        await send(verb, template, workflowUrl(template, uuid), 'no API key', { ...body, headers: { 'x-api-key': '' } });
+        if (template === CREATE) continue;
+        await send(verb, template, workflowUrl(template, UNKNOWN_UUID), 'an unknown workflow', body);
+        if (verb === 'GET') continue;
+        await send(verb, template, workflowUrl(template, uuid), 'a body that is not JSON', { raw: '{' });
+        await send(verb, template, workflowUrl(template, uuid), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
+        await send(verb, template, workflowUrl(template, uuid), 'a body over the limit', { body: { note: 'x'.repeat(70_000) } });
+        if (template !== ARCHIVE) await send(verb, template, workflowUrl(template, uuid), 'an archived workflow', body);
+      }
+
+      await send('GET', AUDIT_EVENTS, AUDIT_EVENTS, 'the audit log');
+      await send('GET', AUDIT_EVENTS, `${AUDIT_EVENTS}?since=yesterday`, 'a since that is no time');
+      await send('GET', AUDIT_EVENTS, AUDIT_EVENTS, 'no API key', { headers: { 'x-api-key': '' } });
     });
 
     await t.test('a key without the scope an operation requires', async () => {
@@ -1279,6 +1330,10 @@ describe('Every answer is declared in the OpenAPI document', () => {
           limited.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), headers: { 'x-api-key': lf.apiKey, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) }, ...(payload === undefined ? {} : { payload }) }),
         );
       }
+      for (const [method, template] of WORKFLOW_OPERATIONS) {
+        await until(429, method, template, () => limited.app.inject({ method: method.toUpperCase() as 'GET', url: workflowUrl(template, lf.workflowUuid), headers: { 'x-api-key': lf.apiKey } }));
+      }
+      await until(429, 'get', AUDIT_EVENTS, () => limited.app.inject({ method: 'GET', url: AUDIT_EVENTS, headers: { 'x-api-key': lf.apiKey } }));
     });
 
     await t.test('an unreachable store', async () => {
@@ -1319,6 +1374,12 @@ describe('Every answer is declared in the OpenAPI document', () => {
         const post = method === 'post' ? { headers: { 'x-api-key': df.apiKey, 'content-type': 'application/json' }, payload: template.endsWith('api-keys') ? '{"name":"x","scopes":["calls"]}' : '{}' } : { headers: { 'x-api-key': df.apiKey } };
         answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: template.replace('{id}', '1'), ...post })), 'the store is down');
       }
+      for (const [method, template] of WORKFLOW_OPERATIONS) {
+        const payload = method === 'get' ? {} : { payload: template.endsWith('/draft') ? JSON.stringify(definition()) : template.endsWith('/workflows') ? JSON.stringify({ name: 'x', definition: definition() }) : '{}' };
+        const headers = method === 'get' ? { 'x-api-key': df.apiKey } : { 'x-api-key': df.apiKey, 'content-type': 'application/json' };
+        answers.check(method, template, fromInject(await down.app.inject({ method: method.toUpperCase() as 'GET', url: workflowUrl(template, df.workflowUuid), headers, ...payload })), 'the store is down');
+      }
+      answers.check('get', AUDIT_EVENTS, fromInject(await down.app.inject({ method: 'GET', url: AUDIT_EVENTS, headers: { 'x-api-key': df.apiKey } })), 'the store is down');
     });
 
     await t.test('what Node refuses before routing, over a real socket', async () => {

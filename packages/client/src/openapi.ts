@@ -653,26 +653,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/public/workflows": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List Workflows
-         * @description The organization's workflows (agents), oldest first, with their published and draft versions and the agent UUIDs of each.
-         */
-        get: operations["listWorkflows"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/public/telephony-providers": {
         parameters: {
             query?: never;
@@ -702,15 +682,11 @@ export interface paths {
         };
         /**
          * List Telephony Configurations
-         * @description The organization's routes to the phone network, oldest first, disabled ones included. Credentials and provider settings are never shown (an `admin` key reads a configuration's settings with Get Telephony Configuration). Page with `after` (the `next_after` of the previous page).
+         * @description The organization's routes to the phone network, oldest first. Credentials and provider settings are never shown.
          */
         get: operations["listTelephonyConfigurations"];
         put?: never;
-        /**
-         * Create Telephony Configuration
-         * @description Creates a route to the phone network through one of the providers this service knows. Settings and credentials are checked by the provider's own schema, every problem listed with its JSON Pointer (422 validation_failed), and nothing is created when there is one. Credentials are stored encrypted and never shown again: answers say only whether each is set (`credentials_set`). With `is_default`, it replaces the organization's default. Honours Idempotency-Key. Recorded in the audit log as `telephony_configuration.created`, without a credential.
-         */
-        post: operations["createTelephonyConfiguration"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -841,7 +817,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/public/telephony-configurations/{id}": {
+    "/api/v1/public/workflows": {
         parameters: {
             query?: never;
             header?: never;
@@ -849,23 +825,63 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get Telephony Configuration
-         * @description One of the organization's configurations with its settings, and only whether each credential is set.
+         * List Workflows
+         * @description The organization's workflows (agents), oldest first, with their published and draft versions and the agent UUIDs of each.
          */
-        get: operations["getTelephonyConfiguration"];
+        get: operations["listWorkflows"];
+        put?: never;
+        /**
+         * Create Workflow
+         * @description Creates a workflow (agent) whose definition becomes its published version 1, callable at once through its agent UUIDs. Every problem of the definition is listed in the 422, each with its JSON Pointer into this body (`/definition/…`). Recorded in the audit log as `workflow.created`. Honours Idempotency-Key: a retry gets the first answer again and creates nothing.
+         */
+        post: operations["createWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/workflows/{workflow_uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Workflow
+         * @description One of the organization's workflows with its published version and its draft (every version: GET …/versions).
+         */
+        get: operations["getWorkflow"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /**
-         * Update Telephony Configuration
-         * @description Changes what the body names; everything else stays. `settings` and `credentials` are merged into the stored ones member by member (a member set to null is removed), so one credential can be rotated without sending the others; `credentials: null` removes them all. The provider cannot change (create another configuration). The result is checked as a creation is, every problem listed with its JSON Pointer, and nothing changes when there is one. New requests use the change on every node within LOOKUP_CACHE_TTL_MS. Recorded in the audit log as `telephony_configuration.updated` (before and after, with only whether each credential is set) when anything changed.
-         */
-        patch: operations["updateTelephonyConfiguration"];
+        patch?: never;
         trace?: never;
     };
-    "/api/v1/public/telephony-configurations/{id}/disable": {
+    "/api/v1/public/workflows/{workflow_uuid}/draft": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Save Workflow Draft
+         * @description Saves the body, a definition, as the workflow's draft: a new version, numbered after every earlier one; the previous draft is archived (runs that pinned it keep it). The test operations run the draft from now on; the published version is unchanged until the draft is published. Every problem is listed in the 422 with its JSON Pointer into the definition, exactly as the CLI lists them. An archived workflow answers 409 workflow_state_conflict. Recorded in the audit log as `workflow.draft_saved`, with the definition before and after.
+         */
+        put: operations["saveWorkflowDraft"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/workflows/{workflow_uuid}/publish": {
         parameters: {
             query?: never;
             header?: never;
@@ -875,17 +891,17 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Disable Telephony Configuration
-         * @description New requests can no longer use it (on every node within LOOKUP_CACHE_TTL_MS), and it stops being the default: requests that name no configuration are refused (422 telephony_not_configured) until another is made the default. Runs already queued through it are still dialed. Disabling a disabled one changes nothing. Recorded in the audit log as `telephony_configuration.disabled`.
+         * Publish Workflow
+         * @description Publishes the draft: the non-test operations run it from now on, and the previous published version is archived (runs in flight keep the version they pinned). Name the draft you reviewed with `version`: if another draft was saved since, the publish is refused (409 workflow_state_conflict, with the `draft_version` it has) and nothing changes. No draft, or an archived workflow, is 409 too. Recorded in the audit log as `workflow.published`.
          */
-        post: operations["disableTelephonyConfiguration"];
+        post: operations["publishWorkflow"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v1/public/telephony-configurations/{id}/enable": {
+    "/api/v1/public/workflows/{workflow_uuid}/archive": {
         parameters: {
             query?: never;
             header?: never;
@@ -895,37 +911,17 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Enable Telephony Configuration
-         * @description New requests may name it again (on every node within LOOKUP_CACHE_TTL_MS). It does not become the default again: set that separately. Enabling an active one changes nothing. Recorded in the audit log as `telephony_configuration.enabled`.
+         * Archive Workflow
+         * @description Archives the workflow: its agent UUIDs stop answering and it is changed no more. Runs already queued keep their definition. Archiving an archived workflow changes nothing and answers it as it is. Recorded in the audit log as `workflow.archived`.
          */
-        post: operations["enableTelephonyConfiguration"];
+        post: operations["archiveWorkflow"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v1/public/telephony-configurations/{id}/set-default": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Set Default Telephony Configuration
-         * @description Makes it the organization's default, the one runs dial when they name no telephony_configuration_id (the previous default stays, as an ordinary configuration). Only an active configuration can be the default: a disabled one is 409 telephony_configuration_disabled. Recorded in the audit log as `telephony_configuration.default_set`.
-         */
-        post: operations["setDefaultTelephonyConfiguration"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/public/telephony-configurations/{id}/readiness": {
+    "/api/v1/public/workflows/{workflow_uuid}/versions": {
         parameters: {
             query?: never;
             header?: never;
@@ -933,10 +929,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get Telephony Configuration Readiness
-         * @description Whether a call could be placed through the configuration now, with every reason it cannot, each with its JSON Pointer: disabled (`/status`), its settings or credentials not fitting its provider's schema (or not decrypting under this DIALTONE_SECRET_KEY), and what its provider still lacks (a caller ID, PUBLIC_BASE_URL). A request through a configuration that is not ready is refused with 422 telephony_not_ready.
+         * List Workflow Versions
+         * @description Every version of the workflow, newest first, without their definitions. Page with `after` (the `next_after` of the previous page).
          */
-        get: operations["getTelephonyConfigurationReadiness"];
+        get: operations["listWorkflowVersions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -945,7 +941,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/public/organization": {
+    "/api/v1/public/workflows/{workflow_uuid}/versions/{version}": {
         parameters: {
             query?: never;
             header?: never;
@@ -953,20 +949,36 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get Organization Settings
-         * @description The organization's own limits, per-number frequency cap, calling hours and retention window, with the service's defaults that a null setting follows.
+         * Get Workflow Version
+         * @description One version's definition as saved (its trigger UUIDs filled in): edit it and save it as the draft.
          */
-        get: operations["getOrganizationSettings"];
+        get: operations["getWorkflowVersion"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
         /**
-         * Update Organization Settings
-         * @description Changes the settings the body names; the others stay. null returns a limit to the service's default and turns the per-number cap or calling hours off. The rules are the CLI's (`org set-limits`, `set-calling-hours`, `set-retention`): every problem is listed with its JSON Pointer (422 validation_failed) and nothing changes when there is one. Requests on every node see the change within LOOKUP_CACHE_TTL_MS (the limits, the cap and calling hours travel with the API key's lookup), retention on the next maintenance pass. Recorded in the audit log as `organization.settings_updated`, with the settings before and after, when anything changed.
+         * List Audit Events
+         * @description The organization's audit log, newest first: every change of how it is set up (keys, workflows, erasures, …), who made it, and the target before and after, secrets redacted. Filter by any of action, target, the key that acted and time; page with `after` (the `next_after` of the previous page).
          */
-        patch: operations["updateOrganizationSettings"];
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/runtime/runs/{id}": {
@@ -1431,6 +1443,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "audit.event": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * audit.event
+         * @description An entry was written to the organization's audit log (a key created or revoked, a workflow created, drafted, published or archived, …), as GET /audit-events lists it, secrets redacted. Only a key with the admin scope may subscribe an endpoint to it. Sent to every enabled endpoint of the organization subscribed to `audit.event` by name (not to those subscribed to every type), signed to the Standard Webhooks specification, and retried on WEBHOOK_RETRY_SCHEDULE until it is answered 2xx or the schedule ends.
+         */
+        post: operations["auditEventWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "webhook.test": {
         parameters: {
             query?: never;
@@ -1577,7 +1609,7 @@ export interface components {
          * @description A webhook message type
          * @enum {string}
          */
-        WebhookEventType: "run.queued" | "run.deferred" | "run.dialing" | "run.ringing" | "run.in_progress" | "run.answered_by" | "run.ended" | "run.result" | "run.agent_event" | "run.transfer" | "run.dtmf" | "campaign.created" | "campaign.started" | "campaign.paused" | "campaign.resumed" | "campaign.completed" | "campaign.canceled" | "webhook.test";
+        WebhookEventType: "run.queued" | "run.deferred" | "run.dialing" | "run.ringing" | "run.in_progress" | "run.answered_by" | "run.ended" | "run.result" | "run.agent_event" | "run.transfer" | "run.dtmf" | "campaign.created" | "campaign.started" | "campaign.paused" | "campaign.resumed" | "campaign.completed" | "campaign.canceled" | "audit.event" | "webhook.test";
         /** @description Problem details (RFC 9457) answered with HTTP 400 */
         Problem400: {
             /**
@@ -1737,7 +1769,7 @@ export interface components {
              * @description Identifies the problem: /problems/<code>, relative to the URL the request was sent to, where the service serves a page describing the code
              * @enum {string}
              */
-            type: "/problems/workflow_not_published" | "/problems/idempotency_key_in_use" | "/problems/run_already_ended" | "/problems/run_not_answered" | "/problems/transfer_in_progress" | "/problems/campaign_state_conflict" | "/problems/telephony_configuration_disabled" | "/problems/runs_not_ended" | "/problems/webhook_delivery_pending";
+            type: "/problems/workflow_not_published" | "/problems/idempotency_key_in_use" | "/problems/run_already_ended" | "/problems/run_not_answered" | "/problems/transfer_in_progress" | "/problems/campaign_state_conflict" | "/problems/workflow_state_conflict" | "/problems/runs_not_ended" | "/problems/webhook_delivery_pending";
             /**
              * @description Short summary, the same for every occurrence of the code
              * @example Workflow not published
@@ -1754,13 +1786,15 @@ export interface components {
              * @description Stable, machine-readable reason
              * @enum {string}
              */
-            code: "workflow_not_published" | "idempotency_key_in_use" | "run_already_ended" | "run_not_answered" | "transfer_in_progress" | "campaign_state_conflict" | "telephony_configuration_disabled" | "runs_not_ended" | "webhook_delivery_pending";
+            code: "workflow_not_published" | "idempotency_key_in_use" | "run_already_ended" | "run_not_answered" | "transfer_in_progress" | "campaign_state_conflict" | "workflow_state_conflict" | "runs_not_ended" | "webhook_delivery_pending";
             /** @description Also sent as the X-Request-Id header; quote it when asking for support */
             request_id: string;
             /** @description The request header the problem is about (idempotency_key_in_use: Idempotency-Key) */
             header?: string;
-            /** @description The campaign's state, which does not allow the action (campaign_state_conflict) */
+            /** @description The campaign's or workflow's state, which does not allow the action (campaign_state_conflict, workflow_state_conflict) */
             state?: string;
+            /** @description The workflow's draft version now, null when it has none (workflow_state_conflict) */
+            draft_version?: number | null;
             /** @description The runs to the number that have not ended (runs_not_ended) */
             runs?: {
                 id: number;
@@ -2072,7 +2106,7 @@ export interface components {
         WebhookEndpoint: {
             id: number;
             url: string;
-            /** @description Subscribed types; empty means every type */
+            /** @description Subscribed types; empty means every type but audit.event */
             events: components["schemas"]["WebhookEventType"][];
             enabled: boolean;
             /**
@@ -2259,161 +2293,159 @@ export interface components {
             revoked_at: string | null;
         };
         /**
-         * TelephonyConfigurationDetails
-         * @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set
+         * Workflow
+         * @description A workflow (agent) with its published and draft versions
          */
-        TelephonyConfigurationDetails: {
-            id: number;
+        Workflow: {
+            /** Format: uuid */
+            workflow_uuid: string;
             name: string;
-            /** @enum {string} */
-            provider: "simulator" | "twilio" | "sip";
-            /** @description E.164 numbers; the first is the caller ID of calls through it */
-            caller_ids: string[];
-            /** @description Runs that name no telephony_configuration_id dial this one */
-            is_default: boolean;
-            calls_per_second: number;
-            max_concurrent_calls: number;
             /**
-             * @description `inactive`: disabled; new requests cannot use it
+             * @description An archived workflow answers no call and is changed no more
              * @enum {string}
              */
-            status: "active" | "inactive";
-            /**
-             * @description Non-secret provider settings, as the provider's definition lists them (GET /api/v1/public/telephony-providers)
-             * @example {
-             *       "host": "sip.example.net",
-             *       "transport": "tls"
-             *     }
-             */
-            settings: {
-                [key: string]: unknown;
-            };
-            /** @description Whether any credentials are stored */
-            has_credentials: boolean;
-            /**
-             * @description For each credential the provider takes (and any other stored), whether it is set. The values are never shown: credentials are write-only.
-             * @example {
-             *       "account_sid": true,
-             *       "auth_token": true,
-             *       "api_key_sid": false,
-             *       "api_key_secret": false
-             *     }
-             */
-            credentials_set: {
-                [key: string]: boolean;
-            };
+            status: "active" | "archived";
+            /** @description The version the non-test operations run; null when nothing is published */
+            published_version: number | null;
+            /** @description The version the test operations run when there is one */
+            draft_version: number | null;
+            /** @description The published version's agent UUIDs (API triggers) */
+            agent_uuids: string[];
+            /** @description The draft's agent UUIDs */
+            draft_agent_uuids: string[];
+            /** @description The published version's variable names (the keys its initial_context may set), sorted */
+            variables: string[];
+            /** @description The draft's variable names, sorted */
+            draft_variables: string[];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
             updated_at: string;
         };
         /**
-         * TelephonyConfigurationReadiness
-         * @description Whether a telephony configuration can place calls now, and every reason it cannot
+         * WorkflowVersion
+         * @description One version of a workflow, without its definition (GET …/versions/{version} reads that)
          */
-        TelephonyConfigurationReadiness: {
-            id: number;
-            /** @description true when a call could be placed through it now: no problem below */
-            ready: boolean;
-            /** @description Every reason it cannot place calls now: its status, its provider's schema, then its provider's readiness */
-            problems: {
-                /**
-                 * @description JSON Pointer (RFC 6901) into the configuration as this API shows it (`/settings/host`, `/credentials/auth_token`, `/caller_ids`); empty for the configuration as a whole or the service around it
-                 * @example /caller_ids
-                 */
-                pointer: string;
-                /** @example No caller ID is configured. */
-                detail: string;
-            }[];
-        };
-        /**
-         * CallingHours
-         * @description When calls may be placed, in the callee's local time (docs/calling-policy.md, "Calling hours")
-         * @example {
-         *       "timezone": "America/New_York",
-         *       "outside": "defer",
-         *       "windows": {
-         *         "mon": [
-         *           "09:00-17:00"
-         *         ],
-         *         "tue": [
-         *           "09:00-17:00"
-         *         ],
-         *         "wed": [
-         *           "09:00-17:00"
-         *         ],
-         *         "thu": [
-         *           "09:00-17:00"
-         *         ],
-         *         "fri": [
-         *           "09:00-17:00"
-         *         ]
-         *       }
-         *     }
-         */
-        CallingHours: {
+        WorkflowVersion: {
+            version: number;
             /**
-             * @description IANA time zone used where the callee's is unknown (a number without a zone, a SIP URI)
-             * @example America/New_York
-             */
-            timezone: string;
-            /**
-             * @description `defer`: a call outside the windows is queued until the next one (status scheduled); `refuse`: answered 422 outside_calling_hours
+             * @description At most one draft and one published version at a time; the others are archived
              * @enum {string}
              */
-            outside: "defer" | "refuse";
-            /** @description Per weekday, the windows of local time calls may be placed in; a missing day has none */
-            windows: {
-                mon?: string[];
-                tue?: string[];
-                wed?: string[];
-                thu?: string[];
-                fri?: string[];
-                sat?: string[];
-                sun?: string[];
+            status: "draft" | "published" | "archived";
+            /** Format: date-time */
+            created_at: string;
+            /** @description When it was published; null for a version never published */
+            published_at: string | null;
+            /** @description Its agent UUIDs (API triggers) */
+            agent_uuids: string[];
+        };
+        /**
+         * WorkflowWithVersions
+         * @description A workflow with its published version and its draft
+         */
+        WorkflowWithVersions: {
+            /** Format: uuid */
+            workflow_uuid: string;
+            name: string;
+            /**
+             * @description An archived workflow answers no call and is changed no more
+             * @enum {string}
+             */
+            status: "active" | "archived";
+            /** @description The version the non-test operations run; null when nothing is published */
+            published_version: number | null;
+            /** @description The version the test operations run when there is one */
+            draft_version: number | null;
+            /** @description The published version's agent UUIDs (API triggers) */
+            agent_uuids: string[];
+            /** @description The draft's agent UUIDs */
+            draft_agent_uuids: string[];
+            /** @description The published version's variable names (the keys its initial_context may set), sorted */
+            variables: string[];
+            /** @description The draft's variable names, sorted */
+            draft_variables: string[];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The published version; null when nothing is published */
+            published: components["schemas"]["WorkflowVersion"] | null;
+            /** @description The draft; null when there is none */
+            draft: components["schemas"]["WorkflowVersion"] | null;
+        };
+        /**
+         * WorkflowDefinitionVersion
+         * @description One version's definition, ready to edit and save as a draft
+         */
+        WorkflowDefinitionVersion: {
+            /** Format: uuid */
+            workflow_uuid: string;
+            version: number;
+            /** @enum {string} */
+            status: "draft" | "published" | "archived";
+            /** @description The definition as saved, trigger UUIDs filled in */
+            definition: {
+                [key: string]: unknown;
             };
         };
         /**
-         * OrganizationSettings
-         * @description The organization's own limits, per-number cap, calling hours and retention window
+         * AuditEvent
+         * @description One change of how the organization is set up: who, what, before and after (secrets redacted), when
+         * @example {
+         *       "id": 12,
+         *       "action": "workflow.published",
+         *       "actor": "api_key",
+         *       "actor_key_id": 3,
+         *       "actor_key_name": "ops",
+         *       "target_type": "workflow",
+         *       "target_id": "6f1c7a52-0c1e-4c8e-9f3a-2b7d9c0e4a11",
+         *       "before": {
+         *         "workflow_uuid": "6f1c7a52-0c1e-4c8e-9f3a-2b7d9c0e4a11",
+         *         "name": "Reminder",
+         *         "status": "active",
+         *         "published_version": 1,
+         *         "draft_version": 2
+         *       },
+         *       "after": {
+         *         "workflow_uuid": "6f1c7a52-0c1e-4c8e-9f3a-2b7d9c0e4a11",
+         *         "name": "Reminder",
+         *         "status": "active",
+         *         "published_version": 2,
+         *         "draft_version": null
+         *       },
+         *       "created_at": "2026-11-27T17:20:00.000Z"
+         *     }
          */
-        OrganizationSettings: {
+        AuditEvent: {
             id: number;
-            name: string;
-            /** @description Requests per second for all the organization's keys together (0: no limit); null follows RATE_LIMIT_ORG_PER_SECOND */
-            rate_limit_per_second: number | null;
-            /** @description Requests per second per API key (0: no limit); null follows RATE_LIMIT_KEY_PER_SECOND */
-            key_rate_limit_per_second: number | null;
-            /** @description Most runs queued at once; null follows MAX_QUEUED_RUNS_PER_ORG */
-            max_queued_runs: number | null;
-            /** @description The per-number frequency cap (docs/calling-policy.md); null: off */
-            number_cap: {
-                /**
-                 * @description Most runs to one number within the window
-                 * @example 3
-                 */
-                max_calls: number;
-                /**
-                 * @description The sliding window, in seconds (at most a year)
-                 * @example 86400
-                 */
-                window_seconds: number;
-            } | null;
-            /** @description How many days ended runs are kept (docs/operations.md, "Retention"); 0 keeps them forever; null follows RETENTION_DAYS */
-            retention_days: number | null;
-            /** @description null: off, calls at any hour */
-            calling_hours: components["schemas"]["CallingHours"] | null;
-            /** @description What this service is configured with: the values a null setting follows */
-            defaults: {
-                /** @description RATE_LIMIT_ORG_PER_SECOND */
-                rate_limit_per_second: number;
-                /** @description RATE_LIMIT_KEY_PER_SECOND */
-                key_rate_limit_per_second: number;
-                /** @description MAX_QUEUED_RUNS_PER_ORG */
-                max_queued_runs: number;
-                /** @description RETENTION_DAYS (0: kept forever) */
-                retention_days: number;
-            };
+            /**
+             * @description `<target>.<verb>`: api_key.created, api_key.revoked, workflow.created, workflow.draft_saved, workflow.published, workflow.archived, phone_number.erased, …
+             * @example workflow.published
+             */
+            action: string;
+            /**
+             * @description Who acted: an API key, the CLI on the database, or the service itself
+             * @enum {string}
+             */
+            actor: "api_key" | "cli" | "system";
+            /** @description The key that acted; null unless actor is api_key */
+            actor_key_id: number | null;
+            /** @description The key's name when it acted */
+            actor_key_name: string | null;
+            /**
+             * @description What changed: api_key, workflow, phone_number, …
+             * @example workflow
+             */
+            target_type: string;
+            /** @description Its id (a key's id, a workflow's UUID, a masked number) */
+            target_id: string | null;
+            /** @description The target before the change, as the API shows it, secrets redacted; null for a creation */
+            before: unknown;
+            /** @description The target after the change, secrets redacted; null for a deletion */
+            after: unknown;
+            /** Format: date-time */
+            created_at: string;
         };
         /**
          * RunWebhookMessage
@@ -2458,6 +2490,22 @@ export interface components {
                      */
                     paused_reason: "request" | "circuit_breaker" | "ends_at" | null;
                 };
+            };
+        };
+        /**
+         * AuditWebhookMessage
+         * @description A change of how the organization is set up, as its audit log recorded it. No order between messages: sort by the entry's id.
+         */
+        AuditWebhookMessage: {
+            /** @enum {string} */
+            type: "audit.event";
+            /**
+             * Format: date-time
+             * @description When the event happened
+             */
+            timestamp: string;
+            data: {
+                audit_event: components["schemas"]["AuditEvent"];
             };
         };
         /**
@@ -4552,7 +4600,7 @@ export interface operations {
                      * @example https://api.acmecrm.io/hooks/dialtone
                      */
                     url: string;
-                    /** @description The message types sent to this endpoint; omitted or empty: every type */
+                    /** @description The message types sent to this endpoint; omitted or empty: every type but audit.event, which is sent only to endpoints that name it (and only a key with the admin scope may name it) */
                     events?: components["schemas"]["WebhookEventType"][];
                     /** @description Free text for your own reference */
                     description?: string | null;
@@ -5055,7 +5103,7 @@ export interface operations {
                      * @example https://api.acmecrm.io/hooks/dialtone
                      */
                     url?: string;
-                    /** @description The message types sent to this endpoint; omitted or empty: every type */
+                    /** @description The message types sent to this endpoint; omitted or empty: every type but audit.event, which is sent only to endpoints that name it (and only a key with the admin scope may name it) */
                     events?: components["schemas"]["WebhookEventType"][];
                     enabled?: boolean;
                     /** @description Free text for your own reference */
@@ -9223,163 +9271,6 @@ export interface operations {
             };
         };
     };
-    listWorkflows: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
-                    RateLimit?: string;
-                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
-                    "RateLimit-Policy"?: string;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            /** Format: uuid */
-                            workflow_uuid: string;
-                            name: string;
-                            /** @enum {string} */
-                            status: "active" | "archived";
-                            /** @description The version the non-test operations run; null when nothing is published */
-                            published_version: number | null;
-                            /** @description The version the test operations run when there is one */
-                            draft_version: number | null;
-                            /** @description The published version's agent UUIDs (API triggers) */
-                            agent_uuids: string[];
-                            /** @description The draft's agent UUIDs */
-                            draft_agent_uuids: string[];
-                            /** @description The published version's variable names (the keys its initial_context may set), sorted */
-                            variables: string[];
-                            /** @description The draft's variable names, sorted */
-                            draft_variables: string[];
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Bad request (`bad_request`) */
-            400: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem400"];
-                };
-            };
-            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
-            401: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem401"];
-                };
-            };
-            /** @description Insufficient scope (`insufficient_scope`) */
-            403: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem403"];
-                };
-            };
-            /** @description Request timeout (`request_timeout`) */
-            408: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem408"];
-                };
-            };
-            /** @description Expectation failed (`expectation_failed`) */
-            417: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem417"];
-                };
-            };
-            /** @description Rate limited (`rate_limited`) */
-            429: {
-                headers: {
-                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
-                    RateLimit?: string;
-                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem429"];
-                };
-            };
-            /** @description Request header fields too large (`request_header_fields_too_large`) */
-            431: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem431"];
-                };
-            };
-            /** @description Internal server error (`internal_error`) */
-            500: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem500"];
-                };
-            };
-            /** @description Service unavailable (`unavailable`) */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem503"];
-                };
-            };
-        };
-    };
     listTelephonyProviders: {
         parameters: {
             query?: never;
@@ -9549,12 +9440,7 @@ export interface operations {
     };
     listTelephonyConfigurations: {
         parameters: {
-            query?: {
-                /** @description Return configurations after this configuration id */
-                after?: string;
-                /** @description Page size, 1 to 100 (default 100) */
-                limit?: string;
-            };
+            query?: never;
             header?: never;
             path?: never;
             cookie?: never;
@@ -9588,8 +9474,6 @@ export interface operations {
                             /** @description Whether credentials are stored (they are never shown) */
                             has_credentials: boolean;
                         }[];
-                        /** @description Pass as `after` for the next page; null on the last */
-                        next_after: number | null;
                     };
                 };
             };
@@ -9646,256 +9530,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem417"];
-                };
-            };
-            /** @description Validation failed (`validation_failed`) */
-            422: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem422"];
-                };
-            };
-            /** @description Rate limited (`rate_limited`) */
-            429: {
-                headers: {
-                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
-                    RateLimit?: string;
-                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem429"];
-                };
-            };
-            /** @description Request header fields too large (`request_header_fields_too_large`) */
-            431: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem431"];
-                };
-            };
-            /** @description Internal server error (`internal_error`) */
-            500: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem500"];
-                };
-            };
-            /** @description Service unavailable (`unavailable`) */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem503"];
-                };
-            };
-        };
-    };
-    createTelephonyConfiguration: {
-        parameters: {
-            query?: never;
-            header?: {
-                /**
-                 * @description Makes a retry safe: the same key and payload within 24 h returns the first response again (header Idempotent-Replayed: true) and never dials twice; the same key with another payload is 422 idempotency_key_reused; while the first request is in flight, 409 idempotency_key_in_use. Up to 255 printable ASCII characters, bare or as a quoted string; any other key is 422 validation_failed naming the header.
-                 * @example 8e0f5b0c-4a8e-4a1e-9a57-2f1d3c6b7a90
-                 */
-                "idempotency-key"?: string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * @description For people
-                     * @example Twilio main
-                     */
-                    name: string;
-                    /**
-                     * @description One of GET /api/v1/public/telephony-providers
-                     * @example twilio
-                     * @enum {string}
-                     */
-                    provider: "simulator" | "twilio" | "sip";
-                    /**
-                     * @description E.164 numbers (normalized); the first is the caller ID
-                     * @example [
-                     *       "+12025550100"
-                     *     ]
-                     */
-                    caller_ids?: string[];
-                    /** @description Make it the organization's default (the previous default stays, as an ordinary configuration) */
-                    is_default?: boolean;
-                    /**
-                     * @description Dials per second through it, across every node
-                     * @example 1
-                     */
-                    calls_per_second?: number;
-                    /**
-                     * @description Calls at once through it, across every node
-                     * @example 10
-                     */
-                    max_concurrent_calls?: number;
-                    /**
-                     * @description Non-secret provider settings, as the provider's definition lists them (GET /api/v1/public/telephony-providers)
-                     * @example {}
-                     */
-                    settings?: {
-                        [key: string]: unknown;
-                    };
-                    /**
-                     * @description The provider's credentials (GET /api/v1/public/telephony-providers lists them): stored encrypted, never shown, never logged or audited
-                     * @example {
-                     *       "account_sid": "AC0123456789abcdef0123456789abcdef",
-                     *       "auth_token": "your-auth-token"
-                     *     }
-                     */
-                    credentials?: {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
-            201: {
-                headers: {
-                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
-                    RateLimit?: string;
-                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
-                    "Idempotent-Replayed"?: "true";
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
-                };
-            };
-            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
-            400: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem400"];
-                };
-            };
-            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
-            401: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem401"];
-                };
-            };
-            /** @description Insufficient scope (`insufficient_scope`) */
-            403: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem403"];
-                };
-            };
-            /** @description Request timeout (`request_timeout`) */
-            408: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem408"];
-                };
-            };
-            /** @description Idempotency key in use (`idempotency_key_in_use`) */
-            409: {
-                headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem409"];
-                };
-            };
-            /** @description Payload too large (`payload_too_large`) */
-            413: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem413"];
-                };
-            };
-            /** @description Unsupported media type (`unsupported_media_type`) */
-            415: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem415"];
-                };
-            };
-            /** @description Expectation failed (`expectation_failed`) */
-            417: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem417"];
-                };
-            };
-            /** @description Validation failed (`validation_failed`); Idempotency key reused (`idempotency_key_reused`) */
-            422: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem422"];
                 };
             };
             /** @description Rate limited (`rate_limited`) */
@@ -11121,19 +10755,16 @@ export interface operations {
             };
         };
     };
-    getTelephonyConfiguration: {
+    listWorkflows: {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                /** @description Telephony configuration id */
-                id: number;
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
+            /** @description Default Response */
             200: {
                 headers: {
                     /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
@@ -11145,7 +10776,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
+                    "application/json": {
+                        data: components["schemas"]["Workflow"][];
+                    };
                 };
             };
             /** @description Bad request (`bad_request`) */
@@ -11181,7 +10814,387 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
-            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    createWorkflow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key and payload within 24 h returns the first response again (header Idempotent-Replayed: true) and never dials twice; the same key with another payload is 422 idempotency_key_reused; while the first request is in flight, 409 idempotency_key_in_use. Up to 255 printable ASCII characters, bare or as a quoted string; any other key is 422 validation_failed naming the header.
+                 * @example 8e0f5b0c-4a8e-4a1e-9a57-2f1d3c6b7a90
+                 */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description For people
+                     * @example Appointment reminder
+                     */
+                    name: string;
+                    /**
+                     * @description The definition graph: `nodes`, `edges`, and optionally `variables`, `result_schema` and `answering_machine` (docs/cli.md, "Agent definitions"). Checked whole on save: every problem is listed in a 422 with its JSON Pointer. An `api_trigger` node without `trigger_uuid` gets one minted, or keeps the one its node `id` had in the latest version.
+                     * @example {
+                     *       "nodes": [
+                     *         {
+                     *           "id": "trigger",
+                     *           "type": "api_trigger",
+                     *           "data": {
+                     *             "enabled": true
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "start",
+                     *           "type": "start",
+                     *           "data": {
+                     *             "greeting": "Hello {{name | there}}"
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "end",
+                     *           "type": "end",
+                     *           "data": {}
+                     *         }
+                     *       ],
+                     *       "edges": [
+                     *         {
+                     *           "source": "trigger",
+                     *           "target": "start"
+                     *         },
+                     *         {
+                     *           "source": "start",
+                     *           "target": "end"
+                     *         }
+                     *       ],
+                     *       "variables": {
+                     *         "name": {
+                     *           "description": "Who is called"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    definition: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description A workflow with its published version and its draft */
+            201: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowWithVersions"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Idempotency key in use (`idempotency_key_in_use`) */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem409"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`); Idempotency key reused (`idempotency_key_reused`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    getWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The workflow's UUID
+                 * @example 6f1c7a52-0c1e-4c8e-9f3a-2b7d9c0e4a11
+                 */
+                workflow_uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A workflow with its published version and its draft */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowWithVersions"];
+                };
+            };
+            /** @description Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Workflow not found (`workflow_not_found`) */
             404: {
                 headers: {
                     /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
@@ -11268,60 +11281,69 @@ export interface operations {
             };
         };
     };
-    updateTelephonyConfiguration: {
+    saveWorkflowDraft: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description Telephony configuration id */
-                id: number;
+                /**
+                 * @description The workflow's UUID
+                 * @example 6f1c7a52-0c1e-4c8e-9f3a-2b7d9c0e4a11
+                 */
+                workflow_uuid: string;
             };
             cookie?: never;
         };
+        /** @description The definition graph: `nodes`, `edges`, and optionally `variables`, `result_schema` and `answering_machine` (docs/cli.md, "Agent definitions"). Checked whole on save: every problem is listed in a 422 with its JSON Pointer. An `api_trigger` node without `trigger_uuid` gets one minted, or keeps the one its node `id` had in the latest version. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "nodes": [
+                 *         {
+                 *           "id": "trigger",
+                 *           "type": "api_trigger",
+                 *           "data": {
+                 *             "enabled": true
+                 *           }
+                 *         },
+                 *         {
+                 *           "id": "start",
+                 *           "type": "start",
+                 *           "data": {
+                 *             "greeting": "Hello {{name | there}}"
+                 *           }
+                 *         },
+                 *         {
+                 *           "id": "end",
+                 *           "type": "end",
+                 *           "data": {}
+                 *         }
+                 *       ],
+                 *       "edges": [
+                 *         {
+                 *           "source": "trigger",
+                 *           "target": "start"
+                 *         },
+                 *         {
+                 *           "source": "start",
+                 *           "target": "end"
+                 *         }
+                 *       ],
+                 *       "variables": {
+                 *         "name": {
+                 *           "description": "Who is called"
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
-                    /**
-                     * @description For people
-                     * @example Twilio main
-                     */
-                    name?: string;
-                    /**
-                     * @description E.164 numbers (normalized); the first is the caller ID
-                     * @example [
-                     *       "+12025550100"
-                     *     ]
-                     */
-                    caller_ids?: string[];
-                    /**
-                     * @description Dials per second through it, across every node
-                     * @example 1
-                     */
-                    calls_per_second?: number;
-                    /**
-                     * @description Calls at once through it, across every node
-                     * @example 10
-                     */
-                    max_concurrent_calls?: number;
-                    /**
-                     * @description Non-secret provider settings, as the provider's definition lists them (GET /api/v1/public/telephony-providers): merged into the stored ones; null removes a member
-                     * @example {
-                     *       "transport": "tls",
-                     *       "outbound_proxy": null
-                     *     }
-                     */
-                    settings?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Credentials to merge in, or null to remove every credential */
-                    credentials?: {
-                        [key: string]: unknown;
-                    } | null;
+                    [key: string]: unknown;
                 };
             };
         };
         responses: {
-            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
+            /** @description One version's definition, ready to edit and save as a draft */
             200: {
                 headers: {
                     /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
@@ -11333,7 +11355,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
+                    "application/json": components["schemas"]["WorkflowDefinitionVersion"];
                 };
             };
             /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
@@ -11369,7 +11391,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
-            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
+            /** @description Workflow not found (`workflow_not_found`) */
             404: {
                 headers: {
                     /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
@@ -11389,6 +11411,17 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Workflow state conflict (`workflow_state_conflict`) */
+            409: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem409"];
                 };
             };
             /** @description Payload too large (`payload_too_large`) */
@@ -11489,19 +11522,32 @@ export interface operations {
             };
         };
     };
-    disableTelephonyConfiguration: {
+    publishWorkflow: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description Telephony configuration id */
-                id: number;
+                /**
+                 * @description The workflow's UUID
+                 * @example 6f1c7a52-0c1e-4c8e-9f3a-2b7d9c0e4a11
+                 */
+                workflow_uuid: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The draft version to publish; refused if the draft is another one
+                     * @example 3
+                     */
+                    version?: number;
+                };
+            };
+        };
         responses: {
-            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
+            /** @description A workflow with its published version and its draft */
             200: {
                 headers: {
                     /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
@@ -11513,7 +11559,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
+                    "application/json": components["schemas"]["WorkflowWithVersions"];
                 };
             };
             /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
@@ -11549,7 +11595,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
-            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
+            /** @description Workflow not found (`workflow_not_found`) */
             404: {
                 headers: {
                     /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
@@ -11571,345 +11617,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem408"];
                 };
             };
-            /** @description Payload too large (`payload_too_large`) */
-            413: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem413"];
-                };
-            };
-            /** @description Unsupported media type (`unsupported_media_type`) */
-            415: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem415"];
-                };
-            };
-            /** @description Expectation failed (`expectation_failed`) */
-            417: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem417"];
-                };
-            };
-            /** @description Rate limited (`rate_limited`) */
-            429: {
-                headers: {
-                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
-                    RateLimit?: string;
-                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem429"];
-                };
-            };
-            /** @description Request header fields too large (`request_header_fields_too_large`) */
-            431: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem431"];
-                };
-            };
-            /** @description Internal server error (`internal_error`) */
-            500: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem500"];
-                };
-            };
-            /** @description Service unavailable (`unavailable`) */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem503"];
-                };
-            };
-        };
-    };
-    enableTelephonyConfiguration: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Telephony configuration id */
-                id: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
-            200: {
-                headers: {
-                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
-                    RateLimit?: string;
-                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
-                    "RateLimit-Policy"?: string;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
-                };
-            };
-            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
-            400: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem400"];
-                };
-            };
-            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
-            401: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem401"];
-                };
-            };
-            /** @description Insufficient scope (`insufficient_scope`) */
-            403: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem403"];
-                };
-            };
-            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
-            404: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem404"];
-                };
-            };
-            /** @description Request timeout (`request_timeout`) */
-            408: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem408"];
-                };
-            };
-            /** @description Payload too large (`payload_too_large`) */
-            413: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem413"];
-                };
-            };
-            /** @description Unsupported media type (`unsupported_media_type`) */
-            415: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem415"];
-                };
-            };
-            /** @description Expectation failed (`expectation_failed`) */
-            417: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem417"];
-                };
-            };
-            /** @description Rate limited (`rate_limited`) */
-            429: {
-                headers: {
-                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
-                    RateLimit?: string;
-                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem429"];
-                };
-            };
-            /** @description Request header fields too large (`request_header_fields_too_large`) */
-            431: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem431"];
-                };
-            };
-            /** @description Internal server error (`internal_error`) */
-            500: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem500"];
-                };
-            };
-            /** @description Service unavailable (`unavailable`) */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem503"];
-                };
-            };
-        };
-    };
-    setDefaultTelephonyConfiguration: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description Telephony configuration id */
-                id: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
-            200: {
-                headers: {
-                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
-                    RateLimit?: string;
-                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
-                    "RateLimit-Policy"?: string;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
-                };
-            };
-            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
-            400: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem400"];
-                };
-            };
-            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
-            401: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem401"];
-                };
-            };
-            /** @description Insufficient scope (`insufficient_scope`) */
-            403: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem403"];
-                };
-            };
-            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
-            404: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem404"];
-                };
-            };
-            /** @description Request timeout (`request_timeout`) */
-            408: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem408"];
-                };
-            };
-            /** @description Telephony configuration disabled (`telephony_configuration_disabled`) */
+            /** @description Workflow state conflict (`workflow_state_conflict`) */
             409: {
                 headers: {
                     /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
@@ -11953,6 +11661,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem417"];
                 };
             };
+            /** @description Validation failed (`validation_failed`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
+                };
+            };
             /** @description Rate limited (`rate_limited`) */
             429: {
                 headers: {
@@ -12007,19 +11726,22 @@ export interface operations {
             };
         };
     };
-    getTelephonyConfigurationReadiness: {
+    archiveWorkflow: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description Telephony configuration id */
-                id: number;
+                /**
+                 * @description The workflow's UUID
+                 * @example 6f1c7a52-0c1e-4c8e-9f3a-2b7d9c0e4a11
+                 */
+                workflow_uuid: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Whether a telephony configuration can place calls now, and every reason it cannot */
+            /** @description A workflow with its published version and its draft */
             200: {
                 headers: {
                     /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
@@ -12031,7 +11753,188 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TelephonyConfigurationReadiness"];
+                    "application/json": components["schemas"]["WorkflowWithVersions"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Workflow not found (`workflow_not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    listWorkflowVersions: {
+        parameters: {
+            query?: {
+                /** @description Return versions older than this version */
+                after?: string;
+                /** @description Page size, 1 to 100 (default 20) */
+                limit?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The workflow's UUID
+                 * @example 6f1c7a52-0c1e-4c8e-9f3a-2b7d9c0e4a11
+                 */
+                workflow_uuid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkflowVersion"][];
+                        /** @description Pass as `after` for older versions; null on the last page */
+                        next_after: number | null;
+                    };
                 };
             };
             /** @description Bad request (`bad_request`) */
@@ -12067,7 +11970,170 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem403"];
                 };
             };
-            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
+            /** @description Workflow not found (`workflow_not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    getWorkflowVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workflow's UUID */
+                workflow_uuid: string;
+                /**
+                 * @description A version number
+                 * @example 3
+                 */
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One version's definition, ready to edit and save as a draft */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowDefinitionVersion"];
+                };
+            };
+            /** @description Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Workflow not found (`workflow_not_found`); Not found (`not_found`) */
             404: {
                 headers: {
                     /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
@@ -12154,16 +12220,41 @@ export interface operations {
             };
         };
     };
-    getOrganizationSettings: {
+    listAuditEvents: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Only this action
+                 * @example api_key.created
+                 */
+                action?: string;
+                /**
+                 * @description Only changes of this kind of target
+                 * @example workflow
+                 */
+                target_type?: string;
+                /** @description Only changes of this target (with or without target_type) */
+                target_id?: string;
+                /** @description Only changes made with this API key */
+                actor_key_id?: string;
+                /** @description Only changes made by this kind of actor */
+                actor?: "api_key" | "cli" | "system";
+                /** @description Only changes at or after this time (RFC 3339) */
+                since?: string;
+                /** @description Only changes before this time (RFC 3339) */
+                until?: string;
+                /** @description Return entries older than this entry id (the previous page's `next_after`) */
+                after?: string;
+                /** @description Page size, 1 to 100 (default 20) */
+                limit?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The organization's own limits, per-number cap, calling hours and retention window */
+            /** @description Default Response */
             200: {
                 headers: {
                     /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
@@ -12175,7 +12266,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OrganizationSettings"];
+                    "application/json": {
+                        data: components["schemas"]["AuditEvent"][];
+                        /** @description Pass as `after` for older entries; null on the last page */
+                        next_after: number | null;
+                    };
                 };
             };
             /** @description Bad request (`bad_request`) */
@@ -12220,206 +12315,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem408"];
-                };
-            };
-            /** @description Expectation failed (`expectation_failed`) */
-            417: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem417"];
-                };
-            };
-            /** @description Rate limited (`rate_limited`) */
-            429: {
-                headers: {
-                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
-                    RateLimit?: string;
-                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem429"];
-                };
-            };
-            /** @description Request header fields too large (`request_header_fields_too_large`) */
-            431: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem431"];
-                };
-            };
-            /** @description Internal server error (`internal_error`) */
-            500: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem500"];
-                };
-            };
-            /** @description Service unavailable (`unavailable`) */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem503"];
-                };
-            };
-        };
-    };
-    updateOrganizationSettings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "calling_hours": {
-                 *         "timezone": "America/New_York",
-                 *         "outside": "defer",
-                 *         "windows": {
-                 *           "mon": [
-                 *             "09:00-17:00"
-                 *           ]
-                 *         }
-                 *       },
-                 *       "number_cap": {
-                 *         "max_calls": 3,
-                 *         "window_seconds": 86400
-                 *       }
-                 *     }
-                 */
-                "application/json": {
-                    /** @description Requests per second for all the organization's keys together (0: no limit); null follows RATE_LIMIT_ORG_PER_SECOND */
-                    rate_limit_per_second?: number | null;
-                    /** @description Requests per second per API key (0: no limit); null follows RATE_LIMIT_KEY_PER_SECOND */
-                    key_rate_limit_per_second?: number | null;
-                    /** @description Most runs queued at once; null follows MAX_QUEUED_RUNS_PER_ORG */
-                    max_queued_runs?: number | null;
-                    /** @description The per-number frequency cap (docs/calling-policy.md); null: off */
-                    number_cap?: {
-                        /**
-                         * @description Most runs to one number within the window
-                         * @example 3
-                         */
-                        max_calls: number;
-                        /**
-                         * @description The sliding window, in seconds (at most a year)
-                         * @example 86400
-                         */
-                        window_seconds: number;
-                    } | null;
-                    /** @description Calling hours (every problem listed with its JSON Pointer under /calling_hours), or null to turn them off */
-                    calling_hours?: components["schemas"]["CallingHours"] | null;
-                    /** @description How many days ended runs are kept (docs/operations.md, "Retention"); 0 keeps them forever; null follows RETENTION_DAYS */
-                    retention_days?: number | null;
-                };
-            };
-        };
-        responses: {
-            /** @description The organization's own limits, per-number cap, calling hours and retention window */
-            200: {
-                headers: {
-                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
-                    RateLimit?: string;
-                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
-                    "RateLimit-Policy"?: string;
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["OrganizationSettings"];
-                };
-            };
-            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
-            400: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem400"];
-                };
-            };
-            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
-            401: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem401"];
-                };
-            };
-            /** @description Insufficient scope (`insufficient_scope`) */
-            403: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem403"];
-                };
-            };
-            /** @description Request timeout (`request_timeout`) */
-            408: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem408"];
-                };
-            };
-            /** @description Payload too large (`payload_too_large`) */
-            413: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem413"];
-                };
-            };
-            /** @description Unsupported media type (`unsupported_media_type`) */
-            415: {
-                headers: {
-                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem415"];
                 };
             };
             /** @description Expectation failed (`expectation_failed`) */
@@ -14431,6 +14326,58 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CampaignWebhookMessage"];
+            };
+        };
+        responses: {
+            /** @description Gone: the endpoint is disabled (disabled_reason gone) and sent nothing more until it is enabled again. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Received: the delivery succeeded and is not sent again. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, or none within WEBHOOK_TIMEOUT_MS: the delivery is retried while the schedule lasts; an endpoint with no success for WEBHOOK_DISABLE_AFTER_MS is disabled (disabled_reason failing). */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    auditEventWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message id: the same on every attempt and for every endpoint; drop duplicates by it
+                 * @example msg_run7_3
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Seconds since the epoch when this attempt was signed; refuse messages too far from now
+                 * @example 1767225600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `<webhook-id>.<webhook-timestamp>.<body>` with the endpoint's secret (two while a rotated secret overlaps)
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AuditWebhookMessage"];
             };
         };
         responses: {
