@@ -57,7 +57,7 @@ for (const store of await storeCases()) {
       const again = await postJson(env.app, `${KEYS}/${key.id}/revoke`, {}, { key: f.apiKey });
       assert.equal((again.json() as KeyJson).revoked_at, (revoked.json() as KeyJson).revoked_at, 'revoking again keeps the first time');
 
-      const entries = (await selectAuditEvents(env.deps.store, f.orgId, {}, 10)).filter((e) => e.target_type === 'api_key');
+      const entries = await selectAuditEvents(env.deps.store, f.orgId, { targetType: 'api_key' }, 10);
       assert.deepEqual(
         entries.map((e) => [e.action, e.actor, e.actor_key_id === null ? null : Number(e.actor_key_id), e.actor_key_name, e.target_id]),
         [
