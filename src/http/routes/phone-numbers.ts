@@ -63,7 +63,10 @@ export function phoneNumberRoutes(deps: Deps): FastifyPluginAsync {
         // The audit log names the key; the authenticated key carries only its id, so its name is
         // read here (an organization has a handful of keys, and an erasure is rare).
         const keyName = (await listApiKeys(deps.store, auth.orgId)).find((key) => key.id === auth.keyId)?.name ?? '';
-        return eraseNumber(ctx, auth.orgId, phoneNumber, { suppress: suppress === 'true', actor: { kind: 'api_key', keyId: auth.keyId, keyName } });
+        const erased = await eraseNumber(ctx, auth.orgId, phoneNumber, { suppress: suppress === 'true', actor: { kind: 'api_key', keyId: auth.keyId, keyName } });
+        // Committed with its audit entry, whose audit.event message the delivery workers send now.
+        deps.signals.outbox();
+        return erased;
       },
     );
   };
