@@ -277,10 +277,14 @@ export function workflowRoutes(deps: Deps): FastifyPluginAsync {
             ...problemResponses([...REFUSALS, ...BODY, 'workflow_not_found', 'workflow_state_conflict', 'validation_failed']),
           },
         },
+        // The body is optional: a publish without one publishes whatever the draft is.
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
       },
       async (request) => {
         const { workflow_uuid: uuid } = request.params as { workflow_uuid: string };
-        const body = (request.body ?? {}) as { version?: number };
+        const body = request.body as { version?: number };
         await publishDraft(deps.store, uuid, deps.clock.now(), { orgId: authOf(request).orgId, actor: actorOf(request), ...(body.version !== undefined ? { version: body.version } : {}) });
         deps.signals.outbox();
         return current(request, uuid);
