@@ -29,6 +29,7 @@ import { up022 } from './migrations/022_run_transfers.js';
 import { up023 } from './migrations/023_retention.js';
 import { up025 } from './migrations/025_audit_events.js';
 import { up026 } from './migrations/026_api_key_scopes.js';
+import { up027 } from './migrations/027_audit_events_by_target.js';
 import type { DialectName, Store } from '../engine/store.js';
 
 function migrations(dialect: DialectName): Record<string, Migration> {
@@ -58,6 +59,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
     '023_retention': { up: up023(dialect) },
     '025_audit_events': { up: up025(dialect) },
     '026_api_key_scopes': { up: up026(dialect) },
+    '027_audit_events_by_target': { up: up027(dialect) },
   };
 }
 

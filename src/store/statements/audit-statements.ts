@@ -1,6 +1,7 @@
 // Statements on the audit log (migration 025's audit_events): an entry is inserted inside the
 // transaction of the change it records, and read back an organization's page at a time, newest
-// first, by migration 025's (org_id, id) index.
+// first, by migration 025's (org_id, id) index, or by one target's entries, migration 027's
+// (org_id, target_type, target_id, id).
 import type { AuditActorKind } from '../schema/schema.js';
 import { queryable, type Connection } from '../engine/store.js';
 
