@@ -64,6 +64,24 @@ function withRequestIdHeaders(document: Record<string, unknown>): Record<string,
   };
 }
 
+/** Marks a route's schema whose body may be left out (the route's own preValidation makes it `{}`). */
+export const OPTIONAL_BODY = 'x-optional-body';
+
+/**
+ * @fastify/swagger declares every body required, since Fastify validates whatever a route's body
+ * schema is given; a route that turns a missing body into `{}` first says so with OPTIONAL_BODY,
+ * and its requestBody is declared not required (the marker itself is dropped).
+ */
+function withOptionalBodies(document: Record<string, unknown>): Record<string, unknown> {
+  const paths = (document.paths ?? {}) as Record<string, Record<string, Record<string, unknown>>>;
+  const operation = (op: Record<string, unknown>) => {
+    if (op[OPTIONAL_BODY] !== true) return op;
+    const { [OPTIONAL_BODY]: _marker, ...rest } = op;
+    return { ...rest, requestBody: { ...(rest.requestBody as Record<string, unknown>), required: false } };
+  };
+  return { ...document, paths: Object.fromEntries(Object.entries(paths).map(([path, item]) => [path, Object.fromEntries(Object.entries(item).map(([method, op]) => [method, operation(op)]))])) };
+}
+
 /** The webhook messages (webhook-schemas.ts): the `webhooks` section and the bodies it refers to. */
 function withWebhooks(document: Record<string, unknown>): Record<string, unknown> {
   const components = (document.components ?? {}) as { schemas?: Record<string, unknown> };
@@ -110,7 +128,7 @@ export function openApiOptions(config: Pick<Config, 'PUBLIC_BASE_URL'>): Fastify
     transform: ({ schema, url }) => ({ schema: documentedSchema(schema) as typeof schema, url }),
     transformObject: (documentObject) =>
       'openapiObject' in documentObject
-        ? withoutUnusedSchemas(withWebhooks(withRequestIdHeaders(documentObject.openapiObject as Record<string, unknown>)))
+        ? withoutUnusedSchemas(withWebhooks(withOptionalBodies(withRequestIdHeaders(documentObject.openapiObject as Record<string, unknown>))))
         : documentObject.swaggerObject,
   };
 }

@@ -25,6 +25,7 @@ import {
   type WorkflowListItem,
 } from '../../workflows/workflows.js';
 import { actorOf, authOf } from '../authenticate.js';
+import { OPTIONAL_BODY } from '../openapi.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresScope } from '../scopes.js';
 import { documentedAs, IdempotencyHeaders, StringEnum, replayableResponse, withRateLimitHeaders } from '../schemas.js';
@@ -272,6 +273,7 @@ export function workflowRoutes(deps: Deps): FastifyPluginAsync {
             { version: Type.Optional(Type.Integer({ minimum: 1, description: 'The draft version to publish; refused if the draft is another one', examples: [3] })) },
             { additionalProperties: false },
           ),
+          [OPTIONAL_BODY]: true,
           response: {
             200: withRateLimitHeaders(Type.Ref('WorkflowWithVersions')),
             ...problemResponses([...REFUSALS, ...BODY, 'workflow_not_found', 'workflow_state_conflict', 'validation_failed']),
