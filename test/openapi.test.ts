@@ -1217,6 +1217,8 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await send('PATCH', SETTINGS, SETTINGS, 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
       await send('PATCH', SETTINGS, SETTINGS, 'a body over the limit', { body: { note: 'x'.repeat(70_000) } });
       await send('PATCH', SETTINGS, SETTINGS, 'the change undone', { body: { retention_days: null, number_cap: null } });
+    });
+
     await t.test('workflow management and the audit log', async () => {
       const [CREATE, ONE, DRAFT, PUBLISH, ARCHIVE, VERSIONS, VERSION] = WORKFLOW_OPERATIONS.map(([, template]) => template) as unknown as string[] as [string, string, string, string, string, string, string];
       const made = await send('POST', CREATE, CREATE, 'a workflow', { body: { name: 'Managed', definition: definition() }, headers: { 'idempotency-key': 'workflow-once' } });

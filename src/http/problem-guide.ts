@@ -176,6 +176,7 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
   telephony_configuration_disabled: {
     when: 'A disabled telephony configuration was to be made the organization\'s default: only an active one can be.',
     action: 'Enable it first (POST /api/v1/public/telephony-configurations/{id}/enable), then make it the default.',
+  },
   workflow_state_conflict: {
     when: 'The workflow\'s state does not allow the change: it is archived (nothing changes it any more), it has no draft to publish, or its draft is not the `version` the publish named (someone saved another draft meanwhile); `draft_version` in the problem says which draft it has.',
     action: 'Read the workflow (GET /api/v1/public/workflows/{workflow_uuid}) and its draft, then publish the version you mean, or save a draft first.',

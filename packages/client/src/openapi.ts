@@ -682,11 +682,15 @@ export interface paths {
         };
         /**
          * List Telephony Configurations
-         * @description The organization's routes to the phone network, oldest first. Credentials and provider settings are never shown.
+         * @description The organization's routes to the phone network, oldest first, disabled ones included. Credentials and provider settings are never shown (an `admin` key reads a configuration's settings with Get Telephony Configuration). Page with `after` (the `next_after` of the previous page).
          */
         get: operations["listTelephonyConfigurations"];
         put?: never;
-        post?: never;
+        /**
+         * Create Telephony Configuration
+         * @description Creates a route to the phone network through one of the providers this service knows. Settings and credentials are checked by the provider's own schema, every problem listed with its JSON Pointer (422 validation_failed), and nothing is created when there is one. Credentials are stored encrypted and never shown again: answers say only whether each is set (`credentials_set`). With `is_default`, it replaces the organization's default. Honours Idempotency-Key. Recorded in the audit log as `telephony_configuration.created`, without a credential.
+         */
+        post: operations["createTelephonyConfiguration"];
         delete?: never;
         options?: never;
         head?: never;
@@ -815,6 +819,134 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/telephony-configurations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Telephony Configuration
+         * @description One of the organization's configurations with its settings, and only whether each credential is set.
+         */
+        get: operations["getTelephonyConfiguration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update Telephony Configuration
+         * @description Changes what the body names; everything else stays. `settings` and `credentials` are merged into the stored ones member by member (a member set to null is removed), so one credential can be rotated without sending the others; `credentials: null` removes them all. The provider cannot change (create another configuration). The result is checked as a creation is, every problem listed with its JSON Pointer, and nothing changes when there is one. New requests use the change on every node within LOOKUP_CACHE_TTL_MS. Recorded in the audit log as `telephony_configuration.updated` (before and after, with only whether each credential is set) when anything changed.
+         */
+        patch: operations["updateTelephonyConfiguration"];
+        trace?: never;
+    };
+    "/api/v1/public/telephony-configurations/{id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable Telephony Configuration
+         * @description New requests can no longer use it (on every node within LOOKUP_CACHE_TTL_MS), and it stops being the default: requests that name no configuration are refused (422 telephony_not_configured) until another is made the default. Runs already queued through it are still dialed. Disabling a disabled one changes nothing. Recorded in the audit log as `telephony_configuration.disabled`.
+         */
+        post: operations["disableTelephonyConfiguration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/telephony-configurations/{id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enable Telephony Configuration
+         * @description New requests may name it again (on every node within LOOKUP_CACHE_TTL_MS). It does not become the default again: set that separately. Enabling an active one changes nothing. Recorded in the audit log as `telephony_configuration.enabled`.
+         */
+        post: operations["enableTelephonyConfiguration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/telephony-configurations/{id}/set-default": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set Default Telephony Configuration
+         * @description Makes it the organization's default, the one runs dial when they name no telephony_configuration_id (the previous default stays, as an ordinary configuration). Only an active configuration can be the default: a disabled one is 409 telephony_configuration_disabled. Recorded in the audit log as `telephony_configuration.default_set`.
+         */
+        post: operations["setDefaultTelephonyConfiguration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/telephony-configurations/{id}/readiness": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Telephony Configuration Readiness
+         * @description Whether a call could be placed through the configuration now, with every reason it cannot, each with its JSON Pointer: disabled (`/status`), its settings or credentials not fitting its provider's schema (or not decrypting under this DIALTONE_SECRET_KEY), and what its provider still lacks (a caller ID, PUBLIC_BASE_URL). A request through a configuration that is not ready is refused with 422 telephony_not_ready.
+         */
+        get: operations["getTelephonyConfigurationReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/organization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Organization Settings
+         * @description The organization's own limits, per-number frequency cap, calling hours and retention window, with the service's defaults that a null setting follows.
+         */
+        get: operations["getOrganizationSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update Organization Settings
+         * @description Changes the settings the body names; the others stay. null returns a limit to the service's default and turns the per-number cap or calling hours off. The rules are the CLI's (`org set-limits`, `set-calling-hours`, `set-retention`): every problem is listed with its JSON Pointer (422 validation_failed) and nothing changes when there is one. Requests on every node see the change within LOOKUP_CACHE_TTL_MS (the limits, the cap and calling hours travel with the API key's lookup), retention on the next maintenance pass. Recorded in the audit log as `organization.settings_updated`, with the settings before and after, when anything changed.
+         */
+        patch: operations["updateOrganizationSettings"];
         trace?: never;
     };
     "/api/v1/public/workflows": {
@@ -1769,7 +1901,7 @@ export interface components {
              * @description Identifies the problem: /problems/<code>, relative to the URL the request was sent to, where the service serves a page describing the code
              * @enum {string}
              */
-            type: "/problems/workflow_not_published" | "/problems/idempotency_key_in_use" | "/problems/run_already_ended" | "/problems/run_not_answered" | "/problems/transfer_in_progress" | "/problems/campaign_state_conflict" | "/problems/workflow_state_conflict" | "/problems/runs_not_ended" | "/problems/webhook_delivery_pending";
+            type: "/problems/workflow_not_published" | "/problems/idempotency_key_in_use" | "/problems/run_already_ended" | "/problems/run_not_answered" | "/problems/transfer_in_progress" | "/problems/campaign_state_conflict" | "/problems/telephony_configuration_disabled" | "/problems/workflow_state_conflict" | "/problems/runs_not_ended" | "/problems/webhook_delivery_pending";
             /**
              * @description Short summary, the same for every occurrence of the code
              * @example Workflow not published
@@ -1786,7 +1918,7 @@ export interface components {
              * @description Stable, machine-readable reason
              * @enum {string}
              */
-            code: "workflow_not_published" | "idempotency_key_in_use" | "run_already_ended" | "run_not_answered" | "transfer_in_progress" | "campaign_state_conflict" | "workflow_state_conflict" | "runs_not_ended" | "webhook_delivery_pending";
+            code: "workflow_not_published" | "idempotency_key_in_use" | "run_already_ended" | "run_not_answered" | "transfer_in_progress" | "campaign_state_conflict" | "telephony_configuration_disabled" | "workflow_state_conflict" | "runs_not_ended" | "webhook_delivery_pending";
             /** @description Also sent as the X-Request-Id header; quote it when asking for support */
             request_id: string;
             /** @description The request header the problem is about (idempotency_key_in_use: Idempotency-Key) */
@@ -2291,6 +2423,163 @@ export interface components {
             last_used_at: string | null;
             /** @description Set once revoked: the key is refused from then on */
             revoked_at: string | null;
+        };
+        /**
+         * TelephonyConfigurationDetails
+         * @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set
+         */
+        TelephonyConfigurationDetails: {
+            id: number;
+            name: string;
+            /** @enum {string} */
+            provider: "simulator" | "twilio" | "sip";
+            /** @description E.164 numbers; the first is the caller ID of calls through it */
+            caller_ids: string[];
+            /** @description Runs that name no telephony_configuration_id dial this one */
+            is_default: boolean;
+            calls_per_second: number;
+            max_concurrent_calls: number;
+            /**
+             * @description `inactive`: disabled; new requests cannot use it
+             * @enum {string}
+             */
+            status: "active" | "inactive";
+            /**
+             * @description Non-secret provider settings, as the provider's definition lists them (GET /api/v1/public/telephony-providers)
+             * @example {
+             *       "host": "sip.example.net",
+             *       "transport": "tls"
+             *     }
+             */
+            settings: {
+                [key: string]: unknown;
+            };
+            /** @description Whether any credentials are stored */
+            has_credentials: boolean;
+            /**
+             * @description For each credential the provider takes (and any other stored), whether it is set. The values are never shown: credentials are write-only.
+             * @example {
+             *       "account_sid": true,
+             *       "auth_token": true,
+             *       "api_key_sid": false,
+             *       "api_key_secret": false
+             *     }
+             */
+            credentials_set: {
+                [key: string]: boolean;
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * TelephonyConfigurationReadiness
+         * @description Whether a telephony configuration can place calls now, and every reason it cannot
+         */
+        TelephonyConfigurationReadiness: {
+            id: number;
+            /** @description true when a call could be placed through it now: no problem below */
+            ready: boolean;
+            /** @description Every reason it cannot place calls now: its status, its provider's schema, then its provider's readiness */
+            problems: {
+                /**
+                 * @description JSON Pointer (RFC 6901) into the configuration as this API shows it (`/settings/host`, `/credentials/auth_token`, `/caller_ids`); empty for the configuration as a whole or the service around it
+                 * @example /caller_ids
+                 */
+                pointer: string;
+                /** @example No caller ID is configured. */
+                detail: string;
+            }[];
+        };
+        /**
+         * CallingHours
+         * @description When calls may be placed, in the callee's local time (docs/calling-policy.md, "Calling hours")
+         * @example {
+         *       "timezone": "America/New_York",
+         *       "outside": "defer",
+         *       "windows": {
+         *         "mon": [
+         *           "09:00-17:00"
+         *         ],
+         *         "tue": [
+         *           "09:00-17:00"
+         *         ],
+         *         "wed": [
+         *           "09:00-17:00"
+         *         ],
+         *         "thu": [
+         *           "09:00-17:00"
+         *         ],
+         *         "fri": [
+         *           "09:00-17:00"
+         *         ]
+         *       }
+         *     }
+         */
+        CallingHours: {
+            /**
+             * @description IANA time zone used where the callee's is unknown (a number without a zone, a SIP URI)
+             * @example America/New_York
+             */
+            timezone: string;
+            /**
+             * @description `defer`: a call outside the windows is queued until the next one (status scheduled); `refuse`: answered 422 outside_calling_hours
+             * @enum {string}
+             */
+            outside: "defer" | "refuse";
+            /** @description Per weekday, the windows of local time calls may be placed in; a missing day has none */
+            windows: {
+                mon?: string[];
+                tue?: string[];
+                wed?: string[];
+                thu?: string[];
+                fri?: string[];
+                sat?: string[];
+                sun?: string[];
+            };
+        };
+        /**
+         * OrganizationSettings
+         * @description The organization's own limits, per-number cap, calling hours and retention window
+         */
+        OrganizationSettings: {
+            id: number;
+            name: string;
+            /** @description Requests per second for all the organization's keys together (0: no limit); null follows RATE_LIMIT_ORG_PER_SECOND */
+            rate_limit_per_second: number | null;
+            /** @description Requests per second per API key (0: no limit); null follows RATE_LIMIT_KEY_PER_SECOND */
+            key_rate_limit_per_second: number | null;
+            /** @description Most runs queued at once; null follows MAX_QUEUED_RUNS_PER_ORG */
+            max_queued_runs: number | null;
+            /** @description The per-number frequency cap (docs/calling-policy.md); null: off */
+            number_cap: {
+                /**
+                 * @description Most runs to one number within the window
+                 * @example 3
+                 */
+                max_calls: number;
+                /**
+                 * @description The sliding window, in seconds (at most a year)
+                 * @example 86400
+                 */
+                window_seconds: number;
+            } | null;
+            /** @description How many days ended runs are kept (docs/operations.md, "Retention"); 0 keeps them forever; null follows RETENTION_DAYS */
+            retention_days: number | null;
+            /** @description null: off, calls at any hour */
+            calling_hours: components["schemas"]["CallingHours"] | null;
+            /** @description What this service is configured with: the values a null setting follows */
+            defaults: {
+                /** @description RATE_LIMIT_ORG_PER_SECOND */
+                rate_limit_per_second: number;
+                /** @description RATE_LIMIT_KEY_PER_SECOND */
+                key_rate_limit_per_second: number;
+                /** @description MAX_QUEUED_RUNS_PER_ORG */
+                max_queued_runs: number;
+                /** @description RETENTION_DAYS (0: kept forever) */
+                retention_days: number;
+            };
         };
         /**
          * Workflow
@@ -9440,7 +9729,12 @@ export interface operations {
     };
     listTelephonyConfigurations: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Return configurations after this configuration id */
+                after?: string;
+                /** @description Page size, 1 to 100 (default 100) */
+                limit?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -9474,6 +9768,8 @@ export interface operations {
                             /** @description Whether credentials are stored (they are never shown) */
                             has_credentials: boolean;
                         }[];
+                        /** @description Pass as `after` for the next page; null on the last */
+                        next_after: number | null;
                     };
                 };
             };
@@ -9530,6 +9826,256 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    createTelephonyConfiguration: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry safe: the same key and payload within 24 h returns the first response again (header Idempotent-Replayed: true) and never dials twice; the same key with another payload is 422 idempotency_key_reused; while the first request is in flight, 409 idempotency_key_in_use. Up to 255 printable ASCII characters, bare or as a quoted string; any other key is 422 validation_failed naming the header.
+                 * @example 8e0f5b0c-4a8e-4a1e-9a57-2f1d3c6b7a90
+                 */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description For people
+                     * @example Twilio main
+                     */
+                    name: string;
+                    /**
+                     * @description One of GET /api/v1/public/telephony-providers
+                     * @example twilio
+                     * @enum {string}
+                     */
+                    provider: "simulator" | "twilio" | "sip";
+                    /**
+                     * @description E.164 numbers (normalized); the first is the caller ID
+                     * @example [
+                     *       "+12025550100"
+                     *     ]
+                     */
+                    caller_ids?: string[];
+                    /** @description Make it the organization's default (the previous default stays, as an ordinary configuration) */
+                    is_default?: boolean;
+                    /**
+                     * @description Dials per second through it, across every node
+                     * @example 1
+                     */
+                    calls_per_second?: number;
+                    /**
+                     * @description Calls at once through it, across every node
+                     * @example 10
+                     */
+                    max_concurrent_calls?: number;
+                    /**
+                     * @description Non-secret provider settings, as the provider's definition lists them (GET /api/v1/public/telephony-providers)
+                     * @example {}
+                     */
+                    settings?: {
+                        [key: string]: unknown;
+                    };
+                    /**
+                     * @description The provider's credentials (GET /api/v1/public/telephony-providers lists them): stored encrypted, never shown, never logged or audited
+                     * @example {
+                     *       "account_sid": "AC0123456789abcdef0123456789abcdef",
+                     *       "auth_token": "your-auth-token"
+                     *     }
+                     */
+                    credentials?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
+            201: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Present when this is the stored response of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Idempotency key in use (`idempotency_key_in_use`) */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem409"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`); Idempotency key reused (`idempotency_key_reused`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
                 };
             };
             /** @description Rate limited (`rate_limited`) */
@@ -10699,6 +11245,1383 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    getTelephonyConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Telephony configuration id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
+                };
+            };
+            /** @description Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    updateTelephonyConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Telephony configuration id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description For people
+                     * @example Twilio main
+                     */
+                    name?: string;
+                    /**
+                     * @description E.164 numbers (normalized); the first is the caller ID
+                     * @example [
+                     *       "+12025550100"
+                     *     ]
+                     */
+                    caller_ids?: string[];
+                    /**
+                     * @description Dials per second through it, across every node
+                     * @example 1
+                     */
+                    calls_per_second?: number;
+                    /**
+                     * @description Calls at once through it, across every node
+                     * @example 10
+                     */
+                    max_concurrent_calls?: number;
+                    /**
+                     * @description Non-secret provider settings, as the provider's definition lists them (GET /api/v1/public/telephony-providers): merged into the stored ones; null removes a member
+                     * @example {
+                     *       "transport": "tls",
+                     *       "outbound_proxy": null
+                     *     }
+                     */
+                    settings?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Credentials to merge in, or null to remove every credential */
+                    credentials?: {
+                        [key: string]: unknown;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    disableTelephonyConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Telephony configuration id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    enableTelephonyConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Telephony configuration id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    setDefaultTelephonyConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Telephony configuration id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A telephony configuration as its organization's administrators see it: its settings, and only whether each credential is set */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TelephonyConfigurationDetails"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Telephony configuration disabled (`telephony_configuration_disabled`) */
+            409: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem409"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    getTelephonyConfigurationReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Telephony configuration id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whether a telephony configuration can place calls now, and every reason it cannot */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TelephonyConfigurationReadiness"];
+                };
+            };
+            /** @description Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Telephony configuration not found (`telephony_configuration_not_found`) */
+            404: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem404"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    getOrganizationSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization's own limits, per-number cap, calling hours and retention window */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationSettings"];
+                };
+            };
+            /** @description Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    updateOrganizationSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "calling_hours": {
+                 *         "timezone": "America/New_York",
+                 *         "outside": "defer",
+                 *         "windows": {
+                 *           "mon": [
+                 *             "09:00-17:00"
+                 *           ]
+                 *         }
+                 *       },
+                 *       "number_cap": {
+                 *         "max_calls": 3,
+                 *         "window_seconds": 86400
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Requests per second for all the organization's keys together (0: no limit); null follows RATE_LIMIT_ORG_PER_SECOND */
+                    rate_limit_per_second?: number | null;
+                    /** @description Requests per second per API key (0: no limit); null follows RATE_LIMIT_KEY_PER_SECOND */
+                    key_rate_limit_per_second?: number | null;
+                    /** @description Most runs queued at once; null follows MAX_QUEUED_RUNS_PER_ORG */
+                    max_queued_runs?: number | null;
+                    /** @description The per-number frequency cap (docs/calling-policy.md); null: off */
+                    number_cap?: {
+                        /**
+                         * @description Most runs to one number within the window
+                         * @example 3
+                         */
+                        max_calls: number;
+                        /**
+                         * @description The sliding window, in seconds (at most a year)
+                         * @example 86400
+                         */
+                        window_seconds: number;
+                    } | null;
+                    /** @description Calling hours (every problem listed with its JSON Pointer under /calling_hours), or null to turn them off */
+                    calling_hours?: components["schemas"]["CallingHours"] | null;
+                    /** @description How many days ended runs are kept (docs/operations.md, "Retention"); 0 keeps them forever; null follows RETENTION_DAYS */
+                    retention_days?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The organization's own limits, per-number cap, calling hours and retention window */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationSettings"];
+                };
+            };
+            /** @description Malformed JSON (`malformed_json`); Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`) */
+            413: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem413"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem415"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
                 };
             };
             /** @description Rate limited (`rate_limited`) */

@@ -5,7 +5,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
-import { iso } from '../../runs/read-run.js';
 import { listTelephonyConfigurationRows, viewConfiguration } from '../../telephony/configurations.js';
 import type { RouteFieldDescription } from '../../telephony/definition.js';
 import { authOf } from '../authenticate.js';
