@@ -71,9 +71,10 @@ for (const store of await storeCases()) {
           ['workflow.created', 'api_key', 'workflow'],
           ['api_key.created', 'api_key', 'api_key'],
           ['workflow.created', 'cli', 'workflow'],
+          ['telephony_configuration.created', 'cli', 'telephony_configuration'],
           ['api_key.created', 'cli', 'api_key'],
         ],
-        'newest first, this organization\'s only (the fixture\'s key and workflow were made as the CLI makes them)',
+        'newest first, this organization\'s only (the fixture\'s key, route and workflow were made as the CLI makes them)',
       );
       const created = all.data[2];
       assert.deepEqual(
@@ -100,7 +101,7 @@ for (const store of await storeCases()) {
       assert.deepEqual(await actions(`?target_type=workflow&target_id=${uuid}`), ['workflow.created']);
       assert.deepEqual(await actions(`?target_id=${crm.id}`), ['api_key.revoked', 'api_key.created']);
       assert.deepEqual(await actions(`?actor_key_id=${f.apiKeyId}`), ['api_key.revoked', 'workflow.created', 'api_key.created']);
-      assert.deepEqual(await actions('?actor=cli'), ['workflow.created', 'api_key.created']);
+      assert.deepEqual(await actions('?actor=cli'), ['workflow.created', 'telephony_configuration.created', 'api_key.created']);
       assert.deepEqual(await actions('?since=2026-11-27T10:01:00Z&until=2026-11-27T10:03:00Z'), ['workflow.created', 'api_key.created']);
 
       const paged: string[] = [];
@@ -125,7 +126,7 @@ for (const store of await storeCases()) {
       const refused = await getJson(env.app, AUDIT, everythingButAdmin.key);
       assert.equal(refused.statusCode, 403);
       assert.deepEqual([(refused.json() as { code: string }).code, (refused.json() as { required_scope: string }).required_scope], ['insufficient_scope', 'admin']);
-      assert.equal((await list(env, other.apiKey)).data.length, 2, 'the other organization has entries of its own');
+      assert.equal((await list(env, other.apiKey)).data.length, 3, 'the other organization has entries of its own (its fixture\'s key, route and workflow)');
       const mine = await list(env, f.apiKey);
       assert.deepEqual(mine.data.filter((e) => e.target_id === String(other.apiKeyId) || e.target_id === other.workflowUuid), []);
       assert.equal((await list(env, f.apiKey, `?target_id=${other.workflowUuid}`)).data.length, 0);

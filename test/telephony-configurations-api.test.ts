@@ -286,7 +286,7 @@ for (const store of await storeCases()) {
         assertProblem(await send(method, url, body, f.apiKey), 404, 'telephony_configuration_not_found');
       }
       assert.deepEqual(await env.deps.store.db.selectFrom('telephony_configurations').selectAll().where('org_id', '=', other.orgId).execute(), before, 'the other organization\'s configuration is unchanged');
-      assert.deepEqual((await selectAuditEvents(env.deps.store, other.orgId, {}, 10)).map((e) => e.action).sort(), ['api_key.created', 'telephony_configuration.created'], 'only the other fixture\'s own making');
+      assert.deepEqual((await selectAuditEvents(env.deps.store, other.orgId, {}, 10)).map((e) => e.action).sort(), ['api_key.created', 'telephony_configuration.created', 'workflow.created'], 'only the other fixture\'s own making');
       assert.equal((await postJson(env.app, PATHS.initiateCall(other.agentUuid), { phone_number: '+12025550123' }, { key: other.apiKey })).statusCode, 200, 'the other organization still calls');
     });
   });
