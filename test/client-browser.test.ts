@@ -10,7 +10,8 @@
 // fast-sha256) ships CommonJS only, which a browser cannot import through an import map. The server
 // converts it to one ESM file with esbuild (in node_modules for tsx), which is what any bundler does
 // for a browser app; platform 'browser' makes it fail on a Node built-in, and no Buffer or process
-// polyfill is added. packages/client/README.md ("Where it runs") says so.
+// polyfill is added. A second page, with standardwebhooks' own file in its import map, shows the
+// client then does not load at all. packages/client/README.md ("Where it runs") says so.
 //
 // The service runs on SQLite only: what is tested is the client in a browser, and the HTTP it speaks
 // is the same on both stores (test/client.test.ts runs the client against both).
@@ -145,6 +146,14 @@ try {
 }
 `;
 
+/** A page that only imports the client, and records whether it loaded or why not. */
+function rawPage(importMap: Record<string, string>): string {
+  return `<!doctype html><html><head><meta charset="utf-8">
+<script>window.addEventListener('error', (event) => { window.failure = String(event.message); });</script>
+<script type="importmap">${JSON.stringify({ imports: importMap }).replace(/</g, '\\u003c')}</script>
+<script type="module">import { createDialtone } from '@dialtone/client'; window.outcome = typeof createDialtone;</script></head><body></body></html>`;
+}
+
 function page(importMap: Record<string, string>, config: unknown): string {
   // JSON in a script element: "<" escaped so no value can close the element.
   const json = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
@@ -184,7 +193,10 @@ describe('@dialtone/client in a browser (chromium, service on SQLite)', { skip: 
       importMap[name] = `/node_modules/${name}/${relative(root, entry).split(sep).join('/')}`;
     }
     // standardwebhooks is CommonJS only (see the top of this file): the one module converted, as a bundler would.
-    const webhooksPackage = JSON.parse(await readFile(join(packageRoot(fileURLToPath(import.meta.resolve('standardwebhooks')), 'standardwebhooks'), 'package.json'), 'utf8')) as { type?: string; module?: string; exports?: unknown };
+    const webhooksMain = fileURLToPath(import.meta.resolve('standardwebhooks'));
+    const webhooksRoot = packageRoot(webhooksMain, 'standardwebhooks');
+    roots['/node_modules/standardwebhooks/'] = webhooksRoot;
+    const webhooksPackage = JSON.parse(await readFile(join(webhooksRoot, 'package.json'), 'utf8')) as { type?: string };
     assert.equal(webhooksPackage.type ?? 'commonjs', 'commonjs', 'standardwebhooks now ships ESM: serve it as it is and drop the conversion (and the README limitation)');
     const converted = await build({
       stdin: { contents: "export { Webhook, WebhookVerificationError } from 'standardwebhooks';", resolveDir: ROOT, loader: 'js' },
@@ -207,6 +219,9 @@ describe('@dialtone/client in a browser (chromium, service on SQLite)', { skip: 
       headers: { 'webhook-id': messageId, 'webhook-timestamp': String(Math.floor(signedAt.getTime() / 1000)), 'webhook-signature': new Webhook(secret).sign(messageId, signedAt, body) },
     };
     const html = page(importMap, { apiKey: db.fixture.apiKey, agentUuid: db.fixture.agentUuid, waitMs: scaledTimeout(20_000), webhook });
+    // The same client with standardwebhooks' own (CommonJS) file in the import map, as the README says cannot work.
+    const rawWebhooks = `/node_modules/standardwebhooks/${relative(webhooksRoot, webhooksMain).split(sep).join('/')}`;
+    const raw = rawPage({ ...importMap, standardwebhooks: rawWebhooks });
 
     const served: string[] = [];
     const target = new URL(service.url);
@@ -215,6 +230,7 @@ describe('@dialtone/client in a browser (chromium, service on SQLite)', { skip: 
       if (path.startsWith('/api/')) return proxy(target, req, res);
       const send = (status: number, type: string, text: string) => res.writeHead(status, { 'content-type': type }).end(text);
       if (path === '/') return send(200, TYPES['.html'] as string, html);
+      if (path === '/raw') return send(200, TYPES['.html'] as string, raw);
       if (path === '/favicon.ico') return res.writeHead(204).end();
       if (path === '/converted/standardwebhooks.js') return send(200, 'text/javascript', standardwebhooksEsm);
       const prefix = Object.keys(roots).find((p) => path.startsWith(p));
@@ -257,6 +273,15 @@ describe('@dialtone/client in a browser (chromium, service on SQLite)', { skip: 
     assert.deepEqual(outcome.verifiedBytes, JSON.parse(body));
     assert.equal(outcome.tampered, 'WebhookVerificationError');
     assert.deepEqual(outcome.nodeGlobals, ['undefined', 'undefined'], 'the page had no Buffer or process to lean on');
+
+    // Without the conversion the client does not load at all: the limitation the README states is real.
+    const rawTab = await chrome.browser.newPage();
+    rawTab.setDefaultTimeout(scaledTimeout(30_000));
+    await rawTab.goto(`${origin}/raw`);
+    await rawTab.waitForFunction('window.outcome !== undefined || window.failure !== undefined', { timeout: scaledTimeout(60_000) });
+    assert.equal(await rawTab.evaluate('window.outcome'), undefined);
+    assert.match(String(await rawTab.evaluate('window.failure')), /export named 'Webhook'|exports is not defined|require is not defined/);
+    assert.ok(served.includes(rawWebhooks), served.join(' '));
 
     // The client and its dependencies came from the files served here, not from anywhere else.
     assert.ok(served.includes('/client/index.js') && served.includes('/client/webhooks.js') && served.includes('/client/stream.js'), served.join(' '));
