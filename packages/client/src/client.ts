@@ -1,7 +1,7 @@
 // The client's surface: one object per group of operations, each a thin call through openapi-fetch
 // typed by the generated `paths` (openapi.ts), answering the success body or throwing
-// DialtoneApiError. Nothing here imports Node: it runs wherever fetch, Request, ReadableStream and
-// TextDecoderStream do (Node 20+, Deno, browsers).
+// DialtoneApiError. Nothing here imports Node: it needs only fetch, Request, ReadableStream and
+// TextDecoderStream (tested on Node 20+ and in chromium; Deno is not run: README.md, "Where it runs").
 import createClient, { type Client } from 'openapi-fetch';
 import { DialtoneApiError, errorFromResponse } from './errors.js';
 import type { components, operations, paths } from './openapi.js';

@@ -3,7 +3,7 @@
 // when the connection ends for any reason other than the caller stopping, reconnects with
 // Last-Event-ID set to the last id it yielded, so no event is lost or repeated across a node
 // restart (docs/console.md, "The event stream"). Parsing is eventsource-parser's, a small, widely
-// used parser that runs in Node, Deno and browsers.
+// used ESM parser with no Node imports (loaded as it is in the browser test).
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { errorFromResponse, retryAfterSeconds } from './errors.js';
 
