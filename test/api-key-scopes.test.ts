@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import Fastify from 'fastify';
 import { authenticateApiKey, createApiKey, hashKey } from '../src/auth/api-keys.js';
 import { SCOPES, type Scope } from '../src/auth/scopes.js';
-import { declareScopes, requiresScope, type PublicRoute } from '../src/http/scopes.js';
+import { declareScopes, requiresAnyScope, requiresScope, type PublicRoute } from '../src/http/scopes.js';
 import { migrateTo, migrateToLatest } from '../src/store/schema/migrate.js';
 import { sql } from '../src/store/engine/kysely.js';
 import { build } from './helpers/app.js';
@@ -36,6 +36,15 @@ for (const store of await storeCases()) {
       }
       const seen = new Set<Scope>();
       for (const route of routes) {
+        if (route.scope === 'any') {
+          // A route any key may use: every key holding one scope alone gets past.
+          for (const [scope, key] of only) {
+            const answer = await env.app.inject({ method: route.method as 'GET', url: urlOf(route), headers: { 'x-api-key': key } });
+            assert.ok(![401, 403].includes(answer.statusCode), `${route.method} ${route.url} with only ${scope}: ${answer.statusCode} ${answer.body}`);
+          }
+          continue;
+        }
+        const scope = route.scope;
         const send = (key: string, query = '') =>
           env.app.inject({
             method: route.method as 'GET',
@@ -43,18 +52,19 @@ for (const store of await storeCases()) {
             headers: { 'x-api-key': key, ...(route.method === 'GET' || route.method === 'DELETE' ? {} : { 'content-type': 'application/json' }) },
             ...(route.method === 'GET' || route.method === 'DELETE' ? {} : { payload: '{}' }),
           });
-        const refused = await send(without.get(route.scope) as string);
-        assert.equal(refused.statusCode, 403, `${route.method} ${route.url} without ${route.scope}: ${refused.body}`);
+        const refused = await send(without.get(scope) as string);
+        assert.equal(refused.statusCode, 403, `${route.method} ${route.url} without ${scope}: ${refused.body}`);
         const problem = refused.json() as { code: string; required_scope: string; detail: string };
         assert.equal(problem.code, 'insufficient_scope');
-        assert.equal(problem.required_scope, route.scope);
-        assert.match(problem.detail, new RegExp(`"${route.scope}"`));
+        assert.equal(problem.required_scope, scope);
+        assert.match(problem.detail, new RegExp(`"${scope}"`));
         // The stream, let through, would stay open: a malformed cursor makes it answer at once, after the scope.
-        const allowed = await send(only.get(route.scope) as string, route.url === STREAM ? '?last_event_id=nope' : '');
-        assert.ok(![401, 403].includes(allowed.statusCode), `${route.method} ${route.url} with only ${route.scope}: ${allowed.statusCode} ${allowed.body}`);
-        seen.add(route.scope);
+        const allowed = await send(only.get(scope) as string, route.url === STREAM ? '?last_event_id=nope' : '');
+        assert.ok(![401, 403].includes(allowed.statusCode), `${route.method} ${route.url} with only ${scope}: ${allowed.statusCode} ${allowed.body}`);
+        seen.add(scope);
       }
       for (const scope of ['calls', 'campaigns', 'webhooks'] as const) assert.ok(seen.has(scope), `some route requires ${scope}`);
+      assert.deepEqual(routes.filter((r) => r.scope === 'any').map((r) => `${r.method} ${r.url}`), ['GET /api/v1/public/api-keys/current'], 'only a key\'s reading of itself takes any key');
     });
 
     it('documents on each operation the scope its route enforces', async (t) => {
@@ -62,7 +72,7 @@ for (const store of await storeCases()) {
       const doc = (await env.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { security?: { ApiKey?: string[] }[] }>> };
       for (const route of env.app.publicRoutes.filter((r) => r.method !== 'HEAD')) {
         const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}');
-        assert.deepEqual(doc.paths[path]?.[route.method.toLowerCase()]?.security, [{ ApiKey: [route.scope] }], `${route.method} ${route.url}`);
+        assert.deepEqual(doc.paths[path]?.[route.method.toLowerCase()]?.security, [{ ApiKey: route.scope === 'any' ? [] : [route.scope] }], `${route.method} ${route.url}`);
       }
     });
 
@@ -95,17 +105,18 @@ for (const store of await storeCases()) {
 }
 
 describe('Declaring scopes', () => {
-  it('refuses, when the app starts, a public route that declares no scope', async () => {
+  it('refuses, when the app starts, a public route that declares no scope, and records one that takes any key as `any`', async () => {
     const app = Fastify();
     const registered: PublicRoute[] = [];
     await assert.rejects(async () => {
       await app.register(async (api) => {
         declareScopes(api, registered);
         api.get('/scoped', { schema: { security: requiresScope('calls') } }, async () => 'ok');
-        api.get('/unscoped', { schema: { security: [{ ApiKey: [] }] } }, async () => 'no');
+        api.get('/any-key', { schema: { security: requiresAnyScope() } }, async () => 'ok');
+        api.get('/unscoped', { schema: { summary: 'no security requirement at all' } }, async () => 'no');
       });
       await app.ready();
     }, /GET \/unscoped declares no scope/);
-    assert.deepEqual(registered.filter((route) => route.method === 'GET'), [{ method: 'GET', url: '/scoped', scope: 'calls' }]);
+    assert.deepEqual(registered.filter((route) => route.method === 'GET'), [{ method: 'GET', url: '/scoped', scope: 'calls' }, { method: 'GET', url: '/any-key', scope: 'any' }]);
   });
 });

@@ -97,6 +97,34 @@ for (const store of await storeCases()) {
       assert.deepEqual((await selectAuditEvents(env.deps.store, other.orgId, { action: 'api_key.revoked' }, 10)).length, 0);
     });
 
+    it('tells any valid key, whatever its scopes, what it is and may do at /api-keys/current (never its secret), and refuses no key or a revoked one', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps);
+      const secrets: Record<string, string> = {};
+      for (const scope of ['calls', 'campaigns', 'webhooks'] as const) {
+        const made = await postJson(env.app, KEYS, { name: `only <b>${scope}</b>`, scopes: [scope] }, { key: f.apiKey });
+        secrets[scope] = (made.json() as KeyJson).key as string;
+      }
+      for (const [scope, secret] of Object.entries(secrets)) {
+        const answer = await getJson(env.app, `${KEYS}/current`, secret);
+        assert.equal(answer.statusCode, 200, `${scope}: ${answer.body}`);
+        const current = answer.json() as KeyJson;
+        assert.equal(current.name, `only <b>${scope}</b>`);
+        assert.deepEqual(current.scopes, [scope]);
+        assert.ok(secret.startsWith(current.prefix));
+        assert.ok(!answer.body.includes(secret.slice(current.prefix.length + 1)), 'never the secret');
+        assert.equal(current.key, undefined);
+      }
+      const admin = (await getJson(env.app, `${KEYS}/current`, f.apiKey)).json() as KeyJson;
+      assert.deepEqual([admin.id, admin.scopes], [f.apiKeyId, ['calls', 'campaigns', 'webhooks', 'admin']]);
+      // `current` is not an id: the route is its own, not a lookup of a key named so.
+      assert.equal((await getJson(env.app, `${KEYS}/current`, 'dt_live_wrong')).statusCode, 401);
+      assert.equal((await env.app.inject({ method: 'GET', url: `${KEYS}/current` })).statusCode, 401);
+      const calls = ((await getJson(env.app, `${KEYS}/current`, secrets.calls as string)).json() as KeyJson).id;
+      assert.equal((await postJson(env.app, `${KEYS}/${calls}/revoke`, {}, { key: f.apiKey })).statusCode, 200);
+      assert.equal((await getJson(env.app, `${KEYS}/current`, secrets.calls as string)).statusCode, 401);
+    });
+
     it('refuses a key without a name or scopes, or with an unknown scope, listing every problem, and creates nothing', async (t) => {
       const env = await build(t, store.kind);
       const f = await createOrgFixture(env.deps);

@@ -183,7 +183,7 @@ describe('GET /openapi.json', () => {
     }
   });
 
-  it('declares the ApiKey security scheme (header X-API-Key) and requires it, holding one scope, on every public operation', async (t) => {
+  it('declares the ApiKey security scheme (header X-API-Key) and requires it, holding one scope, on every public operation but the key\'s reading of itself, which takes any key', async (t) => {
     const { app } = await build(t, 'sqlite');
     const doc = await openApi(app);
     const { description, ...scheme } = doc.components.securitySchemes.ApiKey as { description?: string };
@@ -194,6 +194,10 @@ describe('GET /openapi.json', () => {
         const [requirement, ...others] = operation.security ?? [];
         const scopes = (requirement as { ApiKey?: string[] } | undefined)?.ApiKey ?? [];
         assert.equal(others.length, 0, `${method.toUpperCase()} ${path} has one security requirement`);
+        if (path === '/api/v1/public/api-keys/current') {
+          assert.deepEqual(requirement, { ApiKey: [] }, 'any key reads itself');
+          continue;
+        }
         assert.ok(scopes.length === 1 && (SCOPES as readonly string[]).includes(scopes[0] ?? ''), `${method.toUpperCase()} ${path} requires the API key with one scope: ${JSON.stringify(operation.security)}`);
         continue;
       }
@@ -733,6 +737,7 @@ const API_KEY_OPERATIONS = [
   ['get', '/api/v1/public/api-keys'],
   ['get', '/api/v1/public/api-keys/{id}'],
   ['post', '/api/v1/public/api-keys/{id}/revoke'],
+  ['get', '/api/v1/public/api-keys/current'],
 ] as const;
 const TELEPHONY_OPERATIONS = [
   ['post', '/api/v1/public/telephony-configurations'],
@@ -1138,7 +1143,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
     });
 
     await t.test('API key management', async () => {
-      const [CREATE, LIST, ONE, REVOKE] = API_KEY_OPERATIONS.map(([, template]) => template);
+      const [CREATE, LIST, ONE, REVOKE, CURRENT] = API_KEY_OPERATIONS.map(([, template]) => template);
       const at = (template: string, id: number | string) => template.replace('{id}', String(id));
       await send('POST', CREATE, CREATE, 'a key', { body: { name: 'crm', scopes: ['calls'] } });
       const made = await postJson(app, CREATE, { name: 'crm', scopes: ['calls'] }, { key, headers: { 'idempotency-key': 'key-once' } });
@@ -1155,6 +1160,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
       await send('GET', LIST, `${LIST}?limit=500`, 'a page size over the limit');
       const id = (made.json() as { id: number }).id;
       await send('GET', ONE, at(ONE, id), 'a key');
+      await send('GET', CURRENT as string, CURRENT as string, 'the key itself');
       await send('POST', REVOKE, at(REVOKE, id), 'a revocation');
       await send('POST', REVOKE, at(REVOKE, id), 'a body that is not JSON', { raw: '{' });
       await send('POST', REVOKE, at(REVOKE, id), 'a text body', { raw: 'hi', headers: { 'content-type': 'text/plain' } });
@@ -1265,6 +1271,8 @@ describe('Every answer is declared in the OpenAPI document', () => {
       for (const [method, path, operation] of operationsOf(doc)) {
         if (!path.startsWith('/api/v1/public/')) continue;
         const required = (operation.security?.[0] as { ApiKey?: string[] } | undefined)?.ApiKey?.[0];
+        // An operation any key may use (GET /api-keys/current) refuses none for its scopes.
+        if (required === undefined) continue;
         const scoped = await createApiKey(deps.store, f.orgId, `without ${required}`, Date.now(), { scopes: SCOPES.filter((scope) => scope !== required) });
         const headers = { 'x-api-key': scoped.key };
         const url = path.replace(/\{[^}]+\}/g, '1');

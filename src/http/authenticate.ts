@@ -32,7 +32,7 @@ export function authenticateHook(deps: Deps) {
     // about the request either (http/scopes.ts gives every public route its scope).
     const required = request.routeOptions.config.scope;
     if (required === undefined) throw new Error(`${request.method} ${request.routeOptions.url ?? request.url} has no scope`);
-    if (!auth.scopes.includes(required)) {
+    if (required !== 'any' && !auth.scopes.includes(required)) {
       throw new DialtoneError('insufficient_scope', `This API key lacks the "${required}" scope, which ${request.method} ${request.routeOptions.url ?? ''} requires.`, {
         extra: { required_scope: required },
       });

@@ -2,7 +2,9 @@
 // work, each change recorded in the audit log in its transaction). The secret is in the creation's
 // answer and nowhere else: not in a listing, not in the audit log, not in a replay of the creation
 // under its Idempotency-Key (the stored answer has `key: null`: the secret is kept by no one).
-// Another organization's key answers 404, like an absent one.
+// Another organization's key answers 404, like an absent one. GET /api-keys/current is the one
+// operation any key may use: what the key itself is and may do, so a client (the console) shows
+// only what the key can use instead of learning it from refusals.
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, type ApiKeyView } from '../../auth/api-keys.js';
@@ -12,7 +14,7 @@ import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
 import { actorOf, authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
-import { requiresScope } from '../scopes.js';
+import { requiresAnyScope, requiresScope } from '../scopes.js';
 import { IdempotencyHeaders, PathId, replayableResponse, StringEnum, withRateLimitHeaders } from '../schemas.js';
 
 /** The longest key name, in characters. */
@@ -145,6 +147,28 @@ export function apiKeyRoutes(deps: Deps): FastifyPluginAsync {
         const rows = await listApiKeys(deps.store, authOf(request).orgId, { ...(query.after !== undefined ? { afterId: Number(query.after) } : {}), limit: limit + 1 });
         const page = rows.slice(0, limit);
         return { data: page.map(view), next_after: rows.length > limit ? (page[page.length - 1]?.id ?? null) : null };
+      },
+    );
+
+    app.get(
+      '/api-keys/current',
+      {
+        schema: {
+          tags: ['Management'],
+          security: requiresAnyScope(),
+          operationId: 'getCurrentApiKey',
+          summary: 'Get Current API Key',
+          description:
+            'The key this request is made with, never with its secret or hash: its name, prefix and `scopes`, so a client can offer only what the key may do. Any valid key may read itself, whatever its scopes; it reads no other key.',
+          response: { 200: withRateLimitHeaders(Type.Ref('ApiKey')), ...problemResponses(REFUSALS) },
+        },
+      },
+      async (request) => {
+        const { orgId, keyId: id } = authOf(request);
+        const key = await getApiKey(deps.store, orgId, id);
+        // Revoked between authentication and this read (or erased with its organization).
+        if (!key) throw new DialtoneError('invalid_api_key', 'The API key is not valid.');
+        return view(key);
       },
     );
 
