@@ -5,7 +5,7 @@ import { html, useCallback, useEffect, useState } from './vendor-htm-preact.js';
 import { api } from './api.js';
 import { useRunStates } from './run-states.js';
 import { useDebounced } from './timing.js';
-import { ErrorBox, formatTime, Link, StateBadge } from './ui.js';
+import { callDuration, ErrorBox, formatTime, Link, StateBadge } from './ui.js';
 /** @import { PageProps } from './pages.js' */
 /** @import { Delivery, Page, Run, RunEvent, WebhookEndpoint } from './types.js' */
 
@@ -49,7 +49,9 @@ async function runDeliveries(id) {
 }
 
 /** @param {PageProps} props */
-export function CallPage({ params, stream }) {
+export function CallPage({ params, stream, scopes }) {
+  // The deliveries are read with `webhooks`: a key without it is told so instead of shown none.
+  const webhooks = scopes.includes('webhooks');
   const states = useRunStates();
   const id = Number(params[0]);
   const [run, setRun] = useState(/** @type {Run | null} */ (null));
@@ -67,11 +69,11 @@ export function CallPage({ params, stream }) {
       setRun(r);
       setEvents(e);
       setError(null);
-      runDeliveries(id).then(setDeliveries, () => undefined);
+      if (webhooks) runDeliveries(id).then(setDeliveries, () => undefined);
     } catch (e) {
       setError(e);
     }
-  }, [id]);
+  }, [id, webhooks]);
   const reload = useDebounced(load, 150);
   const readDeliveries = useCallback(() => runDeliveries(id).then(setDeliveries, () => undefined), [id]);
   const reloadDeliveries = useDebounced(readDeliveries, 150);
@@ -132,6 +134,7 @@ export function CallPage({ params, stream }) {
       <dt>Caller ID</dt><dd>${run.caller_id ?? '—'}</dd>
       <dt>Outcome</dt><dd data-testid="run-outcome">${run.outcome_reason ?? '—'}</dd>
       <dt>Provider's reason</dt><dd data-testid="run-provider-status">${run.raw_provider_status ?? '—'}</dd>
+      <dt>Duration</dt><dd data-testid="run-duration">${callDuration(run)}</dd>
       <dt>Answered by</dt><dd data-testid="run-answered-by">${run.answered_by ? `${run.answered_by}${run.raw_answered_by ? ` (${run.raw_answered_by})` : ''}` : '—'}</dd>
       <dt>Provider call id</dt><dd>${run.provider_call_id ?? '—'}</dd>
       <dt>Mode</dt><dd>${run.mode}</dd>
@@ -168,7 +171,9 @@ export function CallPage({ params, stream }) {
       )}
     </ol>
     <h2>Webhook deliveries</h2>
-    ${deliveries.length === 0
+    ${!webhooks
+      ? html`<p class="empty">This key lacks the <code>webhooks</code> scope: the deliveries are not shown.</p>`
+      : deliveries.length === 0
       ? html`<p class="empty">No webhook deliveries for this call.</p>`
       : html`<div class="table-wrap"><table>
           <thead><tr><th scope="col">Type</th><th scope="col">Endpoint</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>

@@ -1,10 +1,11 @@
 // Calls: the run list, filtered, paged, kept live from the event stream. Its columns are one list
-// (COLUMNS): a column is one more entry.
+// (COLUMNS): a column is one more entry. `Export CSV` downloads the filtered list (export.js).
 import { html, useCallback, useEffect, useRef, useState } from './vendor-htm-preact.js';
 import { api } from './api.js';
+import { ExportCalls } from './export.js';
 import { useRunStates } from './run-states.js';
 import { useDebounced } from './timing.js';
-import { ErrorBox, fieldSetter, formatTime, Link, StateBadge } from './ui.js';
+import { callDuration, ErrorBox, fieldSetter, formatTime, Link, StateBadge } from './ui.js';
 /** @import { PageProps } from './pages.js' */
 /** @import { RunStates } from './run-states.js' */
 /** @import { Page, Run, RunMessage, Workflow } from './types.js' */
@@ -41,18 +42,6 @@ function withEvent(run, event, states) {
 }
 
 /**
- * Time on the call (answered to ended); a call that was never answered has none.
- * @param {Run} run
- */
-function callDuration(run) {
-  if (!run.answered_at || !run.ended_at) return '—';
-  const seconds = Math.max(0, (Date.parse(run.ended_at) - Date.parse(run.answered_at)) / 1000);
-  if (seconds < 60) return `${seconds.toFixed(1)} s`;
-  const whole = Math.round(seconds);
-  return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, '0')}`;
-}
-
-/**
  * One column of the table: its header and each run's cell.
  * @typedef {object} Column
  * @property {string} header
@@ -76,8 +65,9 @@ const COLUMNS = [
 /**
  * @param {Filters} filters
  * @param {number | undefined} after
+ * @param {number} [limit]
  */
-function query(filters, after) {
+function query(filters, after, limit = PAGE_SIZE) {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(filters)) {
     if (!value) continue;
@@ -85,7 +75,7 @@ function query(filters, after) {
     params.set(name, name.startsWith('created_') ? new Date(value).toISOString() : value);
   }
   if (after) params.set('after', String(after));
-  params.set('limit', String(PAGE_SIZE));
+  params.set('limit', String(limit));
   return `?${params}`;
 }
 
@@ -192,6 +182,7 @@ export function CallsPage({ stream }) {
       <label>Created before <input name="created_before" type="datetime-local" value=${draft.created_before} onInput=${set('created_before')} /></label>
       <div class="actions"><button type="submit">Filter</button><button type="button" class="secondary" onClick=${clear}>Clear</button></div>
     </form>
+    <${ExportCalls} queryOf=${(/** @type {number | undefined} */ after, /** @type {number} */ limit) => query(filters, after, limit)} names=${names} />
     <${ErrorBox} error=${error} />
     <div class="table-wrap">
       <table>

@@ -12,7 +12,7 @@ import { useThrottled } from './timing.js';
 import { ErrorBox, fileOf, Link } from './ui.js';
 /** @import { CursorPages } from './paging.js' */
 /** @import { PageProps } from './pages.js' */
-/** @import { Campaign, CampaignProgress, CampaignState, ContactsReport } from './types.js' */
+/** @import { Campaign, CampaignState, ContactsReport, ContactStatus } from './types.js' */
 
 const PAGE_SIZE = 20;
 /** The page is read again at most this often while events come. */
@@ -39,9 +39,9 @@ const ACTIONS = [
  * The parts of the progress bar: contacts settled one way or the other, those being called, and
  * those still waiting. Every status a contact can be in is a part, so the figures add up to the
  * total in every state of the campaign (a canceled one's canceled contacts included).
- * @type {{ key: keyof CampaignProgress, label: string }[]}
+ * @type {{ key: ContactStatus, label: string }[]}
  */
-const PARTS = [
+export const PARTS = [
   { key: 'reached', label: 'reached' },
   { key: 'exhausted', label: 'exhausted' },
   { key: 'suppressed', label: 'suppressed' },
@@ -50,11 +50,11 @@ const PARTS = [
   { key: 'in_progress', label: 'in progress' },
   { key: 'pending', label: 'pending' },
 ];
-/** @type {(keyof CampaignProgress)[]} */
+/** @type {ContactStatus[]} */
 const SETTLED = ['reached', 'exhausted', 'suppressed', 'invalid', 'canceled'];
 
 /** @param {{ campaign: Campaign }} props */
-function Progress({ campaign }) {
+export function Progress({ campaign }) {
   const p = campaign.progress;
   const done = SETTLED.reduce((sum, key) => sum + p[key], 0);
   // The figures beside the bar carry the meaning; the colours only repeat them.
@@ -68,7 +68,7 @@ function Progress({ campaign }) {
 }
 
 /** @param {{ campaign: Campaign, onChanged: () => void }} props */
-function ImportContacts({ campaign, onChanged }) {
+export function ImportContacts({ campaign, onChanged }) {
   const [file, setFile] = useState(/** @type {File | null} */ (null));
   const [report, setReport] = useState(/** @type {ContactsReport | null} */ (null));
   const [error, setError] = useState(/** @type {unknown} */ (null));
@@ -106,15 +106,44 @@ function ImportContacts({ campaign, onChanged }) {
   </form>`;
 }
 
-/** @param {PageProps} props */
-export function CampaignsPage({ stream }) {
-  /** @type {CursorPages<Campaign>} */
-  const pages = useCursorPages('/campaigns', PAGE_SIZE);
-  const { page, error, setError, load, firstPage } = pages;
-  const [confirming, setConfirming] = useState(/** @type {number | null} */ (null)); // the id whose Cancel asks "are you sure?"
+/**
+ * The buttons a campaign's state allows; Cancel asks once more (it ends the campaign for good).
+ * Whatever happens, `onDone` reads the campaign again: a refusal (409) usually means its state moved.
+ * @param {{ campaign: Campaign, onDone: () => unknown, onError: (error: unknown) => void }} props
+ */
+export function CampaignActions({ campaign: c, onDone, onError }) {
+  const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
   // A stable ref, so focus moves to the confirm button once, when it appears.
   const focusOnMount = useCallback((/** @type {HTMLElement | null} */ el) => el?.focus(), []);
+  /** @param {(typeof ACTIONS)[number]['action']} action */
+  const act = async (action) => {
+    setConfirming(false);
+    onError(null);
+    setBusy(true);
+    try {
+      await api(`/campaigns/${c.id}/${action}`, { method: 'POST' });
+    } catch (e) {
+      onError(e);
+    } finally {
+      setBusy(false);
+      await onDone();
+    }
+  };
+  return html`<div class="actions">${ACTIONS.filter((a) => a.from.includes(c.state)).map((a) =>
+    a.action === 'cancel' && confirming
+      ? html`<button key="confirm" type="button" class="danger" ref=${focusOnMount} disabled=${busy} aria-label=${`Confirm: cancel ${c.name}`} onClick=${() => act('cancel')}>Confirm cancel</button>
+          <button key="keep" type="button" class="secondary" aria-label=${`Keep ${c.name}`} onClick=${() => setConfirming(false)}>Keep</button>`
+      : html`<button key=${a.action} type="button" class=${a.action === 'cancel' ? 'secondary' : ''} disabled=${busy} aria-label=${`${a.label} ${c.name}`}
+          onClick=${() => (a.action === 'cancel' ? setConfirming(true) : act(a.action))}>${a.label}</button>`,
+  )}</div>`;
+}
+
+/** @param {PageProps} props */
+export function CampaignsPage({ stream, scopes }) {
+  /** @type {CursorPages<Campaign>} */
+  const pages = useCursorPages('/campaigns', PAGE_SIZE);
+  const { page, error, setError, load, firstPage } = pages;
   const shown = useRef(page);
   shown.current = page;
   const refresh = useThrottled(load, REFRESH_MS);
@@ -142,37 +171,9 @@ export function CampaignsPage({ stream }) {
     const timer = setInterval(refresh, SETTLING_POLL_MS);
     return () => clearInterval(timer);
   }, [settling, refresh]);
-  /**
-   * @param {Campaign} campaign
-   * @param {(typeof ACTIONS)[number]['action']} action
-   */
-  const act = async (campaign, action) => {
-    setConfirming(null);
-    setError(null);
-    setBusy(true);
-    try {
-      await api(`/campaigns/${campaign.id}/${action}`, { method: 'POST' });
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-      // Refresh either way: a refusal (409) usually means the state moved under us.
-      await load();
-    }
-  };
-  /** @param {Campaign} c */
-  const buttons = (c) =>
-    ACTIONS.filter((a) => a.from.includes(c.state)).map((a) =>
-      a.action === 'cancel' && confirming === c.id
-        ? // Canceling ends the campaign for good: one more press, focused, to be sure.
-          html`<button key="confirm" type="button" class="danger" ref=${focusOnMount} disabled=${busy} aria-label=${`Confirm: cancel ${c.name}`} onClick=${() => act(c, 'cancel')}>Confirm cancel</button>
-            <button key="keep" type="button" class="secondary" aria-label=${`Keep ${c.name}`} onClick=${() => setConfirming(null)}>Keep</button>`
-        : html`<button key=${a.action} type="button" class=${a.action === 'cancel' ? 'secondary' : ''} disabled=${busy} aria-label=${`${a.label} ${c.name}`}
-            onClick=${() => (a.action === 'cancel' ? setConfirming(c.id) : act(c, a.action))}>${a.label}</button>`,
-    );
   return html`<section>
     <h1>Campaigns</h1>
-    <p>Lists of contacts called with retries, within the campaign's schedule. Create one through the API (<code>POST /api/v1/public/campaigns</code>); start, pause, resume, cancel and add contacts here.</p>
+    <p>Lists of contacts called with retries, within the campaign's schedule. <${Link} href="/console/campaigns/new" class="button">New campaign from a CSV</${Link}></p>
     <${ErrorBox} error=${error} />
     ${page === null
       ? html`<p>Loading…</p>`
@@ -183,10 +184,10 @@ export function CampaignsPage({ stream }) {
             <thead><tr><th scope="col">Name</th><th scope="col">State</th><th scope="col">Progress</th><th scope="col"><span class="visually-hidden">Actions</span></th><th scope="col">Contacts</th></tr></thead>
             <tbody>${page.data.map(
               (c) => html`<tr key=${c.id} data-testid="campaign-row" data-id=${c.id}>
-                <td data-label="Name" class="reason"><span data-testid="campaign-name">${c.name}</span><br /><${Link} href=${`/console?campaign_id=${c.id}`}>Its calls</${Link}></td>
+                <td data-label="Name" class="reason"><${Link} href=${`/console/campaigns/${c.id}`} data-testid="campaign-name">${c.name}</${Link}>${scopes.includes('calls') ? html`<br /><${Link} href=${`/console?campaign_id=${c.id}`}>Its calls</${Link}>` : null}</td>
                 <td data-label="State"><span class=${`state campaign-${c.state}`} data-testid="campaign-state">${c.state}</span>${c.paused_reason ? html`<span class="hint" data-testid="campaign-paused-reason"> (${c.paused_reason.replace('_', ' ')})</span>` : null}</td>
                 <td data-label="Progress"><${Progress} campaign=${c} /></td>
-                <td><div class="actions">${buttons(c)}</div></td>
+                <td><${CampaignActions} campaign=${c} onDone=${load} onError=${setError} /></td>
                 <td data-label="Contacts">${['draft', 'running', 'paused'].includes(c.state) ? html`<${ImportContacts} campaign=${c} onChanged=${load} />` : html`<span class="hint">Ended</span>`}</td>
               </tr>`,
             )}</tbody>

@@ -20,7 +20,8 @@ import { api } from './api.js';
  */
 
 /**
- * The page of `path` at the current cursor; `load` reads it again (after a change on it).
+ * The page of `path` (which may carry a query of its own) at the current cursor; `load` reads it
+ * again (after a change on it). A new `path` starts from its first page.
  * @template T
  * @param {string} path
  * @param {number} pageSize
@@ -31,12 +32,14 @@ export function useCursorPages(path, pageSize) {
   const [page, setPage] = useState(/** @type {Page<T> | null} */ (null));
   const [error, setError] = useState(/** @type {unknown} */ (null));
   const after = cursors[cursors.length - 1];
+  // Another path (a filter changed) is another list: its pages start again.
+  useEffect(() => setCursors((current) => (current.length ? [] : current)), [path]);
   const load = useCallback(async () => {
     try {
       const params = new URLSearchParams({ limit: String(pageSize) });
       if (after) params.set('after', String(after));
       /** @type {Page<T>} */
-      const read = await api(`${path}?${params}`);
+      const read = await api(`${path}${path.includes('?') ? '&' : '?'}${params}`);
       setPage(read);
       setError(null);
     } catch (e) {

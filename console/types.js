@@ -115,9 +115,13 @@ export {};
  * @property {number} suppressed
  * @property {number} invalid
  * @property {number} canceled
+ * @property {number} attempts runs created
+ * @property {Record<string, number>} outcomes ended runs per terminal state
+ * @property {Record<string, number>} answered_by runs by who answered
  */
 
 /** @typedef {'draft' | 'running' | 'paused' | 'completed' | 'canceled'} CampaignState */
+/** Where a contact is; each is one of CampaignProgress's counts. @typedef {'pending' | 'in_progress' | 'reached' | 'exhausted' | 'suppressed' | 'invalid' | 'canceled'} ContactStatus */
 
 /**
  * [Campaign]
@@ -126,7 +130,46 @@ export {};
  * @property {string} name
  * @property {CampaignState} state
  * @property {string | null} paused_reason
+ * @property {'published' | 'test'} mode
+ * @property {string | null} agent_uuid
+ * @property {string} workflow_uuid
+ * @property {number} telephony_configuration_id
+ * @property {number} max_concurrent_calls
+ * @property {number | null} calls_per_second
+ * @property {string | null} starts_at
+ * @property {string | null} ends_at
+ * @property {CampaignSchedule | null} schedule
+ * @property {{ max_attempts: number, delay_seconds: number, on: string[] }} retry
  * @property {CampaignProgress} progress
+ * @property {string} created_at
+ * @property {string | null} started_at
+ */
+
+/** @typedef {{ timezone: string, windows: Record<string, string[]> }} CampaignSchedule [CampaignSchedule] */
+
+/**
+ * A campaign's contact with its attempts [GET /campaigns/{id}/contacts].
+ * @typedef {object} Contact
+ * @property {number} id
+ * @property {string} phone_number
+ * @property {ContactStatus} status
+ * @property {string | null} timezone
+ * @property {{ attempt: number, run_id: number, state: string }[]} attempts
+ * @property {string | null} next_attempt_at
+ */
+
+/** What a key may do (docs/api.md, "Scopes"). @typedef {'calls' | 'campaigns' | 'webhooks' | 'admin'} Scope */
+
+/**
+ * An API key, never with its secret [ApiKey]; `key` only in the answer that created it.
+ * @typedef {object} ApiKey
+ * @property {number} id
+ * @property {string} name
+ * @property {string} prefix
+ * @property {Scope[]} scopes
+ * @property {string} created_at
+ * @property {string | null} last_used_at
+ * @property {string | null} revoked_at
  */
 
 /**

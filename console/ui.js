@@ -1,7 +1,8 @@
-// Small shared pieces: the state badge, times, error boxes, form fields' values, navigation.
+// Small shared pieces: the state badge, times and a call's duration, error boxes, form fields' values, navigation.
 import { html } from './vendor-htm-preact.js';
 import { ApiError } from './api.js';
 /** @import { VNode } from './vendor-htm-preact.js' */
+/** @import { Run } from './types.js' */
 
 /**
  * A run state as text and colour (the colour only repeats the text, never replaces it).
@@ -9,6 +10,27 @@ import { ApiError } from './api.js';
  */
 export function StateBadge({ state, testid }) {
   return html`<span class=${`state state-${state}`} data-testid=${testid}>${state.replace('_', ' ')}</span>`;
+}
+
+/**
+ * Seconds on the call (answered to ended), or null for a call never answered (or not ended).
+ * @param {Run} run
+ */
+export function callSeconds(run) {
+  if (!run.answered_at || !run.ended_at) return null;
+  return Math.max(0, (Date.parse(run.ended_at) - Date.parse(run.answered_at)) / 1000);
+}
+
+/**
+ * Time on the call (answered to ended); a call that was never answered has none.
+ * @param {Run} run
+ */
+export function callDuration(run) {
+  const seconds = callSeconds(run);
+  if (seconds === null) return '—';
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const whole = Math.round(seconds);
+  return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, '0')}`;
 }
 
 /** @param {string | null | undefined} iso */

@@ -589,7 +589,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     assert.equal(await page.evaluate('window.pwned'), undefined, 'no handler ran');
 
     // Its calls: the Calls page filtered by campaign_id, the three attempts and not the direct call.
-    await page.click(`${row} a`);
+    await page.click(`${row} a[href="/console?campaign_id=${campaign.id}"]`);
     await page.locator('[data-testid="campaign-filter"]').wait();
     await page.waitForFunction(`document.querySelectorAll('tr[data-run-id]').length === 3`);
     const attempts = (await env.app.inject({ method: 'GET', url: `/api/v1/public/campaigns/${campaign.id}/runs`, headers: { 'x-api-key': f.apiKey } })).json() as { data: { id: number }[] };
