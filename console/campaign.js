@@ -1,7 +1,7 @@
 // Campaign (/console/campaigns/{id}): one campaign's settings, the buttons its state allows, its
 // progress, a breakdown that adds up in every state (its contacts by status sum to its total; its
 // attempts by outcome, with those not ended yet, sum to its attempts), the report of the contacts
-// import that created it, a contacts import while it is open, and its contacts with their attempts,
+// upload that created it, more contacts from a CSV while it is open, and its contacts with their attempts,
 // filtered by status and paged. Kept live like the Campaigns page: its campaign.<change> and its
 // attempts' run events read it again (at most once a second), and so does a poll while contacts
 // are being called (an attempt's end settles its contact without an event).
@@ -20,7 +20,7 @@ const REFRESH_MS = 1_000;
 const SETTLING_POLL_MS = 5_000;
 
 /**
- * The import that created a campaign, handed from the New campaign page to this one (kept in
+ * The upload that created a campaign, handed from the New campaign page to this one (kept in
  * memory: a reload shows the campaign without it).
  * @type {Map<number, { report: ContactsReport, rows: number }>}
  */

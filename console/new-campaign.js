@@ -247,7 +247,7 @@ export function NewCampaignPage({ scopes }) {
       <label for="campaign-agent">Agent</label>
       ${calls
         ? html`<select id="campaign-agent" required value=${form.agent} onChange=${set('agent')}>
-            ${workflows.flatMap((w) => w.agent_uuids.map((a) => html`<option key=${a} value=${a}>${w.name} (${a.slice(0, 8)}…)</option>`))}
+            ${workflows.flatMap((w) => [...new Set([...w.agent_uuids, ...w.draft_agent_uuids])].map((a) => html`<option key=${a} value=${a}>${w.name} (${a.slice(0, 8)}…)${w.agent_uuids.includes(a) ? '' : ' draft only'}</option>`))}
           </select>`
         : html`<input id="campaign-agent" required placeholder="the agent's UUID" value=${form.agent} onInput=${set('agent')} />`}
       <label for="campaign-mode">Version</label>

@@ -104,7 +104,10 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     await page.waitForFunction(`document.querySelectorAll('tr[data-testid="key-row"]').length === 2`);
     const row = await page.$$eval('tr[data-testid="key-row"]', (rows) => rows.map((r) => r.textContent ?? ''));
     assert.ok(!row.join('').includes(secret.slice(20)), 'the list never shows the secret');
+    // The picture in docs/ shows no secret, even a test database's (like the README's `dt_live_Xy12…`).
+    await page.$eval('[data-testid="created-key-secret"]', (el) => void (el.textContent = 'dt_live_Xy12Ab34Cd_…'));
     await screenshot(page, 'api-keys');
+    await page.$eval('[data-testid="created-key-secret"]', (el, text) => void (el.textContent = text), secret);
     await page.locator('::-p-aria([name="I have stored it"][role="button"])').click();
     assert.equal(await page.$('[data-testid="created-key"]'), null, 'gone once stored');
     assert.ok(!(await page.content()).includes(secret), 'and nowhere in the page');
@@ -183,6 +186,7 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     await page.locator('#campaign-cps').fill('5');
     await page.locator('#campaign-attempts').fill('2');
     await page.locator('#campaign-delay').fill('30');
+    await page.evaluate('window.scrollTo(0, 0)');
     await screenshot(page, 'campaign-new');
     await page.locator('::-p-aria([name="Create campaign"][role="button"])').click();
 
