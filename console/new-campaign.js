@@ -1,7 +1,8 @@
 // New campaign (/console/campaigns/new): a campaign from a CSV file. The file is read in the
 // browser; the operator says which column is the phone number, which become contact variables
 // (the agent's initial_context) and which is a contact's time zone, and sets the agent, the route,
-// the schedule, the retries and the pacing (what POST /campaigns takes: docs/campaigns.md). Create
+// the schedule, the retries, the pacing and the circuit breaker (what POST /campaigns takes:
+// docs/campaigns.md; a campaign's own answering-machine settings are left to the API). Create
 // makes the campaign (a draft), then adds the contacts as a CSV rebuilt from the mapping (a header
 // the API reads: phone_number, the variables, timezone), in parts of at most CONTACTS_PER_REQUEST
 // rows, and opens the campaign's page with the import's report. Nothing is started by itself.
@@ -105,6 +106,9 @@ const EMPTY = {
   windows: '',
   max_attempts: '1',
   delay_seconds: '600',
+  failure_ratio: '',
+  window_seconds: '',
+  min_calls: '',
 };
 
 /**
@@ -127,6 +131,10 @@ function campaignBody(form, retryOn, days) {
     body.schedule = { timezone: form.timezone.trim(), windows: Object.fromEntries(days.map((d) => [d, spans])) };
   }
   body.retry = { max_attempts: Number(form.max_attempts), delay_seconds: Number(form.delay_seconds), on: RETRY_ON.filter((r) => retryOn.includes(r)) };
+  /** @type {Record<string, number>} */
+  const breaker = {};
+  for (const name of /** @type {const} */ (['failure_ratio', 'window_seconds', 'min_calls'])) if (form[name]) breaker[name] = Number(form[name]);
+  if (Object.keys(breaker).length) body.circuit_breaker = breaker;
   return body;
 }
 
@@ -295,6 +303,17 @@ export function NewCampaignPage({ scopes }) {
         <div class="actions" role="group" aria-label="Retry when an attempt ends">${RETRY_ON.map(
           (r) => html`<label key=${r} class="check"><input type="checkbox" checked=${retryOn.includes(r)} onChange=${() => toggle(retryOn, setRetryOn, r)} /> ${r.replace('_', ' ')}</label>`,
         )}</div>
+      </fieldset>
+
+      <fieldset>
+        <legend>Circuit breaker (empty: the defaults)</legend>
+        <p class="hint">The campaign pauses itself when, over a window, enough attempts ended and this share of them failed.</p>
+        <label for="campaign-failure-ratio">Failed share that pauses it (default 0.5)</label>
+        <input id="campaign-failure-ratio" type="number" min="0.01" max="1" step="0.01" value=${form.failure_ratio} onInput=${set('failure_ratio')} />
+        <label for="campaign-window">Window, seconds (default 120)</label>
+        <input id="campaign-window" type="number" min="1" value=${form.window_seconds} onInput=${set('window_seconds')} />
+        <label for="campaign-min-calls">Ended attempts before it can pause (default 10)</label>
+        <input id="campaign-min-calls" type="number" min="1" value=${form.min_calls} onInput=${set('min_calls')} />
       </fieldset>
 
       <div class="actions">

@@ -186,6 +186,7 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     await page.locator('#campaign-cps').fill('5');
     await page.locator('#campaign-attempts').fill('2');
     await page.locator('#campaign-delay').fill('30');
+    await page.locator('#campaign-min-calls').fill('5');
     await page.evaluate('window.scrollTo(0, 0)');
     await screenshot(page, 'campaign-new');
     await page.locator('::-p-aria([name="Create campaign"][role="button"])').click();
@@ -196,10 +197,10 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     assert.equal(report.text, 'Created with 4 contacts from the file: added 3, duplicates 0, invalid 1. Start it when ready.');
     assert.equal(report.lines.length, 1);
     assert.match(report.lines[0] ?? '', /^Line 4: /, 'the invalid line numbered as in the file');
-    const stored = (await getJson(env.app, `/api/v1/public/campaigns/${id}`, f.apiKey)).json() as { name: string; state: string; max_concurrent_calls: number; calls_per_second: number; retry: { max_attempts: number; delay_seconds: number; on: string[] } };
+    const stored = (await getJson(env.app, `/api/v1/public/campaigns/${id}`, f.apiKey)).json() as { name: string; state: string; max_concurrent_calls: number; calls_per_second: number; retry: unknown; circuit_breaker: unknown };
     assert.deepEqual(
-      { name: stored.name, state: stored.state, max: stored.max_concurrent_calls, cps: stored.calls_per_second, retry: stored.retry },
-      { name: 'Spring renewals', state: 'draft', max: 2, cps: 5, retry: { max_attempts: 2, delay_seconds: 30, on: ['busy', 'no_answer', 'failed'] } },
+      { name: stored.name, state: stored.state, max: stored.max_concurrent_calls, cps: stored.calls_per_second, retry: stored.retry, breaker: stored.circuit_breaker },
+      { name: 'Spring renewals', state: 'draft', max: 2, cps: 5, retry: { max_attempts: 2, delay_seconds: 30, on: ['busy', 'no_answer', 'failed'] }, breaker: { failure_ratio: 0.5, window_seconds: 120, min_calls: 5 } },
     );
     // The mapped variables, and only those, are each contact's initial_context.
     const contacts = (await getJson(env.app, `/api/v1/public/campaigns/${id}/contacts`, f.apiKey)).json() as { data: { phone_number: string }[] };
