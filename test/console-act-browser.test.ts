@@ -246,6 +246,54 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     assert.deepEqual(problems, []);
   });
 
+  it('keeps a campaign\'s breakdown adding up on its page while it is paused with attempts given back and canceled with attempts queued', async (t) => {
+    // No dispatcher: attempts stay queued until the pause or the cancel ends them.
+    const { env, url, f } = await serve(t, { dispatch: false });
+    const campaign = await createCampaign(env.app, f, { name: 'Paused then canceled' });
+    await addContacts(env.app, f, campaign.id, ['+12025550130', '+12025550131', '+12025550132', '+12025550133'].map((phone_number) => ({ phone_number })));
+    const { page, problems } = await openPage(t);
+    await signIn(page, url, f.apiKey);
+    await page.goto(`${url}/console/campaigns/${campaign.id}`);
+    const shown = async (state: string) => {
+      await page.waitForFunction(`document.querySelector('[data-testid="campaign-state"]')?.textContent === ${JSON.stringify(state)}`);
+      const read = (await page.evaluate(`(() => {
+        const cells = (selector) => [...document.querySelectorAll(selector)].map((el) => Number(el.textContent));
+        return {
+          statuses: cells('[data-testid="contacts-breakdown"] td[data-status]'),
+          total: Number(document.querySelector('[data-testid="contacts-total"]')?.textContent),
+          outcomes: cells('[data-testid="attempts-breakdown"] td[data-outcome]'),
+          attempts: Number(document.querySelector('[data-testid="attempts-total"]')?.textContent),
+        };
+      })()`)) as { statuses: number[]; total: number; outcomes: number[]; attempts: number };
+      assert.equal(read.statuses.reduce((a, n) => a + n, 0), read.total, `${state}: contacts add up: ${JSON.stringify(read)}`);
+      assert.equal(read.outcomes.reduce((a, n) => a + n, 0), read.attempts, `${state}: attempts add up: ${JSON.stringify(read)}`);
+      return read;
+    };
+    assert.equal((await shown('draft')).total, 4);
+    await page.locator('::-p-aria([name="Start Paused then canceled"][role="button"])').click();
+    await shown('running');
+    assert.equal((await runCampaignTick(env.deps)).created, 4);
+    // Every contact in progress, every attempt not ended yet.
+    await page.waitForFunction(`document.querySelector('[data-testid="contacts-breakdown"] td[data-status="in_progress"]')?.textContent === '4'`);
+    assert.deepEqual((await shown('running')).outcomes, [4]);
+    await page.locator('::-p-aria([name="Pause Paused then canceled"][role="button"])').click();
+    // The pause ended the queued attempts canceled; the next pass gives the contacts their attempt back.
+    await shown('paused');
+    await runCampaignTick(env.deps);
+    await page.waitForFunction(`document.querySelector('[data-testid="contacts-breakdown"] td[data-status="pending"]')?.textContent === '4'`, { timeout: scaledTimeout(15_000) });
+    const paused = await shown('paused');
+    assert.equal(paused.attempts, 4);
+    await page.locator('::-p-aria([name="Resume Paused then canceled"][role="button"])').click();
+    await shown('running');
+    assert.equal((await runCampaignTick(env.deps)).created, 4);
+    await page.locator('::-p-aria([name="Cancel Paused then canceled"][role="button"])').click();
+    await page.locator('::-p-aria([name="Confirm: cancel Paused then canceled"][role="button"])').click();
+    const canceled = await shown('canceled');
+    assert.equal(canceled.attempts, 8);
+    assert.equal(canceled.total, 4);
+    assert.deepEqual(problems, []);
+  });
+
   it('exports the filtered calls as CSV, every cell a spreadsheet would take for a formula made text, and shows a call\'s duration, outcome and who answered on its page', async (t) => {
     const { env, url, f } = await serve(t);
     const downloads = tempDir(t, 'dialtone-downloads-');
