@@ -28,11 +28,11 @@ describe('SDP of a SIP call\'s audio', () => {
 
   it('reads the codec, the telephone-event payload type and the address of an answer, the media-level c= over the session\'s', () => {
     const parsed = parseSdpAnswer(answer(['c=IN IP4 198.51.100.7', 'm=audio 30000 RTP/AVP 8 96', 'c=IN IP4 198.51.100.9', 'a=rtpmap:8 PCMA/8000', 'a=rtpmap:96 telephone-event/8000']));
-    assert.deepEqual(parsed, { address: '198.51.100.9', port: 30000, codec: 'PCMA', payloadType: 8, telephoneEvent: 96 });
+    assert.deepEqual(parsed, { address: '198.51.100.9', port: 30000, codec: 'PCMA', payloadType: 8, telephoneEvent: 96, direction: 'sendrecv' });
   });
 
   it('takes a static payload type without rtpmap, and no telephone-event when the answer has none', () => {
-    assert.deepEqual(parseSdpAnswer(answer(['c=IN IP4 198.51.100.7', 'm=audio 30000 RTP/AVP 0'])), { address: '198.51.100.7', port: 30000, codec: 'PCMU', payloadType: 0, telephoneEvent: undefined });
+    assert.deepEqual(parseSdpAnswer(answer(['c=IN IP4 198.51.100.7', 'm=audio 30000 RTP/AVP 0'])), { address: '198.51.100.7', port: 30000, codec: 'PCMU', payloadType: 0, telephoneEvent: undefined, direction: 'sendrecv' });
   });
 
   it('says why an answer cannot be used: no audio, the stream rejected, no G.711, no address', () => {
@@ -172,7 +172,7 @@ describe('RTP of one call', () => {
 
     natted.socket.send(rtp({ payloadType: 0, sequenceNumber: 7, timestamp: 800, payload: Buffer.alloc(160, 0x55) }), port, '127.0.0.1');
     await until('the callee\'s packet', () => got.length === 1);
-    assert.deepEqual({ ...got[0], payload: got[0]?.payload.length }, { payloadType: 0, sequenceNumber: 7, timestamp: 800, marker: false, payload: 160 });
+    assert.deepEqual({ ...got[0], payload: got[0]?.payload.length }, { payloadType: 0, ssrc: 1234, sequenceNumber: 7, timestamp: 800, marker: false, payload: 160 });
     stranger.socket.send(rtp({ payloadType: 0, sequenceNumber: 8, timestamp: 960, payload: Buffer.alloc(160) }), port, '127.0.0.1');
     session.send(8, new Uint8Array(160), { marker: true, skippedSamples: 8000 });
     await until('the packet after latching, at the source of the first', () => natted.received.length === 1);
@@ -197,6 +197,8 @@ describe('A call\'s media relayed to a runtime', () => {
     const media = await CallMedia.open(new RtpPortRange(30_000 + 2 * Math.floor(Math.random() * 10_000), 49_999), '127.0.0.1', '127.0.0.1', systemClock, {
       runtimeClosed: () => undefined,
       runtimeUnreachable: (detail) => warnings.push(detail),
+      runtimeStalled: (detail) => warnings.push(detail),
+      mediaTimeout: (detail) => warnings.push(detail),
       warn: (message) => warnings.push(message),
     });
     t.after(() => media.close());
@@ -225,6 +227,8 @@ describe('A call\'s media relayed to a runtime', () => {
     const media = await CallMedia.open(new RtpPortRange(30_000 + 2 * Math.floor(Math.random() * 10_000), 49_999), '127.0.0.1', '127.0.0.1', systemClock, {
       runtimeClosed: () => undefined,
       runtimeUnreachable: () => undefined,
+      runtimeStalled: () => undefined,
+      mediaTimeout: () => undefined,
       warn: () => undefined,
     });
     t.after(() => media.close());

@@ -4,7 +4,14 @@
 // the callee (playout.ts), its `mark`s are answered once played, its `clear` drops the queue.
 //
 // The bridge knows nothing of SIP: the provider gives it μ-law frames and a sink for what to play,
-// and is told when the runtime has gone (hang up) or could not be reached (end the call failed).
+// and is told when the runtime has gone (hang up), could not be reached or stalls (end the call failed).
+//
+// A stall: a runtime may listen for long without saying anything (no audio to play yet), so silence
+// alone is no sign. But a live WebSocket peer answers a ping with a pong (RFC 6455 section 5.5.2;
+// every WebSocket library does it for the application), so once nothing at all (message or pong)
+// has come from the runtime for `idleTimeoutMs`, pinged meanwhile, its process is stuck or gone.
+// And a runtime that does not read lets what we send pile up in the socket's send buffer: past
+// `maxBufferedBytes` it is stalled too.
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import type { Clock } from '../../shared/clock.js';
@@ -22,6 +29,10 @@ export interface BridgeSettings {
   maxMessageBytes: number;
   /** Most audio queued to play, in ms (SIP_MEDIA_STREAM_MAX_QUEUED_MS). */
   maxQueuedMs: number;
+  /** Nothing from the runtime (no message, no pong to our pings) for this long: stalled (SIP_MEDIA_STREAM_IDLE_TIMEOUT_MS). Unset or 0: not watched. */
+  idleTimeoutMs?: number;
+  /** Bytes waiting in the socket's send buffer past which the runtime is stalled, not reading (SIP_MEDIA_STREAM_MAX_BUFFERED_BYTES). Unset or 0: not watched. */
+  maxBufferedBytes?: number;
 }
 
 export interface BridgeEvents {
@@ -31,6 +42,8 @@ export interface BridgeEvents {
   runtimeClosed(detail: string): void;
   /** The runtime could not be reached (refused, timed out, not a WebSocket): the call ends failed. */
   runtimeUnreachable(detail: string): void;
+  /** The runtime took the stream but stopped answering or reading: the call ends failed. Without it, runtimeClosed is told. */
+  runtimeStalled?(detail: string): void;
   /** Something worth a log line that ends nothing (audio dropped for the queue's limit). */
   warn(message: string): void;
   /** The stream is open and `start` sent: audio given to `inbound` from now on reaches the runtime (the simulator starts its callee's voice here). */
@@ -51,11 +64,14 @@ export class MediaStreamBridge {
   /** The RTP timestamp of the first frame relayed: `media` timestamps count from it, in ms. */
   private firstTimestamp: number | undefined;
   private warnedDrop = false;
+  /** When something (a message, a pong) last came from the runtime. */
+  private heardAt = 0;
+  private idleTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
-    settings: BridgeSettings,
+    private readonly settings: BridgeSettings,
     call: { callSid: string; accountSid: string },
-    clock: Clock,
+    private readonly clock: Clock,
     private readonly events: BridgeEvents,
   ) {
     this.identity = { streamSid: streamSid(), accountSid: call.accountSid, callSid: call.callSid };
@@ -63,6 +79,8 @@ export class MediaStreamBridge {
     this.socket = new WebSocket(settings.url, { handshakeTimeout: settings.connectTimeoutMs, maxPayload: settings.maxMessageBytes, perMessageDeflate: false });
     this.socket.on('open', () => {
       this.open = true;
+      this.heardAt = clock.now();
+      this.watchIdle();
       this.send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
       this.send({
         event: 'start',
@@ -73,8 +91,10 @@ export class MediaStreamBridge {
       events.opened?.();
     });
     this.socket.on('message', (data, isBinary) => {
+      this.heardAt = clock.now();
       if (!isBinary) this.receive(data.toString());
     });
+    this.socket.on('pong', () => (this.heardAt = clock.now()));
     this.socket.on('error', (error) => {
       if (!this.open && !this.ended) {
         this.ended = true;
@@ -84,6 +104,7 @@ export class MediaStreamBridge {
     });
     this.socket.on('close', (code, reason) => {
       this.playout.close();
+      this.stopWatching();
       if (this.ended) return;
       this.ended = true;
       if (this.open) events.runtimeClosed(`the agent runtime closed the media stream (${code}${reason.length > 0 ? ` ${reason.toString()}` : ''})`);
@@ -93,6 +114,50 @@ export class MediaStreamBridge {
 
   get streamSid(): string {
     return this.identity.streamSid;
+  }
+
+  /** Whether the WebSocket is open (and `connected` and `start` sent). */
+  get isOpen(): boolean {
+    return this.open && !this.ended;
+  }
+
+  /** When the runtime was last heard from (a message or a pong), by the clock; 0 before the stream opened. */
+  get lastHeardAt(): number {
+    return this.heardAt;
+  }
+
+  /**
+   * Every third of the idle timeout: a ping when the runtime has been quiet that long, the stall
+   * once it has been quiet (unanswered pings included) for the whole timeout.
+   */
+  private watchIdle(): void {
+    const limit = this.settings.idleTimeoutMs ?? 0;
+    if (limit <= 0 || this.ended) return;
+    const step = Math.max(1, Math.floor(limit / 3));
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.ended) return;
+      const quiet = this.clock.now() - this.heardAt;
+      if (quiet >= limit) return this.stalled(`the agent runtime sent nothing and answered no ping for ${quiet} ms`);
+      if (quiet >= step && this.socket.readyState === WebSocket.OPEN) this.socket.ping();
+      this.watchIdle();
+    }, step);
+  }
+
+  private stopWatching(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+  }
+
+  /** The runtime stopped answering or reading: the socket is dropped (no close handshake to wait on) and the call told. */
+  private stalled(detail: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.playout.close();
+    this.stopWatching();
+    this.socket.terminate();
+    if (this.events.runtimeStalled) this.events.runtimeStalled(detail);
+    else this.events.runtimeClosed(detail);
   }
 
   /** 20 ms of the callee's audio, μ-law, with its RTP timestamp (8 kHz). Dropped until the stream is open. */
@@ -130,6 +195,7 @@ export class MediaStreamBridge {
     if (this.ended) return;
     this.ended = true;
     this.playout.close();
+    this.stopWatching();
     if (this.open) {
       this.send({ event: 'stop', sequenceNumber: this.next(), stop: { accountSid: this.identity.accountSid, callSid: this.identity.callSid }, streamSid: this.identity.streamSid });
       this.socket.close(1000, 'call ended');
@@ -156,6 +222,11 @@ export class MediaStreamBridge {
   }
 
   private send(message: OutboundMessage): void {
-    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(message));
+    if (this.socket.readyState !== WebSocket.OPEN) return;
+    this.socket.send(JSON.stringify(message));
+    const limit = this.settings.maxBufferedBytes ?? 0;
+    if (limit > 0 && this.socket.bufferedAmount > limit && !this.ended) {
+      this.stalled(`the agent runtime is not reading the media stream: ${this.socket.bufferedAmount} bytes wait to be sent`);
+    }
   }
 }

@@ -29,6 +29,14 @@ const configKeys = {
   SIP_MEDIA_STREAM_MAX_MESSAGE_BYTES: int(1_024, 16_777_216, 1_048_576),
   /** Most audio from the agent runtime queued to play on one call, in ms (8 bytes per ms); what arrives beyond it is dropped. */
   SIP_MEDIA_STREAM_MAX_QUEUED_MS: int(1_000, 3_600_000, 120_000),
+  /** Nothing from the agent runtime (no message, no pong to the pings sent meanwhile) for this long: the call ends failed (agent_runtime_stalled). 0: not watched. */
+  SIP_MEDIA_STREAM_IDLE_TIMEOUT_MS: int(0, 3_600_000, 15_000),
+  /** Bytes of a media stream waiting to be sent because the agent runtime does not read them, past which the call ends failed (agent_runtime_stalled). */
+  SIP_MEDIA_STREAM_MAX_BUFFERED_BYTES: int(16_384, 268_435_456, 1_048_576),
+  /** How long a received RTP packet that follows a missing one waits for it (the reorder buffer); 0: packets pass in arrival order. */
+  SIP_RTP_REORDER_MS: int(0, 1_000, 60),
+  /** A call whose callee sends no RTP for this long (after the answer, and after its last packet, unless on hold) is hung up and ends failed (media_timeout). 0: no limit. */
+  SIP_MEDIA_TIMEOUT_MS: int(0, 3_600_000, 30_000),
   // Machine detection from the call's audio (docs/telephony.md, "Machine detection from the call's
   // audio"), for routes without media_address. The first four mirror TWILIO_AMD_*: same meaning,
   // ranges and defaults.
@@ -101,7 +109,10 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
           connectTimeoutMs: config.SIP_MEDIA_STREAM_CONNECT_TIMEOUT_MS,
           maxMessageBytes: config.SIP_MEDIA_STREAM_MAX_MESSAGE_BYTES,
           maxQueuedMs: config.SIP_MEDIA_STREAM_MAX_QUEUED_MS,
+          idleTimeoutMs: config.SIP_MEDIA_STREAM_IDLE_TIMEOUT_MS,
+          maxBufferedBytes: config.SIP_MEDIA_STREAM_MAX_BUFFERED_BYTES,
         },
+        callMedia: { reorderMs: config.SIP_RTP_REORDER_MS, mediaTimeoutMs: config.SIP_MEDIA_TIMEOUT_MS },
         onMediaWarning: (runId, message, error) => logger.warn({ runId, ...(error ? { err: error } : {}) }, message),
         machineDetection: {
           timeoutMs: config.SIP_AMD_TIMEOUT_MS,

@@ -41,8 +41,8 @@ import { DTMF_INFO_CONTENT_TYPE, dtmfRelayBody, playDigits } from './dtmf-info.j
 import { isReferNotify, referHeaders, referToUri, TransferWatch } from './refer.js';
 import { outcomeOfFinalResponse } from './status.js';
 import { SipEndpoint, type TlsPolicy } from './transport.js';
-import { CallMedia } from './media/call-media.js';
-import { sdpOffer } from './media/sdp.js';
+import { CallMedia, DEFAULT_CALL_MEDIA_OPTIONS, type CallMediaOptions } from './media/call-media.js';
+import { answerDirection, parseSdpAnswer, sdpAnswer, sdpOffer } from './media/sdp.js';
 import { RtpPortRange } from './media/rtp-session.js';
 import { CallMachineListener } from '../media/machine-detection/call-listener.js';
 import type { AudioVerdict, DetectorTuning } from '../media/machine-detection/machine-detector.js';
@@ -65,7 +65,9 @@ export interface SipStackSettings {
   /** Where answered calls of routes without media_address are relayed; undefined: their audio is received and dropped. */
   agentRuntime: AgentRuntimeHandOff | undefined;
   /** The media stream's limits (SIP_MEDIA_STREAM_*). */
-  mediaStream: { connectTimeoutMs: number; maxMessageBytes: number; maxQueuedMs: number };
+  mediaStream: { connectTimeoutMs: number; maxMessageBytes: number; maxQueuedMs: number; idleTimeoutMs?: number; maxBufferedBytes?: number };
+  /** The reorder buffer's depth and the media timeout (SIP_RTP_REORDER_MS, SIP_MEDIA_TIMEOUT_MS); default DEFAULT_CALL_MEDIA_OPTIONS. */
+  callMedia?: CallMediaOptions;
   /** Something about a call's media worth a log line (an RTP socket error, audio dropped). */
   onMediaWarning?: (runId: number, message: string, error?: Error) => void;
   /** Machine detection's tuning (SIP_AMD_*); its timeout is used when the run gives none. */
@@ -140,6 +142,11 @@ class SipCall {
   detection: MachineDetectionRequest | undefined;
   /** Machine detection listening to the callee, and its time limit, until its verdict. */
   listener: { ears: CallMachineListener; timer: ReturnType<typeof setTimeout> } | undefined;
+  /** The 2xx to a callee's re-INVITE, resent until its ACK (RFC 3261 section 13.3.1.4): its CSeq and timer. */
+  unacknowledged: { cseq: number; timer: ReturnType<typeof setTimeout> } | undefined;
+  /** A media_address route's SDP version (o=), for its answers to re-INVITEs. */
+  sdpVersion = 0;
+  sdpSession = 0;
 
   constructor(
     readonly runId: number,
@@ -208,7 +215,7 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     let media: CallMedia | undefined;
     if (!trunk.mediaAddress) {
       try {
-        media = await CallMedia.open(this.rtpPorts, this.settings.bindAddress, this.localHost, this.clock, this.mediaEvents(request.runId, callId));
+        media = await CallMedia.open(this.rtpPorts, this.settings.bindAddress, this.localHost, this.clock, this.mediaEvents(request.runId, callId), this.settings.callMedia ?? DEFAULT_CALL_MEDIA_OPTIONS);
       } catch (error) {
         throw new DialRefusedError('failed', 'sip_media_unavailable', `No RTP port for the call: ${(error as Error).message}`);
       }
@@ -247,6 +254,8 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     const call = new SipCall(request.runId, request.route.orgId, callId, invite, trunk, hop, credentials);
     call.media = media;
     call.detection = media ? request.machineDetection : undefined;
+    call.sdpSession = session;
+    call.sdpVersion = session;
     this.calls.set(callId, call);
     if (hop.transport !== 'udp') {
       endpoint.hold(hop, tlsPolicy(trunk)).then(
@@ -381,7 +390,7 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     this.endpoint = undefined;
   }
 
-  /** What the call's media reports: the runtime gone or unreachable ends the call. */
+  /** What the call's media reports: the runtime gone, unreachable or stalled, or the callee's RTP stopped, ends the call. */
   private mediaEvents(runId: number, callId: string): Parameters<typeof CallMedia.open>[4] {
     const hangUp = (endAs: EndAs) => {
       const call = this.calls.get(callId);
@@ -392,6 +401,8 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     return {
       runtimeClosed: (detail) => hangUp({ kind: 'completed', reason: 'stream_closed', rawStatus: detail }),
       runtimeUnreachable: (detail) => hangUp({ kind: 'failed', reason: 'agent_runtime_unreachable', rawStatus: `agent runtime unreachable: ${detail}` }),
+      runtimeStalled: (detail) => hangUp({ kind: 'failed', reason: 'agent_runtime_stalled', rawStatus: `agent runtime stalled: ${detail}` }),
+      mediaTimeout: (detail) => hangUp({ kind: 'failed', reason: 'media_timeout', rawStatus: `media timeout: ${detail}` }),
       warn: (message, error) => this.settings.onMediaWarning?.(runId, message, error),
     };
   }
@@ -619,8 +630,13 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
 
   private onRequest(request: sip.SipMessage): void {
     const endpoint = this.endpoint;
-    if (!endpoint || request.method === 'ACK') return;
+    if (!endpoint) return;
     const call = this.calls.get(request.headers['call-id'] ?? '');
+    if (request.method === 'ACK') {
+      // The ACK of our 2xx to a re-INVITE ends its retransmissions; any other ACK needs nothing.
+      if (call?.unacknowledged && request.headers.cseq?.seq === call.unacknowledged.cseq) this.acknowledged(call);
+      return;
+    }
     // A dialog is its Call-ID and both tags (RFC 3261 section 12): a request that knows the Call-ID
     // but not the tags is not from the far end of this call.
     const inDialog =
@@ -636,6 +652,10 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
       this.end(call, 'completed', 'BYE');
       return;
     }
+    if (request.method === 'INVITE') {
+      this.onReinvite(endpoint, call, request);
+      return;
+    }
     if (request.method === 'NOTIFY') {
       // A REFER's subscription outlives the call's BYE (RFC 5057): its NOTIFYs are taken until it ends.
       if (!isReferNotify(request)) endpoint.respond(sipLibrary().makeResponse(request, 489, 'Bad Event'));
@@ -649,10 +669,72 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
     endpoint.respond(sipLibrary().makeResponse(request, 405, 'Method Not Allowed'));
   }
 
+  /**
+   * A re-INVITE from the callee (RFC 3261 section 14.2, RFC 3264 section 8): a new media address,
+   * hold or resume. Answered 200 with our SDP (call-media.ts: the same port and codec, the direction
+   * mirrored; a media_address route answers for its media server's address the same way), resent
+   * until its ACK; an offer Dialtone cannot take is refused 488 and the call goes on as it was.
+   */
+  private onReinvite(endpoint: SipEndpoint, call: SipCall, request: sip.SipMessage): void {
+    const offer = typeof request.content === 'string' ? request.content : undefined;
+    const answer = call.media ? call.media.reoffer(offer) : this.staticAnswer(call, offer);
+    if ('problem' in answer) {
+      endpoint.respond(sipLibrary().makeResponse(request, 488, 'Not Acceptable Here'));
+      return;
+    }
+    const response = sipLibrary().makeResponse(request, 200, 'OK');
+    const contact = call.invite.headers.contact?.map((entry) => ({ ...entry, params: { ...entry.params } }));
+    if (contact) response.headers.contact = contact;
+    response.headers['content-type'] = 'application/sdp';
+    response.content = answer.sdp;
+    endpoint.respond(response);
+    if (call.unacknowledged) clearTimeout(call.unacknowledged.timer);
+    const cseq = request.headers.cseq?.seq ?? 0;
+    const started = this.clock.now();
+    // T1 doubling up to T2 (500 ms, 4 s), for 64 T1: the server transaction resends the 2xx only when the re-INVITE comes again.
+    const resend = (interval: number) => {
+      call.unacknowledged = {
+        cseq,
+        timer: setTimeout(() => {
+          if (call.ended || this.clock.now() - started >= 32_000) return this.acknowledged(call);
+          endpoint.respond(response);
+          resend(Math.min(interval * 2, 4_000));
+        }, interval),
+      };
+    };
+    resend(500);
+  }
+
+  private acknowledged(call: SipCall): void {
+    if (call.unacknowledged) clearTimeout(call.unacknowledged.timer);
+    call.unacknowledged = undefined;
+  }
+
+  /** A media_address route's answer to a re-INVITE: its media server's address, the offer's codec, the direction mirrored. */
+  private staticAnswer(call: SipCall, offer: string | undefined): { sdp: string } | { problem: string } {
+    const parsed = parseSdpAnswer(offer ?? '');
+    if ('problem' in parsed) return parsed;
+    call.sdpVersion += 1;
+    const { codec, payloadType, telephoneEvent } = parsed;
+    return {
+      sdp: sdpAnswer({
+        address: call.trunk.mediaAddress ?? this.localHost,
+        port: call.trunk.mediaPort,
+        sessionId: call.sdpSession,
+        version: call.sdpVersion,
+        codec,
+        payloadType,
+        telephoneEvent,
+        direction: answerDirection(parsed.direction),
+      }),
+    };
+  }
+
   private end(call: SipCall, kind: ProviderEventKind, rawStatus: string): void {
     if (call.ended) return;
     call.ended = true;
     this.stopListening(call);
+    this.acknowledged(call);
     call.media?.close();
     // A hang-up of Dialtone's own making (the runtime gone) ends the run as it says.
     if (call.endAs) this.emit({ runId: call.runId, providerCallId: call.callId, kind: call.endAs.kind, rawStatus: call.endAs.rawStatus, reason: call.endAs.reason, at: this.clock.now() });

@@ -3,12 +3,18 @@
 // (media-stream-bridge.ts). The callee's audio becomes 20 ms μ-law frames for the bridge (PCMA is
 // transcoded, packets of another duration are re-cut) and its RFC 4733 key presses `dtmf`
 // messages; what the runtime plays goes back in the answer's codec.
+//
+// What arrives passes a short reorder buffer first (reorder.ts). A callee that sends no RTP for
+// the media timeout after the answer (or after its last packet) is reported, unless the call is on
+// hold. A callee's re-INVITE (`reoffer`) may move its media, hold the call (we stop sending) or
+// resume it; it is answered with the same port and codec and the direction mirrored.
 import type { Clock } from '../../../shared/clock.js';
 import { fromMulaw, toMulaw } from '../../media/g711.js';
 import { MediaStreamBridge, type BridgeSettings } from '../../media/media-stream-bridge.js';
 import { FRAME_BYTES } from '../../media/playout.js';
+import { ReorderBuffer } from './reorder.js';
 import { RtpSession, type ReceivedRtp, type RtpPortRange } from './rtp-session.js';
-import { parseSdpAnswer, sdpOffer, type SdpAnswer } from './sdp.js';
+import { answerDirection, parseSdpAnswer, receives, sdpAnswer, sdpOffer, type SdpAnswer } from './sdp.js';
 
 /** RFC 4733 section 3.2's events 0-15: the digits, *, # and A-D. */
 const DTMF_EVENTS = '0123456789*#ABCD';
@@ -24,8 +30,22 @@ export interface CallMediaEvents {
   runtimeClosed(detail: string): void;
   /** The runtime could not be reached: end the call failed. */
   runtimeUnreachable(detail: string): void;
+  /** The runtime took the stream but stopped answering (media-stream-bridge.ts): end the call failed. */
+  runtimeStalled(detail: string): void;
+  /** No RTP from the callee for the media timeout while the call is not on hold: end the call failed. */
+  mediaTimeout(detail: string): void;
   warn(message: string, error?: Error): void;
 }
+
+export interface CallMediaOptions {
+  /** How long a packet after a hole waits for the missing one (SIP_RTP_REORDER_MS); 0 passes packets in arrival order. */
+  reorderMs: number;
+  /** How long the callee may send no RTP while the call is up and not on hold (SIP_MEDIA_TIMEOUT_MS); 0: no limit. */
+  mediaTimeoutMs: number;
+}
+
+/** What CallMedia.open uses when told nothing: the defaults of SIP_RTP_REORDER_MS and SIP_MEDIA_TIMEOUT_MS. */
+export const DEFAULT_CALL_MEDIA_OPTIONS: CallMediaOptions = { reorderMs: 60, mediaTimeoutMs: 30_000 };
 
 export class CallMedia {
   private answer: SdpAnswer | undefined;
@@ -35,20 +55,30 @@ export class CallMedia {
   private pendingTimestamp = 0;
   /** The RTP timestamp of the last key press reported: an event's packets share it (RFC 4733 section 2.5). */
   private lastDtmfTimestamp: number | undefined;
+  private readonly reorder: ReorderBuffer<ReceivedRtp>;
+  /** The SDP's session id and version (o=): a re-INVITE's answer is the next version of the same session. */
+  private session = { id: 0, version: 0 };
+  /** When the callee's last packet came (or the answer, or the resume); the media timeout counts from it. */
+  private lastHeard = 0;
+  private watchdog: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
 
   private constructor(
     private readonly rtp: RtpSession,
     private readonly publicAddress: string,
     private readonly clock: Clock,
     private readonly events: CallMediaEvents,
-  ) {}
+    private readonly options: CallMediaOptions,
+  ) {
+    this.reorder = new ReorderBuffer(options.reorderMs, clock, (packet) => this.relay(packet));
+  }
 
   /** Binds the call's RTP port on `bindAddress`; the offer names `publicAddress`. */
-  static async open(ports: RtpPortRange, bindAddress: string, publicAddress: string, clock: Clock, events: CallMediaEvents): Promise<CallMedia> {
+  static async open(ports: RtpPortRange, bindAddress: string, publicAddress: string, clock: Clock, events: CallMediaEvents, options = DEFAULT_CALL_MEDIA_OPTIONS): Promise<CallMedia> {
     const { socket, port, release } = await ports.bind(bindAddress);
     let media: CallMedia | undefined;
     const rtp = new RtpSession(socket, port, release, (packet) => media?.receive(packet), (error) => events.warn('RTP socket error', error));
-    media = new CallMedia(rtp, publicAddress, clock, events);
+    media = new CallMedia(rtp, publicAddress, clock, events, options);
     return media;
   }
 
@@ -57,6 +87,7 @@ export class CallMedia {
   }
 
   offer(sessionId: number): string {
+    this.session = { id: sessionId, version: sessionId };
     return sdpOffer({ address: this.publicAddress, port: this.rtp.port, sessionId });
   }
 
@@ -67,7 +98,64 @@ export class CallMedia {
     if ('problem' in parsed) return parsed.problem;
     this.answer = parsed;
     this.rtp.setRemote(parsed);
+    this.rtp.sending = receives(parsed.direction);
+    this.lastHeard = this.clock.now();
+    this.watch();
     return undefined;
+  }
+
+  /**
+   * A callee's re-INVITE offer (RFC 3264 section 8): a new address is sent to at once (and latched
+   * again), a hold (sendonly, inactive, c=0.0.0.0) stops what we send and the media timeout, a
+   * sendrecv resumes both. Returns the answer's SDP, or why the offer cannot be taken (488).
+   * Without SDP (an offer Dialtone must make) the answer is our offer again, as it stands.
+   */
+  reoffer(sdp: string | undefined): { sdp: string } | { problem: string } {
+    const current = this.answer;
+    if (!current) return { problem: 'the call has not been answered' };
+    if (!sdp || sdp.trim() === '') return { sdp: this.describe(current, 'sendrecv') };
+    const offered = parseSdpAnswer(sdp, current.codec);
+    if ('problem' in offered) return offered;
+    if (offered.address !== current.address || offered.port !== current.port) {
+      if (offered.address !== '0.0.0.0') this.rtp.setRemote(offered, true);
+    }
+    const wasListening = current.direction === 'sendrecv';
+    this.answer = offered;
+    this.rtp.sending = receives(offered.direction);
+    // The media timeout runs only while the callee is meant to send both ways (not on hold).
+    if (offered.direction === 'sendrecv' && !wasListening) this.lastHeard = this.clock.now();
+    this.watch();
+    return { sdp: this.describe(offered, answerDirection(offered.direction)) };
+  }
+
+  /** Our side of the session as it stands, the next version (RFC 3264 section 8: o= counts changes). */
+  private describe(answer: SdpAnswer, direction: SdpAnswer['direction']): string {
+    this.session.version += 1;
+    const { codec, payloadType, telephoneEvent } = answer;
+    return sdpAnswer({ address: this.publicAddress, port: this.rtp.port, sessionId: this.session.id, version: this.session.version, codec, payloadType, telephoneEvent, direction });
+  }
+
+  /** Arms the media timeout while the call is up and not on hold; a check that finds a packet since re-arms. */
+  private watch(): void {
+    if (this.watchdog) clearTimeout(this.watchdog);
+    this.watchdog = undefined;
+    const limit = this.options.mediaTimeoutMs;
+    if (this.closed || limit <= 0 || this.answer?.direction !== 'sendrecv') return;
+    this.watchdog = setTimeout(() => {
+      this.watchdog = undefined;
+      if (this.clock.now() - this.lastHeard >= limit) this.events.mediaTimeout(`no RTP from the callee for ${limit} ms`);
+      else this.watch();
+    }, Math.max(0, this.lastHeard + limit - this.clock.now()));
+  }
+
+  /** When the callee's last packet came (or the answer, or the resume), by the clock: the media timeout counts from it. */
+  get lastHeardAt(): number {
+    return this.lastHeard;
+  }
+
+  /** Whether the call is on hold (either side not sending both ways), for tests and logs. */
+  get onHold(): boolean {
+    return this.answer !== undefined && this.answer.direction !== 'sendrecv';
   }
 
   get codec(): SdpAnswer['codec'] | undefined {
@@ -82,6 +170,7 @@ export class CallMedia {
       play: (frame, talkspurt, skippedSamples) => this.rtp.send(answer.payloadType, fromMulaw(answer.codec, frame), { marker: talkspurt, skippedSamples }),
       runtimeClosed: (detail) => this.events.runtimeClosed(detail),
       runtimeUnreachable: (detail) => this.events.runtimeUnreachable(detail),
+      runtimeStalled: (detail) => this.events.runtimeStalled(detail),
       warn: (message) => this.events.warn(message),
     });
   }
@@ -138,6 +227,10 @@ export class CallMedia {
 
   /** The call ended: `stop` to the runtime, the port released. */
   close(): void {
+    this.closed = true;
+    if (this.watchdog) clearTimeout(this.watchdog);
+    this.watchdog = undefined;
+    this.reorder.close();
     this.bridge?.stop();
     this.bridge = undefined;
     this.rtp.close();
@@ -147,6 +240,13 @@ export class CallMedia {
   onCalleeAudio: ((mulaw: Uint8Array, timestamp: number) => void) | undefined;
 
   private receive(packet: ReceivedRtp): void {
+    if (!this.answer) return;
+    this.lastHeard = this.clock.now();
+    this.reorder.push(packet);
+  }
+
+  /** A packet in sequence order, out of the reorder buffer. */
+  private relay(packet: ReceivedRtp): void {
     const answer = this.answer;
     if (answer && packet.payloadType === answer.payloadType) this.onCalleeAudio?.(toMulaw(answer.codec, packet.payload), packet.timestamp);
     if (!answer || !this.bridge) return;

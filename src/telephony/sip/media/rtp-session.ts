@@ -7,7 +7,11 @@
 // Symmetric RTP (RFC 4961, what SBCs call "latching"): packets go to the address in the callee's SDP
 // until its first packet arrives, then to wherever that packet came from, so a callee behind NAT
 // (whose SDP names a private address) still hears us. Only the first packet's source is latched:
-// a later stranger cannot take the stream over.
+// a later stranger cannot take the stream over. A re-INVITE naming a new address (setRemote with
+// `relatch`) moves the stream there and latches again on the first packet that follows.
+//
+// On hold (`sending` false) nothing is sent, but the timestamp keeps following the clock, so the
+// audio after the hold carries the time that passed (RFC 3550 section 5.1).
 import { randomInt } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { RtpPacket, isRtp } from 'rtp.js/packets';
@@ -58,6 +62,7 @@ export class RtpPortRange {
 /** A packet the callee sent, as the bridge needs it. */
 export interface ReceivedRtp {
   payloadType: number;
+  ssrc: number;
   sequenceNumber: number;
   timestamp: number;
   marker: boolean;
@@ -85,8 +90,15 @@ export class RtpSession {
     socket.on('error', onError);
   }
 
-  /** Where to send until the callee's own packets say otherwise: its SDP answer. */
-  setRemote(answer: Pick<SdpAnswer, 'address' | 'port'>): void {
+  /** False while the callee holds the call (or takes no audio from us): packets are not sent. */
+  sending = true;
+
+  /**
+   * Where to send until the callee's own packets say otherwise: its SDP answer. `relatch` (a
+   * re-INVITE moved the media) sends to the new address at once and latches again on the next packet.
+   */
+  setRemote(answer: Pick<SdpAnswer, 'address' | 'port'>, relatch = false): void {
+    if (relatch) this.latched = false;
     if (!this.latched) this.remote = { address: answer.address, port: answer.port };
   }
 
@@ -109,6 +121,7 @@ export class RtpSession {
     const payload = packet.getPayload();
     this.onPacket({
       payloadType: packet.getPayloadType(),
+      ssrc: packet.getSsrc(),
       sequenceNumber: packet.getSequenceNumber(),
       timestamp: packet.getTimestamp(),
       marker: packet.getMarker(),
@@ -124,6 +137,10 @@ export class RtpSession {
   send(payloadType: number, payload: Uint8Array, options: { marker: boolean; skippedSamples?: number }): void {
     if (this.closed || !this.remote) return;
     this.sentSamples += options.skippedSamples ?? 0;
+    if (!this.sending) {
+      this.sentSamples += payload.byteLength;
+      return;
+    }
     const packet = new RtpPacket();
     packet.setPayloadType(payloadType);
     packet.setSequenceNumber(this.sequence);
@@ -144,7 +161,7 @@ export class RtpSession {
    * session's clock is moved past the event by `advance` once it ends.
    */
   sendEvent(payloadType: number, event: { code: number; durationSamples: number; end: boolean; first: boolean; startedAt: number }): void {
-    if (this.closed || !this.remote) return;
+    if (this.closed || !this.remote || !this.sending) return;
     // Section 2.3: event, E bit, reserved bit and volume (10: -10 dBm0, a usual level), duration.
     const payload = new Uint8Array([event.code, (event.end ? 0x80 : 0) | 10, (event.durationSamples >> 8) & 0xff, event.durationSamples & 0xff]);
     const packet = new RtpPacket();

@@ -1,5 +1,7 @@
 // The SDP of a SIP call's audio (RFC 4566, offer/answer RFC 3264): the offer Dialtone sends in its
-// INVITE, and what it reads from the callee's answer. Only what a G.711 telephone call needs: one
+// INVITE, what it reads from the callee's answer (and from the offer of a callee's re-INVITE), and
+// the answer it gives a re-INVITE (RFC 3264 section 8: hold, resume, a new address). Only what a
+// G.711 telephone call needs: one
 // audio stream, PCMU (0) and PCMA (8), and RFC 4733 telephone-event. Written here rather than taken
 // from a package: the SDP parsers on npm (sdp-transform, the `sdp` package) parse every attribute of
 // WebRTC's SDP into their own object model, where this needs four lines of an answer read.
@@ -38,7 +40,10 @@ export function sdpOffer(offer: SdpOffer): string {
   ].join('\r\n');
 }
 
-/** What the callee's answer says of its audio. */
+/** RFC 3264 section 5.1's directions, as the side that wrote the SDP sees them. */
+export type MediaDirection = 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
+
+/** What the callee's answer (or re-INVITE offer) says of its audio. */
 export interface SdpAnswer {
   /** Where the callee says to send RTP (symmetric RTP may move it once its packets arrive). */
   address: string;
@@ -48,19 +53,61 @@ export interface SdpAnswer {
   payloadType: number;
   /** The payload type it gives telephone-event, or undefined when it takes none. */
   telephoneEvent: number | undefined;
+  /**
+   * The callee's direction (a=sendrecv when none is written, RFC 3264 section 5.1). An address of
+   * 0.0.0.0 (RFC 2543's hold, RFC 3264 section 8.4) takes nothing: its `recv` is removed here.
+   */
+  direction: MediaDirection;
+}
+
+const DIRECTIONS: readonly MediaDirection[] = ['sendrecv', 'sendonly', 'recvonly', 'inactive'];
+
+/** Whether the side whose SDP says `direction` sends audio, and receives it. */
+export const sends = (direction: MediaDirection) => direction === 'sendrecv' || direction === 'sendonly';
+export const receives = (direction: MediaDirection) => direction === 'sendrecv' || direction === 'recvonly';
+
+/** The answerer's direction for an offer's (RFC 3264 section 6.1): sendonly is answered recvonly, and so on. */
+export function answerDirection(offered: MediaDirection): MediaDirection {
+  return offered === 'sendonly' ? 'recvonly' : offered === 'recvonly' ? 'sendonly' : offered;
+}
+
+/** Dialtone's answer to a callee's re-INVITE offer: the same address and port, the codec chosen, the direction mirrored. */
+export function sdpAnswer(answer: SdpOffer & { version: number; codec: G711Codec; payloadType: number; telephoneEvent: number | undefined; direction: MediaDirection }): string {
+  const event = answer.telephoneEvent;
+  return [
+    'v=0',
+    `o=dialtone ${answer.sessionId} ${answer.version} IN IP4 ${answer.address}`,
+    's=Dialtone',
+    `c=IN IP4 ${answer.address}`,
+    't=0 0',
+    `m=audio ${answer.port} RTP/AVP ${answer.payloadType}${event === undefined ? '' : ` ${event}`}`,
+    `a=rtpmap:${answer.payloadType} ${answer.codec}/8000`,
+    ...(event === undefined ? [] : [`a=rtpmap:${event} telephone-event/8000`, `a=fmtp:${event} 0-15`]),
+    'a=ptime:20',
+    `a=${answer.direction}`,
+    '',
+  ].join('\r\n');
 }
 
 /**
  * The audio of an SDP answer, or why it cannot be used (no audio stream, a port of 0 (rejected), no
  * G.711 codec, no connection address). The m= line's first codec we offered is the one used.
  */
-export function parseSdpAnswer(sdp: string): SdpAnswer | { problem: string } {
+export function parseSdpAnswer(sdp: string, prefer?: G711Codec): SdpAnswer | { problem: string } {
   const lines = sdp.split(/\r?\n/).map((line) => line.trim());
   let sessionAddress: string | undefined;
   let mediaAddress: string | undefined;
   let media: { port: number; formats: number[] } | undefined;
   const rtpmap = new Map<number, string>();
+  let sessionDirection: MediaDirection | undefined;
+  let mediaDirection: MediaDirection | undefined;
   for (const line of lines) {
+    const direction = DIRECTIONS.find((d) => line === `a=${d}`);
+    if (direction) {
+      // One before any m= line is the session's; one in the audio stream overrides it.
+      if (media) mediaDirection = direction;
+      else sessionDirection = direction;
+    }
     if (line.startsWith('c=')) {
       const address = /^c=IN IP[46] ([^\s/]+)/.exec(line)?.[1];
       // A c= before any m= is the session's; one after the audio m= line is that stream's.
@@ -82,8 +129,12 @@ export function parseSdpAnswer(sdp: string): SdpAnswer | { problem: string } {
   if (!address) return { problem: 'the answer names no connection address (c=)' };
   // Static payload types may come without an rtpmap (RFC 3551); a dynamic one needs its rtpmap.
   const nameOf = (pt: number): string | undefined => rtpmap.get(pt) ?? (pt === 0 ? 'pcmu/8000' : pt === 8 ? 'pcma/8000' : undefined);
-  const chosen = media.formats.find((pt) => nameOf(pt) === 'pcmu/8000' || nameOf(pt) === 'pcma/8000');
+  const g711 = (pt: number) => nameOf(pt) === 'pcmu/8000' || nameOf(pt) === 'pcma/8000';
+  // A re-INVITE keeps the call's codec when it still offers it.
+  const chosen = media.formats.find((pt) => prefer !== undefined && nameOf(pt) === `${prefer.toLowerCase()}/8000`) ?? media.formats.find(g711);
   if (chosen === undefined) return { problem: `the answer takes neither PCMU nor PCMA (payload types ${media.formats.join(' ')})` };
   const telephoneEvent = media.formats.find((pt) => nameOf(pt) === 'telephone-event/8000');
-  return { address, port: media.port, codec: nameOf(chosen) === 'pcmu/8000' ? 'PCMU' : 'PCMA', payloadType: chosen, telephoneEvent };
+  let direction = mediaDirection ?? sessionDirection ?? 'sendrecv';
+  if (address === '0.0.0.0') direction = sends(direction) ? 'sendonly' : 'inactive';
+  return { address, port: media.port, codec: nameOf(chosen) === 'pcmu/8000' ? 'PCMU' : 'PCMA', payloadType: chosen, telephoneEvent, direction };
 }
