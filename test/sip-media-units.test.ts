@@ -100,6 +100,21 @@ describe('Playout of the runtime\'s audio', () => {
     assert.equal(frames.length, 7);
   });
 
+  it('waits up to 20 ms for the rest of a partial frame before padding it: 10 ms chunks sent at real time play whole, unpadded', (t) => {
+    const { player, frames, advance } = playout(t);
+    for (let n = 0; n < 4; n += 1) {
+      player.audio(new Uint8Array(80).fill(n + 1));
+      advance(10);
+    }
+    advance(100);
+    assert.deepEqual(frames.map((f) => [f.at, f.bytes[0], f.bytes[79], f.bytes[80], f.bytes[159]]), [[10, 1, 1, 2, 2], [30, 3, 3, 4, 4]], 'two whole frames, none padded');
+    player.audio(new Uint8Array(80).fill(9));
+    advance(19);
+    assert.equal(frames.length, 2, 'a lone half frame waits');
+    advance(1);
+    assert.deepEqual([...(frames[2]?.bytes.subarray(78, 82) ?? [])], [9, 9, 0xff, 0xff], 'then plays, padded with silence');
+  });
+
   it('answers a mark with nothing queued at once, and keeps at most its limit of frames queued', (t) => {
     const { player, frames, events, advance } = playout(t, 10);
     player.mark('idle');

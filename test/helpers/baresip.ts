@@ -62,6 +62,8 @@ export interface Baresip {
   output(): string;
   /** Hangs up its call (ctrl_tcp "hangup"). */
   hangUp(): Promise<void>;
+  /** Runs one of its menu commands through ctrl_tcp (`sndcode` with digits sends them as RFC 4733 events). */
+  command(name: string, params?: string): Promise<void>;
   /** Resolves when its output matches `pattern`. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
 }
@@ -99,7 +101,8 @@ export async function startBaresip(t: TestContext, options: BaresipOptions = {})
       // ctrl_tcp runs the commands other modules register: `hangup` is menu's.
       'module menu.so',
       `ctrl_tcp_listen ${BARESIP_ADDRESS}:${ctrlPort}`,
-      `rtp_ports ${rtp}-${rtp + 1}`,
+      // A few ports, not two: another process may take one between the probe above and baresip binding it.
+      `rtp_ports ${rtp}-${rtp + 9}`,
       '',
     ].join('\n'),
   );
@@ -120,16 +123,18 @@ export async function startBaresip(t: TestContext, options: BaresipOptions = {})
     }
   };
   await waitFor(/baresip is ready/);
+  const command = async (name: string, params?: string) => {
+    // ctrl_tcp takes JSON commands framed as netstrings ("<length>:<bytes>,").
+    const text = JSON.stringify({ command: name, ...(params !== undefined ? { params } : {}), token: 'dialtone' });
+    const socket = connect(ctrlPort, BARESIP_ADDRESS);
+    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    socket.end(`${Buffer.byteLength(text)}:${text},`);
+  };
   return {
     port,
     output: () => log,
     waitFor,
-    hangUp: async () => {
-      // ctrl_tcp takes JSON commands framed as netstrings ("<length>:<bytes>,").
-      const command = JSON.stringify({ command: 'hangup', token: 'dialtone' });
-      const socket = connect(ctrlPort, BARESIP_ADDRESS);
-      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-      socket.end(`${Buffer.byteLength(command)}:${command},`);
-    },
+    hangUp: () => command('hangup'),
+    command,
   };
 }

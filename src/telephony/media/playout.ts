@@ -32,6 +32,10 @@ export class Playout {
   private queuedFrames = 0;
   /** Bytes of a frame not yet complete: the runtime's chunks need not be multiples of 20 ms. */
   private partial: Uint8Array = new Uint8Array(0);
+  /** When the partial frame began: with nothing else queued it waits up to a frame's time for the rest. */
+  private partialSince = 0;
+  /** The timer is waiting for the rest of a partial frame: audio that completes it plays at once. */
+  private awaitingRest = false;
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** When the frame being played started, and how many frames have been sent since the talkspurt began. */
   private talkspurtStart = 0;
@@ -64,7 +68,13 @@ export class Playout {
       if (this.queuedFrames >= this.maxQueuedFrames) dropped = true;
       else this.push({ kind: 'audio', frame: data.slice(offset, offset + FRAME_BYTES) });
     }
+    // A new partial frame (not the old one grown) waits from now.
+    if (offset < data.length && (this.partial.length === 0 || offset > 0)) this.partialSince = this.clock.now();
     this.partial = data.slice(offset);
+    if (this.awaitingRest && this.queue.length > 0 && this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
     this.kick();
     return !dropped;
   }
@@ -136,12 +146,23 @@ export class Playout {
   }
 
   private tick(): void {
+    this.awaitingRest = false;
     if (this.closed || this.held) return;
     const now = this.clock.now();
     for (let sent = 0; sent < MAX_CATCH_UP; sent += 1) {
       // Marks at the head follow audio that has been played to its end.
       while (this.queue[0]?.kind === 'mark') this.sink.mark((this.queue.shift() as { name: string }).name);
-      if (this.queue.length === 0 && this.partial.length > 0) this.flushPartial();
+      if (this.queue.length === 0 && this.partial.length > 0) {
+        // A runtime sending 10 ms chunks at real time completes the frame within 20 ms: padding
+        // each half with silence would garble it. The rest is awaited a frame's time, then padded.
+        const due = this.partialSince + FRAME_MS;
+        if (due > now) {
+          this.schedule(due - now);
+          this.awaitingRest = true;
+          return;
+        }
+        this.flushPartial();
+      }
       const next = this.queue.shift();
       if (!next) return; // idle: the next audio starts a talkspurt
       if (next.kind !== 'audio') continue;

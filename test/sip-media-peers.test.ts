@@ -1,0 +1,192 @@
+// SIP media against real peers when things go wrong or change mid-call (issue 34): SIPp answering
+// and then sending no RTP (the media timeout hangs up), SIPp sending re-INVITEs (a new media
+// address, hold, resume: test/sipp/reinvite-hold.xml), a runtime that accepts the WebSocket and then
+// stalls, and baresip (a real user agent) pressing keys as RFC 4733 events, which reach the
+// runtime as `dtmf` messages. The fake-timer versions are in test/sip-media-robustness.test.ts.
+import assert from 'node:assert/strict';
+import { createSocket, type Socket } from 'node:dgram';
+import type { AddressInfo } from 'node:net';
+import type { TestContext } from 'node:test';
+import { RtpPacket } from 'rtp.js/packets';
+import { nodeBufferToDataView } from 'rtp.js/utils';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
+import { postJson } from './helpers/app.js';
+import { toneMulaw } from './helpers/audio.js';
+import { BARESIP_ADDRESS, baresipSkip, startBaresip } from './helpers/baresip.js';
+import { buildWithDispatcher, ended, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
+import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
+import { DIALTONE_SIP_ADDRESS, freeUdpPort, SIPP_ADDRESS, sippSkip, startSipp, type Sipp, type SippOptions } from './helpers/sipp.js';
+import { storeCases, type StoreKind } from './helpers/stores.js';
+import { startTestRuntime, type TestRuntime } from './helpers/test-runtime.js';
+import { describe, it } from './helpers/suite.js';
+import { scaledTimeout } from './helpers/timeouts.js';
+
+interface PeerEnv extends DispatchEnv {
+  f: OrgFixture;
+  routeId: number;
+  runtime: TestRuntime;
+}
+
+/** Dialtone with a SIP route (no media_address) to `callee`, relaying to the test's runtime (or `runtimeUrl`). */
+async function peerEnv(t: TestContext, kind: StoreKind, callee: { host: string; port: number }, options: { runtimeUrl?: string; env?: Record<string, string> } = {}): Promise<PeerEnv> {
+  const runtime = await startTestRuntime(t);
+  const rtpBase = 20_000 + 2 * Math.floor(Math.random() * 10_000);
+  const env = await buildWithDispatcher(t, kind, {
+    env: {
+      SIP_BIND_ADDRESS: DIALTONE_SIP_ADDRESS,
+      SIP_PUBLIC_ADDRESS: DIALTONE_SIP_ADDRESS,
+      SIP_PORT: String(await freeUdpPort(DIALTONE_SIP_ADDRESS)),
+      SIP_RTP_PORT_MIN: String(rtpBase),
+      SIP_RTP_PORT_MAX: String(rtpBase + 99),
+      AGENT_RUNTIME_URL: options.runtimeUrl ?? runtime.url,
+      RING_TIMEOUT_MS: '8000',
+      MAX_CALL_DURATION_MS: '60000',
+      REAPER_GRACE_MS: '5000',
+      ...options.env,
+    },
+  });
+  const f = await createOrgFixture(env.deps);
+  const route = await createTelephonyConfiguration(
+    env.deps.store,
+    env.deps.cipher,
+    { orgId: f.orgId, name: 'Trunk', provider: 'sip', callerIds: ['+12025550100'], settings: { host: callee.host, port: callee.port, transport: 'udp' } },
+    Date.now(),
+  );
+  return { ...env, f, routeId: route.id, runtime };
+}
+
+async function call(env: PeerEnv): Promise<number> {
+  const response = await postJson(env.app, PATHS.initiateCall(env.f.agentUuid), { phone_number: '+12025550123', telephony_configuration_id: env.routeId }, { key: env.f.apiKey });
+  assert.equal(response.statusCode, 200, response.body);
+  return response.json().workflow_run_id as number;
+}
+
+async function sippPassed(sipp: Sipp): Promise<void> {
+  assert.equal(await sipp.exited, 0, `SIPp's scenario ran to its end:\n${sipp.output()}`);
+}
+
+async function sippEnv(t: TestContext, kind: StoreKind, scenario: string, sippOptions: SippOptions, options: { runtimeUrl?: string; env?: Record<string, string> } = {}) {
+  const sipp = await startSipp(t, scenario, sippOptions);
+  const env = await peerEnv(t, kind, { host: SIPP_ADDRESS, port: sipp.port }, options);
+  return { sipp, env };
+}
+
+/** A UDP socket standing for the callee's media: it keeps when each RTP packet came and sends it back (so Dialtone hears RTP from it). */
+async function echoingMedia(t: TestContext): Promise<{ port: number; arrivals: number[] }> {
+  const socket: Socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, SIPP_ADDRESS, resolve));
+  t.after(() => socket.close());
+  const arrivals: number[] = [];
+  socket.on('message', (message, from) => {
+    arrivals.push(performance.now());
+    // Echoed with an SSRC and sequence of the callee's own, as a peer would send.
+    const packet = new RtpPacket(nodeBufferToDataView(message));
+    packet.setSsrc(4242);
+    const view = packet.getView();
+    socket.send(new Uint8Array(view.buffer, view.byteOffset, view.byteLength), from.port, from.address);
+  });
+  return { port: socket.address().port, arrivals };
+}
+
+/** A runtime that accepts the WebSocket and then stops reading: it sends nothing and answers no ping. */
+async function stallingRuntime(t: TestContext): Promise<{ url: string; connections: () => number }> {
+  const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  let connections = 0;
+  server.on('connection', (socket: WebSocket & { _socket?: { pause(): void } }) => {
+    connections += 1;
+    socket._socket?.pause();
+  });
+  t.after(() => new Promise<void>((resolve) => {
+    for (const client of server.clients) client.terminate();
+    server.close(() => resolve());
+  }));
+  return { url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}/media`, connections: () => connections };
+}
+
+for (const store of await storeCases()) {
+  describe(`SIP media with real peers: media timeout, re-INVITEs, a stalled runtime, DTMF (${store.kind})`, { skip: store.skip || sippSkip() }, () => {
+    it('hangs up a call whose callee sends no RTP for SIP_MEDIA_TIMEOUT_MS after the answer: BYE, and the run ends failed with outcome_reason media_timeout', async (t) => {
+      const { sipp, env } = await sippEnv(t, store.kind, 'answer-no-rtp.xml', {}, { env: { SIP_MEDIA_TIMEOUT_MS: '1500' } });
+      const runId = await call(env);
+      const run = await waitForRun(env, runId, ended, scaledTimeout(15_000)).catch((error: Error) => assert.fail(`${error.message}\n${sipp.output()}`));
+      assert.equal(run.state, 'failed');
+      assert.equal(run.outcome_reason, 'media_timeout');
+      assert.equal(run.raw_provider_status, 'media timeout: no RTP from the callee for 1500 ms');
+      assert.ok(run.answered_at && run.ended_at, 'answered, then ended');
+      const heldFor = Date.parse(String(run.ended_at)) - Date.parse(String(run.answered_at));
+      assert.ok(heldFor >= 1500 - 50, `not before the timeout (${heldFor} ms after the answer)`);
+      await sippPassed(sipp);
+    });
+
+    it('ends the call failed with outcome_reason agent_runtime_stalled when the runtime accepts the stream but then answers nothing, not even pings, for SIP_MEDIA_STREAM_IDLE_TIMEOUT_MS', async (t) => {
+      const runtime = await stallingRuntime(t);
+      const { sipp, env } = await sippEnv(t, store.kind, 'answer-no-rtp.xml', {}, { runtimeUrl: runtime.url, env: { SIP_MEDIA_TIMEOUT_MS: '0', SIP_MEDIA_STREAM_IDLE_TIMEOUT_MS: '1500' } });
+      const runId = await call(env);
+      const run = await waitForRun(env, runId, ended, scaledTimeout(15_000)).catch((error: Error) => assert.fail(`${error.message}\n${sipp.output()}`));
+      assert.equal(run.state, 'failed');
+      assert.equal(run.outcome_reason, 'agent_runtime_stalled');
+      assert.match(String(run.raw_provider_status), /^agent runtime stalled: the agent runtime sent nothing and answered no ping for 1[5-9]\d\d ms$/);
+      assert.equal(runtime.connections(), 1);
+      await sippPassed(sipp);
+    });
+
+    if (store.kind === 'postgres') return;
+
+    it('answers the callee\'s re-INVITEs with 200 OK and the right SDP: sends to the new media address, stops sending on hold (and the media timeout waits), resumes on sendrecv', async (t) => {
+      const [before, after] = [await echoingMedia(t), await echoingMedia(t)];
+      const phaseMs = 1500;
+      const holdMs = 3000;
+      const { sipp, env } = await sippEnv(
+        t,
+        store.kind,
+        'reinvite-hold.xml',
+        { keys: { old_port: String(before.port), new_port: String(after.port) }, replace: { PHASE_MS: String(phaseMs), HOLD_MS: String(holdMs) } },
+        // The hold lasts twice the media timeout: the call must outlive it.
+        { env: { SIP_MEDIA_TIMEOUT_MS: String(holdMs / 2) } },
+      );
+      const runId = await call(env);
+      const stream = await env.runtime.stream(0).catch((error: Error) => assert.fail(`${error.message}\n${sipp.output()}`));
+      // Twenty seconds of the runtime's audio: it plays through every phase of the scenario.
+      stream.play(toneMulaw(1000, 20), 8000);
+      await sippPassed(sipp);
+      const run = await waitForRun(env, runId, ended, scaledTimeout(15_000));
+      assert.equal(run.state, 'completed', `the callee's BYE ended it, not the media timeout: ${run.outcome_reason} ${run.raw_provider_status}`);
+      assert.equal(run.raw_provider_status, 'BYE');
+
+      // Our answers: the same port as our offer, the same session with its version counting up, the direction mirrored.
+      const log = sipp.output();
+      const offered = /offer: m=audio (\d+)/.exec(log)?.[1];
+      const answers = [...log.matchAll(/answer (\d): o=dialtone (\d+) (\d+) \| m=audio (\d+) \| a=(\w+)/g)].map((m) => ({ n: m[1], session: m[2], version: Number(m[3]), port: m[4], direction: m[5] }));
+      assert.deepEqual(answers.map((a) => [a.n, a.port, a.direction]), [['1', offered, 'sendrecv'], ['2', offered, 'recvonly'], ['3', offered, 'sendrecv']], log);
+      assert.equal(new Set(answers.map((a) => a.session)).size, 1);
+      assert.ok(answers.every((a, i) => i === 0 || a.version === (answers[i - 1]?.version ?? 0) + 1), 'o= version up by one per answer');
+
+      // Where the runtime's audio went: the first address until the first re-INVITE, the new one after.
+      assert.ok(before.arrivals.length >= 10, `audio at the answer's address first (${before.arrivals.length} packets)`);
+      assert.ok(after.arrivals.length >= 10, `then at the re-INVITE's (${after.arrivals.length} packets)`);
+      assert.ok((before.arrivals.at(-1) ?? 0) <= (after.arrivals[0] ?? 0), 'none at the old address once the new one was taken');
+      // On hold nothing was sent: one silence as long as the hold, with audio before and after it.
+      const gaps = after.arrivals.slice(1).map((at, i) => ({ index: i + 1, gap: at - (after.arrivals[i] ?? 0) }));
+      const hold = gaps.reduce((longest, gap) => (gap.gap > longest.gap ? gap : longest), { index: 0, gap: 0 });
+      assert.ok(hold.gap >= holdMs - 500, `no audio sent while held (longest silence ${Math.round(hold.gap)} ms)`);
+      assert.ok(hold.index >= 10 && after.arrivals.length - hold.index >= 10, `audio before the hold and after the resume (${hold.index}, ${after.arrivals.length - hold.index})`);
+      assert.deepEqual(stream.problems, []);
+    });
+
+    it('relays the keys a real callee presses (baresip, RFC 4733 events in its RTP) to the runtime as dtmf messages, each once, in order', { skip: baresipSkip() }, async (t) => {
+      const callee = await startBaresip(t);
+      const env = await peerEnv(t, store.kind, { host: BARESIP_ADDRESS, port: callee.port });
+      await call(env);
+      const stream = await env.runtime.stream(0).catch((error: Error) => assert.fail(`${error.message}\n${callee.output().slice(-3000)}`));
+      await stream.waitFor('audio from the callee', (m) => m.event === 'media');
+      await callee.command('sndcode', '19#*');
+      await stream.waitFor('the last key', (m) => m.event === 'dtmf' && m.dtmf?.digit === '*').catch((error: Error) => assert.fail(`${error.message}\n${callee.output().slice(-3000)}`));
+      await callee.hangUp();
+      await stream.waitForClose();
+      assert.deepEqual(stream.messages.filter((m) => m.event === 'dtmf').map((m) => m.dtmf?.digit), ['1', '9', '#', '*']);
+      assert.deepEqual(stream.problems, [], 'dtmf as Twilio sends it');
+    });
+  });
+}
