@@ -175,6 +175,33 @@ for (const store of await storeCases()) {
       assert.deepEqual(stream.problems, []);
     });
 
+    it('is held and resumed by a real callee (baresip\'s hold and resume re-INVITEs): the re-INVITEs are answered as baresip expects, and the call outlives a hold longer than the media timeout', { skip: baresipSkip() }, async (t) => {
+      const callee = await startBaresip(t);
+      const env = await peerEnv(t, store.kind, { host: BARESIP_ADDRESS, port: callee.port }, { env: { SIP_MEDIA_TIMEOUT_MS: '1000' } });
+      const runId = await call(env);
+      const stream = await env.runtime.stream(0).catch((error: Error) => assert.fail(`${error.message}\n${callee.output().slice(-3000)}`));
+      await stream.waitFor('audio from the callee', (m) => m.event === 'media');
+      await callee.command('hold');
+      // baresip stops sending while it holds the call (its a=sendonly stream is paused).
+      await callee.waitFor(/call: hold [\s\S]*call: got SDP answer/, scaledTimeout(5_000));
+      const heldAt = stream.media.length;
+      // Twice the media timeout on hold: a wait for time itself, which is what is tested.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      assert.equal((await waitForRun(env, runId, () => true)).state, 'in_progress', `still up after 2 s on hold:\n${callee.output().slice(-3000)}`);
+      const duringHold = stream.media.length - heldAt;
+      await callee.command('resume');
+      await callee.waitFor(/call: resume [\s\S]*call: got SDP answer/, scaledTimeout(5_000));
+      await stream.waitFor('audio again after the resume', (m) => m.event === 'media' && Number(m.media?.chunk) > heldAt + duringHold + 10);
+      assert.equal((await waitForRun(env, runId, () => true)).state, 'in_progress');
+      await callee.hangUp();
+      const run = await waitForRun(env, runId, ended, scaledTimeout(15_000));
+      assert.equal(run.state, 'completed');
+      assert.equal(run.raw_provider_status, 'BYE');
+      assert.doesNotMatch(callee.output(), /488|Not Acceptable|failed to (?:decode|parse) SDP/i);
+      t.diagnostic(`media frames while held: ${duringHold}`);
+      assert.ok(duringHold <= 10, `baresip sent (almost) nothing while holding (${duringHold} frames)`);
+    });
+
     it('relays the keys a real callee presses (baresip, RFC 4733 events in its RTP) to the runtime as dtmf messages, each once, in order', { skip: baresipSkip() }, async (t) => {
       const callee = await startBaresip(t);
       const env = await peerEnv(t, store.kind, { host: BARESIP_ADDRESS, port: callee.port });
