@@ -29,7 +29,14 @@ interface PeerEnv extends DispatchEnv {
 }
 
 /** Dialtone with a SIP route (no media_address) to `callee`, relaying to the test's runtime (or `runtimeUrl`). */
-async function peerEnv(t: TestContext, kind: StoreKind, callee: { host: string; port: number }, options: { runtimeUrl?: string; env?: Record<string, string> } = {}): Promise<PeerEnv> {
+interface PeerOptions {
+  runtimeUrl?: string;
+  env?: Record<string, string>;
+  /** More route settings (media_address, media_port). */
+  settings?: Record<string, unknown>;
+}
+
+async function peerEnv(t: TestContext, kind: StoreKind, callee: { host: string; port: number }, options: PeerOptions = {}): Promise<PeerEnv> {
   const runtime = await startTestRuntime(t);
   const rtpBase = 20_000 + 2 * Math.floor(Math.random() * 10_000);
   const env = await buildWithDispatcher(t, kind, {
@@ -50,7 +57,7 @@ async function peerEnv(t: TestContext, kind: StoreKind, callee: { host: string; 
   const route = await createTelephonyConfiguration(
     env.deps.store,
     env.deps.cipher,
-    { orgId: f.orgId, name: 'Trunk', provider: 'sip', callerIds: ['+12025550100'], settings: { host: callee.host, port: callee.port, transport: 'udp' } },
+    { orgId: f.orgId, name: 'Trunk', provider: 'sip', callerIds: ['+12025550100'], settings: { host: callee.host, port: callee.port, transport: 'udp', ...options.settings } },
     Date.now(),
   );
   return { ...env, f, routeId: route.id, runtime };
@@ -66,10 +73,18 @@ async function sippPassed(sipp: Sipp): Promise<void> {
   assert.equal(await sipp.exited, 0, `SIPp's scenario ran to its end:\n${sipp.output()}`);
 }
 
-async function sippEnv(t: TestContext, kind: StoreKind, scenario: string, sippOptions: SippOptions, options: { runtimeUrl?: string; env?: Record<string, string> } = {}) {
+async function sippEnv(t: TestContext, kind: StoreKind, scenario: string, sippOptions: SippOptions, options: PeerOptions = {}) {
   const sipp = await startSipp(t, scenario, sippOptions);
   const env = await peerEnv(t, kind, { host: SIPP_ADDRESS, port: sipp.port }, options);
   return { sipp, env };
+}
+
+/** Dialtone's SDP answers to reinvite-hold.xml's three re-INVITEs, as SIPp logged them, with the port Dialtone offered first. */
+function loggedAnswers(sipp: Sipp): { offered: string | undefined; answers: { n: string; session: string; version: number; port: string; direction: string }[] } {
+  const log = sipp.output();
+  const offered = /offer: m=audio (\d+)/.exec(log)?.[1];
+  const answers = [...log.matchAll(/answer (\d): o=dialtone (\d+) (\d+) \| m=audio (\d+) \| a=(\w+)/g)].map((m) => ({ n: m[1] ?? '', session: m[2] ?? '', version: Number(m[3]), port: m[4] ?? '', direction: m[5] ?? '' }));
+  return { offered, answers };
 }
 
 /** A UDP socket standing for the callee's media: it keeps when each RTP packet came and sends it back (so Dialtone hears RTP from it). */
@@ -156,10 +171,8 @@ for (const store of await storeCases()) {
       assert.equal(run.raw_provider_status, 'BYE');
 
       // Our answers: the same port as our offer, the same session with its version counting up, the direction mirrored.
-      const log = sipp.output();
-      const offered = /offer: m=audio (\d+)/.exec(log)?.[1];
-      const answers = [...log.matchAll(/answer (\d): o=dialtone (\d+) (\d+) \| m=audio (\d+) \| a=(\w+)/g)].map((m) => ({ n: m[1], session: m[2], version: Number(m[3]), port: m[4], direction: m[5] }));
-      assert.deepEqual(answers.map((a) => [a.n, a.port, a.direction]), [['1', offered, 'sendrecv'], ['2', offered, 'recvonly'], ['3', offered, 'sendrecv']], log);
+      const { offered, answers } = loggedAnswers(sipp);
+      assert.deepEqual(answers.map((a) => [a.n, a.port, a.direction]), [['1', offered, 'sendrecv'], ['2', offered, 'recvonly'], ['3', offered, 'sendrecv']], sipp.output());
       assert.equal(new Set(answers.map((a) => a.session)).size, 1);
       assert.ok(answers.every((a, i) => i === 0 || a.version === (answers[i - 1]?.version ?? 0) + 1), 'o= version up by one per answer');
 
@@ -173,6 +186,24 @@ for (const store of await storeCases()) {
       assert.ok(hold.gap >= holdMs - 500, `no audio sent while held (longest silence ${Math.round(hold.gap)} ms)`);
       assert.ok(hold.index >= 10 && after.arrivals.length - hold.index >= 10, `audio before the hold and after the resume (${hold.index}, ${after.arrivals.length - hold.index})`);
       assert.deepEqual(stream.problems, []);
+    });
+
+    it('answers the same re-INVITEs on a media_address route for its media server: that address and port, the direction mirrored', async (t) => {
+      const { sipp, env } = await sippEnv(
+        t,
+        store.kind,
+        'reinvite-hold.xml',
+        { keys: { old_port: '5004', new_port: '5006' }, replace: { PHASE_MS: '200', HOLD_MS: '200' } },
+        { settings: { media_address: '127.0.0.1', media_port: 40_000 } },
+      );
+      const runId = await call(env);
+      await sippPassed(sipp);
+      assert.equal((await waitForRun(env, runId, ended, scaledTimeout(15_000))).raw_provider_status, 'BYE');
+      const { offered, answers } = loggedAnswers(sipp);
+      assert.equal(offered, '40000');
+      assert.deepEqual(answers.map((a) => [a.port, a.direction]), [['40000', 'sendrecv'], ['40000', 'recvonly'], ['40000', 'sendrecv']], sipp.output());
+      assert.ok(answers.every((a, i) => i === 0 || a.version === (answers[i - 1]?.version ?? 0) + 1), 'o= version up by one per answer');
+      assert.equal(env.runtime.streams.length, 0, 'no stream: the media is the operator\'s');
     });
 
     it('is held and resumed by a real callee (baresip\'s hold and resume re-INVITEs): the re-INVITEs are answered as baresip expects, and the call outlives a hold longer than the media timeout', { skip: baresipSkip() }, async (t) => {

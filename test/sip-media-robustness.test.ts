@@ -15,6 +15,7 @@ import { MediaStreamBridge } from '../src/telephony/media/media-stream-bridge.js
 import { CallMedia } from '../src/telephony/sip/media/call-media.js';
 import { ReorderBuffer } from '../src/telephony/sip/media/reorder.js';
 import { RtpPortRange } from '../src/telephony/sip/media/rtp-session.js';
+import { startTestRuntime } from './helpers/test-runtime.js';
 import { scaledTimeout } from './helpers/timeouts.js';
 
 /** Waits on real I/O while setTimeout and Date are fake: polls with setImmediate, against performance.now(). */
@@ -120,13 +121,13 @@ async function udpPeer(t: TestContext): Promise<{ socket: Socket; port: number; 
   return { socket, port: socket.address().port, received };
 }
 
-function rtp(sequenceNumber: number): Buffer {
+function rtp(sequenceNumber: number, fill = 0x7f): Buffer {
   const packet = new RtpPacket();
   packet.setPayloadType(0);
   packet.setSequenceNumber(sequenceNumber);
   packet.setTimestamp(sequenceNumber * 160);
   packet.setSsrc(99);
-  packet.setPayload(nodeBufferToDataView(Buffer.alloc(160, 0x7f)));
+  packet.setPayload(nodeBufferToDataView(Buffer.alloc(160, fill)));
   const view = packet.getView();
   return Buffer.from(view.buffer, view.byteOffset, view.byteLength);
 }
@@ -218,6 +219,32 @@ describe('A call\'s media timeout and the callee\'s re-INVITEs', () => {
     const empty = media.reoffer(undefined);
     assert.ok('sdp' in empty && /\r\na=sendrecv\r\n/.test(empty.sdp) && new RegExp(`m=audio ${media.port} RTP/AVP 0 101`).test(empty.sdp));
     assert.ok(callee.port > 0);
+  });
+});
+
+describe('Received RTP reordered on its way to the runtime', () => {
+  it('relays packets that arrive out of order and twice in sequence order, once each', async (t) => {
+    const runtime = await startTestRuntime(t);
+    const callee = await udpPeer(t);
+    const media = await CallMedia.open(
+      new RtpPortRange(30_000 + 2 * Math.floor(Math.random() * 10_000), 49_999),
+      '127.0.0.1',
+      '127.0.0.1',
+      systemClock,
+      { runtimeClosed: () => undefined, runtimeUnreachable: () => undefined, runtimeStalled: () => undefined, mediaTimeout: () => undefined, warn: () => undefined },
+      { reorderMs: 60, mediaTimeoutMs: 0 },
+    );
+    t.after(() => media.close());
+    assert.equal(media.answered(sdp(callee.port)), undefined);
+    media.connect({ url: runtime.url, customParameters: { run_id: '1', token: 't' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000 }, { callSid: 'c', accountSid: '1' });
+    const stream = await runtime.stream(0);
+    for (const sequence of [1, 3, 2, 2, 5, 4, 6]) callee.socket.send(rtp(sequence, sequence), media.port, '127.0.0.1');
+    await stream.waitFor('six frames', () => stream.media.length >= 6);
+    assert.deepEqual(stream.media.map((m) => Buffer.from(m.payload, 'base64')[0]), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(stream.media.map((m) => m.timestamp), ['0', '20', '40', '60', '80', '100']);
+    // Closed within the test: a WebSocket close left to the teardown would clear its timer under the next test's fake timers.
+    media.close();
+    await stream.waitForClose();
   });
 });
 
