@@ -211,6 +211,16 @@ describe('A call\'s media timeout and the callee\'s re-INVITEs', () => {
     assert.deepEqual(timeouts.map((t) => t.at), [11_500]);
   });
 
+  it('keeps the call\'s codec when a re-INVITE still offers it, and takes the other law when it offers only that', async (t) => {
+    const { media, callee } = await answeredCall(t, 0);
+    const both = media.reoffer(['v=0', 'o=- 1 2 IN IP4 127.0.0.1', 's=-', 'c=IN IP4 127.0.0.1', 't=0 0', `m=audio ${callee.port} RTP/AVP 8 0`, ''].join('\r\n'));
+    assert.ok('sdp' in both && new RegExp(`m=audio ${media.port} RTP/AVP 0\r\na=rtpmap:0 PCMU/8000`).test(both.sdp), 'PCMU kept, though PCMA comes first; no telephone-event, as none was offered');
+    const alaw = media.reoffer(['v=0', 'o=- 1 3 IN IP4 127.0.0.1', 's=-', 'c=IN IP4 127.0.0.1', 't=0 0', `m=audio ${callee.port} RTP/AVP 8 101`, 'a=rtpmap:101 telephone-event/8000', ''].join('\r\n'));
+    assert.ok('sdp' in alaw && new RegExp(`m=audio ${media.port} RTP/AVP 8 101\r\na=rtpmap:8 PCMA/8000`).test(alaw.sdp));
+    assert.equal(media.codec, 'PCMA');
+    assert.equal(media.sendsTelephoneEvents, true);
+  });
+
   it('refuses a re-INVITE offer it cannot take (no G.711) and keeps the call as it was; an offer without SDP is answered with our offer as it stands', async (t) => {
     const { media, callee } = await answeredCall(t, 0);
     const refused = media.reoffer(['v=0', 'o=- 1 2 IN IP4 127.0.0.1', 's=-', 'c=IN IP4 127.0.0.1', 't=0 0', 'm=audio 4000 RTP/AVP 9', 'a=rtpmap:9 G722/8000', ''].join('\r\n'));

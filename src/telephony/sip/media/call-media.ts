@@ -164,10 +164,13 @@ export class CallMedia {
 
   /** Relays the call to the agent runtime. */
   connect(settings: BridgeSettings, call: { callSid: string; accountSid: string }): void {
-    const answer = this.answer;
-    if (!answer || this.bridge) return;
+    if (!this.answer || this.bridge) return;
     this.bridge = new MediaStreamBridge(settings, call, this.clock, {
-      play: (frame, talkspurt, skippedSamples) => this.rtp.send(answer.payloadType, fromMulaw(answer.codec, frame), { marker: talkspurt, skippedSamples }),
+      // The codec as it stands: a re-INVITE may have changed it.
+      play: (frame, talkspurt, skippedSamples) => {
+        const answer = this.answer;
+        if (answer) this.rtp.send(answer.payloadType, fromMulaw(answer.codec, frame), { marker: talkspurt, skippedSamples });
+      },
       runtimeClosed: (detail) => this.events.runtimeClosed(detail),
       runtimeUnreachable: (detail) => this.events.runtimeUnreachable(detail),
       runtimeStalled: (detail) => this.events.runtimeStalled(detail),
