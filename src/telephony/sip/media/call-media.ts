@@ -239,7 +239,7 @@ export class CallMedia {
     this.rtp.close();
   }
 
-  /** Hears the callee's audio as it arrives (μ-law, its RTP timestamp), relayed or not: machine detection listens here. */
+  /** Hears the callee's audio in sequence order, out of the reorder buffer (μ-law, its RTP timestamp), relayed or not: machine detection listens here. */
   onCalleeAudio: ((mulaw: Uint8Array, timestamp: number) => void) | undefined;
 
   private receive(packet: ReceivedRtp): void {
