@@ -11,6 +11,8 @@ import { RUN_STATES } from './states.js';
 
 export interface RunListQuery {
   state?: RunState;
+  /** The normalized outcome_reason the run ended with (`hangup`, `ring_timeout`, …). */
+  outcomeReason?: string;
   answeredBy?: AnsweredBy;
   workflowUuid?: string;
   phoneNumber?: string;
@@ -32,6 +34,7 @@ export interface RunPage {
 export async function listRunPage(store: Store, orgId: number, query: RunListQuery): Promise<RunPage> {
   const filter: RunPageFilter = {};
   if (query.state !== undefined) filter.state = query.state;
+  if (query.outcomeReason !== undefined) filter.outcomeReason = query.outcomeReason;
   if (query.answeredBy !== undefined) filter.answeredBy = query.answeredBy;
   if (query.workflowUuid !== undefined) {
     // Another organization's or an unknown workflow matches no run: an empty page, nothing revealed.

@@ -170,7 +170,7 @@ export interface paths {
         };
         /**
          * List Workflow Runs
-         * @description The organization's runs, newest first, filtered by any of state, who answered, workflow, campaign, phone number and creation time. Page with `after` (the `next_after` of the previous page). The phone number is matched in E.164, however it is written here.
+         * @description The organization's runs, newest first, filtered by any of state, outcome reason, who answered, workflow, campaign, phone number and creation time. Page with `after` (the `next_after` of the previous page). The phone number is matched in E.164, however it is written here.
          */
         get: operations["listWorkflowRuns"];
         put?: never;
@@ -4107,6 +4107,8 @@ export interface operations {
             query?: {
                 /** @description Only runs in this state */
                 state?: "queued" | "dialing" | "ringing" | "in_progress" | "completed" | "busy" | "no_answer" | "rejected" | "failed" | "canceled" | "expired";
+                /** @description Only runs that ended with this normalized outcome reason (`hangup`, `ring_timeout`, `agent_hangup`, …; docs/api.md) */
+                outcome_reason?: string;
                 /** @description Only runs answered by this (answering-machine detection's verdict) */
                 answered_by?: "human" | "machine" | "fax" | "unknown";
                 /** @description Only runs of this workflow */

@@ -33,12 +33,13 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
           operationId: 'listWorkflowRuns',
           summary: 'List Workflow Runs',
           description:
-            'The organization\'s runs, newest first, filtered by any of state, who answered, workflow, campaign, phone number and creation time. Page with `after` (the `next_after` of the previous page). The phone number is matched in E.164, however it is written here.',
+            'The organization\'s runs, newest first, filtered by any of state, outcome reason, who answered, workflow, campaign, phone number and creation time. Page with `after` (the `next_after` of the previous page). The phone number is matched in E.164, however it is written here.',
           tags: ['Workflow runs'],
           security: requiresScope('calls'),
           querystring: Type.Object(
             {
               state: Type.Optional(StringEnum(RUN_STATES, { description: 'Only runs in this state' })),
+              outcome_reason: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only runs that ended with this normalized outcome reason (`hangup`, `ring_timeout`, `agent_hangup`, …; docs/api.md)' })),
               answered_by: Type.Optional(StringEnum(ANSWERED_BY, { description: 'Only runs answered by this (answering-machine detection\'s verdict)' })),
               workflow_uuid: Type.Optional(Type.String({ format: 'uuid', description: 'Only runs of this workflow' })),
               phone_number: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Only runs to this number (E.164, or a SIP URI as given)' })),
@@ -54,9 +55,10 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
         },
       },
       async (request) => {
-        const query = request.query as { state?: RunState; answered_by?: AnsweredBy; workflow_uuid?: string; phone_number?: string; campaign_id?: string; created_after?: string; created_before?: string; after?: string; limit?: string };
+        const query = request.query as { state?: RunState; outcome_reason?: string; answered_by?: AnsweredBy; workflow_uuid?: string; phone_number?: string; campaign_id?: string; created_after?: string; created_before?: string; after?: string; limit?: string };
         return listRunPage(deps.store, authOf(request).orgId, {
           ...(query.state !== undefined ? { state: query.state } : {}),
+          ...(query.outcome_reason !== undefined ? { outcomeReason: query.outcome_reason } : {}),
           ...(query.answered_by !== undefined ? { answeredBy: query.answered_by } : {}),
           ...(query.workflow_uuid !== undefined ? { workflowUuid: query.workflow_uuid.toLowerCase() } : {}),
           ...(query.phone_number !== undefined ? { phoneNumber: query.phone_number } : {}),

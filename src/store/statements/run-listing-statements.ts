@@ -8,6 +8,8 @@ import { queryable, type Connection } from '../engine/store.js';
 
 export interface RunPageFilter {
   state?: RunState;
+  /** The outcome a run ended with: a filter on the organization's page, like the state (no index of its own). */
+  outcomeReason?: string;
   /** Who answered: a filter on the organization's page (no index of its own; most runs have none). */
   answeredBy?: AnsweredBy;
   workflowId?: number;
@@ -31,6 +33,7 @@ function runPageQuery(on: Connection, orgId: number, filter: RunPageFilter, limi
   return runDetailsQuery(on)
     .where('r.org_id', '=', orgId)
     .$if(filter.state !== undefined, (q) => q.where('r.state', '=', filter.state as RunState))
+    .$if(filter.outcomeReason !== undefined, (q) => q.where('r.outcome_reason', '=', filter.outcomeReason as string))
     .$if(filter.answeredBy !== undefined, (q) => q.where('r.answered_by', '=', filter.answeredBy as AnsweredBy))
     .$if(filter.workflowId !== undefined, (q) => q.where('r.workflow_id', '=', filter.workflowId as number))
     .$if(filter.phoneNumber !== undefined, (q) => q.where('r.phone_number', '=', filter.phoneNumber as string))
