@@ -1,6 +1,9 @@
 // `npm run build`, and npm's prepare hook (so `npm ci` builds too): compiles src/ to dist/, which
-// `npm start` and bin/dialtone run, so that nothing compiles TypeScript at run time. With
-// --if-stale (prestart, the tests) it does nothing when dist/ is a build of the current sources.
+// `npm start` and bin/dialtone run, so that nothing compiles TypeScript at run time. It compiles
+// the @dialtone/client workspace (packages/client/src to packages/client/dist) first: the CLI
+// imports it, and its package `exports` point at dist/, which the root build's types and the
+// compiled CLI resolve through node_modules/@dialtone/client. With --if-stale (prestart, the
+// tests) it does nothing when dist/ is a build of the current sources (both trees: dist-freshness.mjs).
 // Builds take a lock (dist.lock), so two processes that find dist/ stale do not build at once. dist/ is removed
 // first (no output of a deleted source survives) and stamped last (bin/dialtone trusts dist/ only
 // while no source is newer than the stamp). Without TypeScript installed (`npm ci --omit=dev`) it
@@ -39,7 +42,10 @@ for (let waited = 0; ; waited += 100) {
 try {
   if (!(ifStale && distIsFresh(rootUrl))) {
     rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
-    const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+    // The client's dist/ is rewritten in place, not removed first: test/client-package.test.ts
+    // compiles the same files, and removing them under it would fail it for nothing.
+    const client = spawnSync(process.execPath, [tsc, '-p', 'packages/client/tsconfig.json'], { cwd: root, stdio: 'inherit' });
+    const result = client.status === 0 ? spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' }) : client;
     if (result.status !== 0) process.exitCode = result.status ?? 1;
     else writeFileSync(new URL('../dist/.built', import.meta.url), `${new Date().toISOString()}\n`);
   }

@@ -4,7 +4,7 @@
 /** A refusal the CLI itself decides (a missing row, an unreadable file), with a stable code. */
 export class CliError extends Error {
   constructor(
-    readonly code: 'not_found' | 'invalid_input' | 'invalid_state',
+    readonly code: 'not_found' | 'invalid_input' | 'invalid_state' | 'direct_mode_only' | 'service_unreachable',
     message: string,
   ) {
     super(message);

@@ -1,7 +1,10 @@
 // How the CLI reports a failure: one JSON object on stderr with --json
 // (`{"error":{"code","message","errors"?}}`), else a readable line (plus one line per problem),
 // never a stack trace, and a non-zero exit either way. A script reads the code; a person the line.
+// A refusal of the service's API (remote mode) is its problem: status, code, title, detail and
+// errors[] with their JSON Pointers.
 import { CommanderError } from 'commander';
+import { DialtoneApiError } from '@dialtone/client';
 import { ConfigError } from '../config.js';
 import { DialtoneError, type FieldError } from '../errors.js';
 import { SecretKeyError } from '../secret-key.js';
@@ -13,9 +16,30 @@ export interface CliFailure {
   code: string;
   message: string;
   errors?: FieldError[];
+  /** The HTTP status, for a refusal of the service's API. */
+  status?: number;
+  /** The service's X-Request-Id, to find the refusal in its logs. */
+  request_id?: string;
+}
+
+/** "Title: detail" of an API problem, or whichever it has; a non-Dialtone answer (an HTML 404) says so. */
+function problemMessage(error: DialtoneApiError): string {
+  const { title, detail } = error.problem;
+  const text = title && detail && !detail.startsWith(title) ? `${title}: ${detail}` : (detail ?? title ?? error.message);
+  // errorFromResponse's code for an answer that was no problem document: likely not a Dialtone service.
+  return error.code.startsWith('http_') ? `${text} (the answer was not Dialtone's: is --url the service's base URL?)` : text;
 }
 
 export function failureOf(error: unknown): CliFailure {
+  if (error instanceof DialtoneApiError) {
+    return {
+      code: error.code,
+      message: problemMessage(error),
+      status: error.status,
+      ...(error.errors.length > 0 ? { errors: [...error.errors] } : {}),
+      ...(error.requestId !== undefined ? { request_id: error.requestId } : {}),
+    };
+  }
   if (error instanceof DialtoneError) return { code: error.code, message: error.message, ...(error.errors ? { errors: error.errors } : {}) };
   if (error instanceof CliError) return { code: error.code, message: error.message };
   if (error instanceof ConfigError) return { code: 'invalid_configuration', message: error.message };
@@ -40,7 +64,7 @@ export function reportFailure(error: unknown, json: boolean): number {
     process.stderr.write(`${JSON.stringify({ error: failure })}\n`);
     return exitCode;
   }
-  const code = error instanceof DialtoneError ? ` (${failure.code})` : '';
+  const code = error instanceof DialtoneApiError ? ` (${failure.status} ${failure.code})` : error instanceof DialtoneError ? ` (${failure.code})` : '';
   process.stderr.write(`Error${code}: ${failure.message}\n`);
   for (const e of failure.errors ?? []) process.stderr.write(`  ${e.pointer || '/'}: ${e.detail}\n`);
   return exitCode;

@@ -1,15 +1,19 @@
-// `dialtone`: administration from the shell, on the same store and dependencies as the service.
-// Every command prints readable text by default and JSON with --json. This file builds the program
-// from the command groups (commands/, one file each) and runs it; a group declares its commands
-// with light imports only and loads the modules that do the work when one of them runs.
-import { Command, CommanderError } from 'commander';
+// `dialtone`: administration from the shell, on the same store and dependencies as the service
+// (direct database mode), or through a running service's API with --url or DIALTONE_URL and an API
+// key (remote mode, remote.ts). Every command prints readable text by default and JSON with --json.
+// This file builds the program from the command groups (commands/, one file each) and runs it; a
+// group declares its commands with light imports only and loads the modules that do the work when
+// one of them runs.
+import { Command, CommanderError, Option } from 'commander';
 import type { ProviderRegistry } from '../telephony/registry.js';
+import { callCommands } from './commands/call.js';
 import { campaignCommands } from './commands/campaign.js';
 import { erasureCommands } from './commands/erasure.js';
 import { keyCommands } from './commands/key.js';
 import { orgCommands } from './commands/org.js';
 import { runCommands } from './commands/run.js';
 import { serviceCommands } from './commands/service.js';
+import { statsCommands } from './commands/stats.js';
 import { suppressionCommands } from './commands/suppression.js';
 import { telephonyCommands } from './commands/telephony.js';
 import { webhookCommands } from './commands/webhook.js';
@@ -18,8 +22,18 @@ import { workflowCommands } from './commands/workflow.js';
 /** `registry`: the providers known, in place of the built-in ones (a test's fake provider added). */
 export function buildCli(options: { json?: boolean; registry?: ProviderRegistry } = {}): Command {
   const program = new Command('dialtone')
-    .description('Dialtone: outbound call initiation service')
+    .description(
+      'Dialtone: outbound call initiation service.\n\n' +
+        'Remote mode: with --url (or DIALTONE_URL) and an API key (DIALTONE_API_KEY, or --api-key-file), a command asks that service\'s API; the key\'s organization is the one acted on.\n' +
+        'Direct database mode (no URL): a command opens the database DATABASE_URL names, as the service does; it is how the first organization and its admin key are created (org create, key create), and what the commands without an API yet need.',
+    )
     .option('--json', 'print machine-readable JSON (errors too, as {"error":{"code","message"}} on stderr)')
+    .option('--url <base>', "remote mode: the service's base URL, e.g. https://dialtone.example.com (default: DIALTONE_URL)")
+    .option('--api-key-file <file>', 'remote mode: a file holding the API key (default: DIALTONE_API_KEY)')
+    .option('--api-key <key>', 'remote mode: the API key itself (warned against: it lands in shell history; prefer DIALTONE_API_KEY)')
+    // Program options go before the command (`dialtone --url … webhook list`), so a command's own
+    // option of the same name (`webhook create --url`) stays its own.
+    .enablePositionalOptions()
     // Usage errors are thrown, not exited on, so runCli reports every failure one way. With --json
     // commander stays silent and runCli prints the JSON; subcommands inherit both settings.
     .exitOverride()
@@ -37,6 +51,11 @@ export function buildCli(options: { json?: boolean; registry?: ProviderRegistry 
   webhookCommands(program);
   campaignCommands(program);
   erasureCommands(program);
+  callCommands(program);
+  statsCommands(program);
+  // --json is also taken after the command (`dialtone run list --json`), as before positional options.
+  const leaves = (command: Command): Command[] => (command.commands.length === 0 ? [command] : command.commands.flatMap(leaves));
+  for (const command of program.commands.flatMap(leaves)) command.addOption(new Option('--json').hideHelp());
   return program;
 }
 

@@ -2,7 +2,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import ms from 'ms';
 import type { LimitChanges } from '../../orgs/organizations.js';
-import { action, readJsonFile, withTimes } from '../action.js';
+import { readJsonFile, withTimes } from '../action.js';
+import { directOnly } from '../remote.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable } from '../output.js';
 import { limitValue, positiveInt, type Limit } from '../parsers.js';
@@ -67,7 +68,7 @@ export function orgCommands(program: Command): void {
     .description('create an organization (a tenant)')
     .requiredOption('--name <name>', 'organization name')
     .action(
-      action(async (deps, opts: { name: string }) => {
+      directOnly(async (deps, opts: { name: string }) => {
         const { createOrganization } = await organizations();
         const row = await createOrganization(deps.store, opts.name, deps.clock.now());
         return { json: row, text: formatRecord(row) };
@@ -78,7 +79,7 @@ export function orgCommands(program: Command): void {
     .command('list')
     .description('list organizations with their own limits (- means the configured default)')
     .action(
-      action(async (deps) => {
+      directOnly(async (deps) => {
         const { listOrganizations } = await organizations();
         const rows = (await listOrganizations(deps.store)).map((r) => withTimes(r, ['created_at']));
         return { json: rows, text: formatTable(rows, ['id', 'name', 'created_at', 'rate_limit_per_second', 'key_rate_limit_per_second', 'max_queued_runs']) };
@@ -95,7 +96,7 @@ export function orgCommands(program: Command): void {
     .option('--number-max-calls <n>', 'per-number cap: most runs to one number within --number-window ("off": no cap, the default)', maxCallsValue)
     .option('--number-window <duration>', 'per-number cap: the sliding window, like 30m, 24h or 7d ("off": no cap)', windowValue)
     .action(
-      action(
+      directOnly(
         async (
           deps,
           id: number,
@@ -121,7 +122,7 @@ export function orgCommands(program: Command): void {
     .description('show an organization: its own limits (null: the configured default), per-number cap, calling hours (null: off) and retention window (null: RETENTION_DAYS; 0: kept forever)')
     .argument('<org_id>', 'organization id', positiveInt)
     .action(
-      action(async (deps, id: number) => {
+      directOnly(async (deps, id: number) => {
         const { showOrganization } = await organizations();
         const row = await showOrganization(deps.store, id);
         if (!row) throw new CliError('not_found', `No organization ${id}.`);
@@ -143,7 +144,7 @@ export function orgCommands(program: Command): void {
     .argument('<org_id>', 'organization id', positiveInt)
     .argument('<days>', 'whole days from 1 to 36500, "off" or "default"', retentionValue)
     .action(
-      action(async (deps, id: number, days: number | 'off' | 'default') => {
+      directOnly(async (deps, id: number, days: number | 'off' | 'default') => {
         const { setRetention, showOrganization } = await organizations();
         if (!(await setRetention(deps.store, id, days))) throw new CliError('not_found', `No organization ${id}.`);
         const row = await showOrganization(deps.store, id);
@@ -159,7 +160,7 @@ export function orgCommands(program: Command): void {
     .option('--file <path>', 'JSON file: { "timezone", "outside": "defer" | "refuse", "windows": { "mon": ["09:00-17:00"], … } }')
     .option('--off', 'turn calling hours off')
     .action(
-      action(async (deps, id: number, opts: { file?: string; off?: boolean }) => {
+      directOnly(async (deps, id: number, opts: { file?: string; off?: boolean }) => {
         const { setCallingHours, showOrganization } = await organizations();
         if ((opts.file === undefined) === (opts.off === undefined)) throw new CliError('invalid_input', 'Give exactly one of --file <path> and --off.');
         const setting = opts.file !== undefined ? readJsonFile(opts.file) : null;

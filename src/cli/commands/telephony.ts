@@ -6,7 +6,8 @@
 import type { Command } from 'commander';
 import type { RouteFieldDescription } from '../../telephony/definition.js';
 import type { ProviderRegistry } from '../../telephony/registry.js';
-import { action, readJsonFile, requireOrg } from '../action.js';
+import { readJsonFile, requireOrg } from '../action.js';
+import { directOnly } from '../remote.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable, type Printable } from '../output.js';
 import { collect, positiveInt, positiveNumber } from '../parsers.js';
@@ -50,7 +51,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .command('providers')
     .description('list the providers this service can dial through: what each can do, the settings (and their flags) and credentials its routes take, the environment variables it reads')
     .action(
-      action(async () => {
+      directOnly(async () => {
         const registry = await registryOf();
         const rows = registry.definitions.map((d) => ({
           name: d.name,
@@ -91,7 +92,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .allowUnknownOption()
     .allowExcessArguments()
     .action(
-      action(
+      directOnly(
         async (
           deps,
           opts: { org: number; name: string; provider: string; callerId: string[]; default?: boolean; cps?: number; maxConcurrent?: number; credentials?: string; settings?: string },
@@ -128,7 +129,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .description("list an organization's telephony configurations")
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .action(
-      action(async (deps, opts: { org: number }) => {
+      directOnly(async (deps, opts: { org: number }) => {
         const { listTelephonyConfigurations } = await configurations();
         const rows = await listTelephonyConfigurations(deps.store, opts.org);
         return {
@@ -142,7 +143,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .description("make an active configuration its organization's default (used when a request names none)")
     .argument('<configuration_id>', 'telephony configuration id', positiveInt)
     .action(
-      action(async (deps, id: number) => {
+      directOnly(async (deps, id: number) => {
         const { setDefaultTelephonyConfiguration } = await configurations();
         const view = await setDefaultTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
         return { json: view, text: formatRecord({ ...view }) };
@@ -153,7 +154,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .description('disable a configuration: new requests can no longer use it, and it stops being the default')
     .argument('<configuration_id>', 'telephony configuration id', positiveInt)
     .action(
-      action(async (deps, id: number) => {
+      directOnly(async (deps, id: number) => {
         const { disableTelephonyConfiguration } = await configurations();
         const view = await disableTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
         return { json: view, text: formatRecord({ ...view }) };

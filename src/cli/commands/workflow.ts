@@ -1,6 +1,7 @@
 // `dialtone workflow …`: workflows (agents) and their versions: draft, publish, archive, show.
 import type { Command } from 'commander';
-import { action, readJsonFile, requireOrg, withTimes } from '../action.js';
+import { readJsonFile, requireOrg, withTimes } from '../action.js';
+import { directOnly } from '../remote.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable } from '../output.js';
 import { positiveInt } from '../parsers.js';
@@ -19,7 +20,7 @@ export function workflowCommands(program: Command): void {
     .description("list an organization's workflows with their published and draft versions")
     .requiredOption('--org <id>', 'organization id', positiveInt)
     .action(
-      action(async (deps, opts: { org: number }) => {
+      directOnly(async (deps, opts: { org: number }) => {
         const { listWorkflows } = await workflows();
         const rows = (await listWorkflows(deps.store, opts.org)).map((r) => withTimes({ ...r }, ['created_at', 'updated_at']));
         return { json: rows, text: formatTable(rows, ['workflow_uuid', 'name', 'status', 'published_version', 'draft_version', 'agent_uuids', 'updated_at']) };
@@ -32,7 +33,7 @@ export function workflowCommands(program: Command): void {
     .requiredOption('--name <name>', 'workflow name')
     .requiredOption('--definition <file>', `definition JSON file; becomes published version 1. ${DEFINITION_FIELDS}`)
     .action(
-      action(async (deps, opts: { org: number; name: string; definition: string }) => {
+      directOnly(async (deps, opts: { org: number; name: string; definition: string }) => {
         const { createWorkflow } = await workflows();
         await requireOrg(deps, opts.org);
         const summary = await createWorkflow(deps.store, { orgId: opts.org, name: opts.name, definition: readJsonFile(opts.definition) }, deps.clock.now());
@@ -45,7 +46,7 @@ export function workflowCommands(program: Command): void {
     .argument('<workflow_uuid>', 'workflow UUID')
     .requiredOption('--definition <file>', `definition JSON file. ${DEFINITION_FIELDS}`)
     .action(
-      action(async (deps, uuid: string, opts: { definition: string }) => {
+      directOnly(async (deps, uuid: string, opts: { definition: string }) => {
         const { saveDraft } = await workflows();
         const summary = await saveDraft(deps.store, uuid, readJsonFile(opts.definition), deps.clock.now());
         return { json: summary, text: formatRecord({ ...summary }) };
@@ -56,7 +57,7 @@ export function workflowCommands(program: Command): void {
     .description('publish the draft; the previous published version is archived (runs keep theirs)')
     .argument('<workflow_uuid>', 'workflow UUID')
     .action(
-      action(async (deps, uuid: string) => {
+      directOnly(async (deps, uuid: string) => {
         const { publishDraft } = await workflows();
         const summary = await publishDraft(deps.store, uuid, deps.clock.now());
         return { json: summary, text: formatRecord({ ...summary }) };
@@ -67,7 +68,7 @@ export function workflowCommands(program: Command): void {
     .description('archive a workflow: its agent UUIDs stop answering')
     .argument('<workflow_uuid>', 'workflow UUID')
     .action(
-      action(async (deps, uuid: string) => {
+      directOnly(async (deps, uuid: string) => {
         const { archiveWorkflow } = await workflows();
         await archiveWorkflow(deps.store, uuid, deps.clock.now());
         return { json: { workflow_uuid: uuid, status: 'archived' }, text: `Archived workflow ${uuid}.` };
@@ -80,7 +81,7 @@ export function workflowCommands(program: Command): void {
     .option('--definition', 'print the definition JSON (text mode prints it bare, ready to edit and save-draft)')
     .option('--version <n>', 'with --definition: which version (default: the draft, else the published one)', positiveInt)
     .action(
-      action(async (deps, uuid: string, opts: { definition?: boolean; version?: number }) => {
+      directOnly(async (deps, uuid: string, opts: { definition?: boolean; version?: number }) => {
         const { getDefinition, showWorkflow } = await workflows();
         if (opts.definition) {
           const shown = await getDefinition(deps.store, uuid, opts.version);
