@@ -2,6 +2,8 @@
 // a command only its own group's domain modules, so that every command starts fast.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,7 +27,7 @@ const cache = createRequire(import.meta.url).cache;
 process.on('exit', () => appendFileSync(process.env.PROBE_OUT, Object.keys(cache).join('\\n') + '\\n'));`;
 
 interface Loaded {
-  /** Package names, from node_modules paths. */
+  /** Package names, from node_modules paths (and @dialtone/client from its workspace's). */
   packages: Set<string>;
   /** The project's own modules, relative to dist/ (or src/), without extension: `cli/main`. */
   modules: Set<string>;
@@ -43,15 +45,17 @@ function workspace(t: TestContext): { dir: string; env: Record<string, string> }
 
 let runs = 0;
 
-async function loadedBy(ws: { dir: string; env: Record<string, string> }, args: string[]): Promise<Loaded> {
+async function loadedBy(ws: { dir: string; env: Record<string, string> }, args: string[], extraEnv: Record<string, string> = {}): Promise<Loaded> {
   const out = join(ws.dir, `loaded-${++runs}.txt`);
   const probe = join(ws.dir, 'probe.mjs');
-  const env = { ...ws.env, PROBE_OUT: out };
+  const env = { ...ws.env, ...extraEnv, PROBE_OUT: out };
   const result = await runToCompletion(process.execPath, ['--import', probe, BIN, ...args], env);
   assert.equal(result.code, 0, result.stderr);
   const lines = readFileSync(out, 'utf8').split('\n').map((line) => (line.startsWith('file:') ? decodeURIComponent(new URL(line).pathname) : line));
-  const packages = new Set(lines.flatMap((path) => path.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/)?.[1] ?? []));
-  const modules = new Set(lines.flatMap((path) => (path.includes('node_modules') ? [] : (path.match(/\/(?:dist|src)\/(.+)\.(?:js|ts)$/)?.[1] ?? []))));
+  // The client workspace is linked, so its files load under their real path (packages/client/), not node_modules/.
+  const client = (path: string) => /\/packages\/client\/(?:dist|src)\//.test(path);
+  const packages = new Set(lines.flatMap((path) => (client(path) ? ['@dialtone/client'] : (path.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/)?.[1] ?? []))));
+  const modules = new Set(lines.flatMap((path) => (path.includes('node_modules') || client(path) ? [] : (path.match(/\/(?:dist|src)\/(.+)\.(?:js|ts)$/)?.[1] ?? []))));
   return { packages, modules };
 }
 
@@ -64,6 +68,19 @@ describe('dialtone (CLI) loading', () => {
     assert.deepEqual([...packages].sort(), ['commander', 'ms']);
     for (const heavy of ['deps', 'config', 'logging', 'orgs/organizations', 'webhooks/endpoints', 'policy/suppressions', 'campaigns/campaigns']) {
       assert.ok(!modules.has(heavy), `dialtone --help loads ${heavy}`);
+    }
+  });
+
+  it('runs a command in remote mode with @dialtone/client loaded and no store, configuration or domain module', async (t) => {
+    // A stand-in for the service that answers the one request with an empty page.
+    const service = createServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"data":[],"next_after":null}'));
+    await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => service.close(() => resolve())));
+    const url = `http://127.0.0.1:${(service.address() as AddressInfo).port}`;
+    const { packages, modules } = await loadedBy(workspace(t), ['run', 'list'], { DIALTONE_URL: url, DIALTONE_API_KEY: 'dt_live_whatever' });
+    assert.ok(packages.has('@dialtone/client'), [...packages].join(', '));
+    for (const heavy of ['deps', 'config', 'logging', 'store/engine/store', 'runs/read-run', 'runs/list-runs', 'orgs/organizations']) {
+      assert.ok(!modules.has(heavy), `dialtone run list in remote mode loads ${heavy}`);
     }
   });
 

@@ -178,7 +178,7 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     const revoked = await ws.json<KeyRow[]>('key', 'list', '--org', orgId);
     assert.ok(!Number.isNaN(Date.parse(revoked[0]?.revoked_at ?? '')), `revoked_at is shown: ${JSON.stringify(revoked)}`);
 
-    assert.deepEqual(await ws.json('run', 'list', '--org', orgId), []);
+    assert.deepEqual(await ws.json('run', 'list', '--org', orgId), { data: [], next_after: null });
 
     // A run created by the library, read back by the CLI.
     const deps = await openDeps(t, ws);

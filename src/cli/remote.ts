@@ -42,7 +42,11 @@ function readKeyFile(path: string): string {
 
 /** Where and with what key this invocation talks to a service; undefined in direct database mode. */
 export function remoteTarget(command: Command, env: NodeJS.ProcessEnv = process.env): RemoteTarget | undefined {
-  const opts = command.optsWithGlobals<RemoteOptions>();
+  // The program's own options, not optsWithGlobals: a command's option of the same name
+  // (`webhook create --url`) is that command's, never the service's.
+  let program = command;
+  while (program.parent) program = program.parent;
+  const opts = program.opts<RemoteOptions>();
   const url = opts.url ?? (env.DIALTONE_URL || undefined);
   if (url === undefined) {
     if (opts.apiKey !== undefined || opts.apiKeyFile !== undefined) throw new CliError('invalid_input', 'An API key is for remote mode: give the service\'s --url (or DIALTONE_URL) too.');

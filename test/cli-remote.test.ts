@@ -1,0 +1,375 @@
+// `dialtone` in remote mode: the command as a subprocess (bin/dialtone, compiled as after `npm ci`)
+// speaking to a real service process on each store through @dialtone/client, with DIALTONE_URL and
+// DIALTONE_API_KEY and no usable database of its own (a DATABASE_URL that cannot open: a command
+// that touched the database would fail). Each command's output is checked, and its effect through
+// the service. Refusals: a key without the scope gets the 403 problem readably, a wrong URL says it
+// cannot reach the service, commands without an API say they need direct database mode. Last,
+// bin/dialtone with no build at all (TypeScript sources through tsx, as after
+// `npm ci --omit=dev`) still finds @dialtone/client.
+import assert from 'node:assert/strict';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { Dialtone } from '../packages/client/src/index.js';
+import { ensureBuilt, ROOT, runToCompletion, stopOnTeardown, type Finished } from './helpers/process.js';
+import { prepareDatabase, startServiceProcess } from './helpers/service-process.js';
+import { storeCases, type StoreKind } from './helpers/stores.js';
+import { before, describe, it } from './helpers/suite.js';
+import { scaledTimeout } from './helpers/timeouts.js';
+import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
+
+const BIN = join(ROOT, 'bin', 'dialtone');
+const ANSWERED = '+12025550100';
+const BUSY = '+12025550101';
+const LONG = '+12025550107';
+// Quick simulated calls and campaign ticks (as test/client.test.ts).
+const QUICK = { SIMULATOR_LATENCY_MS: '5', SIMULATOR_RING_MS: '20', SIMULATOR_TALK_MS: '30', SIMULATOR_SECOND_MS: '10', DISPATCH_POLL_INTERVAL_MS: '20', CAMPAIGN_TICK_INTERVAL_MS: '50' };
+/** A database no command can open: remote mode must never need one. */
+const NO_DATABASE = { DATABASE_URL: 'sqlite:/nonexistent/dialtone-cli-remote/never.db' };
+
+type Json = Record<string, unknown> & { data?: Record<string, unknown>[] };
+
+interface Remote {
+  url: string;
+  key: string;
+  dir: string;
+  client: Dialtone;
+  db: Awaited<ReturnType<typeof prepareDatabase>>;
+  fixture: Awaited<ReturnType<typeof prepareDatabase>>['fixture'];
+  /** `dialtone args…` in remote mode; `env` adds to (or, with undefined, removes from) its environment. */
+  cli(args: string[], env?: Record<string, string | undefined>): Promise<Finished>;
+  /** `dialtone --json args…`, required to succeed without a word on stderr; its JSON. */
+  json<T = Json>(...args: string[]): Promise<T>;
+  /** `dialtone --json args…`, required to fail; its error object from stderr. */
+  refused(args: string[], env?: Record<string, string | undefined>): Promise<{ code: string; message: string; status?: number; errors?: { pointer: string; detail: string }[] }>;
+  file(name: string, content: string): string;
+}
+
+async function remote(t: TestContext, kind: StoreKind): Promise<Remote> {
+  const db = await prepareDatabase(t, kind);
+  const service = await startServiceProcess({ DATABASE_URL: db.url, ...QUICK, ...WEBHOOK_TEST_ENV });
+  stopOnTeardown(t, service.child);
+  const dir = mkdtempSync(join(tmpdir(), 'dialtone-cli-remote-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const base = { ...NO_DATABASE, DIALTONE_URL: service.url, DIALTONE_API_KEY: db.fixture.apiKey };
+  const cli = (args: string[], env: Record<string, string | undefined> = {}) => runToCompletion(process.execPath, [BIN, ...args], { ...base, ...env });
+  return {
+    url: service.url,
+    key: db.fixture.apiKey,
+    dir,
+    client: new Dialtone({ baseUrl: service.url, apiKey: db.fixture.apiKey }),
+    db,
+    fixture: db.fixture,
+    cli,
+    async json<T>(...args: string[]): Promise<T> {
+      const result = await cli(['--json', ...args]);
+      assert.equal(result.code, 0, `dialtone ${args.join(' ')} failed:\n${result.stderr}`);
+      assert.equal(result.stderr, '', `dialtone ${args.join(' ')} wrote to stderr`);
+      return JSON.parse(result.stdout) as T;
+    },
+    async refused(args, env = {}) {
+      const result = await cli(['--json', ...args], env);
+      assert.notEqual(result.code, 0, `dialtone ${args.join(' ')} succeeded:\n${result.stdout}`);
+      assert.equal(result.stdout, '');
+      return (JSON.parse(result.stderr) as { error: Awaited<ReturnType<Remote['refused']>> }).error;
+    },
+    file(name, content) {
+      const path = join(dir, name);
+      writeFileSync(path, content);
+      return path;
+    },
+  };
+}
+
+/** Polls `read` until `done` holds (scaled timeout). */
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
+  const deadline = Date.now() + scaledTimeout(30_000);
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const ENDED = ['completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'];
+
+for (const store of await storeCases()) {
+  describe(`dialtone remote mode against the service (${store.kind})`, { skip: store.skip }, () => {
+    before(ensureBuilt);
+
+    it('places calls (dry run, published, test, idempotent), shows, lists with filters and pages, cancels runs and reads the stats', async (t) => {
+      const r = await remote(t, store.kind);
+      const agent = r.fixture.agentUuid;
+
+      const dry = await r.json('call', 'start', agent, '--phone', ANSWERED, '--dry-run', '--context', '{"name":"Ada"}');
+      assert.equal(dry.status, 'valid');
+      assert.equal(dry.workflow_run_id, null);
+      assert.equal((await r.client.runs.list()).data.length, 0, 'a dry run creates nothing');
+
+      const first = await r.json('call', 'start', agent, '--phone', ANSWERED, '--context', '{"name":"Ada"}', '--route', String(r.fixture.telephonyId), '--idempotency-key', 'cli-1');
+      const again = await r.json('call', 'start', agent, '--phone', ANSWERED, '--context', '{"name":"Ada"}', '--route', String(r.fixture.telephonyId), '--idempotency-key', 'cli-1');
+      assert.equal(first.status, 'queued');
+      assert.equal(again.workflow_run_id, first.workflow_run_id, 'the same idempotency key answers the first run');
+      const text = await r.cli(['call', 'start', agent, '--phone', BUSY, '--test']);
+      assert.equal(text.code, 0, text.stderr);
+      const busyId = Number(/workflow_run_id\s+(\d+)/.exec(text.stdout)?.[1]);
+      assert.match(text.stdout, new RegExp(`Follow it: dialtone run show ${busyId}`));
+
+      const firstId = Number(first.workflow_run_id);
+      const done = await until(() => r.client.runs.get(firstId), (run) => ENDED.includes(run.state), 'the first call to end');
+      assert.equal(done.state, 'completed');
+      assert.deepEqual(done.initial_context, { name: 'Ada' });
+      const busy = await until(() => r.client.runs.get(busyId), (run) => ENDED.includes(run.state), 'the busy call to end');
+      assert.equal(busy.state, 'busy');
+      assert.equal(busy.mode, 'test');
+
+      const shown = await r.json('run', 'show', String(firstId));
+      assert.equal(shown.name, first.workflow_run_name);
+      const shownText = await r.cli(['run', 'show', String(busyId)]);
+      assert.match(shownText.stdout, /^state\s+busy$/m);
+      const events = await r.json<{ type: string }[]>('run', 'events', String(firstId));
+      assert.deepEqual(events.map((e) => e.type), ['queued', 'dialing', 'ringing', 'in_progress', 'completed']);
+      assert.deepEqual((await r.json<{ seq: number }[]>('run', 'events', String(firstId), '--after', '3')).map((e) => e.seq), [4, 5]);
+
+      // Filters: state, outcome (the busy run's own reason), campaign (none of these runs), and paging.
+      const byState = await r.json<{ data: { id: number }[] }>('run', 'list', '--state', 'busy');
+      assert.deepEqual(byState.data.map((run) => run.id), [busyId]);
+      assert.ok(busy.outcome_reason, 'a busy run has an outcome reason');
+      const byOutcome = await r.json<{ data: { id: number; outcome_reason: string }[] }>('run', 'list', '--outcome', busy.outcome_reason ?? '');
+      assert.deepEqual(byOutcome.data.map((run) => run.id), [busyId]);
+      assert.notEqual(done.outcome_reason, busy.outcome_reason);
+      assert.deepEqual((await r.json<{ data: unknown[] }>('run', 'list', '--campaign', '99')).data, []);
+      const page = await r.json<{ data: { id: number }[]; next_after: number | null }>('run', 'list', '--limit', '1');
+      assert.deepEqual([page.data.map((run) => run.id), page.next_after], [[busyId], busyId]);
+      const next = await r.json<{ data: { id: number }[]; next_after: number | null }>('run', 'list', '--limit', '1', '--after', String(page.next_after));
+      assert.deepEqual([next.data.map((run) => run.id), next.next_after], [[firstId], null]);
+      const listed = await r.cli(['run', 'list', '--limit', '1']);
+      assert.match(listed.stdout, /More: --after \d+/);
+
+      // A call that does not end by itself, canceled while live.
+      const long = await r.json('call', 'start', agent, '--phone', LONG);
+      const longId = Number(long.workflow_run_id);
+      await until(() => r.client.runs.get(longId), (run) => run.state === 'in_progress', 'the long call to be answered');
+      const canceled = await r.cli(['run', 'cancel', String(longId)]);
+      assert.equal(canceled.code, 0, canceled.stderr);
+      assert.match(canceled.stdout, new RegExp(`^id\\s+${longId}$`, 'm'));
+      assert.equal((await until(() => r.client.runs.get(longId), (run) => ENDED.includes(run.state), 'the cancel')).outcome_reason, 'canceled_by_request');
+      const conflict = await r.refused(['run', 'cancel', String(longId)]);
+      assert.equal(conflict.status, 409);
+
+      const stats = await r.json<{ total: number; by_state: Record<string, number>; routes: { telephony_configuration_id: number }[] }>('stats');
+      assert.equal(stats.total, 3);
+      assert.deepEqual([stats.by_state.completed, stats.by_state.busy], [2, 1]);
+      assert.deepEqual(stats.routes.map((route) => route.telephony_configuration_id), [r.fixture.telephonyId]);
+      const statsText = await r.cli(['stats', '--since', '2000-01-01T00:00:00Z']);
+      assert.match(statsText.stdout, /^total\s+3$/m);
+      assert.match(statsText.stdout, /Routes now:/);
+
+      // An API refusal with its field problems, readable in text; nothing created.
+      const invalid = await r.cli(['call', 'start', agent, '--phone', 'not a number']);
+      assert.equal(invalid.code, 1);
+      assert.match(invalid.stderr, /^Error \(422 [a-z_]+\): /);
+      assert.match(invalid.stderr, /\n {2}\/phone_number: /);
+      const missing = await r.refused(['run', 'show', '987654']);
+      assert.deepEqual([missing.status, missing.code], [404, 'workflow_run_not_found']);
+      assert.equal((await r.client.runs.list()).data.length, 3);
+    });
+
+    it('creates, lists and revokes API keys; a key without the scope gets a readable 403; erases a number; never prints the key', async (t) => {
+      const r = await remote(t, store.kind);
+
+      const created = await r.json<{ id: number; key: string; scopes: string[]; prefix: string }>('key', 'create', '--name', 'crm', '--scopes', 'calls');
+      assert.deepEqual(created.scopes, ['calls']);
+      const stored = async () => (await r.client.api.GET('/api/v1/public/api-keys/{id}', { params: { path: { id: created.id } } })).data;
+      assert.deepEqual([(await stored())?.name, (await stored())?.scopes, (await stored())?.revoked_at], ['crm', ['calls'], null]);
+      const keys = await r.json<{ id: number; name: string; prefix: string }[]>('key', 'list');
+      assert.deepEqual(keys.map((k) => k.name).sort(), ['crm', 'test key']);
+      assert.ok(!JSON.stringify(keys).includes(created.key), 'list shows no secret');
+
+      // The calls-only key: it may read runs, and is refused suppressions with the scope named.
+      const crm = { DIALTONE_API_KEY: created.key };
+      assert.equal((await r.cli(['--json', 'run', 'list'], crm)).code, 0);
+      const forbidden = await r.cli(['suppression', 'list'], crm);
+      assert.equal(forbidden.code, 1);
+      assert.match(forbidden.stderr, /^Error \(403 insufficient_scope\): .*campaigns/);
+      const forbiddenJson = await r.refused(['key', 'list'], crm);
+      assert.deepEqual([forbiddenJson.status, forbiddenJson.code], [403, 'insufficient_scope']);
+      assert.match(forbiddenJson.message, /admin/);
+      assert.ok(!forbidden.stderr.includes(created.key) && !forbiddenJson.message.includes(created.key), 'the key is never printed');
+
+      const revoked = await r.cli(['key', 'revoke', String(created.id)]);
+      assert.equal(revoked.code, 0, revoked.stderr);
+      assert.match(revoked.stdout, new RegExp(`Revoked key ${created.id}`));
+      assert.notEqual((await stored())?.revoked_at, null);
+      const unauthorized = await r.refused(['run', 'list'], crm);
+      assert.equal(unauthorized.status, 401);
+
+      // A key given on the command line works, with a warning; the key is in neither output.
+      const flagged = await r.cli(['--api-key', r.key, 'stats'], { DIALTONE_API_KEY: undefined });
+      assert.equal(flagged.code, 0, flagged.stderr);
+      assert.match(flagged.stderr, /Warning: --api-key puts the key in your shell history/);
+      assert.ok(!flagged.stdout.includes(r.key) && !flagged.stderr.includes(r.key));
+      const keyFile = r.file('key.txt', `${r.key}\n`);
+      const fromFile = await r.cli(['--api-key-file', keyFile, '--json', 'stats'], { DIALTONE_API_KEY: undefined });
+      assert.equal(fromFile.code, 0, fromFile.stderr);
+      assert.equal(fromFile.stderr, '');
+      const noKey = await r.refused(['stats'], { DIALTONE_API_KEY: undefined });
+      assert.match(noKey.message, /needs an API key: set DIALTONE_API_KEY/);
+
+      // erase-number: the person's run loses the number, and --suppress suppresses it.
+      const call = await r.client.calls.start(r.fixture.agentUuid, { phone_number: '+12025550187', initial_context: { name: 'Grace' } });
+      await until(() => r.client.runs.get(call.workflow_run_id), (run) => ENDED.includes(run.state), 'the call to end');
+      const erased = await r.json<{ phone_number: string; counts: Record<string, number> }>('erase-number', '+12025550187', '--suppress');
+      assert.equal(erased.phone_number, '+12025550187');
+      assert.equal((await r.client.runs.get(call.workflow_run_id)).initial_context, null);
+      assert.equal((await r.client.suppressions.get('+12025550187')).phone_number, '+12025550187');
+      const withOrg = await r.refused(['erase-number', String(r.fixture.orgId), '+12025550187']);
+      assert.match(withOrg.message, /without the organization id/);
+    });
+
+    it('manages suppressions, webhook endpoints and their deliveries, and campaigns from a CSV to completion', async (t) => {
+      const receiver = await startReceiver(t);
+      const r = await remote(t, store.kind);
+
+      // Suppressions.
+      const added = await r.json('suppression', 'add', '+1 202 555 0188', '--reason', 'asked');
+      assert.deepEqual([added.phone_number, added.reason], ['+12025550188', 'asked']);
+      const imported = await r.cli(['suppression', 'import', r.file('dnc.csv', 'phone_number,reason\n+12025550189,imported\nnope,bad\n')]);
+      assert.equal(imported.code, 0, imported.stderr);
+      assert.match(imported.stdout, /^Imported 1 numbers; 1 invalid lines skipped:\n {2}line 3: /);
+      const page = await r.json<{ data: { phone_number: string }[]; next_after: string | null }>('suppression', 'list', '--limit', '1');
+      assert.deepEqual([page.data.map((s) => s.phone_number), page.next_after], [['+12025550188'], '+12025550188']);
+      const rest = await r.json<{ data: { phone_number: string }[] }>('suppression', 'list', '--after', page.next_after ?? '');
+      assert.deepEqual(rest.data.map((s) => s.phone_number), ['+12025550189']);
+      assert.deepEqual(await r.json('suppression', 'remove', '+12025550188'), { removed: '+12025550188' });
+      assert.equal((await r.client.suppressions.list()).data.length, 1);
+      const orgGiven = await r.refused(['suppression', 'list', '--org', '1']);
+      assert.match(orgGiven.message, /--org is for direct database mode/);
+
+      // Webhook endpoints (the command's own --url after the command; the service's in the environment).
+      const endpoint = await r.json<{ id: number; secret: string; url: string }>('webhook', 'create', '--url', receiver.url, '--events', 'webhook.test,campaign.completed', '--description', 'crm');
+      assert.match(endpoint.secret, /^whsec_/);
+      assert.equal(endpoint.url, receiver.url);
+      const id = String(endpoint.id);
+      assert.deepEqual((await r.json<{ id: number }[]>('webhook', 'list')).map((e) => e.id), [endpoint.id]);
+      const tested = await r.cli(['webhook', 'test', id]);
+      assert.equal(tested.code, 0, tested.stderr);
+      const deliveryId = Number(/Queued delivery (\d+)/.exec(tested.stdout)?.[1]);
+      await receiver.waitFor((all) => all.some((m) => m.json.type === 'webhook.test'), scaledTimeout(10_000));
+      const deliveries = await until(
+        () => r.json<{ data: { id: number; status: string }[] }>('webhook', 'deliveries', id, '--status', 'succeeded'),
+        (p) => p.data.some((d) => d.id === deliveryId),
+        'the test delivery to succeed',
+      );
+      assert.ok(deliveries.data.length >= 1);
+      assert.deepEqual(await r.json('webhook', 'retry', id, String(deliveryId)), { delivery_id: deliveryId, status: 'pending' });
+      assert.equal((await r.json('webhook', 'disable', id)).enabled, false);
+      assert.equal((await r.client.webhookEndpoints.get(endpoint.id)).enabled, false);
+      assert.equal((await r.json('webhook', 'enable', id)).enabled, true);
+      const rotated = await r.cli(['webhook', 'rotate-secret', id]);
+      assert.match(rotated.stdout, /^New secret: whsec_/);
+      assert.ok(!rotated.stdout.includes(endpoint.secret));
+
+      // Campaigns: from a CSV, started at creation, followed with status --watch to its end.
+      const csv = r.file('contacts.csv', `phone_number,name\n${ANSWERED},Ada\nnope,Bob\n+12025550150,Cy\n`);
+      const campaign = await r.json<{ id: number; state: string; contacts: { added: number; invalid_count: number } }>('campaign', 'create', '--name', 'Remote', '--agent', r.fixture.agentUuid, '--contacts', csv, '--max-attempts', '2', '--start');
+      assert.equal(campaign.state, 'running');
+      assert.deepEqual([campaign.contacts.added, campaign.contacts.invalid_count], [2, 1]);
+      const watched = await r.cli(['campaign', 'status', String(campaign.id), '--watch', '--interval', '50'], {});
+      assert.equal(watched.code, 0, watched.stderr);
+      assert.match(watched.stdout, new RegExp(`campaign ${campaign.id} \\[#{30}\\] 100% 2/2 {2}completed`));
+      const attempts = await r.json<{ data: { campaign_id: number }[] }>('run', 'list', '--campaign', String(campaign.id));
+      assert.equal(attempts.data.length, 2);
+      await receiver.waitFor((all) => all.some((m) => m.json.type === 'campaign.completed'), scaledTimeout(10_000));
+
+      // Another, starting in an hour: contacts added, updated, started, paused, resumed, canceled.
+      const later = new Date(Date.now() + 3_600_000).toISOString();
+      const other = await r.json<{ id: number; state: string }>('campaign', 'create', '--name', 'Later', '--agent', r.fixture.agentUuid, '--starts-at', later);
+      const otherId = String(other.id);
+      assert.equal(other.state, 'draft');
+      const more = await r.json('campaign', 'add-contacts', otherId, r.file('more.csv', 'phone_number\n+12025550177\n+12025550177\n'));
+      assert.deepEqual([more.added, more.duplicates], [1, 1]);
+      const machine = r.file('amd.json', JSON.stringify({ detect: 'on', on_machine: 'hangup' }));
+      const updated = await r.json<{ answering_machine: { detect: string } | null }>('campaign', 'update', otherId, '--answering-machine', machine);
+      assert.equal(updated.answering_machine?.detect, 'on');
+      assert.equal((await r.json('campaign', 'update', otherId, '--agent-answering-machine')).answering_machine, null);
+      assert.equal((await r.json('campaign', 'start', otherId)).state, 'running');
+      const paused = await r.cli(['campaign', 'pause', otherId]);
+      assert.match(paused.stdout, /paused \(request\)/);
+      assert.equal((await r.json('campaign', 'resume', otherId)).state, 'running');
+      assert.equal((await r.json('campaign', 'cancel', otherId)).state, 'canceled');
+      assert.equal((await r.client.campaigns.get(other.id)).state, 'canceled');
+      const listed = await r.json<{ data: { id: number }[]; next_after: number | null }>('campaign', 'list', '--limit', '1');
+      assert.deepEqual([listed.data.map((c) => c.id), listed.next_after], [[other.id], other.id]);
+      const status = await r.cli(['campaign', 'status', String(campaign.id)]);
+      assert.match(status.stdout, /^state\s+completed$/m);
+
+      assert.deepEqual(await r.json('webhook', 'delete', id), { id: endpoint.id, deleted: true });
+      assert.equal((await r.client.webhookEndpoints.list()).data.length, 0);
+    });
+  });
+}
+
+describe('dialtone remote mode refusals', () => {
+  before(ensureBuilt);
+  const cli = (args: string[], env: Record<string, string | undefined>) => runToCompletion(process.execPath, [BIN, ...args], { ...NO_DATABASE, ...env });
+
+  it('says it cannot reach a URL nothing listens on, and that an answer which is not Dialtone\'s is not the service', async (t) => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const refused = await cli(['run', 'list'], { DIALTONE_URL: `http://127.0.0.1:${port}`, DIALTONE_API_KEY: 'dt_live_whatever' });
+    assert.equal(refused.code, 1);
+    assert.equal(refused.stderr, `Error: Cannot reach the service at http://127.0.0.1:${port}: ECONNREFUSED\n`);
+    const json = await cli(['--json', '--url', `http://127.0.0.1:${port}`, 'run', 'list'], { DIALTONE_API_KEY: 'dt_live_whatever' });
+    assert.equal((JSON.parse(json.stderr) as { error: { code: string } }).error.code, 'service_unreachable');
+
+    const other = createServer((_request, response) => response.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not here</h1>'));
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => other.close(() => resolve())));
+    const notDialtone = await cli(['run', 'list'], { DIALTONE_URL: `http://127.0.0.1:${(other.address() as AddressInfo).port}`, DIALTONE_API_KEY: 'dt_live_whatever' });
+    assert.equal(notDialtone.code, 1);
+    assert.match(notDialtone.stderr, /^Error \(404 http_404\): .*is --url the service's base URL\?/);
+
+    const notUrl = await cli(['--json', 'run', 'list'], { DIALTONE_URL: 'ftp://example.com', DIALTONE_API_KEY: 'dt_live_whatever' });
+    assert.match((JSON.parse(notUrl.stderr) as { error: { message: string } }).error.message, /must be an http or https URL/);
+  });
+
+  it('answers the commands without an API yet with the one direct-mode message, and call start without a URL asks for one', async () => {
+    const env = { DIALTONE_URL: 'http://127.0.0.1:9', DIALTONE_API_KEY: 'dt_live_whatever' };
+    for (const args of [['org', 'list'], ['telephony', 'list', '--org', '1'], ['workflow', 'show', '00000000-0000-4000-8000-000000000000']]) {
+      const result = await cli(['--json', ...args], env);
+      assert.equal(result.code, 1, args.join(' '));
+      const error = (JSON.parse(result.stderr) as { error: { code: string; message: string } }).error;
+      assert.equal(error.code, 'direct_mode_only');
+      assert.equal(error.message, `dialtone ${args.slice(0, 2).join(' ')} has no API yet, so it needs direct database mode for now: run it where the service's DATABASE_URL (and DIALTONE_SECRET_KEY) are set, without --url or DIALTONE_URL.`);
+    }
+    const direct = await cli(['call', 'start', '00000000-0000-4000-8000-000000000000', '--phone', ANSWERED], {});
+    assert.equal(direct.code, 1);
+    assert.match(direct.stderr, /call start asks a running service: give its --url \(or DIALTONE_URL\)/);
+    const keyAlone = await cli(['--api-key-file', '/dev/null', 'run', 'list'], {});
+    assert.match(keyAlone.stderr, /An API key is for remote mode: give the service's --url/);
+  });
+
+  it('runs from the TypeScript sources when nothing is built (npm ci --omit=dev) and still finds @dialtone/client', async (t) => {
+    // A copy of the package without dist/ or the client's dist/, its node_modules linking the
+    // installed packages and @dialtone/client to the copy's own packages/client.
+    const copy = mkdtempSync(join(tmpdir(), 'dialtone-unbuilt-'));
+    t.after(() => rmSync(copy, { recursive: true, force: true }));
+    for (const entry of ['bin', 'src', 'scripts', 'tsconfig.json', 'package.json']) cpSync(join(ROOT, entry), join(copy, entry), { recursive: true });
+    for (const entry of ['src', 'package.json', 'tsconfig.json']) cpSync(join(ROOT, 'packages', 'client', entry), join(copy, 'packages', 'client', entry), { recursive: true });
+    mkdirSync(join(copy, 'node_modules', '@dialtone'), { recursive: true });
+    for (const entry of readdirSync(join(ROOT, 'node_modules'))) {
+      if (entry !== '@dialtone') symlinkSync(realpathSync(join(ROOT, 'node_modules', entry)), join(copy, 'node_modules', entry));
+    }
+    symlinkSync('../../packages/client', join(copy, 'node_modules', '@dialtone', 'client'), 'dir');
+    const result = await runToCompletion(process.execPath, [join(copy, 'bin', 'dialtone'), '--json', 'stats'], { ...NO_DATABASE, DIALTONE_URL: 'http://127.0.0.1:9', DIALTONE_API_KEY: 'dt_live_whatever' }, scaledTimeout(60_000));
+    // The client was loaded (from its sources) and tried the URL: the refusal is its own.
+    assert.equal((JSON.parse(result.stderr) as { error: { code: string } }).error.code, 'service_unreachable', result.stderr);
+  });
+});
