@@ -179,7 +179,7 @@ for (const store of await storeCases()) {
       assert.equal((await r.client.runs.list()).data.length, 3);
     });
 
-    it('creates, lists and revokes API keys; a key without the scope gets a readable 403; erases a number; never prints the key', async (t) => {
+    it('creates, lists and revokes API keys; a key without the scope gets a readable 403; lists agents, routes and providers; erases a number; never prints the key', async (t) => {
       const r = await remote(t, store.kind);
 
       const created = await r.json<{ id: number; key: string; scopes: string[]; prefix: string }>('key', 'create', '--name', 'crm', '--scopes', 'calls');
@@ -219,6 +219,13 @@ for (const store of await storeCases()) {
       assert.equal(fromFile.stderr, '');
       const noKey = await r.refused(['stats'], { DIALTONE_API_KEY: undefined });
       assert.match(noKey.message, /needs an API key: set DIALTONE_API_KEY/);
+
+      // The catalog the API reads: agents, routes, providers.
+      assert.deepEqual((await r.json<{ workflow_uuid: string; agent_uuids: string[] }[]>('workflow', 'list')).map((w) => [w.workflow_uuid, w.agent_uuids]), [[r.fixture.workflowUuid, [r.fixture.agentUuid]]]);
+      assert.deepEqual((await r.json<{ id: number }[]>('telephony', 'list')).map((c) => c.id), [r.fixture.telephonyId]);
+      assert.ok((await r.json<{ name: string }[]>('telephony', 'providers')).some((p) => p.name === 'simulator'));
+      const providersText = await r.cli(['telephony', 'providers']);
+      assert.match(providersText.stdout, /^sip: .*\n {2}calls outlive the node: /m);
 
       // erase-number: the person's run loses the number, and --suppress suppresses it.
       const call = await r.client.calls.start(r.fixture.agentUuid, { phone_number: '+12025550187', initial_context: { name: 'Grace' } });
@@ -342,7 +349,7 @@ describe('dialtone remote mode refusals', () => {
 
   it('answers the commands without an API yet with the one direct-mode message, and call start without a URL asks for one', async () => {
     const env = { DIALTONE_URL: 'http://127.0.0.1:9', DIALTONE_API_KEY: 'dt_live_whatever' };
-    for (const args of [['org', 'list'], ['telephony', 'list', '--org', '1'], ['workflow', 'show', '00000000-0000-4000-8000-000000000000']]) {
+    for (const args of [['org', 'list'], ['telephony', 'set-default', '1'], ['workflow', 'show', '00000000-0000-4000-8000-000000000000']]) {
       const result = await cli(['--json', ...args], env);
       assert.equal(result.code, 1, args.join(' '));
       const error = (JSON.parse(result.stderr) as { error: { code: string; message: string } }).error;

@@ -55,7 +55,7 @@ export function buildCli(options: { json?: boolean; registry?: ProviderRegistry 
   statsCommands(program);
   // --json is also taken after the command (`dialtone run list --json`), as before positional options.
   const leaves = (command: Command): Command[] => (command.commands.length === 0 ? [command] : command.commands.flatMap(leaves));
-  for (const command of program.commands.flatMap(leaves)) command.addOption(new Option('--json').hideHelp());
+  for (const command of program.commands.flatMap(leaves)) command.addOption(new Option('--json', 'print machine-readable JSON (as the program\'s --json)').hideHelp());
   return program;
 }
 

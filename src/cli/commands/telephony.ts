@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import type { RouteFieldDescription } from '../../telephony/definition.js';
 import type { ProviderRegistry } from '../../telephony/registry.js';
 import { readJsonFile, requireOrg } from '../action.js';
-import { directOnly } from '../remote.js';
+import { answer, directOnly, dual, orgOf } from '../remote.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable, type Printable } from '../output.js';
 import { collect, positiveInt, positiveNumber } from '../parsers.js';
@@ -20,6 +20,31 @@ const builtIn = async () => (await import('../../telephony/registry.js')).builtI
 const flagOf = (provider: string, field: RouteFieldDescription): string => `--${provider}-${field.name}`.replace(/_/g, '-');
 
 const yesNo = (value: boolean) => (value ? 'yes' : 'no');
+
+const CONFIGURATION_COLUMNS = ['id', 'name', 'provider', 'status', 'is_default', 'caller_ids', 'calls_per_second', 'max_concurrent_calls'];
+
+interface ProviderRow {
+  name: string;
+  summary: string;
+  capabilities: { callsOutliveNode: boolean; dialsSipUris: boolean; supportsMachineDetection: boolean; supportsTransfer: boolean; sendsDtmf: boolean };
+  settings: { name: string; description: string; required?: boolean; flag: string }[];
+  credentials: { name: string; description: string; required?: boolean }[];
+  config_keys: string[];
+}
+
+function providersText(rows: ProviderRow[]): string {
+  return rows
+    .map((r) =>
+      [
+        `${r.name}: ${r.summary}`,
+        `  calls outlive the node: ${yesNo(r.capabilities.callsOutliveNode)}; dials SIP URIs: ${yesNo(r.capabilities.dialsSipUris)}; machine detection: ${yesNo(r.capabilities.supportsMachineDetection)}; transfer: ${yesNo(r.capabilities.supportsTransfer)}; sends DTMF: ${yesNo(r.capabilities.sendsDtmf)}`,
+        ...r.settings.map((f) => `  setting ${f.name}${f.required ? ' (required)' : ''} [${f.flag}]: ${f.description}`),
+        ...r.credentials.map((f) => `  credential ${f.name}${f.required ? ' (required)' : ''}: ${f.description}`),
+        ...(r.config_keys.length > 0 ? [`  environment: ${r.config_keys.join(', ')}`] : []),
+      ].join('\n'),
+    )
+    .join('\n\n');
+}
 
 /**
  * The settings given as provider flags (left among the command's operands, since commander does
@@ -51,31 +76,41 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .command('providers')
     .description('list the providers this service can dial through: what each can do, the settings (and their flags) and credentials its routes take, the environment variables it reads')
     .action(
-      directOnly(async () => {
-        const registry = await registryOf();
-        const rows = registry.definitions.map((d) => ({
-          name: d.name,
-          summary: d.summary,
-          capabilities: { ...d.capabilities },
-          settings: d.settings.map((f) => ({ ...f, flag: flagOf(d.name, f) })),
-          credentials: d.credentials.map((f) => ({ ...f })),
-          config_keys: Object.keys(d.configKeys),
-        }));
-        const text = rows
-          .map((r) =>
-            [
-              `${r.name}: ${r.summary}`,
-              `  calls outlive the node: ${yesNo(r.capabilities.callsOutliveNode)}; dials SIP URIs: ${yesNo(r.capabilities.dialsSipUris)}; machine detection: ${yesNo(r.capabilities.supportsMachineDetection)}; transfer: ${yesNo(r.capabilities.supportsTransfer)}; sends DTMF: ${yesNo(r.capabilities.sendsDtmf)}`,
-              ...r.settings.map((f) => `  setting ${f.name}${f.required ? ' (required)' : ''} [${f.flag}]: ${f.description}`),
-              ...r.credentials.map((f) => `  credential ${f.name}${f.required ? ' (required)' : ''}: ${f.description}`),
-              ...(r.config_keys.length > 0 ? [`  environment: ${r.config_keys.join(', ')}`] : []),
-            ].join('\n'),
-          )
-          .join('\n\n');
-        return { json: rows, text };
-      }, overrides),
+      dual(
+        async () => {
+          const registry = await registryOf();
+          const rows = registry.definitions.map((d) => ({
+            name: d.name,
+            summary: d.summary,
+            capabilities: { ...d.capabilities },
+            settings: d.settings.map((f) => ({ ...f, flag: flagOf(d.name, f) })),
+            credentials: d.credentials.map((f) => ({ ...f })),
+            config_keys: Object.keys(d.configKeys),
+          }));
+          return { json: rows, text: providersText(rows) };
+        },
+        async (client) => {
+          // The service's own list (what it can dial through), in the API's words (snake_case capabilities, no environment).
+          const { data } = await answer(client.api.GET('/api/v1/public/telephony-providers'));
+          const rows = data.map((d) => ({
+            name: d.name,
+            summary: d.summary,
+            capabilities: {
+              callsOutliveNode: d.capabilities.calls_outlive_node,
+              dialsSipUris: d.capabilities.dials_sip_uris,
+              supportsMachineDetection: d.capabilities.supports_machine_detection,
+              supportsTransfer: d.capabilities.supports_transfer,
+              sendsDtmf: d.capabilities.sends_dtmf,
+            },
+            settings: d.settings.map((f) => ({ ...f, flag: flagOf(d.name, f) })),
+            credentials: d.credentials,
+            config_keys: [],
+          }));
+          return { json: data, text: providersText(rows) };
+        },
+        overrides,
+      ),
     );
-
   telephony
     .command('create')
     .description('create a telephony configuration (a route to the phone network)')
@@ -127,16 +162,20 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
   telephony
     .command('list')
     .description("list an organization's telephony configurations")
-    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .option('--org <id>', 'organization id (direct database mode)', positiveInt)
     .action(
-      directOnly(async (deps, opts: { org: number }) => {
-        const { listTelephonyConfigurations } = await configurations();
-        const rows = await listTelephonyConfigurations(deps.store, opts.org);
-        return {
-          json: rows,
-          text: formatTable(rows as unknown as Printable[], ['id', 'name', 'provider', 'status', 'is_default', 'caller_ids', 'calls_per_second', 'max_concurrent_calls']),
-        };
-      }, overrides),
+      dual(
+        async (deps, opts: { org?: number }) => {
+          const { listTelephonyConfigurations } = await configurations();
+          const rows = await listTelephonyConfigurations(deps.store, orgOf(opts));
+          return { json: rows, text: formatTable(rows as unknown as Printable[], CONFIGURATION_COLUMNS) };
+        },
+        async (client) => {
+          const { data } = await answer(client.api.GET('/api/v1/public/telephony-configurations'));
+          return { json: data, text: formatTable(data as unknown as Printable[], CONFIGURATION_COLUMNS) };
+        },
+        overrides,
+      ),
     );
   telephony
     .command('set-default')

@@ -1,10 +1,12 @@
 // `dialtone workflow …`: workflows (agents) and their versions: draft, publish, archive, show.
 import type { Command } from 'commander';
 import { readJsonFile, requireOrg, withTimes } from '../action.js';
-import { directOnly } from '../remote.js';
+import { answer, directOnly, dual, orgOf } from '../remote.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable } from '../output.js';
 import { positiveInt } from '../parsers.js';
+
+const WORKFLOW_COLUMNS = ['workflow_uuid', 'name', 'status', 'published_version', 'draft_version', 'agent_uuids', 'updated_at'];
 
 // Loaded when one of these commands runs (src/cli/README.md).
 const workflows = () => import('../../workflows/workflows.js');
@@ -18,13 +20,19 @@ export function workflowCommands(program: Command): void {
   workflow
     .command('list')
     .description("list an organization's workflows with their published and draft versions")
-    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .option('--org <id>', 'organization id (direct database mode)', positiveInt)
     .action(
-      directOnly(async (deps, opts: { org: number }) => {
-        const { listWorkflows } = await workflows();
-        const rows = (await listWorkflows(deps.store, opts.org)).map((r) => withTimes({ ...r }, ['created_at', 'updated_at']));
-        return { json: rows, text: formatTable(rows, ['workflow_uuid', 'name', 'status', 'published_version', 'draft_version', 'agent_uuids', 'updated_at']) };
-      }),
+      dual(
+        async (deps, opts: { org?: number }) => {
+          const { listWorkflows } = await workflows();
+          const rows = (await listWorkflows(deps.store, orgOf(opts))).map((r) => withTimes({ ...r }, ['created_at', 'updated_at']));
+          return { json: rows, text: formatTable(rows, WORKFLOW_COLUMNS) };
+        },
+        async (client) => {
+          const { data } = await answer(client.api.GET('/api/v1/public/workflows'));
+          return { json: data, text: formatTable(data.map((w) => ({ ...w })), WORKFLOW_COLUMNS) };
+        },
+      ),
     );
   workflow
     .command('create')
