@@ -62,7 +62,7 @@ function retentionText(days: number | null, configured: number): string {
 }
 
 export function orgCommands(program: Command): void {
-  const org = program.command('org').description('organizations');
+  const org = program.command('org').description('organizations (direct database mode: org create, then key create --org, bootstraps an installation)');
   org
     .command('create')
     .description('create an organization (a tenant)')
