@@ -204,7 +204,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .description('enable a disabled configuration: new requests may name it again (it does not become the default)')
     .argument('<configuration_id>', 'telephony configuration id', positiveInt)
     .action(
-      action(async (deps, id: number) => {
+      directOnly(async (deps, id: number) => {
         const { enableTelephonyConfiguration } = await configurations();
         const view = await enableTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
         return { json: view, text: formatRecord({ ...view }) };
@@ -221,7 +221,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .option('--credentials <file>', 'JSON file with the credentials to change (stored encrypted; never taken from flags, which other users can see)')
     .option('--settings <file>', 'JSON file with the settings to change')
     .action(
-      action(
+      directOnly(
         async (deps, id: number, opts: { name?: string; callerId?: string[]; cps?: number; maxConcurrent?: number; credentials?: string; settings?: string }) => {
           const { updateTelephonyConfiguration } = await configurations();
           const view = await updateTelephonyConfiguration(
