@@ -354,7 +354,7 @@ describe('dialtone remote mode refusals', () => {
       assert.equal(result.code, 1, args.join(' '));
       const error = (JSON.parse(result.stderr) as { error: { code: string; message: string } }).error;
       assert.equal(error.code, 'direct_mode_only');
-      assert.equal(error.message, `dialtone ${args.slice(0, 2).join(' ')} has no API yet, so it needs direct database mode for now: run it where the service's DATABASE_URL (and DIALTONE_SECRET_KEY) are set, without --url or DIALTONE_URL.`);
+      assert.equal(error.message, `dialtone ${args.slice(0, 2).join(' ')} does not use the API yet, so it needs direct database mode for now: run it where the service's DATABASE_URL (and DIALTONE_SECRET_KEY) are set, without --url or DIALTONE_URL.`);
     }
     const direct = await cli(['call', 'start', '00000000-0000-4000-8000-000000000000', '--phone', ANSWERED], {});
     assert.equal(direct.code, 1);

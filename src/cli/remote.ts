@@ -22,9 +22,9 @@ interface RemoteOptions {
   apiKeyFile?: string;
 }
 
-/** The commands' one answer in remote mode when their API does not exist yet. */
+/** The one answer in remote mode of the commands not wired to the API yet (theirs may not exist yet). */
 export const directOnlyMessage = (name: string): string =>
-  `dialtone ${name} has no API yet, so it needs direct database mode for now: run it where the service's DATABASE_URL (and DIALTONE_SECRET_KEY) are set, without --url or DIALTONE_URL.`;
+  `dialtone ${name} does not use the API yet, so it needs direct database mode for now: run it where the service's DATABASE_URL (and DIALTONE_SECRET_KEY) are set, without --url or DIALTONE_URL.`;
 
 function commandName(command: Command): string {
   const names: string[] = [];
@@ -124,7 +124,7 @@ export function remoteOnly<A extends unknown[]>(remote: (client: Dialtone, ...ar
   };
 }
 
-/** A command whose API does not exist yet: direct database mode only, said plainly in remote mode. */
+/** A command not wired to the API yet: direct database mode only, said plainly in remote mode. */
 export function directOnly<A extends unknown[]>(direct: (deps: Deps, ...args: A) => Promise<Output>, overrides: DepsOverrides = {}) {
   const local = action(direct, overrides);
   return async (...args: A) => {
