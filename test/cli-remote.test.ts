@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { Dialtone } from '../packages/client/src/index.js';
+import { definition } from './helpers/fixtures.js';
 import { ensureBuilt, ROOT, runToCompletion, stopOnTeardown, type Finished } from './helpers/process.js';
 import { prepareDatabase, startServiceProcess } from './helpers/service-process.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
@@ -177,6 +178,40 @@ for (const store of await storeCases()) {
       const missing = await r.refused(['run', 'show', '987654']);
       assert.deepEqual([missing.status, missing.code], [404, 'workflow_run_not_found']);
       assert.equal((await r.client.runs.list()).data.length, 3);
+    });
+
+    it('creates an agent from a file, saves a draft, shows it, publishes it and archives it, and prints a definition\'s problems with their pointers', async (t) => {
+      const r = await remote(t, store.kind);
+      const first = r.file('first.json', JSON.stringify(definition({ greeting: 'First' })));
+      const made = await r.json<{ workflow_uuid: string; published_version: number; agent_uuids: string[] }>('workflow', 'create', '--name', 'Reminders', '--definition', first);
+      assert.equal(made.published_version, 1);
+      const uuid = made.workflow_uuid;
+      const draft = await r.json<{ version: number; status: string }>('workflow', 'save-draft', uuid, '--definition', r.file('second.json', JSON.stringify(definition({ greeting: 'Second' }))));
+      assert.deepEqual([draft.version, draft.status], [2, 'draft']);
+      const shownDraft = await r.cli(['workflow', 'show', uuid, '--definition']);
+      assert.equal(shownDraft.code, 0, shownDraft.stderr);
+      assert.match(shownDraft.stdout, /Second/, 'without --version: the draft');
+      const shownFirst = await r.json<{ version: number; definition: unknown }>('workflow', 'show', uuid, '--definition', '--version', '1');
+      assert.equal(shownFirst.version, 1);
+      assert.match(JSON.stringify(shownFirst.definition), /First/);
+      const published = await r.json<{ published_version: number; draft_version: number | null }>('workflow', 'publish', uuid);
+      assert.deepEqual([published.published_version, published.draft_version], [2, null]);
+      const details = await r.json<{ status: string; versions: { version: number; status: string }[] }>('workflow', 'show', uuid);
+      assert.deepEqual(details.versions.map((v) => [v.version, v.status]), [[2, 'published'], [1, 'archived']]);
+      const audit = (await r.client.api.GET('/api/v1/public/audit-events', { params: { query: { target_type: 'workflow', target_id: uuid } } })).data;
+      assert.deepEqual(audit?.data.map((e) => [e.action, e.actor]), [['workflow.published', 'api_key'], ['workflow.draft_saved', 'api_key'], ['workflow.created', 'api_key']]);
+
+      const problems = await r.refused(['workflow', 'save-draft', uuid, '--definition', r.file('bad.json', JSON.stringify({ nodes: [] }))]);
+      assert.deepEqual([problems.status, problems.code], [422, 'validation_failed']);
+      assert.ok((problems.errors ?? []).length > 0 && (problems.errors ?? []).every((e) => e.pointer.startsWith('/')), JSON.stringify(problems.errors));
+      const withOrg = await r.refused(['workflow', 'create', '--org', '1', '--name', 'x', '--definition', first]);
+      assert.equal(withOrg.code, 'invalid_input');
+
+      const archived = await r.cli(['workflow', 'archive', uuid]);
+      assert.equal(archived.code, 0, archived.stderr);
+      assert.equal((await r.json<{ status: string }>('workflow', 'show', uuid)).status, 'archived');
+      const call = await r.refused(['call', 'start', made.agent_uuids[0] ?? '', '--phone', '+12025550123']);
+      assert.equal(call.status, 404, 'an archived agent answers no call');
     });
 
     it('creates, lists and revokes API keys; a key without the scope gets a readable 403; lists agents, routes and providers; erases a number; never prints the key', async (t) => {
@@ -349,7 +384,7 @@ describe('dialtone remote mode refusals', () => {
 
   it('answers the commands without an API yet with the one direct-mode message, and call start without a URL asks for one', async () => {
     const env = { DIALTONE_URL: 'http://127.0.0.1:9', DIALTONE_API_KEY: 'dt_live_whatever' };
-    for (const args of [['org', 'list'], ['telephony', 'set-default', '1'], ['workflow', 'show', '00000000-0000-4000-8000-000000000000']]) {
+    for (const args of [['org', 'list'], ['telephony', 'set-default', '1']]) {
       const result = await cli(['--json', ...args], env);
       assert.equal(result.code, 1, args.join(' '));
       const error = (JSON.parse(result.stderr) as { error: { code: string; message: string } }).error;
