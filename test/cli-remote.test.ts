@@ -214,6 +214,32 @@ for (const store of await storeCases()) {
       assert.equal(call.status, 404, 'an archived agent answers no call');
     });
 
+    it('creates a route with settings flags and write-only credentials, updates, disables, enables and makes it the default', async (t) => {
+      const r = await remote(t, store.kind);
+      const made = await r.json<{ id: number; name: string; provider: string; settings: Record<string, unknown>; is_default: boolean }>(
+        'telephony', 'create', '--name', 'Fast sim', '--provider', 'simulator', '--caller-id', '+12025550100', '--simulator-ring-ms', '50', '--cps', '3',
+      );
+      assert.deepEqual([made.name, made.provider, made.settings.ring_ms, made.is_default], ['Fast sim', 'simulator', 50, false]);
+      const token = 'secret-token-0123456789abcdef0123';
+      const credentials = r.file('twilio.json', JSON.stringify({ account_sid: `AC${'0'.repeat(32)}`, auth_token: token }));
+      const twilio = await r.cli(['--json', 'telephony', 'create', '--name', 'Carrier', '--provider', 'twilio', '--caller-id', '+12025550101', '--credentials', credentials]);
+      assert.equal(twilio.code, 0, twilio.stderr);
+      assert.ok(!twilio.stdout.includes(token) && !twilio.stderr.includes(token), 'a credential is never printed back');
+      assert.deepEqual((JSON.parse(twilio.stdout) as { credentials_set: Record<string, boolean> }).credentials_set.auth_token, true);
+
+      const renamed = await r.json<{ name: string; caller_ids: string[] }>('telephony', 'update', String(made.id), '--name', 'Faster sim', '--caller-id', '+12025550102');
+      assert.deepEqual([renamed.name, renamed.caller_ids], ['Faster sim', ['+12025550102']]);
+      assert.equal((await r.json<{ status: string }>('telephony', 'disable', String(made.id))).status, 'inactive');
+      const disabledDefault = await r.refused(['telephony', 'set-default', String(made.id)]);
+      assert.deepEqual([disabledDefault.status, disabledDefault.code], [409, 'telephony_configuration_disabled']);
+      assert.equal((await r.json<{ status: string }>('telephony', 'enable', String(made.id))).status, 'active');
+      assert.equal((await r.json<{ is_default: boolean }>('telephony', 'set-default', String(made.id))).is_default, true);
+      const listed = await r.json<{ id: number; is_default: boolean }[]>('telephony', 'list');
+      assert.deepEqual(listed.filter((c) => c.is_default).map((c) => c.id), [made.id]);
+      const unknownFlag = await r.refused(['telephony', 'create', '--name', 'x', '--provider', 'simulator', '--pigeon-speed', '3']);
+      assert.equal(unknownFlag.code, 'invalid_input');
+    });
+
     it('creates, lists and revokes API keys; a key without the scope gets a readable 403; lists agents, routes and providers; erases a number; never prints the key', async (t) => {
       const r = await remote(t, store.kind);
 
@@ -384,7 +410,7 @@ describe('dialtone remote mode refusals', () => {
 
   it('answers the commands without an API yet with the one direct-mode message, and call start without a URL asks for one', async () => {
     const env = { DIALTONE_URL: 'http://127.0.0.1:9', DIALTONE_API_KEY: 'dt_live_whatever' };
-    for (const args of [['org', 'list'], ['telephony', 'set-default', '1']]) {
+    for (const args of [['org', 'list'], ['org', 'show', '1']]) {
       const result = await cli(['--json', ...args], env);
       assert.equal(result.code, 1, args.join(' '));
       const error = (JSON.parse(result.stderr) as { error: { code: string; message: string } }).error;

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import type { RouteFieldDescription } from '../../telephony/definition.js';
 import type { ProviderRegistry } from '../../telephony/registry.js';
 import { readJsonFile, requireOrg } from '../action.js';
-import { answer, directOnly, dual, orgOf } from '../remote.js';
+import { answer, dual, orgOf } from '../remote.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable, type Printable } from '../output.js';
 import { collect, positiveInt, positiveNumber } from '../parsers.js';
@@ -114,7 +114,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
   telephony
     .command('create')
     .description('create a telephony configuration (a route to the phone network)')
-    .requiredOption('--org <id>', 'organization id', positiveInt)
+    .option('--org <id>', 'organization id (direct database mode)', positiveInt)
     .requiredOption('--name <name>', 'configuration name')
     .requiredOption('--provider <provider>', 'the provider (npx dialtone telephony providers lists them)')
     .option('--caller-id <e164>', 'caller ID (repeatable)', collect, [])
@@ -127,21 +127,22 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .allowUnknownOption()
     .allowExcessArguments()
     .action(
-      directOnly(
+      dual(
         async (
           deps,
-          opts: { org: number; name: string; provider: string; callerId: string[]; default?: boolean; cps?: number; maxConcurrent?: number; credentials?: string; settings?: string },
+          opts: { org?: number; name: string; provider: string; callerId: string[]; default?: boolean; cps?: number; maxConcurrent?: number; credentials?: string; settings?: string },
           command: Command,
         ) => {
           const { createTelephonyConfiguration } = await configurations();
-          await requireOrg(deps, opts.org);
+          const orgId = orgOf(opts);
+          await requireOrg(deps, orgId);
           const fromFile = opts.settings ? (readJsonFile(opts.settings) as Record<string, unknown>) : undefined;
           const fromFlags = settingsFromFlags(deps.registry, opts.provider, command.args);
           const view = await createTelephonyConfiguration(
             deps.store,
             deps.cipher,
             {
-              orgId: opts.org,
+              orgId,
               name: opts.name,
               provider: opts.provider,
               callerIds: opts.callerId,
@@ -155,6 +156,27 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
             deps.registry,
           );
           return { json: view, text: formatRecord({ ...view }) };
+        },
+        async (client, opts, command) => {
+          const fromFile = opts.settings ? jsonObjectFile(opts.settings) : undefined;
+          const fromFlags = settingsFromFlags(await registryOf(), opts.provider, command.args);
+          const settings = fromFile || Object.keys(fromFlags).length > 0 ? { ...fromFile, ...fromFlags } : undefined;
+          const made = await answer(
+            client.api.POST('/api/v1/public/telephony-configurations', {
+              body: {
+                name: opts.name,
+                // The service names the providers it knows; one it does not is its 422 to give.
+                provider: opts.provider as 'simulator',
+                caller_ids: opts.callerId,
+                is_default: Boolean(opts.default),
+                ...(opts.cps !== undefined ? { calls_per_second: opts.cps } : {}),
+                ...(opts.maxConcurrent !== undefined ? { max_concurrent_calls: opts.maxConcurrent } : {}),
+                ...(settings ? { settings } : {}),
+                ...(opts.credentials ? { credentials: jsonObjectFile(opts.credentials) } : {}),
+              },
+            }),
+          );
+          return { json: made, text: formatRecord(printable(made)) };
         },
         overrides,
       ),
@@ -182,33 +204,54 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .description("make an active configuration its organization's default (used when a request names none)")
     .argument('<configuration_id>', 'telephony configuration id', positiveInt)
     .action(
-      directOnly(async (deps, id: number) => {
-        const { setDefaultTelephonyConfiguration } = await configurations();
-        const view = await setDefaultTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
-        return { json: view, text: formatRecord({ ...view }) };
-      }, overrides),
+      dual(
+        async (deps, id: number) => {
+          const { setDefaultTelephonyConfiguration } = await configurations();
+          const view = await setDefaultTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
+          return { json: view, text: formatRecord({ ...view }) };
+        },
+        async (client, id) => {
+          const view = await answer(client.api.POST('/api/v1/public/telephony-configurations/{id}/set-default', { params: { path: { id } } }));
+          return { json: view, text: formatRecord(printable(view)) };
+        },
+        overrides,
+      ),
     );
   telephony
     .command('disable')
     .description('disable a configuration: new requests can no longer use it, and it stops being the default')
     .argument('<configuration_id>', 'telephony configuration id', positiveInt)
     .action(
-      directOnly(async (deps, id: number) => {
-        const { disableTelephonyConfiguration } = await configurations();
-        const view = await disableTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
-        return { json: view, text: formatRecord({ ...view }) };
-      }, overrides),
+      dual(
+        async (deps, id: number) => {
+          const { disableTelephonyConfiguration } = await configurations();
+          const view = await disableTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
+          return { json: view, text: formatRecord({ ...view }) };
+        },
+        async (client, id) => {
+          const view = await answer(client.api.POST('/api/v1/public/telephony-configurations/{id}/disable', { params: { path: { id } } }));
+          return { json: view, text: formatRecord(printable(view)) };
+        },
+        overrides,
+      ),
     );
   telephony
     .command('enable')
     .description('enable a disabled configuration: new requests may name it again (it does not become the default)')
     .argument('<configuration_id>', 'telephony configuration id', positiveInt)
     .action(
-      directOnly(async (deps, id: number) => {
-        const { enableTelephonyConfiguration } = await configurations();
-        const view = await enableTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
-        return { json: view, text: formatRecord({ ...view }) };
-      }, overrides),
+      dual(
+        async (deps, id: number) => {
+          const { enableTelephonyConfiguration } = await configurations();
+          const view = await enableTelephonyConfiguration(deps.store, id, deps.clock.now(), { cipher: deps.cipher, registry: deps.registry });
+          return { json: view, text: formatRecord({ ...view }) };
+        },
+        async (client, id) => {
+          const view = await answer(client.api.POST('/api/v1/public/telephony-configurations/{id}/enable', { params: { path: { id } } }));
+          return { json: view, text: formatRecord(printable(view)) };
+        },
+        overrides,
+      ),
     );
   telephony
     .command('update')
@@ -221,7 +264,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
     .option('--credentials <file>', 'JSON file with the credentials to change (stored encrypted; never taken from flags, which other users can see)')
     .option('--settings <file>', 'JSON file with the settings to change')
     .action(
-      directOnly(
+      dual(
         async (deps, id: number, opts: { name?: string; callerId?: string[]; cps?: number; maxConcurrent?: number; credentials?: string; settings?: string }) => {
           const { updateTelephonyConfiguration } = await configurations();
           const view = await updateTelephonyConfiguration(
@@ -241,7 +284,35 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
           );
           return { json: view, text: formatRecord({ ...view }) };
         },
+        async (client, id, opts) => {
+          const view = await answer(
+            client.api.PATCH('/api/v1/public/telephony-configurations/{id}', {
+              params: { path: { id } },
+              body: {
+                ...(opts.name !== undefined ? { name: opts.name } : {}),
+                ...(opts.callerId !== undefined ? { caller_ids: opts.callerId } : {}),
+                ...(opts.cps !== undefined ? { calls_per_second: opts.cps } : {}),
+                ...(opts.maxConcurrent !== undefined ? { max_concurrent_calls: opts.maxConcurrent } : {}),
+                ...(opts.credentials !== undefined ? { credentials: jsonObjectFile(opts.credentials) } : {}),
+                ...(opts.settings !== undefined ? { settings: jsonObjectFile(opts.settings) } : {}),
+              },
+            }),
+          );
+          return { json: view, text: formatRecord(printable(view)) };
+        },
         overrides,
       ),
     );
+}
+
+/** A JSON file holding an object (settings, credentials), as the API takes it. */
+function jsonObjectFile(path: string): Record<string, unknown> {
+  const value = readJsonFile(path);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CliError('invalid_input', `${path} does not hold a JSON object.`);
+  return value as Record<string, unknown>;
+}
+
+/** A configuration as the API answers it, printable (its settings and which credentials are set as JSON text). */
+function printable(view: Record<string, unknown>): Printable {
+  return Object.fromEntries(Object.entries(view).map(([key, value]) => [key, typeof value === 'object' && value !== null && !Array.isArray(value) ? JSON.stringify(value) : value])) as Printable;
 }
