@@ -47,7 +47,7 @@ export function onUnauthorized(listener) {
 
 /**
  * @typedef {object} ApiOptions
- * @property {'GET' | 'POST' | 'PUT' | 'DELETE'} [method]
+ * @property {'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'} [method]
  * @property {unknown} [body] sent as JSON
  * @property {string} [csv] sent as text/csv (the imports)
  * @property {string | null} [key] the API key; the session's by default

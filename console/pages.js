@@ -3,11 +3,13 @@
 // more module and one more entry. A key without a page's scope sees neither its link nor the page
 // (the API would refuse its reads anyway: this spares the operator the refusals).
 import { ApiKeysPage } from './api-keys.js';
+import { AuditLogPage } from './audit-log.js';
 import { CallPage } from './call.js';
 import { CallsPage } from './calls.js';
 import { CampaignPage } from './campaign.js';
 import { CampaignsPage } from './campaigns.js';
 import { NewCampaignPage } from './new-campaign.js';
+import { OrganizationPage } from './organization.js';
 import { OverviewPage } from './overview.js';
 import { SuppressionsPage } from './suppressions.js';
 import { TestCallPage } from './test-call.js';
@@ -44,4 +46,6 @@ export const PAGES = [
   { path: /^\/console\/campaigns\/(\d+)$/, scope: 'campaigns', component: CampaignPage },
   { path: /^\/console\/suppressions$/, scope: 'campaigns', nav: { href: '/console/suppressions', label: 'Suppressions' }, component: SuppressionsPage },
   { path: /^\/console\/api-keys$/, scope: 'admin', nav: { href: '/console/api-keys', label: 'API keys' }, component: ApiKeysPage },
+  { path: /^\/console\/organization$/, scope: 'admin', nav: { href: '/console/organization', label: 'Organization' }, component: OrganizationPage },
+  { path: /^\/console\/audit-log$/, scope: 'admin', nav: { href: '/console/audit-log', label: 'Audit log' }, component: AuditLogPage },
 ];

@@ -173,6 +173,37 @@ export {};
  */
 
 /**
+ * One entry of the audit log [AuditEvent].
+ * @typedef {object} AuditEvent
+ * @property {number} id
+ * @property {string} action
+ * @property {'api_key' | 'cli' | 'system'} actor
+ * @property {number | null} actor_key_id
+ * @property {string | null} actor_key_name
+ * @property {string} target_type
+ * @property {string | null} target_id
+ * @property {unknown} before
+ * @property {unknown} after
+ * @property {string} created_at
+ */
+
+/** @typedef {{ timezone: string, outside: 'defer' | 'refuse', windows: Partial<Record<'mon' | 'tue' | 'wed' | 'thu' | 'fri' | 'sat' | 'sun', string[]>> }} CallingHours [CallingHours] */
+
+/**
+ * The organization's own settings, null following the service's default [OrganizationSettings].
+ * @typedef {object} OrganizationSettings
+ * @property {number} id
+ * @property {string} name
+ * @property {number | null} rate_limit_per_second
+ * @property {number | null} key_rate_limit_per_second
+ * @property {number | null} max_queued_runs
+ * @property {{ max_calls: number, window_seconds: number } | null} number_cap
+ * @property {number | null} retention_days
+ * @property {CallingHours | null} calling_hours
+ * @property {{ rate_limit_per_second: number, key_rate_limit_per_second: number, max_queued_runs: number, retention_days: number }} defaults
+ */
+
+/**
  * What adding contacts from a file answers [POST /campaigns/{id}/contacts].
  * @typedef {{ added: number, duplicates: number, invalid: { index?: number, line?: number, detail: string }[], invalid_count: number }} ContactsReport
  */
