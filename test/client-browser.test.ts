@@ -8,7 +8,7 @@
 //
 // One finding is built in: standardwebhooks 1.1.1 (and its dependencies @stablelib/base64 and
 // fast-sha256) ships CommonJS only, which a browser cannot import through an import map. The server
-// converts it to one ESM file with esbuild (in node_modules for tsx), which is what any bundler does
+// converts it to one ESM file with esbuild (a pinned dev dependency), which is what any bundler does
 // for a browser app; platform 'browser' makes it fail on a Node built-in, and no Buffer or process
 // polyfill is added. A second page, with standardwebhooks' own file in its import map, shows the
 // client then does not load at all. packages/client/README.md ("Where it runs") says so.
