@@ -266,6 +266,9 @@ for (const store of await storeCases()) {
       assert.equal(revoked.code, 0, revoked.stderr);
       assert.match(revoked.stdout, new RegExp(`Revoked key ${created.id}`));
       assert.notEqual((await stored())?.revoked_at, null);
+      // Refused on every node within LOOKUP_CACHE_TTL_MS (docs/api.md, "Management"), not at once:
+      // a request that raced the revocation may still find the key in this node's cache.
+      await until(() => r.cli(['--json', 'run', 'list'], crm), (result) => result.code !== 0, 'the revoked key to be refused');
       const unauthorized = await r.refused(['run', 'list'], crm);
       assert.equal(unauthorized.status, 401);
 
