@@ -145,7 +145,11 @@ for (const store of await storeCases()) {
       const run = await waitForRun(env, runId, ended, scaledTimeout(15_000)).catch((error: Error) => assert.fail(`${error.message}\n${sipp.output()}`));
       assert.equal(run.state, 'failed');
       assert.equal(run.outcome_reason, 'agent_runtime_stalled');
-      assert.match(String(run.raw_provider_status), /^agent runtime stalled: the agent runtime sent nothing and answered no ping for 1[5-9]\d\d ms$/);
+      // The silence it reports is at least the limit; how far past it depends on when the check ran
+      // on a loaded machine, so only its lower bound is asserted.
+      const reported = /^agent runtime stalled: the agent runtime sent nothing and answered no ping for (\d+) ms$/.exec(String(run.raw_provider_status));
+      assert.ok(reported, String(run.raw_provider_status));
+      assert.ok(Number(reported[1]) >= 1500, `stalled after ${reported[1]} ms of silence, not before the limit`);
       assert.equal(runtime.connections(), 1);
       await sippPassed(sipp);
     });
