@@ -98,6 +98,18 @@ for (const store of await storeCases()) {
       const dials = await Promise.all(Array.from({ length: 50 }, (_, i) => detections.forDial({ id: i + 1, definition_id: definitionId, campaign_id: null })));
       assert.equal(reads, 1, 'one read for 50 dials of one definition');
       for (const dial of dials) assert.deepEqual(dial, { detect: 'on', timeoutMs: 20000 });
+
+      // A read that failed is not kept: the next dial reads again and gets the settings.
+      let failNext = true;
+      const flaky = new DialDetections(env.deps, 1_000, (id) => {
+        if (failNext) {
+          failNext = false;
+          return Promise.reject(new Error('store unreachable'));
+        }
+        return selectDefinitionGraph(env.deps.store, id);
+      });
+      await assert.rejects(flaky.forDial({ id: 1, definition_id: definitionId, campaign_id: null }), /store unreachable/);
+      assert.deepEqual(await flaky.forDial({ id: 2, definition_id: definitionId, campaign_id: null }), { detect: 'on', timeoutMs: 20000 });
     });
 
     it('hangs up on a voicemail box: the run completes machine_hangup, with who answered and the raw verdict', async (t) => {

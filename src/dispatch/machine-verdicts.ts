@@ -62,9 +62,14 @@ export class DialDetections {
     if (run.campaign_id !== null) return machineDetectionForDial(this.deps, run.id);
     let reading = this.byDefinition.get(run.definition_id);
     if (reading === undefined) {
-      reading = this.askedOf(run.definition_id);
+      const read = this.askedOf(run.definition_id);
+      // A failed read is not kept: the next dial of this definition reads it again.
+      read.catch(() => {
+        if (this.byDefinition.get(run.definition_id) === read) this.byDefinition.delete(run.definition_id);
+      });
       if (this.byDefinition.size >= this.maxDefinitions) this.byDefinition.clear();
-      this.byDefinition.set(run.definition_id, reading);
+      this.byDefinition.set(run.definition_id, read);
+      reading = read;
     }
     const asked = await reading;
     const settings = machineDetectionOf(asked ?? undefined);
@@ -72,14 +77,8 @@ export class DialDetections {
   }
 
   private async askedOf(definitionId: number): Promise<AnsweringMachine | null> {
-    try {
-      const graph = await this.readGraph(definitionId);
-      return graph === undefined ? null : (decodeJson<DefinitionGraph>(graph).answering_machine ?? null);
-    } catch (error) {
-      // A failed read is not kept: the next dial of this definition reads it again.
-      this.byDefinition.delete(definitionId);
-      throw error;
-    }
+    const graph = await this.readGraph(definitionId);
+    return graph === undefined ? null : (decodeJson<DefinitionGraph>(graph).answering_machine ?? null);
   }
 }
 
