@@ -58,6 +58,13 @@ export function readJsonFile(path: string): unknown {
   }
 }
 
+/** A JSON file that must hold an object (a definition, settings, credentials), as the API takes it. */
+export function readJsonObjectFile(path: string): Record<string, unknown> {
+  const value = readJsonFile(path);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CliError('invalid_input', `${path} does not hold a JSON object.`);
+  return value as Record<string, unknown>;
+}
+
 export async function requireOrg(deps: Deps, orgId: number): Promise<void> {
   const { organizationExists } = await import('../orgs/organizations.js');
   if (!(await organizationExists(deps.store, orgId))) throw new CliError('not_found', `No organization ${orgId}.`);

@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import type { RouteFieldDescription } from '../../telephony/definition.js';
 import type { ProviderRegistry } from '../../telephony/registry.js';
-import { readJsonFile, requireOrg } from '../action.js';
+import { readJsonFile, readJsonObjectFile, requireOrg } from '../action.js';
 import { answer, dual, orgOf } from '../remote.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable, type Printable } from '../output.js';
@@ -158,7 +158,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
           return { json: view, text: formatRecord({ ...view }) };
         },
         async (client, opts, command) => {
-          const fromFile = opts.settings ? jsonObjectFile(opts.settings) : undefined;
+          const fromFile = opts.settings ? readJsonObjectFile(opts.settings) : undefined;
           const fromFlags = settingsFromFlags(await registryOf(), opts.provider, command.args);
           const settings = fromFile || Object.keys(fromFlags).length > 0 ? { ...fromFile, ...fromFlags } : undefined;
           const made = await answer(
@@ -172,7 +172,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
                 ...(opts.cps !== undefined ? { calls_per_second: opts.cps } : {}),
                 ...(opts.maxConcurrent !== undefined ? { max_concurrent_calls: opts.maxConcurrent } : {}),
                 ...(settings ? { settings } : {}),
-                ...(opts.credentials ? { credentials: jsonObjectFile(opts.credentials) } : {}),
+                ...(opts.credentials ? { credentials: readJsonObjectFile(opts.credentials) } : {}),
               },
             }),
           );
@@ -293,8 +293,8 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
                 ...(opts.callerId !== undefined ? { caller_ids: opts.callerId } : {}),
                 ...(opts.cps !== undefined ? { calls_per_second: opts.cps } : {}),
                 ...(opts.maxConcurrent !== undefined ? { max_concurrent_calls: opts.maxConcurrent } : {}),
-                ...(opts.credentials !== undefined ? { credentials: jsonObjectFile(opts.credentials) } : {}),
-                ...(opts.settings !== undefined ? { settings: jsonObjectFile(opts.settings) } : {}),
+                ...(opts.credentials !== undefined ? { credentials: readJsonObjectFile(opts.credentials) } : {}),
+                ...(opts.settings !== undefined ? { settings: readJsonObjectFile(opts.settings) } : {}),
               },
             }),
           );
@@ -303,13 +303,6 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
         overrides,
       ),
     );
-}
-
-/** A JSON file holding an object (settings, credentials), as the API takes it. */
-function jsonObjectFile(path: string): Record<string, unknown> {
-  const value = readJsonFile(path);
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CliError('invalid_input', `${path} does not hold a JSON object.`);
-  return value as Record<string, unknown>;
 }
 
 /** A configuration as the API answers it, printable (its settings and which credentials are set as JSON text). */

@@ -1,6 +1,6 @@
 // `dialtone workflow …`: workflows (agents) and their versions: draft, publish, archive, show.
 import type { Command } from 'commander';
-import { readJsonFile, requireOrg, withTimes } from '../action.js';
+import { readJsonFile, readJsonObjectFile, requireOrg, withTimes } from '../action.js';
 import { answer, dual, orgOf } from '../remote.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable } from '../output.js';
@@ -50,7 +50,7 @@ export function workflowCommands(program: Command): void {
           return { json: summary, text: formatRecord({ ...summary }) };
         },
         async (client, opts) => {
-          const made = await answer(client.api.POST('/api/v1/public/workflows', { body: { name: opts.name, definition: definitionFile(opts.definition) } }));
+          const made = await answer(client.api.POST('/api/v1/public/workflows', { body: { name: opts.name, definition: readJsonObjectFile(opts.definition) } }));
           return { json: made, text: formatRecord(remoteSummary(made)) };
         },
       ),
@@ -68,7 +68,7 @@ export function workflowCommands(program: Command): void {
           return { json: summary, text: formatRecord({ ...summary }) };
         },
         async (client, uuid, opts) => {
-          const saved = await answer(client.api.PUT('/api/v1/public/workflows/{workflow_uuid}/draft', { params: { path: { workflow_uuid: uuid } }, body: definitionFile(opts.definition) }));
+          const saved = await answer(client.api.PUT('/api/v1/public/workflows/{workflow_uuid}/draft', { params: { path: { workflow_uuid: uuid } }, body: readJsonObjectFile(opts.definition) }));
           return { json: saved, text: formatRecord({ workflow_uuid: saved.workflow_uuid, version: saved.version, status: saved.status }) };
         },
       ),
@@ -149,13 +149,6 @@ export function workflowCommands(program: Command): void {
         };
       }),
     );
-}
-
-/** A definition file's JSON, as the API takes it (an object). */
-function definitionFile(path: string): Record<string, unknown> {
-  const definition = readJsonFile(path);
-  if (typeof definition !== 'object' || definition === null || Array.isArray(definition)) throw new CliError('invalid_input', `${path} does not hold a JSON object.`);
-  return definition as Record<string, unknown>;
 }
 
 /** A workflow as the API answers it, in the fields the direct commands print. */
