@@ -20,7 +20,7 @@ const SCOPES = [
   { scope: 'calls', label: 'place calls; read runs, stats and the event stream' },
   { scope: 'campaigns', label: 'campaigns, their contacts and the suppression list' },
   { scope: 'webhooks', label: 'webhook endpoints and their deliveries' },
-  { scope: 'admin', label: 'administer the organization: API keys, erasure' },
+  { scope: 'admin', label: 'administer the organization: keys, agents, routes, settings, audit log; erasure' },
 ];
 
 /**

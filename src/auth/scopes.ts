@@ -9,7 +9,7 @@ export const SCOPE_SUMMARIES: Record<Scope, string> = {
   calls: 'place calls; read runs, their events, the stats, the event stream and the agents and routes to call through',
   campaigns: 'campaigns and their contacts; the suppression list',
   webhooks: 'webhook endpoints and their deliveries',
-  admin: 'administer the organization: API keys, erasing a person\'s data',
+  admin: 'administer the organization: API keys, agents, telephony routes, its settings and audit log; erasing a person\'s data',
 };
 
 export function isScope(value: string): value is Scope {
