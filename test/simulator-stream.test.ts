@@ -20,7 +20,7 @@ import { defaultVoice, voiceFromFile } from '../src/telephony/simulator/audio.js
 import { simulatorDefinition } from '../src/telephony/simulator/definition.js';
 import { SimulatorProvider, type SimulatorRouteConfig } from '../src/telephony/simulator/provider.js';
 import { postJson } from './helpers/app.js';
-import { decodeMulaw, dominantFrequency, loudness, readWavSamples } from './helpers/audio.js';
+import { decodeMulaw, dominantFrequency, loudness, pcmWav, readWavSamples } from './helpers/audio.js';
 import { buildWithDispatcher, ended, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
@@ -37,24 +37,6 @@ function toneMulaw(frequency: number, ms: number): Buffer {
   const linear = new Int16Array(ms * 8);
   for (let n = 0; n < linear.length; n++) linear[n] = Math.round(12_000 * Math.sin((2 * Math.PI * frequency * n) / 8000));
   return Buffer.from(alawmulaw.mulaw.encode(linear));
-}
-
-/** A mono 16-bit 8 kHz WAV of `samples`. */
-function pcmWav(samples: Int16Array): Buffer {
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'ascii');
-  header.writeUInt32LE(36 + samples.length * 2, 4);
-  header.write('WAVEfmt ', 8, 'ascii');
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(8000, 24);
-  header.writeUInt32LE(16_000, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36, 'ascii');
-  header.writeUInt32LE(samples.length * 2, 40);
-  return Buffer.concat([header, Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength)]);
 }
 
 /** A TCP port nothing listens on: a runtime that cannot be reached. */

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
 import { DEFAULT_TUNING, MachineDetector, SAMPLES_PER_FRAME, type AudioVerdictRaw, type DetectMode, type DetectorTuning } from '../../src/telephony/media/machine-detection/machine-detector.js';
+import { pcmWav } from './audio.js';
 
 const RATE = 8000;
 
@@ -317,20 +318,5 @@ export function describeReport(report: LabelledSetReport): string[] {
 
 /** Writes a clip as a 16-bit 8 kHz WAV (baresip plays these). */
 export function writeClipWav(path: string, clip: LabelledClip): void {
-  const samples = alawmulaw.mulaw.decode(clip.mulaw);
-  const data = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + data.length, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(RATE, 24);
-  header.writeUInt32LE(RATE * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(data.length, 40);
-  writeFileSync(path, Buffer.concat([header, data]));
+  writeFileSync(path, pcmWav(alawmulaw.mulaw.decode(clip.mulaw), RATE));
 }

@@ -1,5 +1,5 @@
-// Audio for the media tests: tones made by sox (Debian package sox) at test time, WAV files read
-// back, and the dominant frequency of a stretch of samples (the Goertzel algorithm at each
+// Audio for the media tests: tones made by sox (Debian package sox) at test time, WAV files written
+// and read back, and the dominant frequency of a stretch of samples (the Goertzel algorithm at each
 // candidate frequency), so a test can tell which callee's tone a stream carries.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -24,6 +24,24 @@ export function toneMulaw(frequency: number, seconds: number): Buffer {
   const result = spawnSync('sox', ['-n', '-r', '8000', '-c', '1', '-e', 'mu-law', '-t', 'raw', '-', 'synth', String(seconds), 'sine', String(frequency), 'vol', '0.5']);
   if (result.status !== 0) throw new Error(`sox failed: ${result.stderr.toString()}`);
   return result.stdout;
+}
+
+/** A mono 16-bit PCM WAV file of `samples` at `rate` Hz (what baresip plays, what the simulator reads). */
+export function pcmWav(samples: Int16Array, rate = 8000): Buffer {
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0, 'ascii');
+  header.writeUInt32LE(36 + samples.byteLength, 4);
+  header.write('WAVEfmt ', 8, 'ascii');
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20); // PCM
+  header.writeUInt16LE(1, 22); // mono
+  header.writeUInt32LE(rate, 24);
+  header.writeUInt32LE(rate * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36, 'ascii');
+  header.writeUInt32LE(samples.byteLength, 40);
+  return Buffer.concat([header, Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength)]);
 }
 
 /** The 16-bit samples of a PCM WAV file (its `data` chunk). */

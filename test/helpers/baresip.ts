@@ -8,6 +8,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { pcmWav } from './audio.js';
 import { stopOnTeardown } from './process.js';
 import { createSocket } from 'node:dgram';
 
@@ -36,25 +37,6 @@ async function freePort(kind: 'tcp' | 'udp'): Promise<number> {
   const { port } = socket.address();
   await new Promise<void>((resolve) => socket.close(() => resolve()));
   return port;
-}
-
-/** A mono 16-bit PCM WAV file of `seconds` of silence. */
-function silenceWav(rate: number, seconds: number): Buffer {
-  const data = rate * seconds * 2;
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + data, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20); // PCM
-  header.writeUInt16LE(1, 22); // mono
-  header.writeUInt32LE(rate, 24);
-  header.writeUInt32LE(rate * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(data, 40);
-  return Buffer.concat([header, Buffer.alloc(data)]);
 }
 
 export interface Baresip {
@@ -106,7 +88,7 @@ export async function startBaresip(t: TestContext, options: BaresipOptions = {})
       '',
     ].join('\n'),
   );
-  writeFileSync(join(dir, 'silence.wav'), silenceWav(8000, 10));
+  writeFileSync(join(dir, 'silence.wav'), pcmWav(new Int16Array(8000 * 10)));
   const codecs = options.codec ? `;audio_codecs=${options.codec.toLowerCase()}` : '';
   writeFileSync(join(dir, 'accounts'), `<sip:${BARESIP_USER}@${BARESIP_ADDRESS}>;regint=0;answermode=auto${codecs}\n`);
   const child = spawn('baresip', ['-f', dir, '-v'], { stdio: ['pipe', 'pipe', 'pipe'] });
