@@ -19,18 +19,19 @@ const SETTINGS = { customParameters: { run_id: '42', token: 'tok' }, connectTime
 /** Pipecat's KeypadEntry (src/pipecat/audio/dtmf/types.py): the keys its serializer turns into DTMF frames. */
 const PIPECAT_KEYS = new Set(['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '*', '#']);
 
-async function bridged(t: TestContext) {
+async function bridged(t: TestContext, settings: Partial<typeof SETTINGS> = {}) {
   const runtime = await startTestRuntime(t);
   const played: Uint8Array[] = [];
-  const bridge = new MediaStreamBridge({ url: runtime.url, ...SETTINGS }, { callSid: 'a1b2c3@dialtone.example', accountSid: '7' }, systemClock, {
+  const warnings: string[] = [];
+  const bridge = new MediaStreamBridge({ url: runtime.url, ...SETTINGS, ...settings }, { callSid: 'a1b2c3@dialtone.example', accountSid: '7' }, systemClock, {
     play: (frame) => played.push(frame),
     runtimeClosed: () => undefined,
     runtimeUnreachable: () => undefined,
-    warn: () => undefined,
+    warn: (message) => warnings.push(message),
   });
   t.after(() => bridge.stop());
   const stream = await runtime.stream(0);
-  return { bridge, stream, played };
+  return { bridge, stream, played, warnings };
 }
 
 /** The raw text of what the runtime receives, parsed: the test runtime keeps the parsed messages. */
@@ -92,5 +93,16 @@ describe('The Media Streams messages Dialtone sends, against Twilio\'s documenta
     const index = await stream.waitFor('the mark after clear', (m) => m.event === 'mark' && m.mark?.name === 'after-clear');
     assert.ok((stream.arrivals[index] ?? Infinity) - sentAt < 2500, 'the cleared audio was not played first');
     assert.deepEqual(stream.problems, []);
+  });
+
+  it('drops the audio a runtime sends beyond the queue\'s limit and warns once, with the limit, whichever provider\'s setting it came from', async (t) => {
+    const { stream, warnings } = await bridged(t, { maxQueuedMs: 1_000 });
+    // Two seconds, twice, against a one-second queue; then clear and a mark, answered once both are read.
+    stream.play(Buffer.alloc(16_000, 0x55), 16_000);
+    stream.play(Buffer.alloc(16_000, 0x55), 16_000);
+    stream.socket.send(JSON.stringify({ event: 'clear', streamSid: stream.messages[1]?.start?.streamSid }));
+    stream.mark('read');
+    await stream.waitFor('the mark', (m) => m.event === 'mark' && m.mark?.name === 'read');
+    assert.deepEqual(warnings, ['the agent runtime sent more audio than the stream queues (MAX_QUEUED_MS, 1000 ms): the excess was dropped']);
   });
 });

@@ -27,7 +27,7 @@ export interface BridgeSettings {
   connectTimeoutMs: number;
   /** Largest message taken from the runtime (SIP_MEDIA_STREAM_MAX_MESSAGE_BYTES). */
   maxMessageBytes: number;
-  /** Most audio queued to play, in ms (SIP_MEDIA_STREAM_MAX_QUEUED_MS). */
+  /** Most audio queued to play, in ms (SIP_MEDIA_STREAM_MAX_QUEUED_MS, SIMULATOR_STREAM_MAX_QUEUED_MS). */
   maxQueuedMs: number;
   /** Nothing from the runtime (no message, no pong to our pings) for this long: stalled (SIP_MEDIA_STREAM_IDLE_TIMEOUT_MS). Unset or 0: not watched. */
   idleTimeoutMs?: number;
@@ -210,7 +210,8 @@ export class MediaStreamBridge {
     if (message.event === 'media') {
       if (!this.playout.audio(message.payload) && !this.warnedDrop) {
         this.warnedDrop = true;
-        this.events.warn('the agent runtime sent more audio than SIP_MEDIA_STREAM_MAX_QUEUED_MS holds: the excess was dropped');
+        // The limit's value, not its setting's name: SIP calls and simulated ones each have their own (SIP_MEDIA_STREAM_MAX_QUEUED_MS, SIMULATOR_STREAM_MAX_QUEUED_MS).
+        this.events.warn(`the agent runtime sent more audio than the stream queues (MAX_QUEUED_MS, ${this.settings.maxQueuedMs} ms): the excess was dropped`);
       }
     } else if (message.event === 'mark') this.playout.mark(message.name);
     else this.playout.clear();

@@ -77,7 +77,7 @@ export class SimulatedStream {
         play: (frame, talkspurt) => this.heard(frame, talkspurt),
         runtimeClosed: end((detail) => events.runtimeClosed(detail)),
         runtimeUnreachable: end((detail) => events.runtimeUnreachable(detail)),
-        warn: (message) => events.warn(message.replace('SIP_MEDIA_STREAM_MAX_QUEUED_MS', 'SIMULATOR_STREAM_MAX_QUEUED_MS')),
+        warn: (message) => events.warn(message),
         opened: () => this.speak(),
       },
     );
