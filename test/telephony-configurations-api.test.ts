@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { createApiKey } from '../src/auth/api-keys.js';
+import type { DialtoneError } from '../src/errors.js';
+import { createTelephonyConfiguration, updateTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { redactSecrets, REDACTED } from '../src/audit/audit-log.js';
 import { selectAuditEvents } from '../src/store/statements/audit-statements.js';
 import { build, getJson, postJson, type TestEnv } from './helpers/app.js';
@@ -170,6 +172,21 @@ for (const store of await storeCases()) {
       const unknownProvider = await postJson(env.app, BASE, { name: 'Carrier pigeon', provider: 'pigeon' }, { key: f.apiKey });
       assert.deepEqual(assertProblem(unknownProvider, 422, 'validation_failed').errors?.map((e) => e.pointer), ['/provider']);
       assert.equal((await env.deps.store.db.selectFrom('telephony_configurations').select('id').execute()).length, 2, 'nothing refused was created');
+    });
+
+    it('refuses a blank name, a pace out of range and a fractional concurrency on creation and on update alike (the CLI\'s way in, past the routes\' schemas), each with its pointer, changing nothing', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps);
+      const { store: db, cipher } = env.deps;
+      const bad = { name: '   ', callsPerSecond: 20_000, maxConcurrentCalls: 1.5 };
+      const pointers = ['/calls_per_second', '/max_concurrent_calls', '/name'];
+      const pointersOf = (error: unknown) => (error as DialtoneError).errors?.map((e) => e.pointer).sort();
+      const input = { orgId: f.orgId, name: 'Sim', provider: 'simulator' as const, callerIds: ['+12025550100'] };
+      await assert.rejects(createTelephonyConfiguration(db, cipher, { ...input, ...bad }, Date.now()), (error) => (assert.deepEqual(pointersOf(error), pointers), true));
+      const created = await createTelephonyConfiguration(db, cipher, input, Date.now());
+      await assert.rejects(updateTelephonyConfiguration(db, cipher, created.id, bad, Date.now()), (error) => (assert.deepEqual(pointersOf(error), pointers), true));
+      const [after] = await db.db.selectFrom('telephony_configurations').select(['name', 'calls_per_second', 'max_concurrent_calls']).where('id', '=', created.id).execute();
+      assert.deepEqual(after, { name: 'Sim', calls_per_second: 1, max_concurrent_calls: 10 });
     });
 
     it('disables, enables and sets the default, each audited once; a disabled configuration cannot become the default, and calls follow each change', async (t) => {

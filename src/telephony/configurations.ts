@@ -84,6 +84,18 @@ async function normalizeCallerIds(callerIds: string[]): Promise<{ values: string
   return { values, errors };
 }
 
+/** The name's and pacing's problems, for a creation and an update alike (a member not given is not checked). */
+function fieldProblems(fields: { name?: string; callsPerSecond?: number; maxConcurrentCalls?: number }): FieldError[] {
+  const errors: FieldError[] = [];
+  const { name, callsPerSecond: cps, maxConcurrentCalls: maxConcurrent } = fields;
+  if (cps !== undefined && !(cps > 0 && cps <= 10_000)) errors.push({ pointer: '/calls_per_second', detail: 'Must be above 0 and at most 10000.' });
+  if (maxConcurrent !== undefined && (!Number.isInteger(maxConcurrent) || maxConcurrent < 1)) {
+    errors.push({ pointer: '/max_concurrent_calls', detail: 'Must be a whole number of at least 1.' });
+  }
+  if (name !== undefined && name.trim().length === 0) errors.push({ pointer: '/name', detail: 'Must not be empty.' });
+  return errors;
+}
+
 export interface CreateConfigurationOptions {
   /** Who creates it, for the audit log (the CLI unless told). */
   actor?: AuditActor;
@@ -111,11 +123,7 @@ export async function createTelephonyConfiguration(
   errors.push(...callerIds.errors);
   const cps = input.callsPerSecond ?? 1;
   const maxConcurrent = input.maxConcurrentCalls ?? 10;
-  if (!(cps > 0 && cps <= 10_000)) errors.push({ pointer: '/calls_per_second', detail: 'Must be above 0 and at most 10000.' });
-  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
-    errors.push({ pointer: '/max_concurrent_calls', detail: 'Must be a whole number of at least 1.' });
-  }
-  if (input.name.trim().length === 0) errors.push({ pointer: '/name', detail: 'Must not be empty.' });
+  errors.push(...fieldProblems({ callsPerSecond: cps, maxConcurrentCalls: maxConcurrent, name: input.name }));
   // The provider's own schema (its definition's decoder), the same one readiness applies to the stored route.
   if (known) errors.push(...routeInputProblems(input.provider, { settings: input.settings ?? {}, credentials: input.credentials ?? null }, registry));
   if (errors.length > 0) throw validationFailed(errors, 'The telephony configuration is not valid.');
@@ -333,14 +341,9 @@ export async function updateTelephonyConfiguration(
   // rotated token from an untouched one. A map of booleans, which the audit log keeps (whether, never what).
   let credentialsChanged: Record<string, boolean> = {};
   const row = await changeConfiguration(store, id, now, 'telephony_configuration.updated', { ...options, cipher, registry }, async (trx, current) => {
-    const errors: FieldError[] = [...(callerIds?.errors ?? [])];
-    if (update.name !== undefined && update.name.trim().length === 0) errors.push({ pointer: '/name', detail: 'Must not be empty.' });
+    const errors: FieldError[] = [...(callerIds?.errors ?? []), ...fieldProblems(update)];
     const cps = update.callsPerSecond;
-    if (cps !== undefined && !(cps > 0 && cps <= 10_000)) errors.push({ pointer: '/calls_per_second', detail: 'Must be above 0 and at most 10000.' });
     const maxConcurrent = update.maxConcurrentCalls;
-    if (maxConcurrent !== undefined && (!Number.isInteger(maxConcurrent) || maxConcurrent < 1)) {
-      errors.push({ pointer: '/max_concurrent_calls', detail: 'Must be a whole number of at least 1.' });
-    }
     const storedSettings = decodeJson<Record<string, unknown>>(current.settings) ?? {};
     const settings = update.settings === undefined ? storedSettings : merged(storedSettings, update.settings);
     let credentials: Record<string, unknown> | null = null;
