@@ -14,7 +14,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import alawmulaw from 'alawmulaw';
-import { DEFAULT_TUNING, MachineDetector, SAMPLES_PER_FRAME, type AudioVerdictRaw, type DetectMode, type DetectorTuning } from '../../src/telephony/media/machine-detection/machine-detector.js';
+import { SAMPLES_PER_FRAME } from '../../src/telephony/media/playout.js';
+import { DEFAULT_TUNING, MachineDetector, type AudioVerdictRaw, type DetectMode, type DetectorTuning } from '../../src/telephony/media/machine-detection/machine-detector.js';
 import { pcmWav } from './audio.js';
 
 const RATE = 8000;

@@ -5,12 +5,13 @@
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import alawmulaw from 'alawmulaw';
 import { MULAW_SILENCE } from '../media/g711.js';
+import { MEDIA_FORMAT } from '../media/media-streams.js';
 import { FRAME_BYTES } from '../media/playout.js';
 
 const { mulaw } = alawmulaw;
 
-/** The Media Streams protocol's rate: 8,000 samples a second (telephony/media/media-streams.ts). */
-const SAMPLE_RATE = 8000;
+/** The Media Streams protocol's rate: 8,000 samples a second. */
+const SAMPLE_RATE = MEDIA_FORMAT.sampleRate;
 
 /**
  * The default voice: one second of a 440 Hz tone, then one second of silence, over and over. A

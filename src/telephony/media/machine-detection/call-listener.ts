@@ -5,11 +5,13 @@
 // their phone sends nothing; a packet from the past (reordered, repeated) is not heard again. The
 // verdict is said once, through `decided`; `timeUp` gives the verdict when the time allowed is over
 // (the caller's timer: no audio may come at all).
-import { MachineDetector, SAMPLES_PER_FRAME, type AudioVerdict, type DetectMode, type DetectorTuning } from './machine-detector.js';
+import { MULAW_SILENCE } from '../g711.js';
+import { SAMPLES_PER_FRAME } from '../playout.js';
+import { MachineDetector, type AudioVerdict, type DetectMode, type DetectorTuning } from './machine-detector.js';
 
 /** Longest gap filled with silence (10 s of samples); a larger jump is a new timestamp base, not a gap. */
 const MAX_GAP_SAMPLES = 80_000;
-const SILENT_FRAME = new Uint8Array(SAMPLES_PER_FRAME).fill(0xff);
+const SILENT_FRAME = new Uint8Array(SAMPLES_PER_FRAME).fill(MULAW_SILENCE);
 
 export class CallMachineListener {
   private readonly detector: MachineDetector;

@@ -19,11 +19,9 @@
 // timeout comes first; `unknown`.
 import alawmulaw from 'alawmulaw';
 import type { AnsweredBy } from '../../../store/schema/schema.js';
+import { FRAME_MS, SAMPLES_PER_FRAME } from '../playout.js';
 import { BeepDetector } from './tone.js';
 import { levelDbfs, VoiceActivity } from './voice-activity.js';
-
-export const FRAME_MS = 20;
-export const SAMPLES_PER_FRAME = 160;
 
 /** The tuning of detection (SIP_AMD_*, docs/configuration.md). */
 export interface DetectorTuning {
