@@ -251,10 +251,13 @@ export class CallMedia {
   /** A packet in sequence order, out of the reorder buffer. */
   private relay(packet: ReceivedRtp): void {
     const answer = this.answer;
-    if (answer && packet.payloadType === answer.payloadType) this.onCalleeAudio?.(toMulaw(answer.codec, packet.payload), packet.timestamp);
-    if (!answer || !this.bridge) return;
-    if (packet.payloadType === answer.payloadType) this.audio(toMulaw(answer.codec, packet.payload), packet.timestamp);
-    else if (packet.payloadType === answer.telephoneEvent && packet.payload.length >= 4) this.keyPress(packet);
+    if (!answer) return;
+    if (packet.payloadType === answer.payloadType) {
+      // Transcoded once (PCMA), for machine detection and the runtime alike.
+      const mulaw = toMulaw(answer.codec, packet.payload);
+      this.onCalleeAudio?.(mulaw, packet.timestamp);
+      this.audio(mulaw, packet.timestamp);
+    } else if (this.bridge && packet.payloadType === answer.telephoneEvent && packet.payload.length >= 4) this.keyPress(packet);
   }
 
   private audio(mulaw: Uint8Array, timestamp: number): void {

@@ -18,7 +18,6 @@ import { RtpPacket, isRtp } from 'rtp.js/packets';
 import { nodeBufferToDataView } from 'rtp.js/utils';
 import type { SdpAnswer } from './sdp.js';
 
-
 /** The ports this process hands out to calls: each call's is its own until the call releases it. */
 export class RtpPortRange {
   private readonly taken = new Set<number>();
