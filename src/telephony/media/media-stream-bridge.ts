@@ -181,7 +181,6 @@ export class MediaStreamBridge {
     this.send({ event: 'dtmf', sequenceNumber: this.next(), dtmf: { track: 'inbound_track', digit }, streamSid: this.identity.streamSid });
   }
 
-  /** The call ended on the SIP side: `stop`, then the socket closes. Nothing is reported back. */
   /** The runtime's audio waits while something else is sent to the callee (digits). */
   holdPlayout(): void {
     this.playout.hold();
@@ -191,6 +190,7 @@ export class MediaStreamBridge {
     this.playout.resume();
   }
 
+  /** The call ended on the provider's side: `stop`, then the socket closes. Nothing is reported back. */
   stop(): void {
     if (this.ended) return;
     this.ended = true;
