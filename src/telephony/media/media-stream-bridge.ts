@@ -1,7 +1,8 @@
-// One answered SIP call relayed to the agent runtime: a WebSocket client to AGENT_RUNTIME_URL (the
-// `ws` package) speaking Twilio's Media Streams messages (media-streams.ts). The callee's audio goes
-// out as `media` messages of 20 ms of μ-law each; the runtime's `media` is queued and paced out to
-// the callee (playout.ts), its `mark`s are answered once played, its `clear` drops the queue.
+// One answered call (a SIP call, or a simulated one: simulator/stream.ts) relayed to the agent
+// runtime: a WebSocket client to AGENT_RUNTIME_URL (the `ws` package) speaking Twilio's Media
+// Streams messages (media-streams.ts). The callee's audio goes out as `media` messages of 20 ms
+// of μ-law each; the runtime's `media` is queued and paced out to the callee (playout.ts), its
+// `mark`s are answered once played, its `clear` drops the queue.
 //
 // The bridge knows nothing of SIP: the provider gives it μ-law frames and a sink for what to play,
 // and is told when the runtime has gone (hang up), could not be reached or stalls (end the call failed).
