@@ -15,8 +15,8 @@ export const FRAME_MS = 20;
 export const SAMPLES_PER_FRAME = 160;
 /** Bytes of one 20 ms μ-law frame. */
 export const FRAME_BYTES = SAMPLES_PER_FRAME;
-/** Most frames sent at once when the timer fired late; beyond that the schedule starts again. */
-const MAX_CATCH_UP = 5;
+/** Most frames sent at once when the timer fired late; beyond that the schedule starts again (the simulated callee's voice paces itself by it too). */
+export const MAX_CATCH_UP = 5;
 
 type Item = { kind: 'audio'; frame: Uint8Array } | { kind: 'mark'; name: string };
 

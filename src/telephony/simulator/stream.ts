@@ -9,11 +9,8 @@ import { join } from 'node:path';
 import type { Clock } from '../../shared/clock.js';
 import type { AgentRuntimeHandOff } from '../definition.js';
 import { MediaStreamBridge } from '../media/media-stream-bridge.js';
-import { FRAME_MS, SAMPLES_PER_FRAME } from '../media/playout.js';
+import { FRAME_MS, MAX_CATCH_UP, SAMPLES_PER_FRAME } from '../media/playout.js';
 import { voiceFrame, WavRecorder, type CalleeVoice } from './audio.js';
-
-/** Most frames the voice sends at once when its timer fired late; beyond that its schedule starts again (as playout.ts does). */
-const MAX_CATCH_UP = 5;
 
 /** How the simulator streams its answered calls (SIMULATOR_STREAM*, AGENT_RUNTIME_URL). */
 export interface SimulatorStreaming {
