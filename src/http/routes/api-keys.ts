@@ -9,10 +9,10 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey, type ApiKeyView } from '../../auth/api-keys.js';
 import { SCOPE_SUMMARIES, SCOPES, type Scope } from '../../auth/scopes.js';
-import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, requestFingerprint, type Claim } from '../../calls/idempotency.js';
 import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
 import { actorOf, authOf } from '../authenticate.js';
+import { createOnce } from '../create-once.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresAnyScope, requiresScope } from '../scopes.js';
 import { IdempotencyHeaders, PathId, replayableResponse, StringEnum, withRateLimitHeaders } from '../schemas.js';
@@ -88,30 +88,16 @@ export function apiKeyRoutes(deps: Deps): FastifyPluginAsync {
       async (request, reply: FastifyReply) => {
         const { orgId } = authOf(request);
         const body = request.body as { name: string; scopes: Scope[] };
-        const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
-        let claim: Claim | undefined;
-        if (idempotencyKey !== undefined) {
-          const claimed = await claimIdempotencyKey(deps, orgId, { key: idempotencyKey, fingerprint: requestFingerprint('POST', request.url.split('?')[0] ?? '', body) });
-          if (claimed.kind === 'replay') return reply.code(claimed.status).header('idempotent-replayed', 'true').type('application/json').send(claimed.body);
-          claim = claimed.claim;
-        }
-        try {
-          const now = deps.clock.now();
+        return createOnce(deps, request, reply, orgId, async (remember, now) => {
           const created = await createApiKey(deps.store, orgId, body.name, now, {
             scopes: body.scopes,
             actor: actorOf(request),
-            onCreated: async (trx, made) => {
-              const stored = { ...view({ ...made, created_at: now, last_used_at: null, revoked_at: null }), key: null };
-              if (claim) await completeClaim(trx, claim, 201, JSON.stringify(stored), null, now);
-            },
+            onCreated: async (trx, made) => remember?.(trx, { ...view({ ...made, created_at: now, last_used_at: null, revoked_at: null }), key: null }),
           });
           // Committed with its audit entry, whose audit.event message the delivery workers send now.
           deps.signals.outbox();
-          return reply.code(201).send({ ...view({ ...created, created_at: now, last_used_at: null, revoked_at: null }), key: created.key });
-        } catch (error) {
-          if (claim) await releaseClaim(deps.store, claim).catch((releaseError: unknown) => request.log.warn({ err: releaseError }, 'could not release an Idempotency-Key claim; it frees itself after IDEMPOTENCY_LOCK_MS'));
-          throw error;
-        }
+          return { ...view({ ...created, created_at: now, last_used_at: null, revoked_at: null }), key: created.key };
+        });
       },
     );
 

@@ -7,7 +7,6 @@
 // one. The read-only listing for scope `calls` is in catalog.ts.
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, requestFingerprint, type Claim } from '../../calls/idempotency.js';
 import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
 import type { TelephonyConfigurationRow } from '../../store/schema/schema.js';
@@ -22,6 +21,7 @@ import {
   type ConfigurationChangeOptions,
 } from '../../telephony/configurations.js';
 import { actorOf, authOf } from '../authenticate.js';
+import { createOnce } from '../create-once.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresScope } from '../scopes.js';
 import { IdempotencyHeaders, PathId, replayableResponse, StringEnum, withRateLimitHeaders } from '../schemas.js';
@@ -164,16 +164,7 @@ export function telephonyConfigurationRoutes(deps: Deps): FastifyPluginAsync {
           settings?: Record<string, unknown>;
           credentials?: Record<string, unknown>;
         };
-        const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
-        let claim: Claim | undefined;
-        if (idempotencyKey !== undefined) {
-          // The fingerprint is a hash of the body, credentials included; the stored answer holds none.
-          const claimed = await claimIdempotencyKey(deps, orgId, { key: idempotencyKey, fingerprint: requestFingerprint('POST', request.url.split('?')[0] ?? '', body) });
-          if (claimed.kind === 'replay') return reply.code(claimed.status).header('idempotent-replayed', 'true').type('application/json').send(claimed.body);
-          claim = claimed.claim;
-        }
-        try {
-          const now = deps.clock.now();
+        return createOnce(deps, request, reply, orgId, async (remember, now) => {
           let answer: ReturnType<typeof show> | undefined;
           await createTelephonyConfiguration(
             deps.store,
@@ -195,15 +186,12 @@ export function telephonyConfigurationRoutes(deps: Deps): FastifyPluginAsync {
               actor: actorOf(request),
               onCreated: async (trx, row) => {
                 answer = show(row);
-                if (claim) await completeClaim(trx, claim, 201, JSON.stringify(answer), null, now);
+                await remember?.(trx, answer);
               },
             },
           );
-          return reply.code(201).send(answer);
-        } catch (error) {
-          if (claim) await releaseClaim(deps.store, claim).catch((releaseError: unknown) => request.log.warn({ err: releaseError }, 'could not release an Idempotency-Key claim; it frees itself after IDEMPOTENCY_LOCK_MS'));
-          throw error;
-        }
+          return answer;
+        });
       },
     );
 

@@ -8,7 +8,6 @@
 // exactly; a creation's definition is under `/definition`.
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { claimIdempotencyKey, completeClaim, parseIdempotencyKey, releaseClaim, requestFingerprint, type Claim } from '../../calls/idempotency.js';
 import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
 import { iso } from '../../runs/read-run.js';
@@ -25,6 +24,7 @@ import {
   type WorkflowListItem,
 } from '../../workflows/workflows.js';
 import { actorOf, authOf } from '../authenticate.js';
+import { createOnce } from '../create-once.js';
 import { OPTIONAL_BODY } from '../openapi.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresScope } from '../scopes.js';
@@ -188,33 +188,21 @@ export function workflowRoutes(deps: Deps): FastifyPluginAsync {
       async (request, reply: FastifyReply) => {
         const { orgId } = authOf(request);
         const body = request.body as { name: string; definition: unknown };
-        const idempotencyKey = parseIdempotencyKey(request.headers['idempotency-key']);
-        let claim: Claim | undefined;
-        if (idempotencyKey !== undefined) {
-          const claimed = await claimIdempotencyKey(deps, orgId, { key: idempotencyKey, fingerprint: requestFingerprint('POST', request.url.split('?')[0] ?? '', body) });
-          if (claimed.kind === 'replay') return reply.code(claimed.status).header('idempotent-replayed', 'true').type('application/json').send(claimed.body);
-          claim = claimed.claim;
-        }
-        try {
-          const now = deps.clock.now();
+        return createOnce(deps, request, reply, orgId, async (remember, now) => {
           const created = await createWorkflow(deps.store, { orgId, name: body.name, definition: body.definition }, now, {
             actor: actorOf(request),
             onCreated: async (trx, made) => {
-              if (!claim) return;
+              if (!remember) return;
               // The answer a replay gets: what GET shows right after the creation.
               const w = await getWorkflow(trx, made.workflow_uuid, orgId);
-              const stored = { ...workflowView(w), published: w.published && versionView(w.published), draft: null };
-              await completeClaim(trx, claim, 201, JSON.stringify(stored), null, now);
+              await remember(trx, { ...workflowView(w), published: w.published && versionView(w.published), draft: null });
             },
           }).catch((error: unknown) => {
             throw locatedUnder('/definition', error);
           });
           deps.signals.outbox();
-          return reply.code(201).send(await current(request, created.workflow_uuid));
-        } catch (error) {
-          if (claim) await releaseClaim(deps.store, claim).catch((releaseError: unknown) => request.log.warn({ err: releaseError }, 'could not release an Idempotency-Key claim; it frees itself after IDEMPOTENCY_LOCK_MS'));
-          throw error;
-        }
+          return current(request, created.workflow_uuid);
+        });
       },
     );
 
