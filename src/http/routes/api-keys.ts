@@ -16,6 +16,7 @@ import { createOnce } from '../create-once.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresAnyScope, requiresScope } from '../scopes.js';
 import { IdempotencyHeaders, PathId, replayableResponse, StringEnum, withRateLimitHeaders } from '../schemas.js';
+import { PageLimit, pageOf } from '../paging.js';
 
 /** The longest key name, in characters. */
 export const KEY_NAME_MAX_LENGTH = 100;
@@ -112,7 +113,7 @@ export function apiKeyRoutes(deps: Deps): FastifyPluginAsync {
           querystring: Type.Object(
             {
               after: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return keys after this key id' })),
-              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 20)' })),
+              limit: Type.Optional(PageLimit(20)),
             },
             { additionalProperties: false },
           ),
@@ -131,8 +132,8 @@ export function apiKeyRoutes(deps: Deps): FastifyPluginAsync {
         const query = request.query as { after?: string; limit?: string };
         const limit = Number(query.limit ?? 20);
         const rows = await listApiKeys(deps.store, authOf(request).orgId, { ...(query.after !== undefined ? { afterId: Number(query.after) } : {}), limit: limit + 1 });
-        const page = rows.slice(0, limit);
-        return { data: page.map(view), next_after: rows.length > limit ? (page[page.length - 1]?.id ?? null) : null };
+        const page = pageOf(rows, limit, (key) => key.id);
+        return { data: page.data.map(view), next_after: page.next_after };
       },
     );
 

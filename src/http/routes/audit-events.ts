@@ -10,6 +10,7 @@ import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresScope } from '../scopes.js';
 import { StringEnum, withRateLimitHeaders } from '../schemas.js';
+import { PageLimit, pageOf } from '../paging.js';
 
 const ID = '^[1-9][0-9]{0,14}$';
 
@@ -71,7 +72,7 @@ export function auditEventRoutes(deps: Deps): FastifyPluginAsync {
               since: Type.Optional(Type.String({ format: 'date-time', description: 'Only changes at or after this time (RFC 3339)' })),
               until: Type.Optional(Type.String({ format: 'date-time', description: 'Only changes before this time (RFC 3339)' })),
               after: Type.Optional(Type.String({ pattern: ID, description: 'Return entries older than this entry id (the previous page\'s `next_after`)' })),
-              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 20)' })),
+              limit: Type.Optional(PageLimit(20)),
             },
             { additionalProperties: false },
           ),
@@ -100,8 +101,8 @@ export function auditEventRoutes(deps: Deps): FastifyPluginAsync {
           ...(query.after !== undefined ? { beforeId: Number(query.after) } : {}),
         };
         const rows = await selectAuditEvents(deps.store, authOf(request).orgId, filter, limit + 1);
-        const page = rows.slice(0, limit).map(auditEventView);
-        return { data: page, next_after: rows.length > limit ? (page[page.length - 1]?.id ?? null) : null };
+        const page = pageOf(rows, limit, (event) => Number(event.id));
+        return { data: page.data.map(auditEventView), next_after: page.next_after };
       },
     );
   };

@@ -18,6 +18,7 @@ import { allowQuietImport } from '../quiet-import.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresScope } from '../scopes.js';
 import { documentedAs, IdempotencyHeaders, MAX_ID, NullableStringEnum, PathId, replayableResponse, RunPageRef, RunStateRef, StringEnum, withRateLimitHeaders } from '../schemas.js';
+import { PageLimit } from '../paging.js';
 
 const literals = <T extends string>(values: readonly T[], options: Record<string, unknown> = {}) => StringEnum(values, options);
 const Timestamp = Type.String({ format: 'date-time' });
@@ -244,7 +245,7 @@ export function campaignRoutes(deps: Deps): FastifyPluginAsync {
           querystring: Type.Object(
             {
               after: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return campaigns older than this id' })),
-              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 20)' })),
+              limit: Type.Optional(PageLimit(20)),
             },
             { additionalProperties: false },
           ),
@@ -399,7 +400,7 @@ export function campaignRoutes(deps: Deps): FastifyPluginAsync {
           querystring: Type.Object(
             {
               after: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return runs older than this run id' })),
-              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 50)' })),
+              limit: Type.Optional(PageLimit(50)),
             },
             { additionalProperties: false },
           ),

@@ -11,6 +11,7 @@ import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresScope } from '../scopes.js';
 import { StringEnum, withRateLimitHeaders } from '../schemas.js';
+import { PageLimit, pageOf } from '../paging.js';
 
 /** A configuration as listed; its provider is one of the registry's (telephony/registry.ts). */
 const telephonyConfiguration = (providers: readonly string[]) => Type.Object(
@@ -109,7 +110,7 @@ export function catalogRoutes(deps: Deps): FastifyPluginAsync {
           querystring: Type.Object(
             {
               after: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return configurations after this configuration id' })),
-              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 100)' })),
+              limit: Type.Optional(PageLimit(100)),
             },
             { additionalProperties: false },
           ),
@@ -128,10 +129,10 @@ export function catalogRoutes(deps: Deps): FastifyPluginAsync {
         const query = request.query as { after?: string; limit?: string };
         const limit = Number(query.limit ?? 100);
         const rows = await listTelephonyConfigurationRows(deps.store, authOf(request).orgId, { ...(query.after !== undefined ? { afterId: Number(query.after) } : {}), limit: limit + 1 });
-        const page = rows.slice(0, limit);
-        const configurations = page.map(viewConfiguration);
+        const page = pageOf(rows, limit, (row) => row.id);
+        const configurations = page.data.map(viewConfiguration);
         return {
-          next_after: rows.length > limit ? (page[page.length - 1]?.id ?? null) : null,
+          next_after: page.next_after,
           data: configurations.map((c) => ({
             id: c.id,
             name: c.name,

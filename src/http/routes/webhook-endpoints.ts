@@ -25,6 +25,7 @@ import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresScope } from '../scopes.js';
 import { NullableStringEnum, PathId, StringEnum, withRateLimitHeaders } from '../schemas.js';
+import { PageLimit } from '../paging.js';
 
 const ID_PATTERN = /^[1-9][0-9]{0,14}$/;
 const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const satisfies readonly DeliveryStatus[];
@@ -89,7 +90,7 @@ const EndpointParams = Type.Object({ id: PathId('Webhook endpoint id') });
 
 const DeliveryStatusFilter = StringEnum(DELIVERY_STATUSES, { description: 'Only deliveries in this status' });
 const After = Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return deliveries older than this id' });
-const Limit = Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 20)' });
+const Limit = PageLimit(20);
 
 function pageQuery(query: { status?: DeliveryStatus; after?: string; limit?: string }) {
   return { status: query.status, after: query.after === undefined ? undefined : Number(query.after), limit: Number(query.limit ?? 20) };

@@ -11,6 +11,7 @@ import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresScope } from '../scopes.js';
 import { PathId, RunEventsPage, RunPageRef, StringEnum, withRateLimitHeaders, WorkflowRunRef } from '../schemas.js';
+import { PageLimit } from '../paging.js';
 
 /** Path ids that are not positive integers name no run: 404, like any unknown id. */
 export function parseRunId(text: string): number {
@@ -47,7 +48,7 @@ export function workflowRunRoutes(deps: Deps): FastifyPluginAsync {
               created_after: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs created at or after this time (RFC 3339)' })),
               created_before: Type.Optional(Type.String({ format: 'date-time', description: 'Only runs created before this time (RFC 3339)' })),
               after: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,14}$', description: 'Return runs older than this run id (the previous page\'s `next_after`)' })),
-              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 50)' })),
+              limit: Type.Optional(PageLimit(50)),
             },
             { additionalProperties: false },
           ),

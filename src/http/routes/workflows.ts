@@ -29,6 +29,7 @@ import { OPTIONAL_BODY } from '../openapi.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresScope } from '../scopes.js';
 import { documentedAs, IdempotencyHeaders, StringEnum, replayableResponse, withRateLimitHeaders } from '../schemas.js';
+import { PageLimit, pageOf } from '../paging.js';
 
 /** The longest workflow name, in characters. */
 export const WORKFLOW_NAME_MAX_LENGTH = 200;
@@ -314,7 +315,7 @@ export function workflowRoutes(deps: Deps): FastifyPluginAsync {
           querystring: Type.Object(
             {
               after: Type.Optional(Type.String({ pattern: VERSION_PATTERN, description: 'Return versions older than this version' })),
-              limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 20)' })),
+              limit: Type.Optional(PageLimit(20)),
             },
             { additionalProperties: false },
           ),
@@ -334,8 +335,8 @@ export function workflowRoutes(deps: Deps): FastifyPluginAsync {
         const query = request.query as { after?: string; limit?: string };
         const limit = Number(query.limit ?? 20);
         const rows = await listVersions(deps.store, uuid, authOf(request).orgId, { ...(query.after !== undefined ? { beforeVersion: Number(query.after) } : {}), limit: limit + 1 });
-        const page = rows.slice(0, limit);
-        return { data: page.map(versionView), next_after: rows.length > limit ? (page[page.length - 1]?.version ?? null) : null };
+        const page = pageOf(rows, limit, (v) => v.version);
+        return { data: page.data.map(versionView), next_after: page.next_after };
       },
     );
 
