@@ -30,6 +30,17 @@ const patch = (env: TestEnv, body: unknown, key: string) => env.app.inject({ met
 
 for (const store of await storeCases()) {
   describe(`Organization settings (${store.kind})`, { skip: store.skip }, () => {
+    it('wakes the webhook delivery workers after a change, so its audit.event message is sent at once', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps);
+      let wakes = 0;
+      const stop = env.deps.signals.onOutbox(() => wakes++);
+      t.after(stop);
+      const changed = await patch(env, { max_queued_runs: 500 }, f.apiKey);
+      assert.equal(changed.statusCode, 200, changed.body);
+      assert.equal(wakes, 1);
+    });
+
     it('reads the settings with the service\'s defaults, changes only what the body names, and audits the change with before and after', async (t) => {
       const env = await build(t, store.kind, { env: { RATE_LIMIT_ORG_PER_SECOND: '50', RATE_LIMIT_KEY_PER_SECOND: '20', RETENTION_DAYS: '30' } });
       const f = await createOrgFixture(env.deps);

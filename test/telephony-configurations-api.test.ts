@@ -255,6 +255,22 @@ for (const store of await storeCases()) {
       assertProblem(await postJson(env.app, PATHS.initiateCall(f.agentUuid), { phone_number: '+12025550123', telephony_configuration_id: twilio.id }, { key: f.apiKey }), 422, 'telephony_not_ready');
     });
 
+    it('wakes the webhook delivery workers after each audited change, so its audit.event message is sent at once', async (t) => {
+      const env = await build(t, store.kind);
+      const f = await createOrgFixture(env.deps);
+      let wakes = 0;
+      const stop = env.deps.signals.onOutbox(() => wakes++);
+      t.after(stop);
+      const created = await postJson(env.app, BASE, { name: 'b', provider: 'simulator' }, { key: f.apiKey });
+      assert.equal(created.statusCode, 201, created.body);
+      assert.equal(wakes, 1, 'after the creation');
+      const id = (created.json() as Details).id;
+      assert.equal((await patchJson(env, `${BASE}/${id}`, { name: 'c' }, f.apiKey)).statusCode, 200);
+      assert.equal(wakes, 2, 'after the update');
+      for (const verb of ['disable', 'enable', 'set-default']) assert.equal((await postJson(env.app, `${BASE}/${id}/${verb}`, {}, { key: f.apiKey })).statusCode, 200, verb);
+      assert.equal(wakes, 5, 'after each action');
+    });
+
     it('pages the listing with after and limit', async (t) => {
       const env = await build(t, store.kind);
       const f = await createOrgFixture(env.deps);

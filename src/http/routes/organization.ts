@@ -147,6 +147,8 @@ export function organizationRoutes(deps: Deps): FastifyPluginAsync {
       async (request) => {
         const { orgId } = authOf(request);
         const settings = await updateOrganizationSettings(deps.store, orgId, request.body as OrganizationSettingsChange, deps.clock.now(), { actor: actorOf(request) });
+        // Committed with its audit entry (when anything changed), whose audit.event message the delivery workers send now.
+        deps.signals.outbox();
         return show(settings);
       },
     );

@@ -190,6 +190,8 @@ export function telephonyConfigurationRoutes(deps: Deps): FastifyPluginAsync {
               },
             },
           );
+          // Committed with its audit entry, whose audit.event message the delivery workers send now.
+          deps.signals.outbox();
           return answer;
         });
       },
@@ -260,6 +262,7 @@ export function telephonyConfigurationRoutes(deps: Deps): FastifyPluginAsync {
           deps.clock.now(),
           changeOptions(request),
         );
+        deps.signals.outbox();
         return current(authOf(request).orgId, id);
       },
     );
@@ -309,6 +312,7 @@ export function telephonyConfigurationRoutes(deps: Deps): FastifyPluginAsync {
         async (request) => {
           const id = configurationId((request.params as { id: string }).id);
           await action.act(deps.store, id, deps.clock.now(), changeOptions(request));
+          deps.signals.outbox();
           return current(authOf(request).orgId, id);
         },
       );
