@@ -18,6 +18,11 @@ export interface Output {
 /** True when this invocation prints JSON (`--json` is a global option). */
 export const wantsJson = (command: Command): boolean => Boolean(command.optsWithGlobals().json);
 
+/** Prints a command's result: its text, or its JSON with --json. */
+export function printOutput(out: Output, json: boolean): void {
+  process.stdout.write(`${json ? JSON.stringify(out.json, null, out.compact ? undefined : 2) : out.text}\n`);
+}
+
 /**
  * Opens the store (migrating it), runs one command, prints its result, closes the store.
  * `overrides` go to buildDeps (the telephony commands pass a test's provider registry).
@@ -36,8 +41,7 @@ export function action<A extends unknown[]>(run: (deps: Deps, ...args: A) => Pro
       await migrateToLatest(deps.store);
       // As the service does at start-up: a key generated here is the one it reads later.
       await establishSecretKey(deps);
-      const out = await run(deps, ...args);
-      process.stdout.write(`${json ? JSON.stringify(out.json, null, out.compact ? undefined : 2) : out.text}\n`);
+      printOutput(await run(deps, ...args), json);
     } finally {
       await deps.store.close();
     }

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { Dialtone } from '@dialtone/client';
 import type { Deps, DepsOverrides } from '../deps.js';
-import { action, wantsJson, type Output } from './action.js';
+import { action, printOutput, wantsJson, type Output } from './action.js';
 import { CliError } from './cli-error.js';
 
 export interface RemoteTarget {
@@ -88,7 +88,7 @@ async function runRemote<A extends unknown[]>(target: RemoteTarget, json: boolea
   } catch (error) {
     throw unreachable(error, target.url) ?? error;
   }
-  process.stdout.write(`${json ? JSON.stringify(out.json, null, out.compact ? undefined : 2) : out.text}\n`);
+  printOutput(out, json);
 }
 
 /** Refuses `--org` in remote mode: the API key decides the organization. */
