@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import type { RouteFieldDescription } from '../../telephony/definition.js';
 import type { ProviderRegistry } from '../../telephony/registry.js';
-import { readJsonFile, readJsonObjectFile, requireOrg } from '../action.js';
+import { readJsonObjectFile, requireOrg } from '../action.js';
 import { answer, dual, orgOf } from '../remote.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable, type Printable } from '../output.js';
@@ -136,7 +136,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
           const { createTelephonyConfiguration } = await configurations();
           const orgId = orgOf(opts);
           await requireOrg(deps, orgId);
-          const fromFile = opts.settings ? (readJsonFile(opts.settings) as Record<string, unknown>) : undefined;
+          const fromFile = opts.settings ? readJsonObjectFile(opts.settings) : undefined;
           const fromFlags = settingsFromFlags(deps.registry, opts.provider, command.args);
           const view = await createTelephonyConfiguration(
             deps.store,
@@ -149,7 +149,7 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
               isDefault: Boolean(opts.default),
               callsPerSecond: opts.cps,
               maxConcurrentCalls: opts.maxConcurrent,
-              credentials: opts.credentials ? (readJsonFile(opts.credentials) as Record<string, unknown>) : undefined,
+              credentials: opts.credentials ? readJsonObjectFile(opts.credentials) : undefined,
               settings: fromFile || Object.keys(fromFlags).length > 0 ? { ...fromFile, ...fromFlags } : undefined,
             },
             deps.clock.now(),
@@ -276,8 +276,8 @@ export function telephonyCommands(program: Command, registryOverride?: ProviderR
               ...(opts.callerId !== undefined ? { callerIds: opts.callerId } : {}),
               ...(opts.cps !== undefined ? { callsPerSecond: opts.cps } : {}),
               ...(opts.maxConcurrent !== undefined ? { maxConcurrentCalls: opts.maxConcurrent } : {}),
-              ...(opts.credentials !== undefined ? { credentials: readJsonFile(opts.credentials) as Record<string, unknown> } : {}),
-              ...(opts.settings !== undefined ? { settings: readJsonFile(opts.settings) as Record<string, unknown> } : {}),
+              ...(opts.credentials !== undefined ? { credentials: readJsonObjectFile(opts.credentials) } : {}),
+              ...(opts.settings !== undefined ? { settings: readJsonObjectFile(opts.settings) } : {}),
             },
             deps.clock.now(),
             { registry: deps.registry },
