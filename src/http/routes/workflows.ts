@@ -6,11 +6,12 @@
 // definition validator's own (workflows/definition.ts), each located by a JSON Pointer into the
 // request body: the draft's body is the definition itself, so its pointers are the validator's
 // exactly; a creation's definition is under `/definition`.
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Deps } from '../../deps.js';
 import { DialtoneError, type ErrorCode } from '../../errors.js';
 import { iso } from '../../runs/read-run.js';
+import type { Connection } from '../../store/engine/store.js';
 import {
   archiveWorkflow,
   createWorkflow,
@@ -137,9 +138,9 @@ export function workflowRoutes(deps: Deps): FastifyPluginAsync {
   const read = { tags: ['Workflows'], security: requiresScope('calls') };
   const manage = { tags: ['Management'], security: requiresScope('admin') };
 
-  /** The workflow as GET shows it now, for the answer of a change. */
-  const current = async (request: FastifyRequest, workflowUuid: string) => {
-    const w = await getWorkflow(deps.store, workflowUuid, authOf(request).orgId);
+  /** The workflow as GET shows it now (read on `on`: the store, or a creation's transaction), for the answer of a change. */
+  const current = async (on: Connection, orgId: number, workflowUuid: string) => {
+    const w = await getWorkflow(on, workflowUuid, orgId);
     return { ...workflowView(w), published: w.published && versionView(w.published), draft: w.draft && versionView(w.draft) };
   };
 
@@ -190,19 +191,21 @@ export function workflowRoutes(deps: Deps): FastifyPluginAsync {
         const { orgId } = authOf(request);
         const body = request.body as { name: string; definition: unknown };
         return createOnce(deps, request, reply, orgId, async (remember, now) => {
+          let stored: Awaited<ReturnType<typeof current>> | undefined;
           const created = await createWorkflow(deps.store, { orgId, name: body.name, definition: body.definition }, now, {
             actor: actorOf(request),
             onCreated: async (trx, made) => {
               if (!remember) return;
-              // The answer a replay gets: what GET shows right after the creation.
-              const w = await getWorkflow(trx, made.workflow_uuid, orgId);
-              await remember(trx, { ...workflowView(w), published: w.published && versionView(w.published), draft: null });
+              // The answer a replay gets, and this request too: what GET shows right after the creation.
+              stored = await current(trx, orgId, made.workflow_uuid);
+              await remember(trx, stored);
             },
           }).catch((error: unknown) => {
             throw locatedUnder('/definition', error);
           });
           deps.signals.outbox();
-          return current(request, created.workflow_uuid);
+          // Without a key, read after the commit rather than inside the creation's transaction.
+          return stored ?? current(deps.store, orgId, created.workflow_uuid);
         });
       },
     );
@@ -219,7 +222,7 @@ export function workflowRoutes(deps: Deps): FastifyPluginAsync {
           response: { 200: withRateLimitHeaders(Type.Ref('WorkflowWithVersions')), ...problemResponses([...REFUSALS, 'workflow_not_found']) },
         },
       },
-      async (request) => current(request, (request.params as { workflow_uuid: string }).workflow_uuid),
+      async (request) => current(deps.store, authOf(request).orgId, (request.params as { workflow_uuid: string }).workflow_uuid),
     );
 
     app.put(
@@ -278,7 +281,7 @@ export function workflowRoutes(deps: Deps): FastifyPluginAsync {
         const body = request.body as { version?: number };
         await publishDraft(deps.store, uuid, deps.clock.now(), { orgId: authOf(request).orgId, actor: actorOf(request), ...(body.version !== undefined ? { version: body.version } : {}) });
         deps.signals.outbox();
-        return current(request, uuid);
+        return current(deps.store, authOf(request).orgId, uuid);
       },
     );
 
@@ -299,7 +302,7 @@ export function workflowRoutes(deps: Deps): FastifyPluginAsync {
         const { workflow_uuid: uuid } = request.params as { workflow_uuid: string };
         await archiveWorkflow(deps.store, uuid, deps.clock.now(), { orgId: authOf(request).orgId, actor: actorOf(request) });
         deps.signals.outbox();
-        return current(request, uuid);
+        return current(deps.store, authOf(request).orgId, uuid);
       },
     );
 
