@@ -151,13 +151,18 @@ async function findWorkflow(on: Connection, workflowUuid: string, orgId?: number
 }
 
 /**
- * The workflow to change, locked for the rest of the transaction (selectWorkflowForChange), so
- * concurrent changes of one workflow apply one after the other. An archived workflow is changed no
- * more: 409 workflow_state_conflict.
+ * The workflow, locked for the rest of the transaction (selectWorkflowForChange), so concurrent
+ * changes of one workflow apply one after the other.
  */
-async function workflowToChange(trx: StoreTransaction, workflowUuid: string, orgId: number | undefined): Promise<WorkflowRow> {
+async function lockedWorkflow(trx: StoreTransaction, workflowUuid: string, orgId: number | undefined): Promise<WorkflowRow> {
   const workflow = isUuid(workflowUuid) ? await selectWorkflowForChange(trx, workflowUuid.toLowerCase()) : undefined;
   if (!workflow || (orgId !== undefined && workflow.org_id !== orgId)) throw notFound(workflowUuid);
+  return workflow;
+}
+
+/** The workflow to change, locked (lockedWorkflow). An archived workflow is changed no more: 409 workflow_state_conflict. */
+async function workflowToChange(trx: StoreTransaction, workflowUuid: string, orgId: number | undefined): Promise<WorkflowRow> {
+  const workflow = await lockedWorkflow(trx, workflowUuid, orgId);
   if (workflow.status === 'archived') throw new DialtoneError('workflow_state_conflict', `Workflow ${workflowUuid} is archived: nothing changes it any more.`, { extra: { state: 'archived' } });
   return workflow;
 }
@@ -221,8 +226,7 @@ export async function publishDraft(store: Store, workflowUuid: string, now: numb
 /** Archives a workflow: its agent UUIDs stop answering. Archiving an archived one changes and records nothing. */
 export async function archiveWorkflow(store: Store, workflowUuid: string, now: number, options: WorkflowChangeOptions = {}): Promise<void> {
   await plainTransaction(store, async (trx) => {
-    const workflow = isUuid(workflowUuid) ? await selectWorkflowForChange(trx, workflowUuid.toLowerCase()) : undefined;
-    if (!workflow || (options.orgId !== undefined && workflow.org_id !== options.orgId)) throw notFound(workflowUuid);
+    const workflow = await lockedWorkflow(trx, workflowUuid, options.orgId);
     if (workflow.status === 'archived') return;
     const before = await auditedState(trx, workflow);
     await setWorkflowArchived(trx, workflow.id, now);
