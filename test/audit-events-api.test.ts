@@ -167,7 +167,7 @@ for (const store of await storeCases()) {
       assert.ok(!messages.some((m) => m.body.includes(crm.key.slice(crm.prefix.length + 1))), 'no message holds the created key\'s secret');
     });
 
-    it('lets only a key with the admin scope subscribe an endpoint to audit.event or change one that is', async (t) => {
+    it('lets only a key with the admin scope subscribe an endpoint to audit.event, or change, delete or rotate the secret of one that is', async (t) => {
       const env = await build(t, store.kind, { env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
       const f = await createOrgFixture(env.deps);
       const webhooksOnly = await createApiKey(env.deps.store, f.orgId, 'hooks', env.deps.clock.now(), { scopes: ['webhooks'] });
@@ -186,6 +186,12 @@ for (const store of await storeCases()) {
       assert.equal(redirected.statusCode, 403, 'nor redirect an endpoint that receives the audit log');
       const shown = (await getJson(env.app, `${ENDPOINTS}/${auditedId}`, f.apiKey)).json() as { url: string; events: string[] };
       assert.deepEqual([shown.url, shown.events], ['https://93.184.216.34/c', ['audit.event']], 'unchanged');
+      const rotated = await postJson(env.app, `${ENDPOINTS}/${auditedId}/rotate-secret`, {}, { key: webhooksOnly.key });
+      assert.equal(rotated.statusCode, 403, 'nor take the secret that verifies the audit log\'s messages');
+      const deleted = await env.app.inject({ method: 'DELETE', url: `${ENDPOINTS}/${auditedId}`, headers: { 'x-api-key': webhooksOnly.key } });
+      assert.equal(deleted.statusCode, 403, 'nor delete the audit log\'s endpoint');
+      assert.equal((await getJson(env.app, `${ENDPOINTS}/${auditedId}`, f.apiKey)).statusCode, 200, 'still there');
+      assert.equal((await postJson(env.app, `${ENDPOINTS}/${runsId}/rotate-secret`, {}, { key: webhooksOnly.key })).statusCode, 200, 'other endpoints\' secrets stay the webhooks scope\'s');
     });
   });
 }

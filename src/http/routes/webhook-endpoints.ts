@@ -110,7 +110,7 @@ const BODY: ErrorCode[] = ['unsupported_media_type', 'payload_too_large', 'malfo
  */
 function requireAdminForAudit(request: FastifyRequest, events: readonly string[] | undefined): void {
   if (!events?.includes(AUDIT_WEBHOOK_TYPE) || authOf(request).scopes.includes('admin')) return;
-  throw new DialtoneError('insufficient_scope', `Only an API key with the "admin" scope may subscribe an endpoint to ${AUDIT_WEBHOOK_TYPE}, or change one that is.`, { extra: { required_scope: 'admin' } });
+  throw new DialtoneError('insufficient_scope', `Only an API key with the "admin" scope may subscribe an endpoint to ${AUDIT_WEBHOOK_TYPE}, or change, delete or rotate the secret of one that is.`, { extra: { required_scope: 'admin' } });
 }
 
 export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
@@ -220,7 +220,10 @@ export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
       },
       async (request, reply) => {
         const { id } = request.params as { id: string };
-        await removeEndpoint(ctx, authOf(request).orgId, parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint'));
+        const endpointId = parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint');
+        // Deleting the audit log's endpoint silences it: the admin scope's, as changing it is.
+        requireAdminForAudit(request, (await getEndpoint(ctx, authOf(request).orgId, endpointId)).events);
+        await removeEndpoint(ctx, authOf(request).orgId, endpointId);
         return reply.code(204).send();
       },
     );
@@ -240,7 +243,10 @@ export function webhookEndpointRoutes(deps: Deps): FastifyPluginAsync {
       },
       async (request) => {
         const { id } = request.params as { id: string };
-        return rotateSecret(ctx, authOf(request).orgId, parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint'));
+        const endpointId = parseId(id, 'webhook_endpoint_not_found', 'webhook endpoint');
+        // The new secret verifies the audit log's messages: the admin scope's to hold.
+        requireAdminForAudit(request, (await getEndpoint(ctx, authOf(request).orgId, endpointId)).events);
+        return rotateSecret(ctx, authOf(request).orgId, endpointId);
       },
     );
 
