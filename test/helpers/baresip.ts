@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { pcmWav } from './audio.js';
 import { stopOnTeardown } from './process.js';
+import { scaledTimeout } from './timeouts.js';
 import { createSocket } from 'node:dgram';
 
 export const BARESIP_ADDRESS = '127.0.0.5';
@@ -96,7 +97,7 @@ export async function startBaresip(t: TestContext, options: BaresipOptions = {})
   child.stdout.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));
   child.stderr.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));
   stopOnTeardown(t, child, { dir });
-  const waitFor = async (pattern: RegExp, timeoutMs = 10_000) => {
+  const waitFor = async (pattern: RegExp, timeoutMs = scaledTimeout(10_000)) => {
     const deadline = Date.now() + timeoutMs;
     while (!pattern.test(log)) {
       if (child.exitCode !== null) throw new Error(`baresip exited with ${child.exitCode}:\n${log.slice(-3000)}`);

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TestEnv } from './app.js';
 import { postJson } from './app.js';
 import type { OrgFixture } from './fixtures.js';
+import { scaledTimeout } from './timeouts.js';
 
 export const CAMPAIGNS = '/api/v1/public/campaigns';
 
@@ -62,7 +63,7 @@ export async function openRuns(env: TestEnv, campaignId: number): Promise<number
 }
 
 /** Waits (real time, polling like waitForRun) until every run of the campaign has ended. */
-export async function untilRunsEnd(env: TestEnv, campaignId: number, timeoutMs = 10_000): Promise<void> {
+export async function untilRunsEnd(env: TestEnv, campaignId: number, timeoutMs = scaledTimeout(10_000)): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while ((await openRuns(env, campaignId)) > 0) {
     if (Date.now() > deadline) throw new Error(`campaign ${campaignId} still has open runs after ${timeoutMs} ms`);

@@ -8,6 +8,7 @@ import { packageInfo } from '../../src/package-info.js';
 import { DeliveryWorker } from '../../src/webhooks/delivery-worker.js';
 import { createTestEnv, type TestEnv, type TestEnvOptions } from './app.js';
 import type { StoreKind } from './stores.js';
+import { scaledTimeout } from './timeouts.js';
 
 /** Simulator and lifecycle timings short enough for tests, long enough to be ordered. */
 export const FAST_TIMINGS: Record<string, string> = {
@@ -48,7 +49,8 @@ export async function buildWithDispatcher(t: TestContext, kind: StoreKind, optio
   return { ...env, dispatcher, simulator, webhooks };
 }
 
-export async function waitForRun(env: TestEnv, runId: number, done: (run: RunView) => boolean, timeoutMs = 5000): Promise<RunView> {
+/** Polls the run until `done` holds; the default bound is scaled (helpers/timeouts.ts), a caller's own is taken as given. */
+export async function waitForRun(env: TestEnv, runId: number, done: (run: RunView) => boolean, timeoutMs = scaledTimeout(5000)): Promise<RunView> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const run = await getRun(env.deps.store, undefined, runId);
