@@ -13,20 +13,20 @@ import { createTelephonyConfiguration } from '../src/telephony/configurations.js
 import { postJson } from './helpers/app.js';
 import { labelledSet, labelledSetSkip, writeClipWav } from './helpers/amd-labelled-set.js';
 import { BARESIP_ADDRESS, baresipSkip, startBaresip, type Baresip } from './helpers/baresip.js';
-import { buildWithDispatcher, ended, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
-import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/fixtures.js';
+import { ended, waitForRun } from './helpers/dispatch.js';
+import { definition, PATHS } from './helpers/fixtures.js';
 import { CAMPAIGNS } from './helpers/campaigns.js';
 import { assertProblem } from './helpers/problems.js';
-import { DIALTONE_SIP_ADDRESS, freeUdpPort } from './helpers/sipp.js';
+import { callOverRoute as call, sipRouteEnv, type SipRouteEnv } from './helpers/sip-route.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
 import { startTestRuntime } from './helpers/test-runtime.js';
 import { describe, it } from './helpers/suite.js';
 import { scaledTimeout } from './helpers/timeouts.js';
 
-type AmdEnv = DispatchEnv & { f: OrgFixture; routeId: number };
+type AmdEnv = SipRouteEnv;
 
 /** Dialtone with a SIP route to `callee` (no media_address, no agent runtime: detection needs neither), its agent asking `answeringMachine`. */
-async function amdEnv(
+function amdEnv(
   t: TestContext,
   kind: StoreKind,
   callee: { port: number },
@@ -34,29 +34,7 @@ async function amdEnv(
   settings: Record<string, unknown> = {},
   env: Record<string, string> = {},
 ): Promise<AmdEnv> {
-  const rtpBase = 20_000 + 2 * Math.floor(Math.random() * 10_000);
-  const built = await buildWithDispatcher(t, kind, {
-    webhooks: false,
-    env: {
-      SIP_BIND_ADDRESS: DIALTONE_SIP_ADDRESS,
-      SIP_PUBLIC_ADDRESS: DIALTONE_SIP_ADDRESS,
-      SIP_PORT: String(await freeUdpPort(DIALTONE_SIP_ADDRESS)),
-      SIP_RTP_PORT_MIN: String(rtpBase),
-      SIP_RTP_PORT_MAX: String(rtpBase + 99),
-      RING_TIMEOUT_MS: '8000',
-      MAX_CALL_DURATION_MS: '60000',
-      REAPER_GRACE_MS: '5000',
-      ...env,
-    },
-  });
-  const f = await createOrgFixture(built.deps, 'Acme', { ...definition(), answering_machine: answeringMachine });
-  const route = await createTelephonyConfiguration(
-    built.deps.store,
-    built.deps.cipher,
-    { orgId: f.orgId, name: 'Trunk', provider: 'sip', callerIds: ['+12025550100'], settings: { host: BARESIP_ADDRESS, port: callee.port, transport: 'udp', ...settings } },
-    Date.now(),
-  );
-  return { ...built, f, routeId: route.id };
+  return sipRouteEnv(t, kind, { host: BARESIP_ADDRESS, port: callee.port }, { webhooks: false, env, settings, definition: { ...definition(), answering_machine: answeringMachine } });
 }
 
 /** baresip answering with a clip of the labelled set as its microphone. */
@@ -71,11 +49,6 @@ async function calleePlaying(t: TestContext, clipName: string): Promise<Baresip>
 const MACHINE = 'machine greeting 1 (en-us, 175 wpm, beep 1000 Hz 500 ms)';
 const PERSON = 'person "Hello?" (en-us, 175 wpm)';
 
-async function call(env: AmdEnv): Promise<number> {
-  const response = await postJson(env.app, PATHS.initiateCall(env.f.agentUuid), { phone_number: '+12025550123', telephony_configuration_id: env.routeId }, { key: env.f.apiKey });
-  assert.equal(response.statusCode, 200, response.body);
-  return response.json().workflow_run_id as number;
-}
 
 const skip = baresipSkip() || labelledSetSkip();
 for (const store of await storeCases()) {

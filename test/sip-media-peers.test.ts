@@ -13,64 +13,27 @@ import type { TestContext } from 'node:test';
 import { RtpPacket } from 'rtp.js/packets';
 import { nodeBufferToDataView } from 'rtp.js/utils';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
-import { postJson } from './helpers/app.js';
 import { soxSkip, toneMulaw, toneWav } from './helpers/audio.js';
 import { BARESIP_ADDRESS, baresipSkip, startBaresip } from './helpers/baresip.js';
-import { buildWithDispatcher, ended, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
-import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
-import { DIALTONE_SIP_ADDRESS, freeUdpPort, SIPP_ADDRESS, sippSkip, startSipp, type Sipp, type SippOptions } from './helpers/sipp.js';
+import { ended, waitForRun } from './helpers/dispatch.js';
+import { callOverRoute as call, sipRouteEnv, type SipRouteEnv, type SipRouteOptions } from './helpers/sip-route.js';
+import { SIPP_ADDRESS, sippSkip, startSipp, type Sipp, type SippOptions } from './helpers/sipp.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
 import { startTestRuntime, type TestRuntime } from './helpers/test-runtime.js';
 import { describe, it } from './helpers/suite.js';
 import { scaledTimeout } from './helpers/timeouts.js';
 
-interface PeerEnv extends DispatchEnv {
-  f: OrgFixture;
-  routeId: number;
-  runtime: TestRuntime;
-}
+type PeerEnv = SipRouteEnv & { runtime: TestRuntime };
 
 /** Dialtone with a SIP route (no media_address) to `callee`, relaying to the test's runtime (or `runtimeUrl`). */
-interface PeerOptions {
-  runtimeUrl?: string;
-  env?: Record<string, string>;
-  /** More route settings (media_address, media_port). */
-  settings?: Record<string, unknown>;
-}
+type PeerOptions = SipRouteOptions & { runtimeUrl?: string };
 
 async function peerEnv(t: TestContext, kind: StoreKind, callee: { host: string; port: number }, options: PeerOptions = {}): Promise<PeerEnv> {
   const runtime = await startTestRuntime(t);
-  const rtpBase = 20_000 + 2 * Math.floor(Math.random() * 10_000);
-  const env = await buildWithDispatcher(t, kind, {
-    env: {
-      SIP_BIND_ADDRESS: DIALTONE_SIP_ADDRESS,
-      SIP_PUBLIC_ADDRESS: DIALTONE_SIP_ADDRESS,
-      SIP_PORT: String(await freeUdpPort(DIALTONE_SIP_ADDRESS)),
-      SIP_RTP_PORT_MIN: String(rtpBase),
-      SIP_RTP_PORT_MAX: String(rtpBase + 99),
-      AGENT_RUNTIME_URL: options.runtimeUrl ?? runtime.url,
-      RING_TIMEOUT_MS: '8000',
-      MAX_CALL_DURATION_MS: '60000',
-      REAPER_GRACE_MS: '5000',
-      ...options.env,
-    },
-  });
-  const f = await createOrgFixture(env.deps);
-  const route = await createTelephonyConfiguration(
-    env.deps.store,
-    env.deps.cipher,
-    { orgId: f.orgId, name: 'Trunk', provider: 'sip', callerIds: ['+12025550100'], settings: { host: callee.host, port: callee.port, transport: 'udp', ...options.settings } },
-    Date.now(),
-  );
-  return { ...env, f, routeId: route.id, runtime };
+  const env = await sipRouteEnv(t, kind, callee, { ...options, env: { AGENT_RUNTIME_URL: options.runtimeUrl ?? runtime.url, ...options.env } });
+  return { ...env, runtime };
 }
 
-async function call(env: PeerEnv): Promise<number> {
-  const response = await postJson(env.app, PATHS.initiateCall(env.f.agentUuid), { phone_number: '+12025550123', telephony_configuration_id: env.routeId }, { key: env.f.apiKey });
-  assert.equal(response.statusCode, 200, response.body);
-  return response.json().workflow_run_id as number;
-}
 
 async function sippPassed(sipp: Sipp): Promise<void> {
   assert.equal(await sipp.exited, 0, `SIPp's scenario ran to its end:\n${sipp.output()}`);

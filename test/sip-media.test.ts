@@ -9,14 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { verifyRunToken } from '../src/runtime/run-token.js';
-import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
-import { postJson } from './helpers/app.js';
 import { decodeMulaw, dominantFrequency, loudness, readWavSamples, soxSkip, toneMulaw, toneWav } from './helpers/audio.js';
 import { BARESIP_ADDRESS, BARESIP_USER, baresipSkip, startBaresip, type Baresip, type BaresipOptions } from './helpers/baresip.js';
-import { buildWithDispatcher, ended, waitForRun, type DispatchEnv } from './helpers/dispatch.js';
-import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
+import { ended, waitForRun } from './helpers/dispatch.js';
 import { KAMAILIO_ADDRESS, kamailioSkip, PROXY_SERVER_NAME, startKamailio, testPki } from './helpers/kamailio.js';
-import { DIALTONE_SIP_ADDRESS, freeUdpPort } from './helpers/sipp.js';
+import { callOverRoute as call, sipRouteEnv, type SipRouteEnv, type SipRouteOptions } from './helpers/sip-route.js';
+import { freeUdpPort } from './helpers/sipp.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
 import { startTestRuntime, type RuntimeStream, type TestRuntime } from './helpers/test-runtime.js';
 import { describe, it } from './helpers/suite.js';
@@ -25,59 +23,15 @@ import { scaledTimeout } from './helpers/timeouts.js';
 /** The tones the callees play and the runtime sends: far enough apart for Goertzel to tell them apart. */
 const TONES = [440, 1000, 1700, 2500] as const;
 
-interface MediaEnv extends DispatchEnv {
-  f: OrgFixture;
-  routeId: number;
-  runtime: TestRuntime;
-  rtpPorts: { min: number; max: number };
-}
+type MediaEnv = SipRouteEnv & { runtime: TestRuntime };
 
-/** Dialtone with a SIP route (no media_address) and AGENT_RUNTIME_URL pointing at the test's runtime (or `runtimeUrl`). */
-async function mediaEnv(
-  t: TestContext,
-  kind: StoreKind,
-  callee: { port: number },
-  options: { runtimeUrl?: string; env?: Record<string, string>; settings?: Record<string, unknown>; credentials?: Record<string, string> } = {},
-): Promise<MediaEnv> {
+/** Dialtone with a SIP route (no media_address) to baresip at `callee`, AGENT_RUNTIME_URL pointing at the test's runtime (or `runtimeUrl`). */
+async function mediaEnv(t: TestContext, kind: StoreKind, callee: { port: number }, options: SipRouteOptions & { runtimeUrl?: string } = {}): Promise<MediaEnv> {
   const runtime = await startTestRuntime(t);
-  // A range of its own per test, so parallel test files rarely meet (a port taken is skipped anyway).
-  const rtpBase = 20_000 + 2 * Math.floor(Math.random() * 10_000);
-  const env = await buildWithDispatcher(t, kind, {
-    env: {
-      SIP_BIND_ADDRESS: DIALTONE_SIP_ADDRESS,
-      SIP_PUBLIC_ADDRESS: DIALTONE_SIP_ADDRESS,
-      SIP_PORT: String(await freeUdpPort(DIALTONE_SIP_ADDRESS)),
-      SIP_RTP_PORT_MIN: String(rtpBase),
-      SIP_RTP_PORT_MAX: String(rtpBase + 99),
-      AGENT_RUNTIME_URL: options.runtimeUrl ?? runtime.url,
-      RING_TIMEOUT_MS: '8000',
-      MAX_CALL_DURATION_MS: '60000',
-      REAPER_GRACE_MS: '5000',
-      ...options.env,
-    },
-  });
-  const f = await createOrgFixture(env.deps);
-  const route = await createTelephonyConfiguration(
-    env.deps.store,
-    env.deps.cipher,
-    {
-      orgId: f.orgId,
-      name: 'Trunk',
-      provider: 'sip',
-      callerIds: ['+12025550100'],
-      settings: { host: BARESIP_ADDRESS, port: callee.port, transport: 'udp', ...options.settings },
-      ...(options.credentials ? { credentials: options.credentials } : {}),
-    },
-    Date.now(),
-  );
-  return { ...env, f, routeId: route.id, runtime, rtpPorts: { min: rtpBase, max: rtpBase + 99 } };
+  const env = await sipRouteEnv(t, kind, { host: BARESIP_ADDRESS, port: callee.port }, { ...options, env: { AGENT_RUNTIME_URL: options.runtimeUrl ?? runtime.url, ...options.env } });
+  return { ...env, runtime };
 }
 
-async function call(env: MediaEnv, to = '+12025550123'): Promise<number> {
-  const response = await postJson(env.app, PATHS.initiateCall(env.f.agentUuid), { phone_number: to, telephony_configuration_id: env.routeId }, { key: env.f.apiKey });
-  assert.equal(response.statusCode, 200, response.body);
-  return response.json().workflow_run_id as number;
-}
 
 /** A baresip playing a tone of `frequency` Hz and recording what it hears into a directory of its own. */
 async function toneCallee(t: TestContext, frequency: number, options: BaresipOptions = {}): Promise<Baresip & { recordings: string }> {
