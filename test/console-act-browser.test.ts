@@ -5,7 +5,7 @@
 // spreadsheet, and an HTML/script payload in every field an operator sets shown as text. The pages
 // read the store through the API only, so these run on SQLite (the API's own tests cover both stores).
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -13,7 +13,7 @@ import type { Page } from 'puppeteer-core';
 import { createApiKey } from '../src/auth/api-keys.js';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { getJson, postJson, type TestEnv } from './helpers/app.js';
-import { ARTIFACTS, chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from './helpers/browser.js';
+import { assertInert, chromiumSkip, launchBrowser, openPage, screenshot, signIn, XSS, type BrowserHandle } from './helpers/browser.js';
 import { addContacts, createCampaign } from './helpers/campaigns.js';
 import { buildWithDispatcher } from './helpers/dispatch.js';
 import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/fixtures.js';
@@ -23,20 +23,7 @@ import { scaledTimeout } from './helpers/timeouts.js';
 
 /** Short calls: a campaign of a few contacts ends within seconds. */
 const QUICK_CALLS = { SIMULATOR_RING_MS: '100', SIMULATOR_TALK_MS: '200', RING_TIMEOUT_MS: '10000', MAX_CALL_DURATION_MS: '10000', STREAM_POLL_INTERVAL_MS: '50', ...WEBHOOK_TEST_ENV };
-/** What each payload tries: an element made of it, a handler or a script that runs. */
-const XSS = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script><b>bold</b>';
-
 let chrome: BrowserHandle | undefined;
-
-async function openPage(t: TestContext, options: { downloads?: string } = {}): Promise<{ page: Page; problems: string[] }> {
-  assert.ok(chrome);
-  const context = await chrome.browser.createBrowserContext(options.downloads ? { downloadBehavior: { policy: 'allow', downloadPath: options.downloads } } : {});
-  t.after(() => context.close());
-  const page = await context.newPage();
-  page.setDefaultTimeout(scaledTimeout(30_000));
-  await page.setViewport({ width: 1280, height: 800 });
-  return { page, problems: watchProblems(page) };
-}
 
 async function serve(t: TestContext, options: { dispatch?: boolean; definition?: unknown } = {}): Promise<{ env: TestEnv; url: string; f: OrgFixture }> {
   const env = await buildWithDispatcher(t, 'sqlite', { env: QUICK_CALLS, start: options.dispatch !== false });
@@ -44,29 +31,7 @@ async function serve(t: TestContext, options: { dispatch?: boolean; definition?:
   return { env, url, f: await createOrgFixture(env.deps, 'Acme', ...(options.definition === undefined ? [] : [options.definition])) };
 }
 
-async function signIn(page: Page, url: string, key: string): Promise<void> {
-  await page.goto(`${url}/console`);
-  await page.locator('::-p-aria(API key)').fill(key);
-  await page.locator('::-p-aria([name="Sign in"][role="button"])').click();
-  await page.locator('::-p-aria([name="Console"][role="navigation"])').wait();
-}
-
 const navLabels = (page: Page) => page.$$eval('nav a', (links) => links.map((a) => a.textContent));
-
-/** A screenshot of the viewport (small enough for docs/), and of the full page at 390 px. */
-async function screenshot(page: Page, name: string): Promise<void> {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: new URL(`console-${name}-1280.png`, ARTIFACTS).pathname as `${string}.png` });
-  await page.setViewport({ width: 390, height: 844 });
-  await page.screenshot({ path: new URL(`console-${name}-390.png`, ARTIFACTS).pathname as `${string}.png`, fullPage: true });
-  await page.setViewport({ width: 1280, height: 800 });
-}
-
-/** Nothing of a payload became an element, and nothing of it ran. */
-async function assertInert(page: Page): Promise<void> {
-  assert.equal(await page.$$eval('main img, main script, main b', (els) => els.length), 0, 'no element made of a payload');
-  assert.equal(await page.evaluate('window.pwned'), undefined, 'no handler or script ran');
-}
 
 function tempDir(t: TestContext, prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -84,7 +49,7 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
 
   it('creates an API key holding the ticked scopes, shows its secret once with a copy button and a warning, lists it, and revokes it after a confirmation', async (t) => {
     const { env, url, f } = await serve(t, { dispatch: false });
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="API keys"][role="link"])').click();
     await page.locator('::-p-aria([name="API keys"][role="heading"])').wait();
@@ -132,7 +97,7 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     const campaignsKey = (await createApiKey(env.deps.store, f.orgId, 'campaigns only', Date.now(), { scopes: ['campaigns'] })).key;
     const callsKey = (await createApiKey(env.deps.store, f.orgId, 'calls only', Date.now(), { scopes: ['calls'] })).key;
     {
-      const { page, problems } = await openPage(t);
+      const { page, problems } = await openPage(t, chrome);
       await signIn(page, url, campaignsKey);
       assert.deepEqual(await navLabels(page), ['Campaigns', 'Suppressions']);
       await page.locator('::-p-aria([name="Campaigns"][role="heading"])').wait();
@@ -146,13 +111,13 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
       assert.deepEqual(problems, []);
     }
     {
-      const { page, problems } = await openPage(t);
+      const { page, problems } = await openPage(t, chrome);
       await signIn(page, url, callsKey);
       assert.deepEqual(await navLabels(page), ['Calls', 'Test call', 'Overview']);
       await page.locator('::-p-text(Live)').wait();
       assert.deepEqual(problems, []);
     }
-    const { page } = await openPage(t);
+    const { page } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     assert.deepEqual(await navLabels(page), ['Calls', 'Test call', 'Overview', 'Webhook endpoints', 'Campaigns', 'Suppressions', 'API keys', 'Organization', 'Audit log']);
   });
@@ -163,7 +128,7 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     const file = join(dir, 'spring.csv');
     // The phone number is not the first column; `notes` is ignored; one line is invalid.
     writeFileSync(file, 'first_name,Mobile,notes\nAda,+12025550130,vip\n"Grace, Jr.",+12025550131,\nAlan,not-a-number,x\nEdsger,+12025550132,\n');
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Campaigns"][role="link"])').click();
     await page.locator('::-p-aria([name="New campaign from a CSV"][role="link"])').click();
@@ -251,7 +216,7 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     const { env, url, f } = await serve(t, { dispatch: false });
     const campaign = await createCampaign(env.app, f, { name: 'Paused then canceled' });
     await addContacts(env.app, f, campaign.id, ['+12025550130', '+12025550131', '+12025550132', '+12025550133'].map((phone_number) => ({ phone_number })));
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.goto(`${url}/console/campaigns/${campaign.id}`);
     const shown = async (state: string) => {
@@ -309,7 +274,7 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
       assert.ok(Date.now() < deadline, `the calls complete: ${(await getJson(env.app, '/api/v1/public/workflow-runs', f.apiKey)).body}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const { page, problems } = await openPage(t, { downloads });
+    const { page, problems } = await openPage(t, chrome, { downloads });
     await signIn(page, url, f.apiKey);
     await page.waitForSelector(`tr[data-run-id="${ids[2]}"]`);
     // Filtered by number: one call.
@@ -361,7 +326,7 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     const file = join(dir, `cells.csv`);
     writeFileSync(file, `phone_number,"${XSS.replaceAll('"', '""')}"\n+12025550102,"cell ${XSS.replaceAll('"', '""')}"\n`);
 
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     const textOf = (selector: string) => page.$eval(selector, (el) => el.textContent ?? '');
     const shows = async (path: string, selector: string, expected: string) => {

@@ -9,14 +9,14 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { sql } from 'kysely';
 import pino from 'pino';
-import type { BrowserContext, Page } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
 import { buildApp } from '../src/app.js';
 import { isTerminal, LIVE_STATES, RUN_STATES } from '../src/runs/states.js';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { buildDeps } from '../src/deps.js';
 import { DEMO_DEFINITION } from '../src/first-run.js';
 import { postJson, testConfig, type TestEnv } from './helpers/app.js';
-import { ARTIFACTS, chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from './helpers/browser.js';
+import { ARTIFACTS, chromiumSkip, launchBrowser, openPage, type BrowserHandle } from './helpers/browser.js';
 import { act, addContacts, createCampaign } from './helpers/campaigns.js';
 import { buildWithDispatcher } from './helpers/dispatch.js';
 import { startReceiver, WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
@@ -29,17 +29,6 @@ import { scaledTimeout } from './helpers/timeouts.js';
 const VISIBLE_CALLS = { SIMULATOR_RING_MS: '800', SIMULATOR_TALK_MS: '800', MAX_CALL_DURATION_MS: '20000', RING_TIMEOUT_MS: '20000', STREAM_POLL_INTERVAL_MS: '50' };
 
 let chrome: BrowserHandle | undefined;
-
-async function openPage(t: TestContext): Promise<{ page: Page; problems: string[] }> {
-  assert.ok(chrome);
-  const context: BrowserContext = await chrome.browser.createBrowserContext();
-  t.after(() => context.close());
-  const page = await context.newPage();
-  // Puppeteer's 30 s bound on every wait, scaled to the machine's load (helpers/timeouts.ts).
-  page.setDefaultTimeout(scaledTimeout(30_000));
-  await page.setViewport({ width: 1280, height: 800 });
-  return { page, problems: watchProblems(page) };
-}
 
 async function serve(t: TestContext, options: { dispatch?: boolean; env?: Record<string, string>; definition?: unknown } = {}): Promise<{ env: TestEnv; url: string; f: OrgFixture }> {
   const env = await buildWithDispatcher(t, 'sqlite', { env: { ...VISIBLE_CALLS, ...options.env }, start: options.dispatch !== false });
@@ -81,7 +70,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
 
   it('signs in with an API key kept in session storage only: never in the URL, a cookie or the page', async (t) => {
     const { url, f } = await serve(t);
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Console"][role="navigation"])').wait();
     assert.equal(await page.evaluate("sessionStorage.getItem('dialtone.apiKey')"), f.apiKey);
@@ -94,7 +83,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
 
   it('shows an error and nothing else for a wrong key', async (t) => {
     const { url } = await serve(t);
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, 'dt_live_wrong');
     const alert = await page.locator('[role="alert"]').waitHandle();
     assert.match((await alert.evaluate((el) => el.textContent)) ?? '', /not accepted/);
@@ -107,7 +96,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
 
   it('follows a call started elsewhere in the Calls table, its row going to completed without a reload', async (t) => {
     const { env, url, f } = await serve(t);
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Calls"][role="heading"])').wait();
     await page.locator('::-p-text(Live)').wait();
@@ -134,7 +123,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
 
   it('learns the run states from the API, once: a state the service serves shows in the Calls filter and in the Overview\'s chart', async (t) => {
     const { env, url, f } = await serve(t, { dispatch: false });
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     // The service answers with one more state than runs/states.ts has today, as it would after a
     // release that adds one: the console shows it without knowing it beforehand.
     const served = { data: [...RUN_STATES.map((state) => ({ state, terminal: isTerminal(state), live: (LIVE_STATES as readonly string[]).includes(state) })), { state: 'machine_answered', terminal: true, live: false }] };
@@ -159,7 +148,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
 
   it('says so when the run states cannot be read, and reads them again with Try again', async (t) => {
     const { url, f } = await serve(t, { dispatch: false });
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await page.setRequestInterception(true);
     let refuse = true;
     page.on('request', (request) => {
@@ -180,7 +169,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
 
   it('starts a test call from the Test call page, lands on its page and sees its timeline reach completed', async (t) => {
     const { url, f } = await serve(t);
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Test call"][role="link"])').click();
     await page.locator('::-p-aria(Agent)').wait();
@@ -203,7 +192,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
 
   it('suggests an initial context made of the selected agent\'s own variables on the Test call page, and says a refusal once', async (t) => {
     const { url, f } = await serve(t, { definition: DEMO_DEFINITION });
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Test call"][role="link"])').click();
     await page.waitForFunction(`document.querySelector('#agent')?.value === ${JSON.stringify(f.agentUuid)}`);
@@ -225,7 +214,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
 
   it('shows each call\'s outcome reason and duration in the Calls list, kept live: a completed call its reason and its time on the call, a canceled one its reason', async (t) => {
     const { env, url, f } = await serve(t);
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-text(Live)').wait();
     await page.evaluate('window.notReloaded = true');
@@ -256,7 +245,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
 
   it('shows who answered in the Calls list, kept live from the stream, filters the list by it, and shows it with the provider\'s verdict on the call\'s page', async (t) => {
     const { env, url, f } = await serve(t, { definition: { ...definition(), answering_machine: { detect: 'on', on_machine: 'connect_agent' } } });
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-text(Live)').wait();
     await page.evaluate('window.notReloaded = true');
@@ -281,7 +270,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
   it('cancels a queued call with its Cancel call button', async (t) => {
     const { env, url, f } = await serve(t, { dispatch: false });
     const run = await call(env, f, '+12025550100');
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator(`::-p-aria([name="${run.name}"][role="link"])`).click();
     await page.waitForFunction(`document.querySelector('[data-testid="run-state"]')?.textContent === 'queued'`);
@@ -297,7 +286,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     const { env, url, f } = await serve(t, { dispatch: false });
     const payload = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>';
     const run = await call(env, f, '+12025550100', { name: payload });
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Console"][role="navigation"])').wait();
     await page.goto(`${url}/console/runs/${run.id}`);
@@ -320,7 +309,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
       if (!token) await new Promise((resolve) => setTimeout(resolve, 20));
     }
     assert.ok(token, 'the answered call\'s token');
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Console"][role="navigation"])').wait();
     await page.goto(`${url}/console/runs/${run.id}`);
@@ -346,7 +335,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
   it('is usable with the keyboard alone: sign in, move between pages, open a call', async (t) => {
     const { env, url, f } = await serve(t, { dispatch: false });
     const run = await call(env, f, '+12025550100');
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await page.goto(`${url}/console`);
     const focused = () => page.evaluate('document.activeElement?.id || document.activeElement?.textContent');
     for (let i = 0; i < 5 && (await focused()) !== 'api-key'; i++) await page.keyboard.press('Tab');
@@ -367,7 +356,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
   it('shows the overview (calls by state, queue and live calls per route) and manages webhook endpoints: create with the secret shown once, rotate, retry a call\'s delivery and see the retry succeed live', async (t) => {
     const receiver = await startReceiver(t);
     const { env, url, f } = await serve(t, { env: { ...WEBHOOK_TEST_ENV, SIMULATOR_RING_MS: '20', SIMULATOR_TALK_MS: '20' } });
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Webhook endpoints"][role="link"])').click();
     await page.locator('::-p-aria(Endpoint URL)').fill(receiver.url);
@@ -405,7 +394,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
 
   it('suppresses a number from the Suppressions page (an invalid one is refused with the API\'s words), lists its HTML-looking reason as text, refuses a test call to it with number_suppressed, and removes it with the keyboard after a confirmation', async (t) => {
     const { env, url, f } = await serve(t, { dispatch: false });
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Suppressions"][role="link"])').click();
     await page.locator('::-p-text(No suppressed numbers yet.)').wait();
@@ -494,7 +483,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'numbers.csv');
     writeFileSync(file, `${lines.join('\n')}\n`);
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Suppressions"][role="link"])').click();
     const input = await page.waitForSelector('input#suppression-file');
@@ -535,7 +524,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     const file = join(dir, 'contacts.csv');
     writeFileSync(file, 'phone_number\n+12025550103\nnot-a-number\n+12025550100\n');
 
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Campaigns"][role="link"])').click();
     await page.locator('::-p-aria([name="Campaigns"][role="heading"])').wait();
@@ -604,7 +593,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     const { env, url, f } = await serve(t, { dispatch: false });
     const campaign = await createCampaign(env.app, f, { name: 'Spring renewals' });
     await addContacts(env.app, f, campaign.id, ['+12025550100', '+12025550101', '+12025550102'].map((phone_number) => ({ phone_number })));
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Campaigns"][role="link"])').click();
     await page.locator('::-p-aria([name="Campaigns"][role="heading"])').wait();
@@ -687,7 +676,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     const url = await first.app.listen({ host: '127.0.0.1', port: 0 });
     const port = Number(new URL(url).port);
     const run = await call(first, f, '+12025550100');
-    const { page } = await openPage(t);
+    const { page } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.waitForSelector(`tr[data-run-id="${run.id}"]`);
     await page.locator('::-p-text(Live)').wait();
@@ -726,7 +715,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     await sql`vacuum into ${backup}`.execute(first.deps.store.db);
     const url = await first.app.listen({ host: '127.0.0.1', port: 0 });
     const port = Number(new URL(url).port);
-    const { page } = await openPage(t);
+    const { page } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-text(Live)').wait();
     const lost = [await call(first, f, '+12025550101'), await call(first, f, '+12025550102')];

@@ -5,55 +5,20 @@
 // rendered as text. The pages read the store through the API only, so these run on SQLite (the
 // API's own tests, organization-settings-api and audit-events-api, cover both stores).
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import type { TestContext } from 'node:test';
 import type { Page } from 'puppeteer-core';
 import { createApiKey } from '../src/auth/api-keys.js';
 import { build, getJson, postJson, type TestEnv } from './helpers/app.js';
-import { ARTIFACTS, chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from './helpers/browser.js';
+import { assertInert, chromiumSkip, launchBrowser, openPage, screenshot, signIn, XSS, type BrowserHandle } from './helpers/browser.js';
 import { createOrgFixture, definition, type OrgFixture } from './helpers/fixtures.js';
 import { after, before, describe, it } from './helpers/suite.js';
-import { scaledTimeout } from './helpers/timeouts.js';
-
-/** What each payload tries: an element made of it, a handler or a script that runs. */
-const XSS = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script><b>bold</b>';
 
 let chrome: BrowserHandle | undefined;
-
-async function openPage(t: TestContext): Promise<{ page: Page; problems: string[] }> {
-  assert.ok(chrome);
-  const context = await chrome.browser.createBrowserContext();
-  t.after(() => context.close());
-  const page = await context.newPage();
-  page.setDefaultTimeout(scaledTimeout(30_000));
-  await page.setViewport({ width: 1280, height: 800 });
-  return { page, problems: watchProblems(page) };
-}
 
 async function serve(t: TestContext, orgName = 'Acme'): Promise<{ env: TestEnv; url: string; f: OrgFixture }> {
   const env = await build(t, 'sqlite');
   const url = await env.app.listen({ host: '127.0.0.1', port: 0 });
   return { env, url, f: await createOrgFixture(env.deps, orgName) };
-}
-
-async function signIn(page: Page, url: string, key: string): Promise<void> {
-  await page.goto(`${url}/console`);
-  await page.locator('::-p-aria(API key)').fill(key);
-  await page.locator('::-p-aria([name="Sign in"][role="button"])').click();
-  await page.locator('::-p-aria([name="Console"][role="navigation"])').wait();
-}
-
-async function screenshot(page: Page, name: string): Promise<void> {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: new URL(`console-${name}-1280.png`, ARTIFACTS).pathname as `${string}.png` });
-  await page.setViewport({ width: 390, height: 844 });
-  await page.screenshot({ path: new URL(`console-${name}-390.png`, ARTIFACTS).pathname as `${string}.png`, fullPage: true });
-  await page.setViewport({ width: 1280, height: 800 });
-}
-
-async function assertInert(page: Page): Promise<void> {
-  assert.equal(await page.$$eval('main img, main script, main b', (els) => els.length), 0, 'no element made of a payload');
-  assert.equal(await page.evaluate('window.pwned'), undefined, 'no handler or script ran');
 }
 
 /** Sets an input's value as typed, replacing what it holds. */
@@ -77,7 +42,7 @@ describe('The console\'s admin pages in a browser', { skip: chromiumSkip() }, ()
 
   it('changes calling hours and the per-number cap, shows a 422\'s problems beside their fields, reads the change back, and lists it in the audit log with who and before and after', async (t) => {
     const { env, url, f } = await serve(t);
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.locator('::-p-aria([name="Organization"][role="link"])').click();
     await page.locator('::-p-aria([name="Organization settings"][role="heading"])').wait();
@@ -155,7 +120,7 @@ describe('The console\'s admin pages in a browser', { skip: chromiumSkip() }, ()
   it('shows neither page to a key without the admin scope: no link, and a page typed in names the scope it lacks', async (t) => {
     const { env, url, f } = await serve(t);
     const key = (await createApiKey(env.deps.store, f.orgId, 'no admin', Date.now(), { scopes: ['calls', 'campaigns', 'webhooks'] })).key;
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, key);
     assert.deepEqual(await page.$$eval('nav a', (links) => links.map((a) => a.textContent)), ['Calls', 'Test call', 'Overview', 'Webhook endpoints', 'Campaigns', 'Suppressions']);
     for (const path of ['/console/organization', '/console/audit-log']) {
@@ -175,7 +140,7 @@ describe('The console\'s admin pages in a browser', { skip: chromiumSkip() }, ()
     const route = await postJson(env.app, '/api/v1/public/telephony-configurations', { name: `route ${XSS}`, provider: 'simulator' }, { key: secret });
     assert.equal(route.statusCode, 201, route.body);
 
-    const { page, problems } = await openPage(t);
+    const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.goto(`${url}/console/audit-log`);
     await page.waitForSelector('li[data-testid="audit-entry"][data-action="telephony_configuration.created"]');
