@@ -8,7 +8,7 @@ import { CONCURRENCY } from './knobs.js';
 import { runOpenLoop, type OpenLoopResult, type OpenLoopRun } from './open-loop.js';
 import type { Setup } from './services.js';
 
-export function percentile(sorted: number[], p: number): number {
+export function percentile(sorted: ArrayLike<number>, p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }

@@ -9,6 +9,8 @@
 // latency of its direction from them. μ-law has no invalid byte: the stamps are noise to a
 // listener, nothing more.
 
+import { percentile, round } from './load.js';
+
 /** One frame: 20 ms at 8 kHz, one μ-law byte a sample. */
 export const FRAME_BYTES = 160;
 export const PACKET_MS = 20;
@@ -104,6 +106,6 @@ export function parseRtp(packet: Buffer): RtpFields | undefined {
 /** p50, p99 and max of `values` (ms, two decimals); NaN when there are none. */
 export function latencyFigures(values: number[]): { samples: number; p50: number; p99: number; max: number } {
   const sorted = Float64Array.from(values).sort();
-  const at = (q: number) => (sorted.length === 0 ? NaN : Math.round((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number) * 100) / 100);
-  return { samples: sorted.length, p50: at(0.5), p99: at(0.99), max: at(1) };
+  const at = (p: number) => round(percentile(sorted, p));
+  return { samples: sorted.length, p50: at(50), p99: at(99), max: at(100) };
 }
