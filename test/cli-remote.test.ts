@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { Dialtone } from '../packages/client/src/index.js';
+import { isTerminal } from '../src/runs/states.js';
 import { definition } from './helpers/fixtures.js';
 import { ensureBuilt, ROOT, runToCompletion, stopOnTeardown, type Finished } from './helpers/process.js';
 import { prepareDatabase, startServiceProcess } from './helpers/service-process.js';
@@ -96,8 +97,6 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, wha
   }
 }
 
-const ENDED = ['completed', 'busy', 'no_answer', 'rejected', 'failed', 'canceled', 'expired'];
-
 for (const store of await storeCases()) {
   describe(`dialtone remote mode against the service (${store.kind})`, { skip: store.skip }, () => {
     before(ensureBuilt);
@@ -121,10 +120,10 @@ for (const store of await storeCases()) {
       assert.match(text.stdout, new RegExp(`Follow it: dialtone run show ${busyId}`));
 
       const firstId = Number(first.workflow_run_id);
-      const done = await until(() => r.client.runs.get(firstId), (run) => ENDED.includes(run.state), 'the first call to end');
+      const done = await until(() => r.client.runs.get(firstId), (run) => isTerminal(run.state), 'the first call to end');
       assert.equal(done.state, 'completed');
       assert.deepEqual(done.initial_context, { name: 'Ada' });
-      const busy = await until(() => r.client.runs.get(busyId), (run) => ENDED.includes(run.state), 'the busy call to end');
+      const busy = await until(() => r.client.runs.get(busyId), (run) => isTerminal(run.state), 'the busy call to end');
       assert.equal(busy.state, 'busy');
       assert.equal(busy.mode, 'test');
 
@@ -158,7 +157,7 @@ for (const store of await storeCases()) {
       const canceled = await r.cli(['run', 'cancel', String(longId)]);
       assert.equal(canceled.code, 0, canceled.stderr);
       assert.match(canceled.stdout, new RegExp(`^id\\s+${longId}$`, 'm'));
-      assert.equal((await until(() => r.client.runs.get(longId), (run) => ENDED.includes(run.state), 'the cancel')).outcome_reason, 'canceled_by_request');
+      assert.equal((await until(() => r.client.runs.get(longId), (run) => isTerminal(run.state), 'the cancel')).outcome_reason, 'canceled_by_request');
       const conflict = await r.refused(['run', 'cancel', String(longId)]);
       assert.equal(conflict.status, 409);
 
@@ -293,7 +292,7 @@ for (const store of await storeCases()) {
 
       // erase-number: the person's run loses the number, and --suppress suppresses it.
       const call = await r.client.calls.start(r.fixture.agentUuid, { phone_number: '+12025550187', initial_context: { name: 'Grace' } });
-      await until(() => r.client.runs.get(call.workflow_run_id), (run) => ENDED.includes(run.state), 'the call to end');
+      await until(() => r.client.runs.get(call.workflow_run_id), (run) => isTerminal(run.state), 'the call to end');
       const erased = await r.json<{ phone_number: string; counts: Record<string, number> }>('erase-number', '+12025550187', '--suppress');
       assert.equal(erased.phone_number, '+12025550187');
       assert.equal((await r.client.runs.get(call.workflow_run_id)).initial_context, null);
