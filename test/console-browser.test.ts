@@ -731,9 +731,9 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     t.after(() => second.close());
     await second.app.listen({ host: '127.0.0.1', port });
     await page.locator('::-p-text(Live)').wait();
-    await page.waitForFunction(`document.querySelectorAll('tr[data-run-id]').length === 1 && document.querySelector('tr[data-run-id="${kept.id}"]') !== null`, { timeout: 15_000 });
+    await page.waitForFunction(`document.querySelectorAll('tr[data-run-id]').length === 1 && document.querySelector('tr[data-run-id="${kept.id}"]') !== null`, { timeout: scaledTimeout(15_000) });
     // And it follows what happens next.
     const next = await call(second, f, '+12025550103');
-    await page.waitForFunction(`document.querySelectorAll('tr[data-run-id]').length === 2 && document.querySelector('tr[data-run-id="${next.id}"]') !== null`, { timeout: 15_000 });
+    await page.waitForFunction(`document.querySelectorAll('tr[data-run-id]').length === 2 && document.querySelector('tr[data-run-id="${next.id}"]') !== null`, { timeout: scaledTimeout(15_000) });
   });
 });

@@ -10,6 +10,7 @@ import { chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from '
 import { buildWithDispatcher, ended, waitForRun } from './helpers/dispatch.js';
 import { createOrgFixture, PATHS } from './helpers/fixtures.js';
 import { after, before, describe, it } from './helpers/suite.js';
+import { scaledTimeout } from './helpers/timeouts.js';
 import { WEBHOOK_TEST_ENV } from './helpers/webhooks.js';
 
 let chrome: BrowserHandle | undefined;
@@ -57,7 +58,7 @@ describe("The console's call page", { skip: chromiumSkip() }, () => {
     await page.locator('::-p-aria([name="Sign in"][role="button"])').click();
     await page.locator('::-p-aria([name="Console"][role="navigation"])').wait();
     await page.goto(`${url}/console/runs/${runId}`);
-    await page.waitForFunction(`document.querySelectorAll('[data-testid="delivery-row"]').length === ${expected.length}`, { timeout: 10_000 });
+    await page.waitForFunction(`document.querySelectorAll('[data-testid="delivery-row"]').length === ${expected.length}`, { timeout: scaledTimeout(10_000) });
     const listed = await page.$$eval('[data-testid="delivery-row"]', (rows) => rows.map((row) => [Number(row.getAttribute('data-delivery-id')), row.querySelector('.url')?.textContent ?? '']));
     assert.deepEqual(listed.map(([id]) => id).sort(), expected.map((d) => d.id).sort());
     // Each row names its endpoint's URL.

@@ -5,6 +5,7 @@ import type { Page } from 'puppeteer-core';
 import { build } from './helpers/app.js';
 import { chromiumSkip, launchBrowser, watchProblems, type BrowserHandle } from './helpers/browser.js';
 import { after, before, describe, it } from './helpers/suite.js';
+import { scaledTimeout } from './helpers/timeouts.js';
 
 let chrome: BrowserHandle | undefined;
 
@@ -42,10 +43,10 @@ describe('/docs in a browser', { skip: chromiumSkip() }, () => {
     assert.match(String(response?.headers()['content-security-policy']), /default-src 'none'/, 'the page is served under its CSP');
 
     // Swagger UI draws one block per operation once it has fetched and read the document.
-    await page.waitForFunction(`document.querySelectorAll('.opblock').length === ${operations}`, { timeout: 30_000 }).catch(async (error: unknown) => {
+    await page.waitForFunction(`document.querySelectorAll('.opblock').length === ${operations}`, { timeout: scaledTimeout(30_000) }).catch(async (error: unknown) => {
       throw new Error(`${String(error)}: ${String(await page.evaluate("document.querySelectorAll('.opblock').length"))} operations drawn, ${operations} expected`);
     });
-    const logo = await page.waitForSelector('.topbar img[src^="data:image/svg+xml"]', { timeout: 10_000 });
+    const logo = await page.waitForSelector('.topbar img[src^="data:image/svg+xml"]', { timeout: scaledTimeout(10_000) });
     assert.ok(logo, 'the Dialtone logo replaced Swagger UI\'s');
     assert.equal(await page.evaluate("document.querySelector('.topbar img').naturalWidth > 0"), true, 'the logo (a data: image) loaded');
     // Swagger UI's own style sheet applies (a style sheet blocked by the CSP would leave it unstyled).

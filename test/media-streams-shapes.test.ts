@@ -15,7 +15,7 @@ import { MediaStreamBridge } from '../src/telephony/media/media-stream-bridge.js
 import { assertDocumentedMessage, FROM_TWILIO } from './helpers/media-streams-fixture.js';
 import { startTestRuntime, type RuntimeStream } from './helpers/test-runtime.js';
 
-const SETTINGS = { customParameters: { run_id: '42', token: 'tok' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000 };
+const SETTINGS = { customParameters: { run_id: '42', token: 'tok' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000, catchUpMs: 100 };
 /** Pipecat's KeypadEntry (src/pipecat/audio/dtmf/types.py): the keys its serializer turns into DTMF frames. */
 const PIPECAT_KEYS = new Set(['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '*', '#']);
 

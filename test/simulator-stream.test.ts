@@ -247,7 +247,7 @@ describe('Simulated streams on a fake clock', () => {
         streaming: {
           runtime: { url: runtime.url, parameters: (runId) => ({ run_id: String(runId), token: 'not-checked-here' }) },
           byDefault: true,
-          limits: { connectTimeoutMs: 5_000, maxMessageBytes: 1_048_576, maxQueuedMs: 120_000 },
+          limits: { connectTimeoutMs: 5_000, maxMessageBytes: 1_048_576, maxQueuedMs: 120_000, catchUpMs: 100 },
           voice: defaultVoice(),
           recordDir: undefined,
         },

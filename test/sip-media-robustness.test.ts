@@ -246,7 +246,7 @@ describe('Received RTP reordered on its way to the runtime', () => {
     );
     t.after(() => media.close());
     assert.equal(media.answered(sdp(callee.port)), undefined);
-    media.connect({ url: runtime.url, customParameters: { run_id: '1', token: 't' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000 }, { callSid: 'c', accountSid: '1' });
+    media.connect({ url: runtime.url, customParameters: { run_id: '1', token: 't' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000, catchUpMs: 100 }, { callSid: 'c', accountSid: '1' });
     const stream = await runtime.stream(0);
     for (const sequence of [1, 3, 2, 2, 5, 4, 6]) callee.socket.send(rtp(sequence, sequence), media.port, '127.0.0.1');
     await stream.waitFor('six frames', () => stream.media.length >= 6);
@@ -279,7 +279,7 @@ describe('A runtime that stalls', () => {
     const ends: string[] = [];
     const advance = fakeTime(t);
     const bridge = new MediaStreamBridge(
-      { url, customParameters: { run_id: '1', token: 't' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000, ...settings },
+      { url, customParameters: { run_id: '1', token: 't' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000, catchUpMs: 100, ...settings },
       { callSid: 'call-1', accountSid: '1' },
       systemClock,
       {

@@ -44,7 +44,7 @@ describe('SDP of a SIP call\'s audio', () => {
 });
 
 describe('Playout of the runtime\'s audio', () => {
-  function playout(t: TestContext, maxQueuedFrames = 1000) {
+  function playout(t: TestContext, maxQueuedFrames = 1000, catchUpMs = 100) {
     t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
     const events: { at: number; kind: string; detail: string | number }[] = [];
     const frames: { at: number; talkspurt: boolean; skipped: number; bytes: Uint8Array }[] = [];
@@ -55,6 +55,7 @@ describe('Playout of the runtime\'s audio', () => {
       },
       systemClock,
       maxQueuedFrames,
+      catchUpMs,
     );
     // The fake timers run, per tick, only the timers due before it began: time moves a millisecond at a time.
     const advance = (ms: number) => {
@@ -113,6 +114,60 @@ describe('Playout of the runtime\'s audio', () => {
     assert.equal(frames.length, 2, 'a lone half frame waits');
     advance(1);
     assert.deepEqual([...(frames[2]?.bytes.subarray(78, 82) ?? [])], [9, 9, 0xff, 0xff], 'then plays, padded with silence');
+  });
+
+  it('sends at once the frames a stall of this node left overdue, up to the catch-up, so the audio keeps its place in time', (t) => {
+    const { player, frames, advance } = playout(t);
+    player.audio(new Uint8Array(160 * 20)); // 400 ms, queued ahead, as text-to-speech sends
+    advance(40);
+    t.mock.timers.tick(100); // the event loop stalls: the timer due at 60 runs at 140
+    advance(400);
+    assert.deepEqual(frames.map((f) => f.at), [0, 20, 40, 140, 140, 140, 140, 140, 160, 180, 200, 220, 240, 260, 280, 300, 320, 340, 360, 380], 'the frames due at 60 to 140 go together, then on the first schedule');
+    assert.ok(frames.slice(1).every((f) => !f.talkspurt && f.skipped === 0), 'one talkspurt throughout');
+  });
+
+  it('gives up only what a stall longer than the catch-up adds beyond it, in the same talkspurt', (t) => {
+    const { player, frames, advance } = playout(t);
+    player.audio(new Uint8Array(160 * 20));
+    advance(40);
+    t.mock.timers.tick(300); // due at 60, run at 340: 280 ms behind, 100 of them caught up
+    advance(400);
+    assert.deepEqual(frames.slice(2, 10).map((f) => f.at), [40, 340, 340, 340, 340, 340, 340, 360]);
+    assert.equal(frames.length, 20);
+    assert.equal(frames.at(-1)?.at, 560, 'the last frame 180 ms later than on time: the stall less the catch-up');
+    assert.ok(frames.slice(1).every((f) => !f.talkspurt && f.skipped === 0));
+  });
+
+  it('sends a real-time runtime\'s frames as they come after some arrive late together: the lateness is not kept for the rest of the call', (t) => {
+    const { player, frames, advance } = playout(t);
+    const sentAt: number[] = [];
+    const send = () => {
+      sentAt.push(Date.now() - 1_000_000);
+      player.audio(new Uint8Array(160));
+    };
+    for (let n = 0; n < 5; n += 1) {
+      send();
+      advance(20);
+    }
+    advance(80); // four frames held up on the way (the runtime or the network stalled)...
+    for (let n = 0; n < 4; n += 1) send(); // ...arrive together
+    for (let n = 0; n < 10; n += 1) {
+      advance(20);
+      send();
+    }
+    advance(100);
+    assert.equal(frames.length, sentAt.length);
+    assert.deepEqual(frames.map((f) => f.at), sentAt, 'every frame sent the moment it came');
+    assert.ok(frames.slice(1).every((f) => !f.talkspurt), 'one talkspurt: the gap was within the catch-up');
+  });
+
+  it('starts a new talkspurt when the runtime pauses longer than the catch-up, however it is set', (t) => {
+    const { player, frames, advance } = playout(t, 1000, 40);
+    player.audio(new Uint8Array(160));
+    advance(80); // played until 20; 60 ms of silence by the time the next comes
+    player.audio(new Uint8Array(160 * 2));
+    advance(40);
+    assert.deepEqual(frames.map((f) => [f.at, f.talkspurt, f.skipped]), [[0, true, 0], [80, true, 480], [100, false, 0]]);
   });
 
   it('answers a mark with nothing queued at once, and keeps at most its limit of frames queued', (t) => {
@@ -218,7 +273,7 @@ describe('A call\'s media relayed to a runtime', () => {
     });
     t.after(() => media.close());
     assert.equal(media.answered(answer(['c=IN IP4 127.0.0.1', `m=audio ${callee.port} RTP/AVP 0 101`, 'a=rtpmap:101 telephone-event/8000'])), undefined);
-    media.connect({ url: runtime.url, customParameters: { run_id: '1', token: 't' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000 }, { callSid: 'call-1', accountSid: '1' });
+    media.connect({ url: runtime.url, customParameters: { run_id: '1', token: 't' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000, catchUpMs: 100 }, { callSid: 'call-1', accountSid: '1' });
     const stream = await runtime.stream(0);
     const send = (packet: Buffer) => callee.socket.send(packet, media.port, '127.0.0.1');
     // Two 30 ms packets of audio: three 20 ms frames.
@@ -249,7 +304,7 @@ describe('A call\'s media relayed to a runtime', () => {
     t.after(() => media.close());
     assert.equal(media.answered(answer(['c=IN IP4 127.0.0.1', `m=audio ${callee.port} RTP/AVP 0 101`, 'a=rtpmap:101 telephone-event/8000'])), undefined);
     assert.equal(media.sendsTelephoneEvents, true);
-    media.connect({ url: runtime.url, customParameters: { run_id: '1', token: 't' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000 }, { callSid: 'call-1', accountSid: '1' });
+    media.connect({ url: runtime.url, customParameters: { run_id: '1', token: 't' }, connectTimeoutMs: 5000, maxMessageBytes: 65536, maxQueuedMs: 10_000, catchUpMs: 100 }, { callSid: 'call-1', accountSid: '1' });
     const stream = await runtime.stream(0);
     // Four seconds of the runtime's audio: it is still playing when the digits go, and after.
     stream.play(Buffer.alloc(8000 * 4, 0x33), 8000);

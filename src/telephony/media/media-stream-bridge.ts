@@ -30,6 +30,8 @@ export interface BridgeSettings {
   maxMessageBytes: number;
   /** Most audio queued to play, in ms (SIP_MEDIA_STREAM_MAX_QUEUED_MS, SIMULATOR_STREAM_MAX_QUEUED_MS). */
   maxQueuedMs: number;
+  /** How far behind real time the runtime's audio may fall and still be caught up, in ms (SIP_MEDIA_STREAM_CATCH_UP_MS, SIMULATOR_STREAM_CATCH_UP_MS; playout.ts says why). */
+  catchUpMs: number;
   /** Nothing from the runtime (no message, no pong to our pings) for this long: stalled (SIP_MEDIA_STREAM_IDLE_TIMEOUT_MS). Unset or 0: not watched. */
   idleTimeoutMs?: number;
   /** Bytes waiting in the socket's send buffer past which the runtime is stalled, not reading (SIP_MEDIA_STREAM_MAX_BUFFERED_BYTES). Unset or 0: not watched. */
@@ -76,7 +78,7 @@ export class MediaStreamBridge {
     private readonly events: BridgeEvents,
   ) {
     this.identity = { streamSid: streamSid(), accountSid: call.accountSid, callSid: call.callSid };
-    this.playout = new Playout({ frame: events.play, mark: (name) => this.send({ event: 'mark', sequenceNumber: this.next(), mark: { name }, streamSid: this.identity.streamSid }) }, clock, Math.ceil(settings.maxQueuedMs / FRAME_MS));
+    this.playout = new Playout({ frame: events.play, mark: (name) => this.send({ event: 'mark', sequenceNumber: this.next(), mark: { name }, streamSid: this.identity.streamSid }) }, clock, Math.ceil(settings.maxQueuedMs / FRAME_MS), settings.catchUpMs);
     this.socket = new WebSocket(settings.url, { handshakeTimeout: settings.connectTimeoutMs, maxPayload: settings.maxMessageBytes, perMessageDeflate: false });
     this.socket.on('open', () => {
       this.open = true;

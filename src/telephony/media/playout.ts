@@ -4,9 +4,17 @@
 // marks, each answered once the audio queued before it has been played, and `clear` empties it
 // (barge-in), answering the marks it drops, as Twilio's Media Streams do.
 //
-// The schedule is kept against the clock, not by adding 20 ms per timer: a timer that fires late
-// sends the frames that are due at once (up to MAX_CATCH_UP), so a loaded event loop does not
-// slowly stretch the audio.
+// The schedule is kept against the clock, per talkspurt: its n-th frame is due n × 20 ms after its
+// first, whatever the timers did. Playout may fall behind that schedule by up to `catchUpMs`, and
+// sends what is overdue at once to catch up. Why: a runtime that sends at real time (relaying live
+// audio, or echoing) has its frames arrive just when they are due, so any stall (of this node's
+// event loop, of the runtime, of the network) leaves a few of them late, then arriving together.
+// Restarting the schedule from the first late frame would play the rest one by one behind it and
+// keep that delay for the rest of the call, one more stall's worth at every stall. Within
+// `catchUpMs` the frames are sent as they come and the delay is not kept; beyond it (a longer
+// pause of the runtime: a new talkspurt, or a stall of our own longer than that: the excess is
+// given up), the schedule moves on. The price is a burst of at most `catchUpMs` of audio after a
+// short gap, which the callee's jitter buffer absorbs.
 import type { Clock } from '../../shared/clock.js';
 import { MULAW_SILENCE } from './g711.js';
 
@@ -15,10 +23,11 @@ export const FRAME_MS = 20;
 export const SAMPLES_PER_FRAME = 160;
 /** Bytes of one 20 ms μ-law frame. */
 export const FRAME_BYTES = SAMPLES_PER_FRAME;
-/** Most frames sent at once when the timer fired late; beyond that the schedule starts again (the simulated callee's voice paces itself by it too). */
+/** Most frames the simulated callee's voice sends at once when its timer fired late; beyond that its schedule starts again (simulator/stream.ts). */
 export const MAX_CATCH_UP = 5;
 
-type Item = { kind: 'audio'; frame: Uint8Array } | { kind: 'mark'; name: string };
+/** Each frame knows when it was queued: a frame that was there when it was due was late by our doing, not the runtime's. */
+type Item = { kind: 'audio'; frame: Uint8Array; queuedAt: number } | { kind: 'mark'; name: string };
 
 export interface PlayoutSink {
   /** One 20 ms μ-law frame to send now; `talkspurt` marks the first after silence, `skippedSamples` the silence before it. */
@@ -51,6 +60,8 @@ export class Playout {
     private readonly clock: Clock,
     /** Most audio queued, in frames; audio beyond it is dropped (the runtime is far ahead of real time). */
     private readonly maxQueuedFrames: number,
+    /** How far behind its schedule playout may fall and still catch up, in ms (at least a frame's). */
+    private readonly catchUpMs: number,
   ) {}
 
   /** μ-law audio of any length; false when some of it was dropped for the queue's limit. */
@@ -64,9 +75,10 @@ export class Playout {
     }
     let offset = 0;
     let dropped = false;
+    const now = this.clock.now();
     for (; offset + FRAME_BYTES <= data.length; offset += FRAME_BYTES) {
       if (this.queuedFrames >= this.maxQueuedFrames) dropped = true;
-      else this.push({ kind: 'audio', frame: data.slice(offset, offset + FRAME_BYTES) });
+      else this.push({ kind: 'audio', frame: data.slice(offset, offset + FRAME_BYTES), queuedAt: now });
     }
     // A new partial frame (not the old one grown) waits from now.
     if (offset < data.length && (this.partial.length === 0 || offset > 0)) this.partialSince = this.clock.now();
@@ -127,7 +139,7 @@ export class Playout {
     const frame = new Uint8Array(FRAME_BYTES).fill(MULAW_SILENCE);
     frame.set(this.partial);
     this.partial = new Uint8Array(0);
-    this.push({ kind: 'audio', frame });
+    this.push({ kind: 'audio', frame, queuedAt: this.clock.now() });
   }
 
   /** Starts playing when idle: at once if nothing is playing, else when the frame playing ends. */
@@ -149,7 +161,7 @@ export class Playout {
     this.awaitingRest = false;
     if (this.closed || this.held) return;
     const now = this.clock.now();
-    for (let sent = 0; sent < MAX_CATCH_UP; sent += 1) {
+    for (;;) {
       // Marks at the head follow audio that has been played to its end.
       while (this.queue[0]?.kind === 'mark') this.sink.mark((this.queue.shift() as { name: string }).name);
       if (this.queue.length === 0 && this.partial.length > 0) {
@@ -163,27 +175,48 @@ export class Playout {
         }
         this.flushPartial();
       }
-      const next = this.queue.shift();
-      if (!next) return; // idle: the next audio starts a talkspurt
-      if (next.kind !== 'audio') continue;
+      const next = this.queue[0];
+      if (next?.kind !== 'audio') return; // idle: the next audio is placed when it comes
+      const starts = this.placeOnSchedule(next.queuedAt, now);
+      if (!starts.talkspurt && this.playedUntil !== undefined && this.playedUntil > now) {
+        // Not due yet: the frame playing has not ended.
+        this.schedule(this.playedUntil - now);
+        return;
+      }
+      this.queue.shift();
       this.queuedFrames -= 1;
-      const continuing = this.playedUntil !== undefined && this.playedUntil >= now - FRAME_MS;
-      if (!continuing) {
+      if (starts.talkspurt) {
         this.talkspurtStart = now;
         this.sentInTalkspurt = 0;
       }
-      const skipped = continuing || this.playedUntil === undefined ? 0 : Math.round(((now - this.playedUntil) * SAMPLES_PER_FRAME) / FRAME_MS);
-      this.sink.frame(next.frame, !continuing, skipped);
+      this.sink.frame(next.frame, starts.talkspurt, starts.skippedSamples);
       this.sentInTalkspurt += 1;
       this.playedUntil = this.talkspurtStart + this.sentInTalkspurt * FRAME_MS;
-      if (this.playedUntil > now) break;
+      if (this.playedUntil > now) {
+        this.schedule(this.playedUntil - now);
+        return;
+      }
+      // Overdue, within catchUpMs: the next frame goes at once too.
     }
-    const due = (this.playedUntil ?? now) - now;
-    // Behind by more than MAX_CATCH_UP frames: the schedule starts again from now.
-    if (due < 0) {
-      this.talkspurtStart = now - this.sentInTalkspurt * FRAME_MS;
-      this.playedUntil = now;
+  }
+
+  /**
+   * Where the frame at the head falls: in the talkspurt being played (due when the frame before it
+   * ends, sent at once while playout is behind by no more than catchUpMs), or starting a new one
+   * after the silence `skippedSamples` long.
+   */
+  private placeOnSchedule(queuedAt: number, now: number): { talkspurt: boolean; skippedSamples: number } {
+    if (this.playedUntil === undefined) return { talkspurt: true, skippedSamples: 0 };
+    const behind = now - this.playedUntil;
+    if (behind <= this.catchUpMs) return { talkspurt: false, skippedSamples: 0 };
+    if (queuedAt <= this.playedUntil) {
+      // The frame was here when due: the delay is ours (a stalled event loop), not a pause of the
+      // runtime's. The talkspurt goes on, but what is beyond catchUpMs is given up, not kept.
+      this.talkspurtStart += behind - this.catchUpMs;
+      this.playedUntil = now - this.catchUpMs;
+      return { talkspurt: false, skippedSamples: 0 };
     }
-    this.schedule(Math.max(0, due));
+    // The runtime paused longer than catchUpMs: what comes next is a talkspurt of its own.
+    return { talkspurt: true, skippedSamples: Math.round((behind * SAMPLES_PER_FRAME) / FRAME_MS) };
   }
 }

@@ -29,6 +29,8 @@ const configKeys = {
   SIMULATOR_STREAM_MAX_MESSAGE_BYTES: int(1_024, 16_777_216, 1_048_576),
   /** Most audio from the agent runtime queued to play on one simulated call, in ms; what arrives beyond it is dropped. */
   SIMULATOR_STREAM_MAX_QUEUED_MS: int(1_000, 3_600_000, 120_000),
+  /** How far behind real time the agent runtime's audio may fall and still be caught up (as SIP_MEDIA_STREAM_CATCH_UP_MS). */
+  SIMULATOR_STREAM_CATCH_UP_MS: int(20, 1_000, 100),
 };
 
 export const simulatorDefinition = defineProvider<SimulatorRouteConfig, typeof configKeys>({
@@ -67,7 +69,7 @@ export const simulatorDefinition = defineProvider<SimulatorRouteConfig, typeof c
         streaming: {
           runtime: agentRuntime,
           byDefault: config.SIMULATOR_STREAM === 'true',
-          limits: { connectTimeoutMs: config.SIMULATOR_STREAM_CONNECT_TIMEOUT_MS, maxMessageBytes: config.SIMULATOR_STREAM_MAX_MESSAGE_BYTES, maxQueuedMs: config.SIMULATOR_STREAM_MAX_QUEUED_MS },
+          limits: { connectTimeoutMs: config.SIMULATOR_STREAM_CONNECT_TIMEOUT_MS, maxMessageBytes: config.SIMULATOR_STREAM_MAX_MESSAGE_BYTES, maxQueuedMs: config.SIMULATOR_STREAM_MAX_QUEUED_MS, catchUpMs: config.SIMULATOR_STREAM_CATCH_UP_MS },
           // Read once at start-up: a file the simulator cannot play stops the service with the reason.
           voice: config.SIMULATOR_STREAM_AUDIO ? voiceFromFile(config.SIMULATOR_STREAM_AUDIO) : defaultVoice(),
           recordDir: config.SIMULATOR_STREAM_RECORD_DIR,

@@ -17,8 +17,8 @@ export interface SimulatorStreaming {
   runtime: AgentRuntimeHandOff;
   /** SIMULATOR_STREAM: whether a route that says nothing streams its calls. */
   byDefault: boolean;
-  /** SIMULATOR_STREAM_CONNECT_TIMEOUT_MS, SIMULATOR_STREAM_MAX_MESSAGE_BYTES, SIMULATOR_STREAM_MAX_QUEUED_MS. */
-  limits: { connectTimeoutMs: number; maxMessageBytes: number; maxQueuedMs: number };
+  /** SIMULATOR_STREAM_CONNECT_TIMEOUT_MS, SIMULATOR_STREAM_MAX_MESSAGE_BYTES, SIMULATOR_STREAM_MAX_QUEUED_MS, SIMULATOR_STREAM_CATCH_UP_MS. */
+  limits: { connectTimeoutMs: number; maxMessageBytes: number; maxQueuedMs: number; catchUpMs: number };
   voice: CalleeVoice;
   /** SIMULATOR_STREAM_RECORD_DIR: where what each call heard is written, as run-<id>.wav. */
   recordDir: string | undefined;

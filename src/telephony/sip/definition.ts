@@ -29,6 +29,8 @@ const configKeys = {
   SIP_MEDIA_STREAM_MAX_MESSAGE_BYTES: int(1_024, 16_777_216, 1_048_576),
   /** Most audio from the agent runtime queued to play on one call, in ms (8 bytes per ms); what arrives beyond it is dropped. */
   SIP_MEDIA_STREAM_MAX_QUEUED_MS: int(1_000, 3_600_000, 120_000),
+  /** How far behind real time the agent runtime's audio may fall (a stall of this node, the runtime or the network) and still be caught up by sending the late frames at once; beyond it the delay is kept. */
+  SIP_MEDIA_STREAM_CATCH_UP_MS: int(20, 1_000, 100),
   /** Nothing from the agent runtime (no message, no pong to the pings sent meanwhile) for this long: the call ends failed (agent_runtime_stalled). 0: not watched. */
   SIP_MEDIA_STREAM_IDLE_TIMEOUT_MS: int(0, 3_600_000, 15_000),
   /** Bytes of a media stream waiting to be sent because the agent runtime does not read them, past which the call ends failed (agent_runtime_stalled). */
@@ -109,6 +111,7 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
           connectTimeoutMs: config.SIP_MEDIA_STREAM_CONNECT_TIMEOUT_MS,
           maxMessageBytes: config.SIP_MEDIA_STREAM_MAX_MESSAGE_BYTES,
           maxQueuedMs: config.SIP_MEDIA_STREAM_MAX_QUEUED_MS,
+          catchUpMs: config.SIP_MEDIA_STREAM_CATCH_UP_MS,
           idleTimeoutMs: config.SIP_MEDIA_STREAM_IDLE_TIMEOUT_MS,
           maxBufferedBytes: config.SIP_MEDIA_STREAM_MAX_BUFFERED_BYTES,
         },

@@ -65,7 +65,7 @@ export interface SipStackSettings {
   /** Where answered calls of routes without media_address are relayed; undefined: their audio is received and dropped. */
   agentRuntime: AgentRuntimeHandOff | undefined;
   /** The media stream's limits (SIP_MEDIA_STREAM_*). */
-  mediaStream: { connectTimeoutMs: number; maxMessageBytes: number; maxQueuedMs: number; idleTimeoutMs?: number; maxBufferedBytes?: number };
+  mediaStream: { connectTimeoutMs: number; maxMessageBytes: number; maxQueuedMs: number; catchUpMs: number; idleTimeoutMs?: number; maxBufferedBytes?: number };
   /** The reorder buffer's depth and the media timeout (SIP_RTP_REORDER_MS, SIP_MEDIA_TIMEOUT_MS); default DEFAULT_CALL_MEDIA_OPTIONS. */
   callMedia?: CallMediaOptions;
   /** Something about a call's media worth a log line (an RTP socket error, audio dropped). */
