@@ -74,26 +74,32 @@ async function bytesOnDisk(kind: StoreKind, setup: Setup): Promise<number> {
   return statSync(file).size;
 }
 
-/** p50/p99 (ms) of GROWTH_READS sequential requests to paths drawn by `path`. */
-async function timeReads(base: string, key: string, path: () => string) {
+/** Sequential requests timed, in ms: `count` of them to paths drawn by `path`. */
+async function timeReads(base: string, key: string, path: () => string, count: number): Promise<number[]> {
   const times: number[] = [];
-  for (let i = 0; i < GROWTH_READS; i++) {
+  for (let i = 0; i < count; i++) {
     const started = performance.now();
     const response = await fetch(`${base}${path()}`, { headers: { 'x-api-key': key } });
     await response.arrayBuffer();
     if (response.status !== 200) throw new Error(`${path()} answered ${response.status}`);
     times.push(performance.now() - started);
   }
-  times.sort((a, b) => a - b);
-  return { p50_ms: round(percentile(times, 50), 2), p99_ms: round(percentile(times, 99), 2) };
+  return times;
 }
 
-async function measure(kind: StoreKind, setup: Setup, ids: Ids, runs: number, now: number) {
-  const service = await startBenchService({ ...INSTANT_SIMULATOR, DATABASE_URL: setup.url, DIALTONE_ROLE: 'api', RATE_LIMIT_KEY_PER_SECOND: '0', RATE_LIMIT_ORG_PER_SECOND: '0' });
-  const key = setup.fixture.apiKey;
+const quantiles = (times: number[]) => {
+  const sorted = [...times].sort((a, b) => a - b);
+  return { p50_ms: round(percentile(sorted, 50), 2), p99_ms: round(percentile(sorted, 99), 2) };
+};
+
+/** Rounds each read's GROWTH_READS requests are split into, alternating between the two sizes. */
+const ROUNDS = 10;
+
+/** The reads of the bench, on a store of `runs` runs. */
+function readsOf(ids: Ids, runs: number, now: number): Record<string, () => string> {
   const anyRun = () => 1 + Math.floor(Math.random() * runs);
   const iso = (ms: number) => encodeURIComponent(new Date(ms).toISOString());
-  const reads: Record<string, () => string> = {
+  return {
     list: () => '/api/v1/public/workflow-runs?limit=50',
     list_state: () => '/api/v1/public/workflow-runs?limit=50&state=busy',
     list_answered_by: () => '/api/v1/public/workflow-runs?limit=50&answered_by=machine',
@@ -111,21 +117,18 @@ async function measure(kind: StoreKind, setup: Setup, ids: Ids, runs: number, no
     campaign: () => `/api/v1/public/campaigns/${ids.campaignId}`,
     campaign_runs: () => `/api/v1/public/campaigns/${ids.campaignId}/runs?limit=50`,
   };
-  try {
-    const figures: Record<string, { p50_ms: number; p99_ms: number }> = {};
-    for (const [name, path] of Object.entries(reads)) {
-      figures[name] = await timeReads(service.url, key, path);
-      if (name === 'stats_30_days') process.stdout.write(`  ${runs} runs: memory after 30-day stats ${JSON.stringify(memoryOf(service.child.pid))}\n`);
-    }
-    return { runs, reads: figures, memory_after_stats: memoryOf(service.child.pid), bytes_per_run: round((await bytesOnDisk(kind, setup)) / runs, 0) };
-  } finally {
-    service.child.kill('SIGTERM');
-    await service.exited;
-  }
 }
 
-/** A fresh database of one store filled with `runs` runs, and the reads timed on it. */
-async function storeOf(kind: StoreKind, runs: number, now: number) {
+interface Filled {
+  kind: StoreKind;
+  setup: Setup;
+  ids: Ids;
+  runs: number;
+  fillSeconds: number;
+}
+
+/** A fresh database of one store filled with `runs` runs. */
+async function filledStore(kind: StoreKind, runs: number, now: number): Promise<Filled> {
   const setup = await setUp(kind);
   try {
     const definition = await setup.store.db.selectFrom('workflow_definitions').select(['id', 'workflow_id']).executeTakeFirstOrThrow();
@@ -145,18 +148,76 @@ async function storeOf(kind: StoreKind, runs: number, now: number) {
     await fill(kind, setup, ids, runs, now);
     const fillSeconds = round((performance.now() - started) / 1000, 1);
     process.stdout.write(`  ${runs} runs filled in ${fillSeconds} s\n`);
-    return { fill_seconds: fillSeconds, ...(await measure(kind, setup, ids, runs, now)) };
-  } finally {
+    return { kind, setup, ids, runs, fillSeconds };
+  } catch (error) {
     await setup.drop();
+    throw error;
+  }
+}
+
+/**
+ * Both stores' reads, timed in alternating rounds: a shared machine's load changes over minutes,
+ * and timing the small store's reads and then the large one's would put the change in the ratio.
+ * Each read's requests are split into ROUNDS rounds, small and large taking turns (which goes
+ * first alternates too), each size served by an API node of its own, both up throughout.
+ */
+async function measureBoth(small: Filled, large: Filled, now: number) {
+  const start = (filled: Filled) => startBenchService({ ...INSTANT_SIMULATOR, DATABASE_URL: filled.setup.url, DIALTONE_ROLE: 'api', RATE_LIMIT_KEY_PER_SECOND: '0', RATE_LIMIT_ORG_PER_SECOND: '0' });
+  const services = [await start(small), await start(large)] as const;
+  try {
+    const sizes = [small, large] as const;
+    const reads = sizes.map((filled) => readsOf(filled.ids, filled.runs, now));
+    const perRound = Math.max(1, Math.ceil(GROWTH_READS / ROUNDS));
+    const figures: [Record<string, { p50_ms: number; p99_ms: number }>, Record<string, { p50_ms: number; p99_ms: number }>] = [{}, {}];
+    const memory: [ReturnType<typeof memoryOf> | undefined, ReturnType<typeof memoryOf> | undefined] = [undefined, undefined];
+    for (const name of Object.keys(reads[0] ?? {})) {
+      const times: [number[], number[]] = [[], []];
+      for (let round_ = 0; round_ < ROUNDS; round_++) {
+        for (const which of round_ % 2 === 0 ? [0, 1] as const : [1, 0] as const) {
+          const path = reads[which]?.[name];
+          if (!path) throw new Error(`no read ${name}`);
+          times[which].push(...(await timeReads(services[which].url, sizes[which].setup.fixture.apiKey, path, perRound)));
+        }
+      }
+      for (const which of [0, 1] as const) figures[which][name] = quantiles(times[which]);
+      if (name === 'stats_30_days') {
+        for (const which of [0, 1] as const) {
+          memory[which] = memoryOf(services[which].child.pid);
+          process.stdout.write(`  ${sizes[which].runs} runs: memory after 30-day stats ${JSON.stringify(memory[which])}\n`);
+        }
+      }
+    }
+    const result = async (which: 0 | 1) => ({
+      runs: sizes[which].runs,
+      fill_seconds: sizes[which].fillSeconds,
+      reads: figures[which],
+      memory_after_stats: memory[which],
+      bytes_per_run: round((await bytesOnDisk(sizes[which].kind, sizes[which].setup)) / sizes[which].runs, 0),
+    });
+    return { small: await result(0), large: await result(1), requests_per_read: perRound * ROUNDS, rounds: ROUNDS };
+  } finally {
+    for (const service of services) {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    }
   }
 }
 
 export async function growthBench(kind: StoreKind) {
-  process.stdout.write(`\n[${kind}] growth: reads at ${GROWTH_SMALL} and ${GROWTH_RUNS} runs (${RUNS_PER_DAY} a day, each with 5 events)\n`);
+  process.stdout.write(`\n[${kind}] growth: reads at ${GROWTH_SMALL} and ${GROWTH_RUNS} runs (${RUNS_PER_DAY} a day, each with 5 events), in alternating rounds\n`);
   const now = Date.now();
-  const small = await storeOf(kind, GROWTH_SMALL, now);
-  const large = await storeOf(kind, GROWTH_RUNS, now);
-  const ratios = Object.fromEntries(Object.keys(small.reads).map((name) => [name, round((large.reads[name]?.p99_ms ?? NaN) / (small.reads[name]?.p99_ms ?? NaN), 2)]));
-  const over = Object.entries(ratios).filter(([, ratio]) => ratio > 2).map(([name]) => name);
-  return { runs_per_day: RUNS_PER_DAY, small, large, p99_ratio_large_to_small: ratios, reads_over_goal: over };
+  const small = await filledStore(kind, GROWTH_SMALL, now);
+  try {
+    const large = await filledStore(kind, GROWTH_RUNS, now);
+    try {
+      const { small: smallFigures, large: largeFigures, requests_per_read, rounds } = await measureBoth(small, large, now);
+      const ratios = Object.fromEntries(Object.keys(smallFigures.reads).map((name) => [name, round((largeFigures.reads[name]?.p99_ms ?? NaN) / (smallFigures.reads[name]?.p99_ms ?? NaN), 2)]));
+      const over = Object.entries(ratios).filter(([, ratio]) => ratio > 2).map(([name]) => name);
+      return { runs_per_day: RUNS_PER_DAY, requests_per_read, rounds, small: smallFigures, large: largeFigures, p99_ratio_large_to_small: ratios, reads_over_goal: over };
+    } finally {
+      await large.setup.drop();
+    }
+  } finally {
+    await small.setup.drop();
+  }
 }
