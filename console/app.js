@@ -10,6 +10,7 @@ import { ErrorBox, Link, valueOf } from './ui.js';
 /** @import { StreamRole, StreamStatus } from './api.js' */
 /** @import { RunStates } from './run-states.js' */
 /** @import { ApiKey, Scope } from './types.js' */
+/** @import { PageEntry } from './pages.js' */
 
 /** @param {{ onSignedIn: () => void, notice: ApiError | null }} props */
 function SignIn({ onSignedIn, notice }) {
@@ -85,7 +86,8 @@ function SignedIn({ me, onSignOut }) {
   const path = usePath();
   const scopes = /** @type {Scope[]} */ (me.scopes);
   const calls = scopes.includes('calls');
-  const allowed = PAGES.filter((p) => !p.scope || scopes.includes(p.scope));
+  const missing = (/** @type {PageEntry} */ p) => (p.scopes ?? []).filter((s) => !scopes.includes(s));
+  const allowed = PAGES.filter((p) => missing(p).length === 0);
   const [stream] = useState(() => new EventStream());
   const [status, setStatus] = useState(/** @type {StreamStatus} */ ('connecting'));
   const [role, setRole] = useState(/** @type {StreamRole | undefined} */ (undefined));
@@ -132,7 +134,7 @@ function SignedIn({ me, onSignOut }) {
   const body = !matched
     ? html`<p>No such page. <${Link} href=${home}>Go to the console</${Link}>.</p>`
     : !Page
-      ? html`<p data-testid="missing-scope">This key lacks the <code>${matched.scope}</code> scope this page needs. <${Link} href=${home}>Go to a page it may see</${Link}>.</p>`
+      ? html`<p data-testid="missing-scope">This key lacks the ${missing(matched).map((s, i, all) => html`${i === 0 ? '' : i === all.length - 1 ? ' and ' : ', '}<code>${s}</code>`)} scope${missing(matched).length > 1 ? 's' : ''} this page needs. <${Link} href=${home}>Go to a page it may see</${Link}>.</p>`
       : states
         ? html`<${RunStatesContext.Provider} value=${states}><${Page} key=${generation} params=${params} stream=${stream} scopes=${scopes} /></${RunStatesContext.Provider}>`
         : statesError

@@ -53,7 +53,7 @@ export {};
  */
 
 /**
- * A workflow (agent) [GET /workflows].
+ * A workflow (agent) [Workflow].
  * @typedef {object} Workflow
  * @property {string} workflow_uuid
  * @property {string} name
@@ -64,6 +64,35 @@ export {};
  * @property {string[]} draft_agent_uuids
  * @property {string[]} variables
  * @property {string[]} draft_variables
+ * @property {string} created_at
+ * @property {string} updated_at
+ */
+
+/**
+ * One version of a workflow, without its definition [WorkflowVersion].
+ * @typedef {object} WorkflowVersion
+ * @property {number} version
+ * @property {'draft' | 'published' | 'archived'} status
+ * @property {string} created_at
+ * @property {string | null} published_at
+ * @property {string[]} agent_uuids
+ */
+
+/**
+ * A workflow with its published version and its draft [WorkflowWithVersions].
+ * @typedef {object} WorkflowWithVersionsOwn
+ * @property {WorkflowVersion | null} published
+ * @property {WorkflowVersion | null} draft
+ */
+/** @typedef {Workflow & WorkflowWithVersionsOwn} WorkflowWithVersions */
+
+/**
+ * One version's definition [WorkflowDefinitionVersion].
+ * @typedef {object} WorkflowDefinitionVersion
+ * @property {string} workflow_uuid
+ * @property {number} version
+ * @property {'draft' | 'published' | 'archived'} status
+ * @property {Record<string, unknown>} definition
  */
 
 /** @typedef {{ id: number, name: string, provider: string, status: 'active' | 'inactive' }} TelephonyConfiguration [GET /telephony-configurations] */
