@@ -310,7 +310,7 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     assert.deepEqual(problems, []);
   });
 
-  it('shows a script or HTML payload as text in every field an operator sets: key name, campaign name, CSV cells, contact variables, initial_context, webhook URL and description, suppression reason', async (t) => {
+  it('shows a script or HTML payload as text in every field an operator sets: key name, campaign name, CSV cells, contact variables, initial_context, webhook URL and description, suppression reason, agent name and definition', async (t) => {
     const { env, url, f } = await serve(t, { dispatch: false });
     await createApiKey(env.deps.store, f.orgId, `key ${XSS}`, Date.now(), { scopes: ['calls'] });
     const campaign = await createCampaign(env.app, f, { name: `campaign ${XSS}` });
@@ -322,6 +322,8 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     assert.equal(hook.statusCode, 201, hook.body);
     const suppressed = await env.app.inject({ method: 'PUT', url: `/api/v1/public/suppressions/${encodeURIComponent('+12025550199')}`, headers: { 'x-api-key': f.apiKey, 'content-type': 'application/json' }, payload: { reason: `reason ${XSS}` } });
     assert.ok([200, 201].includes(suppressed.statusCode), suppressed.body);
+    const agent = await postJson(env.app, '/api/v1/public/workflows', { name: `agent ${XSS}`, definition: definition({ greeting: `Hello ${XSS}` }) }, { key: f.apiKey });
+    assert.equal(agent.statusCode, 201, agent.body);
     const dir = tempDir(t, 'dialtone-xss-csv-');
     const file = join(dir, `cells.csv`);
     writeFileSync(file, `phone_number,"${XSS.replaceAll('"', '""')}"\n+12025550102,"cell ${XSS.replaceAll('"', '""')}"\n`);
@@ -346,6 +348,8 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     await shows('/console/webhooks', 'main .endpoints', `hook ${XSS}`);
     assert.ok((await textOf('main .endpoints .url')).includes('/hook?q='), 'the URL as text');
     await shows('/console/suppressions', 'main table', `reason ${XSS}`);
+    await shows('/console/agents', 'main table', `agent ${XSS}`);
+    await shows(`/console/agents/${(agent.json() as { workflow_uuid: string }).workflow_uuid}`, '[data-testid="published-definition"]', JSON.stringify(`Hello ${XSS}`));
     // CSV cells, a header among them, in the new campaign's column mapping.
     await page.goto(`${url}/console/campaigns/new`);
     const input = await page.waitForSelector('#contacts-csv');
