@@ -132,22 +132,39 @@ describe('The console\'s agent pages in a browser', { skip: chromiumSkip() }, ()
     await page.evaluate('window.scrollTo(0, 0)');
     await screenshot(page, 'agent');
 
+    // An older version opened in the editor: unsaved, so the draft cannot be published meanwhile.
+    const v2 = await page.$eval('#draft-definition', (el) => (el as unknown as { value: string }).value);
+    const publishDisabled = (disabled: boolean) => page.waitForFunction(`[...document.querySelectorAll('button')].find((b) => b.textContent === 'Publish v2')?.disabled === ${disabled}`);
+    await publishDisabled(false);
+    await page.locator('::-p-aria([name="Open v1 in the editor"][role="button"])').click();
+    await page.waitForFunction(`document.querySelector('#draft-definition').value.includes('"greeting": "Hello {{name | there}}"')`);
+    await publishDisabled(true); // Publish waits for the changes to be saved
+    await page.locator('#draft-definition').fill(v2);
+    await publishDisabled(false); // the draft shown again: it may be published
+
+    // A draft saved elsewhere since the page read it: Publish v2 is refused, nothing published unseen.
+    const elsewhere = await env.app.inject({ method: 'PUT', url: `/api/v1/public/workflows/${uuid}/draft`, headers: { 'x-api-key': f.apiKey, 'content-type': 'application/json' }, payload: JSON.parse(v2) });
+    assert.equal(elsewhere.statusCode, 200, elsewhere.body);
     await page.locator('::-p-aria([name="Publish v2"][role="button"])').click();
-    await statusLine(page, 'Published v2.');
-    assert.equal(await page.$eval('[data-testid="agent-published"]', (el) => el.textContent), 'v2');
+    await page.waitForSelector('.error[data-code="workflow_state_conflict"]');
+    assert.equal(((await getJson(env.app, `/api/v1/public/workflows/${uuid}`, f.apiKey)).json() as Workflow).published_version, 1, 'nothing published');
+    await page.reload();
+    await page.locator('::-p-aria([name="Publish v3"][role="button"])').click();
+    await statusLine(page, 'Published v3.');
+    assert.equal(await page.$eval('[data-testid="agent-published"]', (el) => el.textContent), 'v3');
     assert.equal(await page.$eval('[data-testid="agent-draft"]', (el) => el.textContent), 'none');
     assert.match(await page.$eval('[data-testid="published-definition"]', (el) => el.textContent ?? ''), /"greeting": "Hi again/);
-    await page.waitForFunction(`[...document.querySelectorAll('tr[data-testid="version-row"]')].map((r) => r.dataset.version + ':' + r.dataset.status).join() === '2:published,1:archived'`);
+    await page.waitForFunction(`[...document.querySelectorAll('tr[data-testid="version-row"]')].map((r) => r.dataset.version + ':' + r.dataset.status).join() === '3:published,2:archived,1:archived'`);
 
     // The published version answers a call placed through the API.
     const call = await postJson(env.app, PATHS.initiateCallByWorkflowUuid(uuid), { phone_number: '+12025550123' }, { key: f.apiKey });
     assert.equal(call.statusCode, 200, call.body);
     const runId = (call.json() as { workflow_run_id: number }).workflow_run_id;
-    assert.equal(((await getJson(env.app, `/api/v1/public/workflow-runs/${runId}`, f.apiKey)).json() as { definition_version: number }).definition_version, 2);
+    assert.equal(((await getJson(env.app, `/api/v1/public/workflow-runs/${runId}`, f.apiKey)).json() as { definition_version: number }).definition_version, 3);
 
     await page.locator('::-p-aria([name="Back to the agents"][role="link"])').click();
     const row = await page.waitForSelector(`tr[data-testid="agent-row"][data-uuid="${uuid}"]`);
-    assert.deepEqual(await row?.$$eval('[data-testid="agent-name"], [data-testid="agent-published"], [data-testid="agent-draft"], [data-testid="agent-status"]', (els) => els.map((el) => el.textContent)), ['Reminder', 'v2', 'none', 'active']);
+    assert.deepEqual(await row?.$$eval('[data-testid="agent-name"], [data-testid="agent-published"], [data-testid="agent-draft"], [data-testid="agent-status"]', (els) => els.map((el) => el.textContent)), ['Reminder', 'v3', 'none', 'active']);
     await screenshot(page, 'agents');
 
     // Archive asks once more; then the agent answers no call.
@@ -163,7 +180,7 @@ describe('The console\'s agent pages in a browser', { skip: chromiumSkip() }, ()
     assert.equal(await page.$eval('#draft-definition', (el) => (el as unknown as { readOnly: boolean }).readOnly), true);
     const refusedCall = await postJson(env.app, PATHS.initiateCallByWorkflowUuid(uuid), { phone_number: '+12025550123' }, { key: f.apiKey });
     assert.equal(refusedCall.statusCode, 404, refusedCall.body);
-    assert.deepEqual(problems.filter((p) => !/422/.test(p)), [], 'only the refused saves');
+    assert.deepEqual(problems.filter((p) => !/422|409/.test(p)), [], 'only the refused saves and publish');
   });
 
   it('shows no agent page to a key lacking admin or calls: no link, and a page typed in names the scope it lacks', async (t) => {
