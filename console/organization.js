@@ -6,9 +6,10 @@
 // field owns is shown at the top.
 import { html, useEffect, useState } from './vendor-htm-preact.js';
 import { api, ApiError } from './api.js';
+import { FieldProblems, problemsByField, topError } from './field-problems.js';
 import { ErrorBox, valueOf } from './ui.js';
 /** @import { PageProps } from './pages.js' */
-/** @import { CallingHours, OrganizationSettings, ProblemError } from './types.js' */
+/** @import { CallingHours, OrganizationSettings } from './types.js' */
 
 const DAYS = /** @type {const} */ (['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']);
 const DAY_NAMES = { mon: 'Monday', tue: 'Tuesday', wed: 'Wednesday', thu: 'Thursday', fri: 'Friday', sat: 'Saturday', sun: 'Sunday' };
@@ -106,28 +107,6 @@ const FIELDS = [
   ...LIMITS.map(([name]) => `/${name}`),
 ];
 
-/**
- * Problems by the field they are shown beside ('' for those no field owns).
- * @param {ProblemError[]} errors
- */
-function byField(errors) {
-  /** @type {Record<string, string[]>} */
-  const found = {};
-  for (const e of errors) {
-    const pointer = e.pointer ?? '';
-    const field = FIELDS.find((f) => pointer === f || pointer.startsWith(`${f}/`)) ?? '';
-    (found[field] ??= []).push(field === pointer || !pointer ? e.detail : `${pointer.slice(field.length + 1)}: ${e.detail}`);
-  }
-  return found;
-}
-
-/** @param {{ problems: Record<string, string[]>, field: string }} props */
-function FieldProblems({ problems, field }) {
-  const list = problems[field];
-  if (!list?.length) return null;
-  return html`<ul class="field-problems" role="alert" data-testid="field-problem" data-pointer=${field}>${list.map((p) => html`<li>${p}</li>`)}</ul>`;
-}
-
 /** @param {PageProps} _props */
 export function OrganizationPage(_props) {
   const [settings, setSettings] = useState(/** @type {OrganizationSettings | null} */ (null));
@@ -166,10 +145,9 @@ export function OrganizationPage(_props) {
       show(await api('/organization', { method: 'PATCH', body }));
       setStatus('Saved.');
     } catch (e) {
-      const found = e instanceof ApiError ? byField(e.errors) : {};
+      const found = e instanceof ApiError ? problemsByField(e.errors, FIELDS) : {};
       setProblems(found);
-      // The problem's own detail, and the problems no field owns, at the top.
-      setError(e instanceof ApiError ? new ApiError(e.status, { code: e.code, detail: e.message, errors: (found[''] ?? []).map((detail) => ({ detail })) }) : e);
+      setError(topError(e, found));
     } finally {
       setBusy(false);
     }
