@@ -12,8 +12,11 @@ import { CampaignPage } from './campaign.js';
 import { CampaignsPage } from './campaigns.js';
 import { NewAgentPage } from './new-agent.js';
 import { NewCampaignPage } from './new-campaign.js';
+import { NewRoutePage } from './new-route.js';
 import { OrganizationPage } from './organization.js';
 import { OverviewPage } from './overview.js';
+import { RoutePage } from './route.js';
+import { RoutesPage } from './routes.js';
 import { SuppressionsPage } from './suppressions.js';
 import { TestCallPage } from './test-call.js';
 import { WebhooksPage } from './webhooks.js';
@@ -51,6 +54,9 @@ export const PAGES = [
   { path: /^\/console\/agents$/, scopes: ['calls', 'admin'], nav: { href: '/console/agents', label: 'Agents' }, component: AgentsPage },
   { path: /^\/console\/agents\/new$/, scopes: ['calls', 'admin'], component: NewAgentPage },
   { path: /^\/console\/agents\/([0-9a-fA-F-]{36})$/, scopes: ['calls', 'admin'], component: AgentPage },
+  { path: /^\/console\/routes$/, scopes: ['calls', 'admin'], nav: { href: '/console/routes', label: 'Routes' }, component: RoutesPage },
+  { path: /^\/console\/routes\/new$/, scopes: ['calls', 'admin'], component: NewRoutePage },
+  { path: /^\/console\/routes\/(\d+)$/, scopes: ['calls', 'admin'], component: RoutePage },
   { path: /^\/console\/api-keys$/, scopes: ['admin'], nav: { href: '/console/api-keys', label: 'API keys' }, component: ApiKeysPage },
   { path: /^\/console\/organization$/, scopes: ['admin'], nav: { href: '/console/organization', label: 'Organization' }, component: OrganizationPage },
   { path: /^\/console\/audit-log$/, scopes: ['admin'], nav: { href: '/console/audit-log', label: 'Audit log' }, component: AuditLogPage },

@@ -95,7 +95,37 @@ export {};
  * @property {Record<string, unknown>} definition
  */
 
-/** @typedef {{ id: number, name: string, provider: string, status: 'active' | 'inactive' }} TelephonyConfiguration [GET /telephony-configurations] */
+/** @typedef {{ id: number, name: string, provider: string, caller_ids: string[], is_default: boolean, status: 'active' | 'inactive', has_credentials: boolean }} TelephonyConfiguration [GET /telephony-configurations] */
+
+/**
+ * A telephony configuration (route) as an `admin` key reads it: its settings, and only whether each
+ * credential is set, never a credential [TelephonyConfigurationDetails].
+ * @typedef {object} TelephonyConfigurationDetails
+ * @property {number} id
+ * @property {string} name
+ * @property {string} provider
+ * @property {string[]} caller_ids
+ * @property {boolean} is_default
+ * @property {number} calls_per_second
+ * @property {number} max_concurrent_calls
+ * @property {'active' | 'inactive'} status
+ * @property {Record<string, unknown>} settings
+ * @property {boolean} has_credentials
+ * @property {Record<string, boolean>} credentials_set
+ * @property {string} created_at
+ * @property {string} updated_at
+ */
+
+/**
+ * Whether a route can place calls now, and every reason it cannot [TelephonyConfigurationReadiness].
+ * @typedef {object} TelephonyConfigurationReadiness
+ * @property {number} id
+ * @property {boolean} ready
+ * @property {{ pointer: string, detail: string }[]} problems
+ */
+
+/** One setting or credential a provider's routes take. @typedef {{ name: string, description: string, type: 'string' | 'integer', required: boolean }} RouteField */
+/** A provider a route can use [GET /telephony-providers]. @typedef {{ name: string, summary: string, settings: RouteField[], credentials: RouteField[] }} TelephonyProvider */
 
 /**
  * The overview's numbers [GET /stats].
