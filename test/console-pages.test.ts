@@ -11,7 +11,7 @@ import { describe, it } from './helpers/suite.js';
 describe('GET /console', () => {
   it('answers the app\'s page for every console path, with a strict Content-Security-Policy, X-Frame-Options DENY and nosniff', async (t) => {
     const { app } = await build(t, 'sqlite');
-    for (const url of ['/console', '/console/', '/console/runs/42', '/console/test-call', '/console/overview', '/console/webhooks', '/console/suppressions', '/console/campaigns', '/console/organization', '/console/audit-log', '/console/agents', '/console/agents/new', '/console/agents/6f1c7a52-0c1e-4c8e-9f3a-2b7d9c0e4a11']) {
+    for (const url of ['/console', '/console/', '/console/runs/42', '/console/test-call', '/console/overview', '/console/webhooks', '/console/suppressions', '/console/campaigns', '/console/organization', '/console/audit-log', '/console/agents', '/console/agents/new', '/console/agents/6f1c7a52-0c1e-4c8e-9f3a-2b7d9c0e4a11', '/console/routes', '/console/routes/new', '/console/routes/7']) {
       const response = await app.inject({ method: 'GET', url });
       assert.equal(response.statusCode, 200, url);
       assert.match(String(response.headers['content-type']), /^text\/html/);
