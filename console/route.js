@@ -50,6 +50,7 @@ function RouteDetails({ id }) {
   const [error, setError] = useState(/** @type {unknown} */ (null));
   const [actionError, setActionError] = useState(/** @type {unknown} */ (null));
   const [status, setStatus] = useState('');
+  const [saveStatus, setSaveStatus] = useState('');
   const [busy, setBusy] = useState(false);
   const readReadiness = useCallback(async () => {
     try {
@@ -83,6 +84,7 @@ function RouteDetails({ id }) {
   const act = async (verb, done) => {
     setActionError(null);
     setStatus('');
+    setSaveStatus('');
     setBusy(true);
     try {
       setRoute(await api(`${base}/${verb}`, { method: 'POST' }));
@@ -99,10 +101,10 @@ function RouteDetails({ id }) {
     event.preventDefault();
     setError(null);
     setProblems({});
-    setStatus('');
+    setSaveStatus('');
     const body = updateRouteBody(provider, route, form);
     if (Object.keys(body).length === 0) {
-      setStatus('Nothing changed.');
+      setSaveStatus('Nothing changed.');
       return;
     }
     setBusy(true);
@@ -112,7 +114,7 @@ function RouteDetails({ id }) {
       setRoute(saved);
       // The credentials typed are sent: their inputs are emptied, and only "set" is shown.
       setForm(routeFormOf(saved));
-      setStatus('Saved.');
+      setSaveStatus('Saved.');
       await readReadiness();
     } catch (e) {
       const found = e instanceof ApiError ? problemsByField(e.errors, routeFieldPointers(provider, route)) : {};
@@ -150,8 +152,9 @@ function RouteDetails({ id }) {
       <${RouteFields} provider=${provider} form=${form} setForm=${setForm} problems=${problems} route=${route} />
       <div class="actions">
         <button type="submit" disabled=${busy}>Save route</button>
-        <button type="button" class="secondary" disabled=${busy} onClick=${() => { setForm(routeFormOf(route)); setProblems({}); setError(null); setStatus(''); }}>Undo changes</button>
+        <button type="button" class="secondary" disabled=${busy} onClick=${() => { setForm(routeFormOf(route)); setProblems({}); setError(null); setSaveStatus(''); }}>Undo changes</button>
       </div>
+      <p class="hint" role="status" data-testid="route-save-status">${saveStatus}</p>
     </form>
   </section>`;
 }

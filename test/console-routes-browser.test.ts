@@ -143,7 +143,7 @@ describe('The console\'s route pages in a browser', { skip: chromiumSkip() }, ()
     assert.equal((await details(env, f, id)).settings.port, 5061, 'nothing changed');
     await clear(page, '#route-setting-port');
     await click(page, 'Save route');
-    await page.waitForFunction(`document.querySelector('[data-testid="route-action-status"]')?.textContent === 'Saved.'`);
+    await page.waitForFunction(`document.querySelector('[data-testid="route-save-status"]')?.textContent === 'Saved.'`);
     const saved = await details(env, f, id);
     assert.deepEqual(saved.settings, { host: 'sip.example.net', transport: 'tls' }, 'an emptied setting is removed');
     assert.deepEqual(saved.credentials_set, { username: true, password: true });
