@@ -8,14 +8,9 @@ import { api, ApiError } from './api.js';
 import { FieldProblems, problemsByField, topError } from './field-problems.js';
 import { createRouteBody, emptyRouteForm, routeFieldPointers, RouteFields } from './route-form.js';
 import { ErrorBox, Link, navigate, valueOf } from './ui.js';
-/** @import { PageProps } from './pages.js' */
 /** @import { TelephonyConfigurationDetails, TelephonyProvider } from './types.js' */
 
-/** @param {PageProps} props */
-export function NewRoutePage({ scopes }) {
-  if (!scopes.includes('calls')) {
-    return html`<section><h1>New route</h1><p data-testid="needs-calls">The providers a route can use are read with the <code>calls</code> scope, which this key lacks.</p></section>`;
-  }
+export function NewRoutePage() {
   return html`<${NewRouteForm} />`;
 }
 

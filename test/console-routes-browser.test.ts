@@ -234,15 +234,16 @@ describe('The console\'s route pages in a browser', { skip: chromiumSkip() }, ()
     assert.deepEqual(problems, [], 'nothing was asked that the key may not read');
   });
 
-  it('tells a key with admin but not calls that listing routes needs calls, and asks the API nothing it would refuse', async (t) => {
+  it('tells a key with admin but not calls that the route pages need calls too, shows no Routes link, and asks the API nothing it would refuse', async (t) => {
     const { env, url, f } = await serve(t);
     const key = (await createApiKey(env.deps.store, f.orgId, 'admin only', Date.now(), { scopes: ['admin'] })).key;
     const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, key);
     for (const path of ['/console/routes', '/console/routes/new', `/console/routes/${f.telephonyId}`]) {
       await page.goto(`${url}${path}`);
-      assert.match(await page.locator('[data-testid="needs-calls"]').map((el) => el.textContent ?? '').wait(), /calls scope/, path);
+      assert.match(await page.locator('[data-testid="missing-scope"]').map((el) => el.textContent ?? '').wait(), /lacks the calls scope/, path);
     }
+    assert.equal(await page.$('nav a[href="/console/routes"]'), null, 'no Routes link');
     assert.deepEqual(problems, [], 'no refusal');
   });
 
