@@ -226,6 +226,14 @@ export const ConfigSchema = Type.Object({
   /** Most events read from the store at once by a node's feed and by a resuming stream. */
   STREAM_BATCH_SIZE: Integer(1, 10_000, 500),
 
+  /**
+   * GET /stats/series (the overview's charts): the longest window, in days, and the most buckets one
+   * request may ask for; beyond either, 422. A series is read whole on each request, in time linear in
+   * the window's runs.
+   */
+  STATS_SERIES_MAX_WINDOW_DAYS: Integer(1, 366, 31),
+  STATS_SERIES_MAX_BUCKETS: Integer(1, 10_000, 744),
+
   // Each provider's own settings (TWILIO_*, SIP_*, SIMULATOR_*), declared in its folder's
   // definition.ts and gathered by the registry (docs/telephony.md).
   ...PROVIDER_CONFIG_KEYS,

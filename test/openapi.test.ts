@@ -792,7 +792,7 @@ const CAMPAIGN_OPERATIONS = [
   ['patch', '/api/v1/public/campaigns/{id}'],
 ] as const;
 /** The console's reads, and the provider list: no path parameters, GET only. The stream answers over a real socket (below). */
-const CONSOLE_READS = ['/api/v1/public/workflow-runs', '/api/v1/public/workflows', '/api/v1/public/telephony-configurations', '/api/v1/public/telephony-providers', '/api/v1/public/stats', '/api/v1/public/run-states'] as const;
+const CONSOLE_READS = ['/api/v1/public/workflow-runs', '/api/v1/public/workflows', '/api/v1/public/telephony-configurations', '/api/v1/public/telephony-providers', '/api/v1/public/stats', '/api/v1/public/stats/series', '/api/v1/public/run-states'] as const;
 const STREAM_PATH = '/api/v1/public/stream';
 
 /**
@@ -1136,6 +1136,7 @@ describe('Every answer is declared in the OpenAPI document', () => {
       }
       answers.check('get', '/api/v1/public/workflow-runs', await get('/api/v1/public/workflow-runs?state=lost'), 'an unknown state');
       answers.check('get', '/api/v1/public/stats', await get('/api/v1/public/stats?since=soon'), 'a since that is no time');
+      answers.check('get', '/api/v1/public/stats/series', await get('/api/v1/public/stats/series?since=2000-01-01T00:00:00Z'), 'a window over the limit');
       answers.check('get', '/api/v1/public/telephony-configurations', await get('/api/v1/public/telephony-configurations?limit=500'), 'a page size over the limit');
       answers.check('get', STREAM_PATH, await streamAnswer(app, { 'x-api-key': key }), 'a stream');
       answers.check('get', STREAM_PATH, await streamAnswer(app, {}), 'no API key');

@@ -737,6 +737,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/public/stats/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Stats Series
+         * @description The runs created in a window (default: the 24 hours before `until`, which defaults to now), per hour or per day (UTC): in each bucket, the runs by state, how many were answered, the answer rate, and the 50th and 95th percentiles of the time to answer. Every bucket is listed, the empty ones included; `since` is moved back to the start of its bucket. A window longer than STATS_SERIES_MAX_WINDOW_DAYS or holding more than STATS_SERIES_MAX_BUCKETS buckets is refused with 422, as is an empty one.
+         */
+        get: operations["getStatsSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/public/stream": {
         parameters: {
             query?: never;
@@ -2422,6 +2442,142 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             started_at: string | null;
+        };
+        /**
+         * StatsSeriesBucket
+         * @description The runs created in one hour or day of the window
+         * @example {
+         *       "start": "2026-11-27T14:00:00.000Z",
+         *       "end": "2026-11-27T15:00:00.000Z",
+         *       "total": 40,
+         *       "by_state": {
+         *         "queued": 0,
+         *         "dialing": 0,
+         *         "ringing": 0,
+         *         "in_progress": 0,
+         *         "completed": 28,
+         *         "busy": 4,
+         *         "no_answer": 6,
+         *         "rejected": 0,
+         *         "failed": 2,
+         *         "canceled": 0,
+         *         "expired": 0
+         *       },
+         *       "answered": 30,
+         *       "answer_rate": 0.75,
+         *       "time_to_answer_ms": {
+         *         "p50": 6200,
+         *         "p95": 14800
+         *       }
+         *     }
+         */
+        StatsSeriesBucket: {
+            /**
+             * Format: date-time
+             * @description The bucket's first instant (inclusive)
+             */
+            start: string;
+            /**
+             * Format: date-time
+             * @description Its end (exclusive): start plus the bucket, or the window's `until` for the last one
+             */
+            end: string;
+            /** @description Runs created in the bucket */
+            total: number;
+            /** @description Those runs by their state now (every state listed): the ended ones by outcome */
+            by_state: {
+                [key: string]: number;
+            };
+            /** @description Those runs that were answered (by a person or a machine) */
+            answered: number;
+            /** @description `answered` ÷ the runs whose answer is settled (dialed, and answered or ended), 0 to 1; null when none is */
+            answer_rate: number | null;
+            /** @description From the dial sent to the answer (`answered_at` − `dial_sent_at`), in milliseconds: the nearest-rank 50th and 95th percentiles of the answered runs; null when none was answered */
+            time_to_answer_ms: {
+                p50: number | null;
+                p95: number | null;
+            };
+        };
+        /**
+         * StatsSeries
+         * @description An organization's runs created in a window, per hour or day
+         * @example {
+         *       "since": "2026-11-27T14:00:00.000Z",
+         *       "until": "2026-11-27T15:30:00.000Z",
+         *       "bucket": "hour",
+         *       "bucket_seconds": 3600,
+         *       "buckets": [
+         *         {
+         *           "start": "2026-11-27T14:00:00.000Z",
+         *           "end": "2026-11-27T15:00:00.000Z",
+         *           "total": 40,
+         *           "by_state": {
+         *             "queued": 0,
+         *             "dialing": 0,
+         *             "ringing": 0,
+         *             "in_progress": 0,
+         *             "completed": 28,
+         *             "busy": 4,
+         *             "no_answer": 6,
+         *             "rejected": 0,
+         *             "failed": 2,
+         *             "canceled": 0,
+         *             "expired": 0
+         *           },
+         *           "answered": 30,
+         *           "answer_rate": 0.75,
+         *           "time_to_answer_ms": {
+         *             "p50": 6200,
+         *             "p95": 14800
+         *           }
+         *         },
+         *         {
+         *           "start": "2026-11-27T15:00:00.000Z",
+         *           "end": "2026-11-27T15:30:00.000Z",
+         *           "total": 0,
+         *           "by_state": {
+         *             "queued": 0,
+         *             "dialing": 0,
+         *             "ringing": 0,
+         *             "in_progress": 0,
+         *             "completed": 0,
+         *             "busy": 0,
+         *             "no_answer": 0,
+         *             "rejected": 0,
+         *             "failed": 0,
+         *             "canceled": 0,
+         *             "expired": 0
+         *           },
+         *           "answered": 0,
+         *           "answer_rate": null,
+         *           "time_to_answer_ms": {
+         *             "p50": null,
+         *             "p95": null
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        StatsSeries: {
+            /**
+             * Format: date-time
+             * @description The window's start: the `since` asked for, moved back to the start of its hour or day (UTC)
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description The window's end (exclusive)
+             */
+            until: string;
+            /**
+             * @description The bucket asked for
+             * @enum {string}
+             */
+            bucket: "hour" | "day";
+            /** @description Its length in seconds */
+            bucket_seconds: number;
+            /** @description Every bucket of the window in order, the empty ones included */
+            buckets: components["schemas"]["StatsSeriesBucket"][];
         };
         /**
          * ApiKey
@@ -10360,6 +10516,163 @@ export interface operations {
                             live: number;
                         }[];
                     };
+                };
+            };
+            /** @description Bad request (`bad_request`) */
+            400: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem400"];
+                };
+            };
+            /** @description Missing API key (`missing_api_key`); Invalid API key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem401"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`) */
+            403: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem403"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`) */
+            408: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem408"];
+                };
+            };
+            /** @description Expectation failed (`expectation_failed`) */
+            417: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem417"];
+                };
+            };
+            /** @description Validation failed (`validation_failed`) */
+            422: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem422"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`) */
+            429: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem429"];
+                };
+            };
+            /** @description Request header fields too large (`request_header_fields_too_large`) */
+            431: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem431"];
+                };
+            };
+            /** @description Internal server error (`internal_error`) */
+            500: {
+                headers: {
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem500"];
+                };
+            };
+            /** @description Service unavailable (`unavailable`) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem503"];
+                };
+            };
+        };
+    };
+    getStatsSeries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The window's start (RFC 3339); default 24 hours before `until`
+                 * @example 2026-11-26T15:00:00Z
+                 */
+                since?: string;
+                /**
+                 * @description The window's end, exclusive (RFC 3339); default now
+                 * @example 2026-11-27T15:00:00Z
+                 */
+                until?: string;
+                /** @description The length of a bucket; default hour */
+                bucket?: "hour" | "day";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An organization's runs created in a window, per hour or day */
+            200: {
+                headers: {
+                    /** @description Remaining quota and seconds to reset per policy, e.g. "key";r=39;t=2, "org";r=99;t=2 (draft-ietf-httpapi-ratelimit-headers-10). */
+                    RateLimit?: string;
+                    /** @description Quota per window per policy, e.g. "key";q=40;w=2, "org";q=100;w=2. */
+                    "RateLimit-Policy"?: string;
+                    /** @description The request id: the caller's own X-Request-Id when it is a sane token (1-128 of A-Z a-z 0-9 . _ : -), else a UUID. Problems repeat it as request_id. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatsSeries"];
                 };
             };
             /** @description Bad request (`bad_request`) */
