@@ -1,8 +1,9 @@
 // Overview: the last hour's calls by state (every state the service has, from GET /run-states) and
 // by outcome, and the queue depth and live calls of each route; read every few seconds and soon
-// after events.
+// after events. Below, the charts over time (charts.js).
 import { html, useCallback, useEffect, useState } from './vendor-htm-preact.js';
 import { api } from './api.js';
+import { OverviewCharts } from './charts.js';
 import { useRunStates } from './run-states.js';
 import { ErrorBox, formatTime, StateBadge } from './ui.js';
 /** @import { PageProps } from './pages.js' */
@@ -74,6 +75,7 @@ export function OverviewPage({ stream }) {
         <h2>Outcomes</h2>
         <ul class="outcomes">${stats.by_outcome.map((o) => html`<li><${StateBadge} state=${o.state} /> ${o.outcome_reason ?? '—'}: ${o.count}</li>`)}</ul>`
       : html`<p>Loading…</p>`}
+    <${OverviewCharts} stream=${stream} />
   </section>`;
 }
 

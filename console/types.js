@@ -138,6 +138,28 @@ export {};
  */
 
 /**
+ * The overview's charts: runs per hour or day [StatsSeries] (GET /stats/series).
+ * @typedef {object} StatsSeries
+ * @property {string} since
+ * @property {string} until
+ * @property {'hour' | 'day'} bucket
+ * @property {number} bucket_seconds
+ * @property {StatsSeriesBucket[]} buckets
+ */
+
+/**
+ * [StatsSeriesBucket]
+ * @typedef {object} StatsSeriesBucket
+ * @property {string} start
+ * @property {string} end
+ * @property {number} total
+ * @property {Record<string, number>} by_state
+ * @property {number} answered
+ * @property {number | null} answer_rate
+ * @property {{ p50: number | null, p95: number | null }} time_to_answer_ms
+ */
+
+/**
  * [WebhookEndpoint]
  * @typedef {object} WebhookEndpoint
  * @property {number} id

@@ -37,9 +37,9 @@ describe('GET /console', () => {
 
   it('serves its files from the package with their types and the same headers, a 404 problem for anything else, and imports nothing from the network', async (t) => {
     const { app } = await build(t, 'sqlite');
-    const scripts = readdirSync(new URL('../console/', import.meta.url)).filter((name) => name.endsWith('.js')).concat('vendor-htm-preact.js');
+    const scripts = readdirSync(new URL('../console/', import.meta.url)).filter((name) => name.endsWith('.js')).concat('vendor-htm-preact.js', 'vendor-uplot.js');
     let gzipped = 0;
-    for (const name of [...scripts, 'console.css', 'favicon.svg']) {
+    for (const name of [...scripts, 'console.css', 'vendor-uplot.css', 'favicon.svg']) {
       const response = await app.inject({ method: 'GET', url: `/console/assets/${name}` });
       assert.equal(response.statusCode, 200, name);
       assert.equal(response.headers['content-security-policy'], CONSOLE_CSP);
@@ -56,7 +56,7 @@ describe('GET /console', () => {
     const missing = await app.inject({ method: 'GET', url: '/console/assets/../../package.json' });
     assert.notEqual(missing.statusCode, 200);
     // What only type-checks the console is not served: the browser never asks for it.
-    for (const name of ['tsconfig.json', 'vendor-htm-preact.d.ts']) assert.equal((await app.inject({ method: 'GET', url: `/console/assets/${name}` })).statusCode, 404, name);
+    for (const name of ['tsconfig.json', 'vendor-htm-preact.d.ts', 'vendor-uplot.d.ts']) assert.equal((await app.inject({ method: 'GET', url: `/console/assets/${name}` })).statusCode, 404, name);
     const unknown = await app.inject({ method: 'GET', url: '/console/assets/nope.js' });
     assert.equal(unknown.statusCode, 404);
     assert.match(String(unknown.headers['content-type']), /^application\/problem\+json/);

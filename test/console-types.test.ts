@@ -28,7 +28,7 @@ describe('The console\'s types of the API\'s answers', () => {
     const { app } = await build(t, 'sqlite');
     const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as Document;
     const typedefs = typedefsNamingSchemas(readFileSync(new URL('../console/types.js', import.meta.url), 'utf8'));
-    assert.deepEqual(typedefs.map((d) => d.schema).sort(), ['ApiKey', 'AuditEvent', 'Campaign', 'OrganizationSettings', 'Suppression', 'TelephonyConfigurationDetails', 'TelephonyConfigurationReadiness', 'WebhookEndpoint', 'Workflow', 'WorkflowDefinitionVersion', 'WorkflowRun', 'WorkflowRunEvent', 'WorkflowVersion', 'WorkflowWithVersions'], 'the typedefs checked');
+    assert.deepEqual(typedefs.map((d) => d.schema).sort(), ['ApiKey', 'AuditEvent', 'Campaign', 'OrganizationSettings', 'StatsSeries', 'StatsSeriesBucket', 'Suppression', 'TelephonyConfigurationDetails', 'TelephonyConfigurationReadiness', 'WebhookEndpoint', 'Workflow', 'WorkflowDefinitionVersion', 'WorkflowRun', 'WorkflowRunEvent', 'WorkflowVersion', 'WorkflowWithVersions'], 'the typedefs checked');
     for (const { typedef, schema, properties } of typedefs) {
       const documented = doc.components.schemas[schema]?.properties;
       assert.ok(documented, `${typedef}: the document has a schema ${schema}`);

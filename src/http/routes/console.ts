@@ -1,5 +1,6 @@
 // /console: the operator console, a static single-page app (the files in the package's console/
-// folder, and Preact with htm from the htm package, no build step). It is read into memory once at
+// folder, Preact with htm from the htm package, and uPlot from the uplot package for the overview's
+// charts, no build step). It is read into memory once at
 // start-up and served from there: a fixed list of files, so no request path ever reaches the file
 // system. Every page of the app (/console, /console/runs/42, …) answers with index.html; the app
 // routes in the browser and reads everything else through the public API with the key it was given.
@@ -37,7 +38,7 @@ interface Asset {
   body: Buffer;
 }
 
-/** The console's files by URL name under /console/assets/, and the vendored UI library. */
+/** The console's files by URL name under /console/assets/, and the vendored UI and chart libraries. */
 function loadAssets(): Map<string, Asset> {
   const assets = new Map<string, Asset>();
   for (const name of readdirSync(CONSOLE_DIR)) {
@@ -46,6 +47,9 @@ function loadAssets(): Map<string, Asset> {
   }
   // Preact, its hooks and htm in one ES module with no imports of its own (htm's "standalone" build).
   assets.set('vendor-htm-preact.js', { type: TYPES['.js'] as string, body: readFileSync(new URL(import.meta.resolve('htm/preact/standalone'))) });
+  // uPlot (the overview's charts): its ES module, which imports nothing, and its style sheet, as published.
+  assets.set('vendor-uplot.js', { type: TYPES['.js'] as string, body: readFileSync(new URL(import.meta.resolve('uplot/dist/uPlot.esm.js'))) });
+  assets.set('vendor-uplot.css', { type: TYPES['.css'] as string, body: readFileSync(new URL(import.meta.resolve('uplot/dist/uPlot.min.css'))) });
   return assets;
 }
 
