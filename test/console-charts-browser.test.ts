@@ -104,7 +104,7 @@ describe('The overview\'s charts in a browser', { skip: chromiumSkip() }, () => 
     assert.ok(candidates.includes(JSON.stringify({ completed: shown.completed, busy: shown.busy, failed: shown.failed })), `legend ${JSON.stringify(shown)} is the last hour's: ${candidates[0]}`);
     await page.mouse.move(0, 0);
 
-    await screenshot(page, 'overview');
+    await screenshot(page, 'overview-charts');
 
     // A week: the same charts over 168 hours or so.
     await page.select('[data-testid="chart-window"]', '7d');
