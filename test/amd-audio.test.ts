@@ -66,6 +66,7 @@ describe('machine detection from a call\'s audio', () => {
         maxWords: config.SIP_AMD_MAX_WORDS,
         beepMinMs: config.SIP_AMD_BEEP_MIN_MS,
         voiceMarginDb: config.SIP_AMD_VOICE_MARGIN_DB,
+        faxToneMinMs: config.SIP_AMD_FAX_TONE_MIN_MS,
       },
       DEFAULT_TUNING,
     );

@@ -56,6 +56,8 @@ const configKeys = {
   SIP_AMD_BEEP_MIN_MS: int(40, 2_000, 120),
   /** How far above the line's noise floor (learned as the call goes) audio must be to count as speech, in dB. */
   SIP_AMD_VOICE_MARGIN_DB: int(3, 40, 12),
+  /** The least length of a fax's answer tone (CED, 2100 Hz) to call the callee a fax: above any beep's, under CED's own 2.6 s. */
+  SIP_AMD_FAX_TONE_MIN_MS: int(300, 2_600, 1_500),
 };
 
 export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
@@ -125,6 +127,7 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
           maxWords: config.SIP_AMD_MAX_WORDS,
           beepMinMs: config.SIP_AMD_BEEP_MIN_MS,
           voiceMarginDb: config.SIP_AMD_VOICE_MARGIN_DB,
+          faxToneMinMs: config.SIP_AMD_FAX_TONE_MIN_MS,
         },
         onMachineVerdict: (runId, verdict) => logger.info({ runId, answeredBy: verdict.raw, afterMs: verdict.afterMs, why: verdict.why }, 'machine detection decided'),
       },

@@ -5,6 +5,9 @@
 // at the same frame), in the order classic dialers do (docs/telephony.md, "Machine detection from
 // the call's audio"):
 //
+//   - a fax's tones (fax-tone.ts): its answer tone (CED, 2100 Hz) long enough, or its calling tone
+//     (CNG, 1100 Hz) in its cadence before any word, is a fax; while one may be under way, nothing
+//     else is decided (a CNG burst is not taken for a beep, nor its pause for a person's silence);
 //   - a beep (a sustained pure tone, tone.ts) is a machine's, whatever came before it;
 //   - no speech for `silenceTimeoutMs` from the answer: `unknown` (nobody there, or a silent line);
 //   - a greeting (from its first word to its last, short pauses included) longer than
@@ -16,10 +19,11 @@
 // verdict: `human`, `machine_start` (detect "on": said as soon as a machine is known), and with
 // `message_end` the end of a machine's greeting, `machine_end_beep` once its beep has ended,
 // `machine_end_silence` after `speechEndThresholdMs` of silence, `machine_end_other` when the
-// timeout comes first; `unknown`.
+// timeout comes first; `fax`; `unknown`.
 import alawmulaw from 'alawmulaw';
 import type { AnsweredBy } from '../../../store/schema/schema.js';
 import { FRAME_MS, SAMPLES_PER_FRAME } from '../playout.js';
+import { FaxToneDetector } from './fax-tone.js';
 import { BeepDetector } from './tone.js';
 import { levelDbfs, VoiceActivity } from './voice-activity.js';
 
@@ -39,6 +43,8 @@ export interface DetectorTuning {
   beepMinMs: number;
   /** How far above the noise floor speech stands, in dB. */
   voiceMarginDb: number;
+  /** The least length of a fax's answer tone (CED, 2100 Hz) for a fax: more than a beep's, less than CED's 2.6 s. */
+  faxToneMinMs: number;
 }
 
 export const DEFAULT_TUNING: DetectorTuning = {
@@ -49,6 +55,7 @@ export const DEFAULT_TUNING: DetectorTuning = {
   maxWords: 6,
   beepMinMs: 120,
   voiceMarginDb: 12,
+  faxToneMinMs: 1_500,
 };
 
 /** Speech is never quieter than this, whatever the floor (an idle line's hiss is around -70 dBFS). */
@@ -62,7 +69,7 @@ const BEEP = { minHz: 400, maxHz: 2_000, minPurity: 0.8, maxDriftHz: 15 } as con
 
 export type DetectMode = 'on' | 'message_end';
 
-export type AudioVerdictRaw = 'human' | 'machine_start' | 'machine_end_beep' | 'machine_end_silence' | 'machine_end_other' | 'unknown';
+export type AudioVerdictRaw = 'human' | 'machine_start' | 'machine_end_beep' | 'machine_end_silence' | 'machine_end_other' | 'fax' | 'unknown';
 
 export interface AudioVerdict {
   answeredBy: AnsweredBy;
@@ -74,11 +81,14 @@ export interface AudioVerdict {
   why: string;
 }
 
-const answeredByOf = (raw: AudioVerdictRaw): AnsweredBy => (raw === 'human' ? 'human' : raw === 'unknown' ? 'unknown' : 'machine');
+const answeredByOf = (raw: AudioVerdictRaw): AnsweredBy => (raw === 'human' || raw === 'fax' || raw === 'unknown' ? raw : 'machine');
 
 export class MachineDetector {
   private readonly vad: VoiceActivity;
   private readonly beep: BeepDetector;
+  private readonly fax: FaxToneDetector;
+  /** A beep heard while a fax tone might be under way: its verdict, said once the fax is ruled out. */
+  private heldBeep: { raw: AudioVerdictRaw; why: string } | undefined;
   private frames = 0;
   private words = 0;
   private inWord = false;
@@ -98,6 +108,7 @@ export class MachineDetector {
   ) {
     this.vad = new VoiceActivity({ marginDb: tuning.voiceMarginDb, minimumDbfs: VOICE_MINIMUM_DBFS });
     this.beep = new BeepDetector({ ...BEEP, minFrames: Math.max(1, Math.round(tuning.beepMinMs / FRAME_MS)) });
+    this.fax = new FaxToneDetector({ cedMinFrames: Math.max(1, Math.round(tuning.faxToneMinMs / FRAME_MS)) });
   }
 
   /** The verdict, once decided (then the detector takes no more audio). */
@@ -135,11 +146,20 @@ export class MachineDetector {
     const now = this.heardMs;
     const level = levelDbfs(samples);
     const voiced = this.vad.voiced(level);
-    // A beep is loud: a quiet frame is not searched for one (the filters are most of the work).
-    const beep = level >= VOICE_MINIMUM_DBFS ? this.beep.frame(samples) : this.beep.quiet();
-    if (beep === 'ended') return this.decide(this.mode === 'on' ? 'machine_start' : 'machine_end_beep', `beep at ${this.beep.toneHz} Hz`);
-    if (beep === 'sounding' && this.mode === 'on') return this.decide('machine_start', `beep at ${this.beep.toneHz} Hz`);
-    this.follow(voiced, now);
+    // Tones are loud: a quiet frame is not searched for one (the filters are most of the work).
+    const loud = level >= VOICE_MINIMUM_DBFS;
+    const fax = this.fax.frame(samples, loud, voiced, this.greetingStartMs === undefined);
+    if (fax.fax) return this.decide('fax', fax.fax);
+    const beep = loud ? this.beep.frame(samples) : this.beep.quiet();
+    if (beep === 'ended' || (beep === 'sounding' && this.mode === 'on')) {
+      const said = { raw: this.mode === 'on' ? 'machine_start' : 'machine_end_beep', why: `beep at ${this.beep.toneHz} Hz` } as const;
+      if (!this.fax.listening) return this.decide(said.raw, said.why);
+      this.heldBeep ??= said;
+    }
+    // A fax's tone is not a word (nor is it silence that ends a greeting: nothing is decided while it may be a fax).
+    this.follow(voiced && !fax.tone, now);
+    if (this.fax.listening) return now >= this.tuning.timeoutMs ? this.timeUp() : undefined;
+    if (this.heldBeep) return this.decide(this.heldBeep.raw, this.heldBeep.why);
     const greetingMs = this.greetingStartMs === undefined ? 0 : (this.inWord ? now : this.lastVoiceEndMs) - this.greetingStartMs;
     const silenceMs = this.inWord || beep === 'sounding' ? 0 : now - this.lastVoiceEndMs;
     if (!this.machine) {
@@ -163,6 +183,7 @@ export class MachineDetector {
    */
   timeUp(): AudioVerdict {
     if (this.verdict) return this.verdict;
+    if (this.heldBeep) return this.decide(this.heldBeep.raw, this.heldBeep.why);
     if (this.machine) return this.decide(this.mode === 'on' ? 'machine_start' : 'machine_end_other', `${this.machine}; its end not heard`);
     return this.decide('unknown', `nothing decided in ${seconds(this.heardMs)}`);
   }
