@@ -14,7 +14,7 @@
 // cancels the tone within the frame it falls in, so a CED run bears a frame or two of gap.
 // Written here rather than taken from npm: no package there detects fax tones, and its Goertzel
 // packages are unmaintained single filters (tone.ts says more).
-import { dominantTone, type ToneBand } from './tone.js';
+import { dominantTone, goertzelPower, type ToneBand } from './tone.js';
 
 export interface FaxToneSettings {
   /** Frames of 2100 Hz (CED, ANSam) that make a fax. */
@@ -32,6 +32,13 @@ const CED: FaxTone = { hz: 2_100, toleranceHz: 40, minHz: 2_050, maxHz: 2_150 };
 const CNG: FaxTone = { hz: 1_100, toleranceHz: 40, minHz: 1_050, maxHz: 1_150 };
 /** The least share of a frame's energy at the tone (a pure sine is about 1, speech well under). */
 const MIN_PURITY = 0.8;
+/**
+ * The share a frame holds at the best of three filters across a tone's band (its ends and its
+ * middle, 50 Hz apart) for it to be searched finely: a tone anywhere in the band leaves at least
+ * 0.4 at the nearest of them (25 Hz off), so a frame under this holds none, and most frames (speech,
+ * noise) are ruled out by three filters instead of fourteen.
+ */
+const MIN_COARSE_PURITY = 0.3;
 /** Frames without the tone a CED run bears (a phase reversal's frame, and the one it may straddle). */
 const CED_GAP_FRAMES = 2;
 /** A CNG burst, in frames: 0.5 s ±15 %, with a frame either side for bursts cut across frames. */
@@ -90,6 +97,11 @@ export class FaxToneDetector {
   }
 
   private toneOf(samples: Int16Array, tone: FaxTone): boolean {
+    let energy = 0;
+    for (const sample of samples) energy += sample * sample;
+    if (energy === 0) return false;
+    const coarse = Math.max(goertzelPower(samples, tone.minHz), goertzelPower(samples, tone.hz), goertzelPower(samples, tone.maxHz));
+    if ((2 * coarse) / (samples.length * energy) < MIN_COARSE_PURITY) return false;
     const found = dominantTone(samples, tone);
     const heard = found.purity >= MIN_PURITY && Math.abs(found.frequency - tone.hz) <= tone.toleranceHz;
     if (heard && tone === CED) this.cedHz = found.frequency;
