@@ -3,7 +3,9 @@
 // voices and speeds) and sox (resampling to the phone's 8 kHz and band, beeps, noise), then mixed
 // here and sent through μ-law as a call's audio would be. People answering ("Hello?", "Yes, this is
 // Anna", some after a short silence, some over noise), machines' greetings with and without a
-// beep, silences and noise only, each labelled with the verdict it should get. Generated audio is
+// beep, fax machines (the answer tone CED at 2100 Hz, plain and with ANSam's phase reversals, and
+// the calling tone CNG at 1100 Hz in its cadence, some after a silence, some over noise), silences
+// and noise only, each labelled with the verdict it should get. Generated audio is
 // cached in a temporary directory of this process, removed when it exits; nothing is committed.
 //
 // classifyLabelledSet() runs the detector over every clip and says how it did (the accuracy test,
@@ -84,10 +86,22 @@ export function speech(spoken: Speech): Int16Array {
   });
 }
 
-/** A sine made by sox: a voicemail's beep. */
-export function tone(hz: number, ms: number, volume = 0.5): Int16Array {
-  return rawOf(['tone', String(hz), String(ms), String(volume)], (out) => run('sox', ['-n', ...PHONE, out, 'synth', String(ms / 1000), 'sine', String(hz), 'vol', String(volume)]));
+/** A sine made by sox: a voicemail's beep, a fax's tone; `phase` in % of a cycle (50: reversed). */
+export function tone(hz: number, ms: number, volume = 0.5, phase = 0): Int16Array {
+  return rawOf(['tone', String(hz), String(ms), String(volume), String(phase)], (out) =>
+    run('sox', ['-n', ...PHONE, out, 'synth', String(ms / 1000), 'sine', String(hz), '0', String(phase), 'vol', String(volume)]),
+  );
 }
+
+/** A fax's answer tone (CED, 2100 Hz), `ms` long; with `reversals`, ANSam's: its phase reversed every 450 ms (V.8). */
+function answerTone(ms: number, volume: number, reversals: boolean, hz = 2_100): Int16Array[] {
+  if (!reversals) return [tone(hz, ms, volume)];
+  // 450 ms of 2100 Hz is 945 whole cycles: each segment starts where a cycle does, so a phase of 50 % is a reversal.
+  return Array.from({ length: Math.ceil(ms / 450) }, (_, i) => tone(hz, Math.min(450, ms - i * 450), volume, i % 2 === 0 ? 0 : 50));
+}
+
+/** A fax calling (CNG): `bursts` of 1100 Hz, 0.5 s on and 3 s off (T.30). */
+const callingTone = (bursts: number, volume: number): Int16Array[] => Array.from({ length: bursts }, () => [tone(1_100, 500, volume), silence(3_000)]).flat();
 
 export type NoiseKind = 'whitenoise' | 'pinknoise' | 'brownnoise';
 
@@ -124,7 +138,7 @@ function mix(foreground: Int16Array, background: Int16Array | undefined): Int16A
 export interface LabelledClip {
   name: string;
   /** What it is, for the listing. */
-  kind: 'person' | 'machine' | 'silence' | 'noise';
+  kind: 'person' | 'machine' | 'fax' | 'silence' | 'noise';
   /** The verdict it should get with detect "message_end" (with "on", every machine_* is machine_start). */
   expected: AudioVerdictRaw;
   /** The call's audio as it arrives: μ-law at 8 kHz. */
@@ -194,6 +208,16 @@ const MACHINES: Array<{ greeting: number; voice: string; speed?: number; beep?: 
   { greeting: 5, voice: 'en-us', speed: 190, beep: [900, 700], peakDb: -10 },
 ];
 
+const FAXES: Array<{ name: string; tone: 'CED' | 'ANSam' | 'CNG'; leadMs?: number; volume?: number; hz?: number; noise?: [NoiseKind, number] }> = [
+  { name: 'CED 2100 Hz', tone: 'CED' },
+  { name: 'CED 2100 Hz with phase reversals (ANSam)', tone: 'ANSam', noise: ['pinknoise', -45] },
+  { name: 'CED 2100 Hz', tone: 'CED', leadMs: 1_800, noise: ['whitenoise', -50] },
+  { name: 'CED 2090 Hz, quiet', tone: 'CED', hz: 2_090, volume: 0.15, noise: ['brownnoise', -42] },
+  { name: 'CED 2100 Hz with phase reversals (ANSam)', tone: 'ANSam', leadMs: 2_200, noise: ['pinknoise', -40] },
+  { name: 'CNG 1100 Hz, 0.5 s on and 3 s off', tone: 'CNG', leadMs: 500 },
+  { name: 'CNG 1100 Hz, 0.5 s on and 3 s off', tone: 'CNG', leadMs: 1_000, volume: 0.25, noise: ['whitenoise', -48] },
+];
+
 const QUIET: Array<{ name: string; kind: 'silence' | 'noise'; background?: [NoiseKind, number] }> = [
   { name: 'digital silence', kind: 'silence' },
   { name: 'idle line hiss (-70 dBFS)', kind: 'silence', background: ['whitenoise', -70] },
@@ -229,6 +253,16 @@ function specs(): ClipSpec[] {
         ...(machine.beep ? [silence(400), tone(machine.beep[0], machine.beep[1])] : []),
       ],
       ...(machine.noise ? { background: () => noise(machine.noise![0], 5_000, machine.noise![1]) } : {}),
+    });
+  }
+  for (const fax of FAXES) {
+    const volume = fax.volume ?? 0.5;
+    list.push({
+      name: `fax ${fax.name}${fax.leadMs ? ` after ${fax.leadMs} ms` : ''}${fax.noise ? `, ${fax.noise[0]} ${fax.noise[1]} dBFS` : ''}`,
+      kind: 'fax',
+      expected: 'fax',
+      parts: () => [silence(fax.leadMs ?? 200), ...(fax.tone === 'CNG' ? callingTone(3, volume) : answerTone(3_300, volume, fax.tone === 'ANSam', fax.hz))],
+      ...(fax.noise ? { background: () => noise(fax.noise![0], 5_000, fax.noise![1]) } : {}),
     });
   }
   for (const quiet of QUIET) {
@@ -273,9 +307,11 @@ export interface LabelledSetReport {
   correct: number;
   /** correct / total, 0 to 1. */
   accuracy: number;
-  /** Whether `answered_by` (human, machine, unknown) was right, however the machine's end was told. */
+  /** Whether `answered_by` (human, machine, fax, unknown) was right, however the machine's end was told. */
   answeredByCorrect: number;
   misclassified: ClipResult[];
+  /** Per kind of clip (person, machine, fax, silence, noise): how many, and how many right. */
+  byKind: Record<LabelledClip['kind'], { total: number; correct: number }>;
   results: ClipResult[];
 }
 
@@ -299,12 +335,18 @@ export function classifyLabelledSet(tuning: DetectorTuning = DEFAULT_TUNING): La
     return { name: clip.name, kind: clip.kind, expected: clip.expected, got: verdict.raw, afterMs: verdict.afterMs, why: verdict.why, correct: verdict.raw === clip.expected };
   });
   const correct = results.filter((r) => r.correct).length;
+  const byKind: LabelledSetReport['byKind'] = { person: { total: 0, correct: 0 }, machine: { total: 0, correct: 0 }, fax: { total: 0, correct: 0 }, silence: { total: 0, correct: 0 }, noise: { total: 0, correct: 0 } };
+  for (const result of results) {
+    byKind[result.kind].total += 1;
+    if (result.correct) byKind[result.kind].correct += 1;
+  }
   return {
     total: results.length,
     correct,
     accuracy: results.length === 0 ? 0 : correct / results.length,
     answeredByCorrect: results.filter((r) => answeredBy(r.got) === answeredBy(r.expected)).length,
     misclassified: results.filter((r) => !r.correct),
+    byKind,
     results,
   };
 }
@@ -313,6 +355,7 @@ export function classifyLabelledSet(tuning: DetectorTuning = DEFAULT_TUNING): La
 export function describeReport(report: LabelledSetReport): string[] {
   return [
     `machine detection on the labelled set: ${report.correct}/${report.total} right (${(report.accuracy * 100).toFixed(1)} %); answered_by right on ${report.answeredByCorrect}/${report.total}`,
+    `  by kind: ${Object.entries(report.byKind).map(([kind, figures]) => `${kind} ${figures.correct}/${figures.total}`).join(', ')}`,
     ...report.misclassified.map((r) => `  misclassified: ${r.name}: expected ${r.expected}, got ${r.got} after ${(r.afterMs / 1000).toFixed(1)} s (${r.why})`),
   ];
 }
