@@ -1,7 +1,8 @@
 // Machine detection on SIP calls, end to end: baresip (Debian baresip-core) answers and plays a
 // clip of the labelled set (test/helpers/amd-labelled-set.ts: a machine's greeting and beep, a
-// person's "Hello?"), Dialtone hears it over the call's own RTP port, and the verdict goes the
-// way Twilio's AMD verdicts go: the run's answered_by, its raw verdict, and on_machine's hang-up.
+// person's "Hello?", a fax's answer or calling tone), Dialtone hears it over the call's own RTP
+// port, and the verdict goes the way Twilio's AMD verdicts go: the run's answered_by, its raw
+// verdict, its event and webhook message, and on_machine's hang-up.
 // Also what admission says of SIP routes that cannot do what an agent asks (media_address; a
 // message to leave).
 import assert from 'node:assert/strict';
@@ -10,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
+import { messageBody } from '../src/webhooks/message.js';
 import { postJson } from './helpers/app.js';
 import { labelledSet, labelledSetSkip, writeClipWav } from './helpers/amd-labelled-set.js';
 import { BARESIP_ADDRESS, baresipSkip, startBaresip, type Baresip } from './helpers/baresip.js';
@@ -48,6 +50,28 @@ async function calleePlaying(t: TestContext, clipName: string): Promise<Baresip>
 
 const MACHINE = 'machine greeting 1 (en-us, 175 wpm, beep 1000 Hz 500 ms)';
 const PERSON = 'person "Hello?" (en-us, 175 wpm)';
+const ANSWERING_FAX = 'fax CED 2100 Hz with phase reversals (ANSam), pinknoise -45 dBFS';
+const CALLING_FAX = 'fax CNG 1100 Hz, 0.5 s on and 3 s off after 500 ms';
+
+/** The run's answered_by event's data. */
+async function answeredByEvent(env: AmdEnv, runId: number): Promise<Record<string, unknown>> {
+  const event = await env.deps.store.db.selectFrom('run_events').select(['data']).where('run_id', '=', runId).where('type', '=', 'answered_by').executeTakeFirstOrThrow();
+  return (typeof event.data === 'string' ? JSON.parse(event.data) : event.data) as Record<string, unknown>;
+}
+
+/** The run.answered_by webhook messages written for the run (to an endpoint subscribed to them). */
+async function answeredByMessages(env: AmdEnv, runId: number) {
+  const deliveries = await env.deps.store.db
+    .selectFrom('webhook_deliveries as w')
+    .innerJoin('workflow_runs as r', 'r.id', 'w.run_id')
+    .innerJoin('workflows as f', 'f.id', 'r.workflow_id')
+    .innerJoin('workflow_definitions as d', 'd.id', 'r.definition_id')
+    .select(['w.event_type', 'w.payload', 'f.workflow_uuid', 'd.version as definition_version'])
+    .where('w.run_id', '=', runId)
+    .where('w.event_type', '=', 'run.answered_by')
+    .execute();
+  return deliveries.map((delivery) => JSON.parse(messageBody(delivery)) as { data: { run: { answered_by: string; raw_answered_by: string }; event: { data: Record<string, unknown> } } });
+}
 
 
 const skip = baresipSkip() || labelledSetSkip();
@@ -66,6 +90,28 @@ for (const store of await storeCases()) {
       const event = await env.deps.store.db.selectFrom('run_events').select(['data']).where('run_id', '=', runId).where('type', '=', 'answered_by').executeTakeFirstOrThrow();
       const data = (typeof event.data === 'string' ? JSON.parse(event.data) : event.data) as Record<string, unknown>;
       assert.equal(data.action, 'hangup');
+    });
+
+    it('hears a fax\'s answer tone (CED with ANSam\'s phase reversals): answered_by fax, its event and webhook message, and Dialtone hangs up (machine_hangup)', async (t) => {
+      const callee = await calleePlaying(t, ANSWERING_FAX);
+      const env = await amdEnv(t, store.kind, callee, { detect: 'message_end', on_machine: 'hangup' });
+      const endpoint = await postJson(env.app, '/api/v1/public/webhook-endpoints', { url: 'https://93.184.216.34/amd', events: ['run.answered_by'] }, { key: env.f.apiKey });
+      assert.equal(endpoint.statusCode, 201, endpoint.body);
+      const runId = await call(env);
+      // 1.7 s of the call's audio (SIP_AMD_FAX_TONE_MIN_MS of the tone, after 200 ms); the clip lasts 12 s.
+      const run = await waitForRun(env, runId, ended, scaledTimeout(20_000));
+      assert.equal(run.answered_by, 'fax');
+      assert.equal(run.raw_answered_by, 'fax');
+      assert.equal(run.state, 'completed');
+      assert.equal(run.outcome_reason, 'machine_hangup');
+      assert.notEqual(run.raw_provider_status, 'BYE', 'Dialtone hung up, not the callee');
+      await callee.waitFor(/Call established[\s\S]*session closed/, scaledTimeout(10_000));
+      assert.deepEqual(await answeredByEvent(env, runId), { answered_by: 'fax', provider_verdict: 'fax', action: 'hangup' });
+      const messages = await answeredByMessages(env, runId);
+      assert.equal(messages.length, 1);
+      assert.equal(messages[0]?.data.run.answered_by, 'fax');
+      assert.equal(messages[0]?.data.run.raw_answered_by, 'fax');
+      assert.equal(messages[0]?.data.event.data.action, 'hangup');
     });
 
     it('hears a person\'s "Hello?" and the silence after it: answered_by human, and the call stays with the agent', async (t) => {
@@ -101,6 +147,32 @@ for (const store of await storeCases()) {
       assert.deepEqual(stream.problems, []);
       await callee.hangUp();
       await waitForRun(env, runId, ended, scaledTimeout(15_000));
+    });
+
+    it('hears a fax calling (CNG in its cadence) with detect "on": answered_by fax, and Dialtone hangs up (machine_hangup)', async (t) => {
+      const callee = await calleePlaying(t, CALLING_FAX);
+      const env = await amdEnv(t, store.kind, callee, { detect: 'on', on_machine: 'hangup' });
+      const runId = await call(env);
+      // Its second burst sounds 4 s into the call's audio.
+      const run = await waitForRun(env, runId, ended, scaledTimeout(20_000));
+      assert.equal(run.answered_by, 'fax');
+      assert.equal(run.raw_answered_by, 'fax');
+      assert.equal(run.outcome_reason, 'machine_hangup');
+      await callee.waitFor(/Call established[\s\S]*session closed/, scaledTimeout(10_000));
+      assert.deepEqual(await answeredByEvent(env, runId), { answered_by: 'fax', provider_verdict: 'fax', action: 'hangup' });
+    });
+
+    it('leaves a fax with the agent on connect_agent: the verdict recorded, the call up until the callee hangs up', async (t) => {
+      const callee = await calleePlaying(t, ANSWERING_FAX);
+      const env = await amdEnv(t, store.kind, callee, { detect: 'on', on_machine: 'connect_agent' });
+      const runId = await call(env);
+      const run = await waitForRun(env, runId, (r) => r.answered_by !== null, scaledTimeout(20_000));
+      assert.equal(run.answered_by, 'fax');
+      assert.equal(run.state, 'in_progress');
+      await callee.hangUp();
+      const finished = await waitForRun(env, runId, ended, scaledTimeout(15_000));
+      assert.notEqual(finished.outcome_reason, 'machine_hangup');
+      assert.equal(finished.raw_provider_status, 'BYE', 'the callee hung up, not Dialtone');
     });
 
     it('refuses at request time detection through a route with media_address, and a message to leave on any SIP route, saying why', async (t) => {
