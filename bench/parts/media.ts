@@ -346,6 +346,8 @@ function machineDetectionAccuracy() {
     correct: report.correct,
     accuracy_percent: round(report.accuracy * 100, 1),
     answered_by_correct: report.answeredByCorrect,
+    // Per kind of clip (person, machine, fax, silence, noise): right of how many.
+    by_kind: Object.fromEntries(Object.entries(report.byKind).map(([kind, figures]) => [kind, `${figures.correct}/${figures.total}`])),
     goal: '≥ 95 %',
     misclassified: report.misclassified.map((r) => `${r.name}: expected ${r.expected}, got ${r.got} after ${round(r.afterMs / 1000, 1)} s (${r.why})`),
   };
