@@ -6,6 +6,7 @@
 // one of them runs.
 import { Command, CommanderError, Option } from 'commander';
 import type { ProviderRegistry } from '../telephony/registry.js';
+import { auditCommands } from './commands/audit.js';
 import { callCommands } from './commands/call.js';
 import { campaignCommands } from './commands/campaign.js';
 import { erasureCommands } from './commands/erasure.js';
@@ -25,7 +26,7 @@ export function buildCli(options: { json?: boolean; registry?: ProviderRegistry 
     .description(
       'Dialtone: outbound call initiation service.\n\n' +
         'Remote mode: with --url (or DIALTONE_URL) and an API key (DIALTONE_API_KEY, or --api-key-file), a command asks that service\'s API; the key\'s organization is the one acted on.\n' +
-        'Direct database mode (no URL): a command opens the database DATABASE_URL names, as the service does; it is how the first organization and its admin key are created (org create, key create), and what the commands without an API yet need.',
+        'Direct database mode (no URL): a command opens the database DATABASE_URL names, as the service does; it is how the first organization and its admin key are created (org create, key create), and what org list, serve, migrate and backup need.',
     )
     .option('--json', 'print machine-readable JSON (errors too, as {"error":{"code","message"}} on stderr)')
     .option('--url <base>', "remote mode: the service's base URL, e.g. https://dialtone.example.com (default: DIALTONE_URL)")
@@ -53,6 +54,7 @@ export function buildCli(options: { json?: boolean; registry?: ProviderRegistry 
   erasureCommands(program);
   callCommands(program);
   statsCommands(program);
+  auditCommands(program);
   // --json is also taken after the command (`dialtone run list --json`), as before positional options.
   const leaves = (command: Command): Command[] => (command.commands.length === 0 ? [command] : command.commands.flatMap(leaves));
   for (const command of program.commands.flatMap(leaves)) command.addOption(new Option('--json', 'print machine-readable JSON (as the program\'s --json)').hideHelp());

@@ -26,6 +26,12 @@ export function positiveNumber(text: string): number {
   return value;
 }
 
+/** A time (RFC 3339, e.g. 2026-12-01T09:00:00Z), as the ISO 8601 text in UTC the API takes. */
+export function rfc3339Time(text: string): string {
+  if (Number.isNaN(Date.parse(text))) throw new InvalidArgumentError('expected an RFC 3339 time, e.g. 2026-12-01T09:00:00Z');
+  return new Date(Date.parse(text)).toISOString();
+}
+
 export type Limit = number | 'default';
 
 /** A limit: a whole number from `min`, or `default` for the service-wide value. */

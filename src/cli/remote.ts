@@ -22,9 +22,9 @@ interface RemoteOptions {
   apiKeyFile?: string;
 }
 
-/** The one answer in remote mode of the commands not wired to the API yet (theirs may not exist yet). */
-export const directOnlyMessage = (name: string): string =>
-  `dialtone ${name} does not use the API yet, so it needs direct database mode for now: run it where the service's DATABASE_URL (and DIALTONE_SECRET_KEY) are set, without --url or DIALTONE_URL.`;
+/** The answer in remote mode of a command that has no API form, with `why` it has none. */
+export const directOnlyMessage = (name: string, why: string): string =>
+  `dialtone ${name} needs direct database mode: ${why}. Run it where the service's DATABASE_URL (and DIALTONE_SECRET_KEY) are set, without --url or DIALTONE_URL.`;
 
 function commandName(command: Command): string {
   const names: string[] = [];
@@ -124,12 +124,15 @@ export function remoteOnly<A extends unknown[]>(remote: (client: Dialtone, ...ar
   };
 }
 
-/** A command not wired to the API yet: direct database mode only, said plainly in remote mode. */
-export function directOnly<A extends unknown[]>(direct: (deps: Deps, ...args: A) => Promise<Output>, overrides: DepsOverrides = {}) {
+/**
+ * A command with no API form (`org create`, `org list`: an API key belongs to one organization):
+ * direct database mode only, said plainly in remote mode with `why`.
+ */
+export function directOnly<A extends unknown[]>(why: string, direct: (deps: Deps, ...args: A) => Promise<Output>, overrides: DepsOverrides = {}) {
   const local = action(direct, overrides);
   return async (...args: A) => {
     const command = args[args.length - 1] as Command;
-    if (remoteTarget(command) !== undefined) throw new CliError('direct_mode_only', directOnlyMessage(commandName(command)));
+    if (remoteTarget(command) !== undefined) throw new CliError('direct_mode_only', directOnlyMessage(commandName(command), why));
     return local(...args);
   };
 }

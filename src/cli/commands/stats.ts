@@ -1,18 +1,13 @@
 // `dialtone stats`: an organization's runs since a time by state, outcome and who answered, and
 // what is queued and live on each route now (what GET /api/v1/public/stats answers and the
 // console's overview shows).
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { requireOrg } from '../action.js';
 import { formatRecord, formatTable } from '../output.js';
-import { positiveInt } from '../parsers.js';
+import { positiveInt, rfc3339Time } from '../parsers.js';
 import { answer, dual, orgOf } from '../remote.js';
 
 const HOUR_MS = 3_600_000;
-
-function since(text: string): string {
-  if (Number.isNaN(Date.parse(text))) throw new InvalidArgumentError('expected an RFC 3339 time, e.g. 2026-12-01T09:00:00Z');
-  return new Date(Date.parse(text)).toISOString();
-}
 
 interface Stats {
   since: string;
@@ -47,7 +42,7 @@ export function statsCommands(program: Command): void {
     .command('stats')
     .description('runs created since a time (default: the last hour) by state, outcome and who answered, and the queued and live calls of each route now')
     .option('--org <id>', 'organization id (direct database mode)', positiveInt)
-    .option('--since <time>', 'count runs created at or after this RFC 3339 time (default: one hour ago)', since)
+    .option('--since <time>', 'count runs created at or after this RFC 3339 time (default: one hour ago)', rfc3339Time)
     .action(
       dual(
         async (deps, opts: { org?: number; since?: string }) => {

@@ -3,14 +3,13 @@
 // redacted there; the `audit.event` webhook message carries the same AuditEvent.
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { auditEventView } from '../../audit/audit-log.js';
+import { listAuditEvents, type AuditEventFilter } from '../../audit/audit-events.js';
 import type { Deps } from '../../deps.js';
-import { selectAuditEvents, type AuditEventFilter } from '../../store/statements/audit-statements.js';
 import { authOf } from '../authenticate.js';
 import { problemResponses } from '../problem-schemas.js';
 import { requiresScope } from '../scopes.js';
 import { StringEnum, withRateLimitHeaders } from '../schemas.js';
-import { PageLimit, pageOf } from '../paging.js';
+import { PageLimit } from '../paging.js';
 
 const ID = '^[1-9][0-9]{0,14}$';
 
@@ -100,9 +99,7 @@ export function auditEventRoutes(deps: Deps): FastifyPluginAsync {
           ...(query.until !== undefined ? { until: Date.parse(query.until) } : {}),
           ...(query.after !== undefined ? { beforeId: Number(query.after) } : {}),
         };
-        const rows = await selectAuditEvents(deps.store, authOf(request).orgId, filter, limit + 1);
-        const page = pageOf(rows, limit, (event) => Number(event.id));
-        return { data: page.data.map(auditEventView), next_after: page.next_after };
+        return listAuditEvents(deps.store, authOf(request).orgId, filter, limit);
       },
     );
   };
