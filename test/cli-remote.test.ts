@@ -3,7 +3,7 @@
 // DIALTONE_API_KEY and no usable database of its own (a DATABASE_URL that cannot open: a command
 // that touched the database would fail). Each command's output is checked, and its effect through
 // the service. Refusals: a key without the scope gets the 403 problem readably, a wrong URL says it
-// cannot reach the service, commands without an API say they need direct database mode. Last,
+// cannot reach the service, org create and org list (no API form) say they need direct database mode. Last,
 // bin/dialtone with no build at all (TypeScript sources through tsx, as after
 // `npm ci --omit=dev`) still finds @dialtone/client.
 import assert from 'node:assert/strict';
@@ -381,6 +381,112 @@ for (const store of await storeCases()) {
       assert.deepEqual(await r.json('webhook', 'delete', id), { id: endpoint.id, deleted: true });
       assert.equal((await r.client.webhookEndpoints.list()).data.length, 0);
     });
+
+    it("shows and changes the key's organization settings with org show, set-limits, set-calling-hours and set-retention, lists its audit log with audit list, and prints a 403 for a key without admin and a 422 with its field errors, changing nothing", async (t) => {
+      const r = await remote(t, store.kind);
+      const settings = async () => (await r.client.api.GET('/api/v1/public/organization')).data;
+
+      // org show: the members direct database mode prints, but created_at (the API has none).
+      const shown = await r.json('org', 'show');
+      assert.deepEqual(shown, {
+        id: r.fixture.orgId,
+        name: 'Acme',
+        rate_limit_per_second: null,
+        key_rate_limit_per_second: null,
+        max_queued_runs: null,
+        number_max_calls: null,
+        number_window_seconds: null,
+        calling_hours: null,
+        retention_days: null,
+      });
+      const shownText = await r.cli(['org', 'show']);
+      assert.equal(shownText.code, 0, shownText.stderr);
+      assert.match(shownText.stdout, /^calling_hours\s+off$/m);
+      assert.match(shownText.stdout, /^retention_days\s+default \(RETENTION_DAYS=/m);
+
+      // set-limits: the limits and the per-number cap; one setting of the cap keeps the stored other.
+      const limits = await r.json('org', 'set-limits', '--rate-per-second', '50', '--max-queued', '1000', '--number-max-calls', '3', '--number-window', '24h');
+      assert.deepEqual(limits, { id: r.fixture.orgId, name: 'Acme', rate_limit_per_second: 50, key_rate_limit_per_second: null, max_queued_runs: 1000, number_max_calls: 3, number_window_seconds: 86_400 });
+      const windowOnly = await r.json('org', 'set-limits', '--number-window', '90m');
+      assert.deepEqual([windowOnly.number_max_calls, windowOnly.number_window_seconds], [3, 5_400]);
+      const reset = await r.json('org', 'set-limits', '--rate-per-second', 'default', '--number-max-calls', 'off');
+      assert.deepEqual([reset.rate_limit_per_second, reset.max_queued_runs, reset.number_max_calls, reset.number_window_seconds], [null, 1000, null, null]);
+      assert.deepEqual([(await settings())?.max_queued_runs, (await settings())?.number_cap], [1000, null]);
+
+      // set-calling-hours from a file, shown, then off.
+      const hours = { timezone: 'America/New_York', outside: 'defer', windows: { mon: ['09:00-12:00', '13:00-20:00'], sat: ['10:00-14:00'] } };
+      assert.deepEqual(await r.json('org', 'set-calling-hours', '--file', r.file('hours.json', JSON.stringify(hours))), { id: r.fixture.orgId, calling_hours: hours });
+      assert.deepEqual((await r.json('org', 'show')).calling_hours, hours);
+      assert.deepEqual((await settings())?.calling_hours, hours);
+
+      // set-retention: days, off, default.
+      assert.deepEqual(await r.json('org', 'set-retention', '30'), { id: r.fixture.orgId, retention_days: 30 });
+      const off = await r.cli(['org', 'set-retention', 'off']);
+      assert.equal(off.stdout, `Retention of organization ${r.fixture.orgId}: off (kept forever).\n`);
+      assert.equal((await settings())?.retention_days, 0);
+      assert.deepEqual(await r.json('org', 'set-retention', 'default'), { id: r.fixture.orgId, retention_days: null });
+
+      // The service's refusals: a 422 with its field errors, readable in text and in JSON; nothing changes.
+      const tooFast = await r.cli(['org', 'set-limits', '--rate-per-second', '2000000']);
+      assert.equal(tooFast.code, 1);
+      assert.match(tooFast.stderr, /^Error \(422 validation_failed\): /);
+      assert.match(tooFast.stderr, /\n {2}\/rate_limit_per_second: /);
+      const badHours = await r.refused(['org', 'set-calling-hours', '--file', r.file('bad.json', JSON.stringify({ timezone: 'Nowhere/Land', outside: 'defer', windows: { mon: ['20:00-09:00'], xyz: [] } }))]);
+      assert.deepEqual([badHours.status, badHours.code], [422, 'validation_failed']);
+      assert.deepEqual((badHours.errors ?? []).map((e) => e.pointer).sort(), ['/calling_hours/timezone', '/calling_hours/windows/mon/0', '/calling_hours/windows/xyz']);
+      assert.deepEqual([(await settings())?.rate_limit_per_second, (await settings())?.calling_hours], [null, hours], 'a refused change changes nothing');
+      assert.deepEqual(await r.json('org', 'set-calling-hours', '--off'), { id: r.fixture.orgId, calling_hours: null });
+
+      // The CLI's own refusals: an organization id (the key's is used), and the commands with no API form.
+      const withId = await r.refused(['org', 'show', String(r.fixture.orgId)]);
+      assert.equal(withId.code, 'invalid_input');
+      assert.match(withId.message, /In remote mode the API key's organization is used: dialtone org show, without the organization id/);
+      assert.match((await r.refused(['org', 'set-retention', String(r.fixture.orgId), '30'])).message, /without the organization id/);
+      for (const args of [['org', 'create', '--name', 'Other'], ['org', 'list']]) {
+        const refused = await r.refused(args);
+        assert.equal(refused.code, 'direct_mode_only', args.join(' '));
+        assert.match(refused.message, new RegExp(`^dialtone ${args.slice(0, 2).join(' ')} needs direct database mode: an API key belongs to one organization`));
+      }
+
+      // audit list: every change above, newest first, as the API lists it; filters and pages.
+      const changes = await r.json<{ data: { id: number; action: string; actor: string; actor_key_id: number | null; before: unknown; after: unknown }[]; next_after: number | null }>(
+        'audit', 'list', '--action', 'organization.settings_updated', '--limit', '100',
+      );
+      assert.equal(changes.data.length, 8, 'three limit changes, two of calling hours, three of retention: the refused ones are not recorded');
+      assert.ok(changes.data.every((e) => e.actor === 'api_key' && e.actor_key_id === r.fixture.apiKeyId));
+      assert.deepEqual((changes.data[0]?.after as { calling_hours: unknown }).calling_hours, null, 'newest first: calling hours turned off');
+      assert.deepEqual((changes.data[0]?.before as { calling_hours: unknown }).calling_hours, hours);
+      const viaApi = (await r.client.api.GET('/api/v1/public/audit-events', { params: { query: { action: 'organization.settings_updated', limit: '100' } } })).data;
+      assert.deepEqual(changes, viaApi, 'the page as the API answers it');
+      const first = await r.json<{ data: { id: number }[]; next_after: number | null }>('audit', 'list', '--action', 'organization.settings_updated', '--limit', '3');
+      assert.deepEqual(first.data.map((e) => e.id), changes.data.slice(0, 3).map((e) => e.id));
+      assert.equal(first.next_after, changes.data[2]?.id);
+      const second = await r.json<{ data: { id: number }[] }>('audit', 'list', '--action', 'organization.settings_updated', '--limit', '3', '--after', String(first.next_after));
+      assert.deepEqual(second.data.map((e) => e.id), changes.data.slice(3, 6).map((e) => e.id));
+      const byCli = await r.json<{ data: { actor: string }[] }>('audit', 'list', '--actor', 'cli');
+      assert.ok(byCli.data.length > 0 && byCli.data.every((e) => e.actor === 'cli'), 'the fixture was made on the database');
+      assert.deepEqual((await r.json<{ data: unknown[] }>('audit', 'list', '--since', new Date(Date.now() + 3_600_000).toISOString())).data, []);
+      const text = await r.cli(['audit', 'list', '--action', 'organization.settings_updated', '--limit', '2']);
+      assert.equal(text.code, 0, text.stderr);
+      assert.match(text.stdout, /^id\s+created_at\s+action\s+actor\s+target_type\s+target_id$/m);
+      assert.match(text.stdout, new RegExp(`^${changes.data[0]?.id}\\s+\\S+\\s+organization\\.settings_updated\\s+key ${r.fixture.apiKeyId} \\(test key\\)\\s+organization\\s+${r.fixture.orgId}$`, 'm'));
+      assert.match(text.stdout, new RegExp(`More: --after ${changes.data[1]?.id}`));
+      assert.match((await r.cli(['audit', 'list', '--action', 'nothing.happened'])).stdout, /^No audit events\.$/m);
+      assert.match((await r.refused(['audit', 'list', '--org', '1'])).message, /--org is for direct database mode/);
+
+      // A key without the admin scope: a readable 403 naming it, exit 1, nothing changed.
+      const calls = await r.json<{ key: string }>('key', 'create', '--name', 'calls only', '--scopes', 'calls');
+      const crm = { DIALTONE_API_KEY: calls.key };
+      const forbidden = await r.cli(['org', 'show'], crm);
+      assert.equal(forbidden.code, 1);
+      assert.match(forbidden.stderr, /^Error \(403 insufficient_scope\): .*admin/);
+      assert.ok(!forbidden.stderr.includes(calls.key), 'the key is never printed');
+      for (const args of [['org', 'set-retention', '5'], ['org', 'set-limits', '--max-queued', '5'], ['audit', 'list']]) {
+        const refused = await r.refused(args, crm);
+        assert.deepEqual([refused.status, refused.code], [403, 'insufficient_scope'], args.join(' '));
+      }
+      assert.deepEqual([(await settings())?.retention_days, (await settings())?.max_queued_runs], [null, 1000]);
+    });
   });
 }
 
@@ -410,14 +516,17 @@ describe('dialtone remote mode refusals', () => {
     assert.match((JSON.parse(notUrl.stderr) as { error: { message: string } }).error.message, /must be an http or https URL/);
   });
 
-  it('answers the commands without an API yet with the one direct-mode message, and call start without a URL asks for one', async () => {
+  it('answers org create and org list, which have no API form, with why they need direct database mode before asking any service, and call start without a URL asks for one', async () => {
     const env = { DIALTONE_URL: 'http://127.0.0.1:9', DIALTONE_API_KEY: 'dt_live_whatever' };
-    for (const args of [['org', 'list'], ['org', 'show', '1']]) {
+    for (const args of [['org', 'list'], ['org', 'create', '--name', 'Acme']]) {
       const result = await cli(['--json', ...args], env);
       assert.equal(result.code, 1, args.join(' '));
       const error = (JSON.parse(result.stderr) as { error: { code: string; message: string } }).error;
       assert.equal(error.code, 'direct_mode_only');
-      assert.equal(error.message, `dialtone ${args.slice(0, 2).join(' ')} does not use the API yet, so it needs direct database mode for now: run it where the service's DATABASE_URL (and DIALTONE_SECRET_KEY) are set, without --url or DIALTONE_URL.`);
+      assert.equal(
+        error.message,
+        `dialtone ${args.slice(0, 2).join(' ')} needs direct database mode: an API key belongs to one organization, and no API creates or lists organizations. Run it where the service's DATABASE_URL (and DIALTONE_SECRET_KEY) are set, without --url or DIALTONE_URL.`,
+      );
     }
     const direct = await cli(['call', 'start', '00000000-0000-4000-8000-000000000000', '--phone', ANSWERED], {});
     assert.equal(direct.code, 1);

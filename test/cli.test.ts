@@ -365,6 +365,62 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.match(missing.stderr, /No organization 999/);
   });
 
+  it("lists an organization's audit log with audit list, newest first, filtered and paged, never with a key's secret", async (t) => {
+    const ws = workspace(t);
+    const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Audited');
+    const id = String(org.id);
+    const backend = await ws.json<{ id: number; key: string }>('key', 'create', '--org', id, '--name', 'backend');
+    const crm = await ws.json<{ id: number; key: string }>('key', 'create', '--org', id, '--name', 'crm', '--scopes', 'calls');
+    await ws.json('key', 'revoke', String(crm.id));
+
+    type Page = { data: { id: number; action: string; actor: string; target_type: string; target_id: string | null; before: unknown; after: unknown }[]; next_after: number | null };
+    const page = await ws.json<Page>('audit', 'list', '--org', id);
+    assert.deepEqual(
+      page.data.map((e) => [e.action, e.actor, e.target_type, e.target_id]),
+      [
+        ['api_key.revoked', 'cli', 'api_key', String(crm.id)],
+        ['api_key.created', 'cli', 'api_key', String(crm.id)],
+        ['api_key.created', 'cli', 'api_key', String(backend.id)],
+      ],
+    );
+    assert.equal(page.next_after, null);
+    assert.ok(!JSON.stringify(page).includes(backend.key) && !JSON.stringify(page).includes(crm.key), 'no key secret in the log');
+
+    const first = await ws.json<Page>('audit', 'list', '--org', id, '--limit', '1');
+    assert.deepEqual([first.data.map((e) => e.id), first.next_after], [[page.data[0]?.id], page.data[0]?.id]);
+    const rest = await ws.json<Page>('audit', 'list', '--org', id, '--after', String(first.next_after));
+    assert.deepEqual(rest.data.map((e) => e.id), page.data.slice(1).map((e) => e.id));
+    assert.equal((await ws.json<Page>('audit', 'list', '--org', id, '--action', 'api_key.created')).data.length, 2);
+    assert.equal((await ws.json<Page>('audit', 'list', '--org', id, '--target-type', 'api_key', '--target-id', String(crm.id))).data.length, 2);
+    assert.deepEqual((await ws.json<Page>('audit', 'list', '--org', id, '--actor', 'api_key')).data, []);
+    assert.deepEqual((await ws.json<Page>('audit', 'list', '--org', id, '--until', '2000-01-01T00:00:00Z')).data, []);
+    assert.equal((await ws.json<Page>('audit', 'list', '--org', id, '--since', '2000-01-01T00:00:00Z')).data.length, 3);
+
+    const text = await ws.cli(['audit', 'list', '--org', id, '--limit', '2']);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, new RegExp(`^${page.data[0]?.id}\\s+\\S+Z\\s+api_key\\.revoked\\s+cli\\s+api_key\\s+${crm.id}$`, 'm'));
+    assert.match(text.stdout, new RegExp(`More: --after ${page.data[1]?.id}`));
+
+    const missing = await ws.cli(['audit', 'list', '--org', '999']);
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /No organization 999/);
+    assert.match((await ws.cli(['audit', 'list'])).stderr, /--org <id> is required in direct database mode/);
+    const badActor = await ws.cli(['audit', 'list', '--org', id, '--actor', 'robot']);
+    assert.notEqual(badActor.code, 0);
+    assert.match(badActor.stderr, /expected one of api_key, cli, system/);
+  });
+
+  it('names the organization in direct database mode for the org settings commands, and refuses a bad organization id or retention value', async (t) => {
+    const ws = workspace(t);
+    for (const args of [['org', 'show'], ['org', 'set-limits', '--max-queued', '5'], ['org', 'set-calling-hours', '--off'], ['org', 'set-retention', '30']]) {
+      const result = await ws.cli(args);
+      assert.equal(result.code, 1, args.join(' '));
+      assert.match(result.stderr, new RegExp(`^Error: Direct database mode names the organization: dialtone ${args.slice(0, 2).join(' ')} <org_id>`), args.join(' '));
+    }
+    const notId = await ws.cli(['org', 'set-retention', 'x', '30']);
+    assert.equal(notId.stderr, 'Error: organization id "x": expected a positive whole number\n');
+  });
+
   it('sets the per-number frequency cap with org set-limits, shows it with org show, turns it off with "off", and refuses a cap half set or a bad window', async (t) => {
     const ws = workspace(t);
     const org = await ws.json<{ id: number }>('org', 'create', '--name', 'Capped');
