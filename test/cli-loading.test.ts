@@ -88,11 +88,12 @@ describe('dialtone (CLI) loading', () => {
     const ws = workspace(t);
     const created = await runToCompletion(process.execPath, [BIN, 'org', 'create', '--name', 'Loading'], ws.env);
     assert.equal(created.code, 0, created.stderr);
-    const groups = ['orgs/organizations', 'auth/api-keys', 'telephony/configurations', 'workflows/workflows', 'runs/cancel-run', 'policy/suppressions', 'webhooks/endpoints', 'campaigns/campaigns'];
+    const groups = ['orgs/organizations', 'auth/api-keys', 'telephony/configurations', 'workflows/workflows', 'runs/cancel-run', 'policy/suppressions', 'webhooks/endpoints', 'campaigns/campaigns', 'audit/audit-events'];
     for (const [args, own] of [
       [['org', 'list'], 'orgs/organizations'],
       [['webhook', 'list', '--org', '1'], 'webhooks/endpoints'],
       [['suppression', 'list', '--org', '1'], 'policy/suppressions'],
+      [['audit', 'list', '--org', '1'], 'audit/audit-events'],
     ] as const) {
       const { modules } = await loadedBy(ws, [...args]);
       assert.ok(modules.has(own), `dialtone ${args.join(' ')} loads ${own}: ${[...modules].join(', ')}`);
