@@ -331,7 +331,7 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.notEqual(bad.code, 0);
     const failure = JSON.parse(bad.stderr) as { error: { code: string; errors: { pointer: string }[] } };
     assert.equal(failure.error.code, 'validation_failed');
-    assert.deepEqual(failure.error.errors.map((e) => e.pointer).sort(), ['/timezone', '/windows/mon/0', '/windows/xyz']);
+    assert.deepEqual(failure.error.errors.map((e) => e.pointer).sort(), ['/calling_hours/timezone', '/calling_hours/windows/mon/0', '/calling_hours/windows/xyz'], 'the pointers the API gives');
     assert.deepEqual((await ws.json<{ calling_hours: unknown }>('org', 'show', id)).calling_hours, hours, 'a refused file changes nothing');
 
     const both = await ws.cli(['org', 'set-calling-hours', id]);
@@ -341,6 +341,18 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.equal((await ws.json<{ calling_hours: unknown }>('org', 'show', id)).calling_hours, null);
     const missing = await ws.cli(['org', 'show', '999']);
     assert.match(missing.stderr, /No organization 999/);
+
+    // Each change made in direct database mode is in the audit log, as the API's are; the refused one is not.
+    await ws.json('org', 'set-limits', id, '--max-queued', '7');
+    await ws.json('org', 'set-retention', id, '30');
+    type Page = { data: { action: string; actor: string; before: Record<string, unknown>; after: Record<string, unknown> }[] };
+    const audit = (await ws.json<Page>('audit', 'list', '--org', id)).data.map((e) => [e.action, e.actor, e.before.calling_hours ?? null, e.after.calling_hours ?? null, e.after.max_queued_runs, e.after.retention_days]);
+    assert.deepEqual(audit, [
+      ['organization.settings_updated', 'cli', null, null, 7, 30],
+      ['organization.settings_updated', 'cli', null, null, 7, null],
+      ['organization.settings_updated', 'cli', hours, null, null, null],
+      ['organization.settings_updated', 'cli', null, hours, null, null],
+    ]);
   });
 
   it('sets an organization\'s own retention window with org set-retention (days, "off" to keep forever, "default" for RETENTION_DAYS), shows it with org show, and refuses a bad window changing nothing', async (t) => {

@@ -26,10 +26,14 @@ import {
   windowValue,
   type ApiSettings,
   type ApiSettingsChange,
+  type NumberCapColumns,
 } from './org-settings.js';
 
 // Loaded when one of these commands runs (src/cli/README.md).
 const organizations = () => import('../../orgs/organizations.js');
+// Direct database mode changes settings as the API does (orgs/settings.ts): one transaction that also
+// writes the audit log's organization.settings_updated, with the CLI as its actor.
+const settingsModule = () => import('../../orgs/settings.js');
 
 const ONE_ORGANIZATION = 'an API key belongs to one organization, and no API creates or lists organizations';
 const SETTINGS = '/api/v1/public/organization';
@@ -106,7 +110,10 @@ export function orgCommands(program: Command): void {
           const { setOrganizationLimits, showOrganization } = await organizations();
           const stored = await showOrganization(deps.store, id);
           if (!stored) throw new CliError('not_found', `No organization ${id}.`);
-          const row = await setOrganizationLimits(deps.store, id, { ...limitChanges(opts), ...numberCapChange(stored, opts.numberMaxCalls, opts.numberWindow) });
+          const cap = numberCapChange(stored, opts.numberMaxCalls, opts.numberWindow);
+          const { updateOrganizationSettings } = await settingsModule();
+          await updateOrganizationSettings(deps.store, id, { ...limitChanges(opts), ...(cap !== undefined ? { number_cap: capSetting(cap) } : {}) }, Date.now());
+          const row = await setOrganizationLimits(deps.store, id, {});
           if (!row) throw new CliError('not_found', `No organization ${id}.`);
           return { json: row, text: formatRecord({ ...row }) };
         },
@@ -117,7 +124,7 @@ export function orgCommands(program: Command): void {
           const cap = touchesCap ? numberCapChange(capColumns(await getSettings(client)), opts.numberMaxCalls, opts.numberWindow) : undefined;
           const settings = await patchSettings(client, {
             ...limitChanges(opts),
-            ...(cap !== undefined ? { number_cap: cap.number_max_calls === null || cap.number_window_seconds === null ? null : { max_calls: cap.number_max_calls, window_seconds: cap.number_window_seconds } } : {}),
+            ...(cap !== undefined ? { number_cap: capSetting(cap) } : {}),
           });
           const row = limitsOf(settings);
           return { json: row, text: formatRecord(row) };
@@ -164,8 +171,9 @@ export function orgCommands(program: Command): void {
           if (second === undefined) throw new CliError('invalid_input', 'Direct database mode names the organization: dialtone org set-retention <org_id> <days>.');
           const id = parsedArgument(positiveInt, first, 'organization id');
           const days = parsedArgument(retentionValue, second, 'days');
-          const { setRetention, showOrganization } = await organizations();
-          if (!(await setRetention(deps.store, id, days))) throw new CliError('not_found', `No organization ${id}.`);
+          const { showOrganization } = await organizations();
+          const { updateOrganizationSettings } = await settingsModule();
+          await updateOrganizationSettings(deps.store, id, { retention_days: storedRetention(days) }, Date.now());
           const retention = (await showOrganization(deps.store, id))?.retention_days ?? null;
           return { json: { id, retention_days: retention }, text: `Retention of organization ${id}: ${retentionText(retention, deps.config.RETENTION_DAYS)}.` };
         },
@@ -194,8 +202,10 @@ export function orgCommands(program: Command): void {
         async (deps, orgId: number | undefined, opts: { file?: string; off?: boolean }) => {
           const id = directOrgId(orgId, 'org set-calling-hours <org_id> --file <path> | --off');
           const setting = callingHoursSetting(opts);
-          const { setCallingHours, showOrganization } = await organizations();
-          if (!(await setCallingHours(deps.store, id, setting))) throw new CliError('not_found', `No organization ${id}.`);
+          const { showOrganization } = await organizations();
+          const { updateOrganizationSettings } = await settingsModule();
+          // Checked there: every problem listed under /calling_hours, as the API lists them.
+          await updateOrganizationSettings(deps.store, id, { calling_hours: setting }, Date.now());
           const hours = (await showOrganization(deps.store, id))?.calling_hours ?? null;
           return { json: { id, calling_hours: hours }, text: callingHoursText(id, hours) };
         },
@@ -208,6 +218,11 @@ export function orgCommands(program: Command): void {
         },
       ),
     );
+}
+
+/** The per-number cap's two columns as the settings' number_cap (null: off). */
+function capSetting(cap: NumberCapColumns): { max_calls: number; window_seconds: number } | null {
+  return cap.number_max_calls === null || cap.number_window_seconds === null ? null : { max_calls: cap.number_max_calls, window_seconds: cap.number_window_seconds };
 }
 
 /** The calling hours `--file` holds, or null for `--off`: exactly one of the two. */
