@@ -230,8 +230,8 @@ export const PROBLEM_GUIDE: Record<ErrorCode, ProblemGuide> = {
     action: 'The detail says what is missing; the operator fixes the configuration or the service\'s settings.',
   },
   machine_detection_unsupported: {
-    when: 'The agent (or the campaign) asks who answered (answering_machine.detect "on" or "message_end"), and the telephony configuration\'s provider cannot tell a machine from a person (SIP today).',
-    action: 'Call through a route whose provider detects machines (twilio, simulator), or set answering_machine.detect to "off" for this agent or campaign.',
+    when: 'The agent (or the campaign) asks who answered (answering_machine.detect "on" or "message_end") through a telephony configuration that cannot do what it asks: its provider cannot tell a machine from a person, a SIP route sends its media elsewhere (media_address), or a message is to be left on a SIP call while the service has no speech command (SIP_SPEECH_COMMAND).',
+    action: 'The detail says which. Call through a route that can (twilio, simulator, a SIP route without media_address), have the operator set SIP_SPEECH_COMMAND, change on_machine, or set answering_machine.detect to "off" for this agent or campaign.',
   },
   idempotency_key_reused: {
     when: 'The Idempotency-Key was already used with a different request (another operation, target or body).',

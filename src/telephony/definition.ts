@@ -72,9 +72,10 @@ export interface ProviderSpec<C, K extends TProperties> {
    * Why a route of a provider that detects machines cannot do what an agent's answering_machine
    * asks (without `onMachine`: cannot detect at all), said to the caller; undefined when it can.
    * Absent: every route can do all its provider's capabilities say. A SIP route with media_address
-   * sends the call's audio elsewhere, so Dialtone cannot hear who answered.
+   * sends the call's audio elsewhere, so Dialtone cannot hear who answered; a message cannot be
+   * left on a SIP call without a speech command (`service`: the provider's own keys, as configured).
    */
-  answeringMachineRefusal?(config: C, asked?: AnsweringMachineAsk): string | undefined;
+  answeringMachineRefusal?(config: C, asked?: AnsweringMachineAsk, service?: Partial<Static<TObject<K>>>): string | undefined;
   /**
    * The environment variables it reads (TypeBox properties). Those of the built-in providers are
    * merged into the configuration schema (config.ts), so they are validated and documented with the rest.
@@ -89,8 +90,8 @@ export interface ProviderSpec<C, K extends TProperties> {
 /** A provider's definition as the registry holds it, whatever its route config and keys. */
 export interface ProviderDefinition extends Omit<ProviderSpec<unknown, TProperties>, 'create' | 'decodeRoute' | 'answeringMachineRefusal'> {
   decodeRoute(input: RouteInput): RouteDecoding<unknown>;
-  /** The spec's, given a config its own decoder made (routes.ts); undefined when the spec has none. */
-  answeringMachineRefusal?(config: unknown, asked?: AnsweringMachineAsk): string | undefined;
+  /** The spec's, given a config its own decoder made (routes.ts) and the service's configuration; undefined when the spec has none. */
+  answeringMachineRefusal?(config: unknown, asked?: AnsweringMachineAsk, service?: object): string | undefined;
   /** Given the service's whole configuration, of which the provider reads its own keys. */
   create(context: ProviderContext<TProperties>): TelephonyProvider;
 }
@@ -106,7 +107,8 @@ export function defineProvider<C, K extends TProperties>(spec: ProviderSpec<C, K
     ...spec,
     decodeRoute: (input) => spec.decodeRoute(input),
     // The config was made by this spec's decoder (routes.ts decodes with the same definition).
-    ...(refusal ? { answeringMachineRefusal: (config: unknown, asked?: AnsweringMachineAsk) => refusal(config as C, asked) } : {}),
+    // The service's configuration holds this spec's keys (config.ts merges them), as `create` assumes.
+    ...(refusal ? { answeringMachineRefusal: (config: unknown, asked?: AnsweringMachineAsk, service?: object) => refusal(config as C, asked, service as Partial<Static<TObject<K>>> | undefined) } : {}),
     create: (context) => spec.create(context as ProviderContext<K>) as TelephonyProvider,
   };
 }

@@ -1,7 +1,9 @@
 // SIP trunks as the registry knows them (telephony/definition.ts): a SIP user agent in this
 // process dialing through an operator's trunk (docs/telephony.md, "SIP trunk").
 import { Type } from '@sinclair/typebox';
+import { maskPhoneNumbersIn } from '../../logging.js';
 import { defineProvider } from '../definition.js';
+import { parseSpeechCommand, SPEECH_COMMAND_PATTERN } from '../media/speech/speech-command.js';
 import { SipProvider } from './provider.js';
 import { decodeSipRoute, type SipRouteConfig } from './route.js';
 
@@ -58,6 +60,14 @@ const configKeys = {
   SIP_AMD_VOICE_MARGIN_DB: int(3, 40, 12),
   /** The least length of a fax's answer tone (CED, 2100 Hz) to call the callee a fax: above any beep's, under CED's own 2.6 s. */
   SIP_AMD_FAX_TONE_MIN_MS: int(300, 2_600, 1_500),
+  // A message left on a voicemail (on_machine "leave_message", docs/telephony.md, "Leaving a
+  // message on a SIP call"): spoken by a command of the operator's choosing.
+  /** A text-to-speech command that reads the message on standard input and writes a WAV file to standard output, run without a shell (words separated by spaces, no quoting); unset: leave_message is refused on SIP routes. */
+  SIP_SPEECH_COMMAND: Type.Optional(Type.String({ minLength: 1, pattern: SPEECH_COMMAND_PATTERN })),
+  /** How long the speech command and the conversion of its audio may take, after which the message is given up and the run ends failed (voicemail_failed). */
+  SIP_SPEECH_TIMEOUT_MS: int(500, 120_000, 15_000),
+  /** The most bytes of WAV taken from the speech command; more ends the message as a timeout does. */
+  SIP_SPEECH_MAX_BYTES: int(1_024, 67_108_864, 8_388_608),
 };
 
 export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
@@ -86,12 +96,12 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
     { name: 'password', type: 'string', description: 'Digest password, with username.' },
   ],
   decodeRoute: decodeSipRoute,
-  answeringMachineRefusal: (config, asked) => {
+  answeringMachineRefusal: (config, asked, service) => {
     if (config.trunk.mediaAddress) {
       return 'cannot tell a machine from a person through this route: its media_address sends the call\'s audio to your own media server, so Dialtone never hears it. Remove media_address to have Dialtone relay each call and detect from its audio.';
     }
-    if (asked?.onMachine === 'leave_message') {
-      return 'cannot leave a message on a SIP call: Dialtone has no speech to play it with. Use on_machine "hangup" or "connect_agent" (the agent runtime can speak to the machine).';
+    if (asked?.onMachine === 'leave_message' && !service?.SIP_SPEECH_COMMAND) {
+      return 'cannot leave a message on a SIP call: SIP_SPEECH_COMMAND is not set, so Dialtone has no speech to play it with. Set SIP_SPEECH_COMMAND to a text-to-speech command (e.g. "espeak-ng --stdin --stdout"), or use on_machine "hangup" or "connect_agent" (the agent runtime can speak to the machine).';
     }
     return undefined;
   },
@@ -130,6 +140,12 @@ export const sipDefinition = defineProvider<SipRouteConfig, typeof configKeys>({
           faxToneMinMs: config.SIP_AMD_FAX_TONE_MIN_MS,
         },
         onMachineVerdict: (runId, verdict) => logger.info({ runId, answeredBy: verdict.raw, afterMs: verdict.afterMs, why: verdict.why }, 'machine detection decided'),
+        ...(config.SIP_SPEECH_COMMAND
+          ? { speech: { argv: parseSpeechCommand(config.SIP_SPEECH_COMMAND), timeoutMs: config.SIP_SPEECH_TIMEOUT_MS, maxBytes: config.SIP_SPEECH_MAX_BYTES } }
+          : {}),
+        // The command's standard error may quote the message (the callee's context): its phone numbers are masked like every log's.
+        onSpeechFailure: (runId, error) =>
+          logger.warn({ runId, failure: error.failure, ...(error.stderr ? { stderr: maskPhoneNumbersIn(error.stderr) } : {}) }, `voicemail message not left: ${error.message}`),
       },
       clock,
       emit,

@@ -45,6 +45,7 @@ import { CallMedia, DEFAULT_CALL_MEDIA_OPTIONS, type CallMediaOptions } from './
 import { answerDirection, parseSdpAnswer, sdpAnswer, sdpOffer } from './media/sdp.js';
 import { RtpPortRange } from './media/rtp-session.js';
 import { CallMachineListener } from '../media/machine-detection/call-listener.js';
+import { SpeechError, synthesize, type SpeechSettings } from '../media/speech/speech-command.js';
 import type { AudioVerdict, DetectorTuning } from '../media/machine-detection/machine-detector.js';
 
 export interface SipStackSettings {
@@ -74,6 +75,10 @@ export interface SipStackSettings {
   machineDetection?: DetectorTuning;
   /** A verdict of machine detection, with why (a log line). */
   onMachineVerdict?: (runId: number, verdict: AudioVerdict) => void;
+  /** The speech command a message left on a voicemail is spoken with (SIP_SPEECH_*); undefined: no message can be left. */
+  speech?: SpeechSettings;
+  /** A message that could not be spoken, with why (a log line: the command's standard error may quote the message). */
+  onSpeechFailure?: (runId: number, error: SpeechError) => void;
 }
 
 /** How a call ends once its BYE is answered, when it is not simply `completed` (the runtime unreachable). */
@@ -270,6 +275,44 @@ export class SipProvider implements InProcessProvider<SipRouteConfig> {
   async hangUp(live: LiveCall<SipRouteConfig>): Promise<void> {
     const call = this.calls.get(live.providerCallId);
     if (call) this.endCall(call);
+  }
+
+  /**
+   * A message left on the voicemail that answered (dispatch calls this on a machine's verdict with
+   * `leave_message`; detect `message_end` makes that verdict wait for the greeting's end and its
+   * beep). The agent runtime's stream ends at once (`stop`, as Twilio's does when the call's TwiML
+   * is replaced), the message is synthesized (speech-command.ts), played at real time, and the call
+   * hung up: it completes `voicemail_left`. Speech that cannot be had (no command, the command
+   * failing, too slow, too large, not a WAV) hangs up at once and the run ends `failed`
+   * (`voicemail_failed`, its raw status saying why): no message was left, and saying
+   * `voicemail_left` would be false. Resolves at once: the run's other events (the callee hanging
+   * up meanwhile) are not held up by the synthesis or the playing.
+   */
+  async leaveMessage(live: LiveCall<SipRouteConfig>, text: string): Promise<void> {
+    const call = this.calls.get(live.providerCallId);
+    const media = call?.media;
+    if (!call || !media || !call.answered || call.ended) return;
+    media.detachRuntime();
+    const speech = this.settings.speech;
+    const failed = (error: SpeechError) => {
+      this.settings.onSpeechFailure?.(call.runId, error);
+      call.endAs ??= { kind: 'failed', reason: 'voicemail_failed', rawStatus: `${error.failure}: ${error.message}` };
+      this.endCall(call);
+    };
+    if (!speech) return failed(new SpeechError('speech_command_unavailable', 'SIP_SPEECH_COMMAND is not set'));
+    void synthesize(text, speech).then(
+      (mulaw) => {
+        if (call.ended) return;
+        const seconds = (mulaw.length / 8000).toFixed(1);
+        media.play(mulaw, this.settings.mediaStream.catchUpMs, () => {
+          call.endAs ??= { kind: 'completed', reason: 'voicemail_left', rawStatus: `message played (${seconds} s), BYE` };
+          this.endCall(call);
+        });
+      },
+      (error: unknown) => {
+        if (!call.ended) failed(error instanceof SpeechError ? error : new SpeechError('speech_command_failed', (error as Error).message));
+      },
+    );
   }
 
   /**

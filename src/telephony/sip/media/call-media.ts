@@ -11,7 +11,7 @@
 import type { Clock } from '../../../shared/clock.js';
 import { fromMulaw, toMulaw } from '../../media/g711.js';
 import { MediaStreamBridge, type BridgeSettings } from '../../media/media-stream-bridge.js';
-import { FRAME_BYTES } from '../../media/playout.js';
+import { FRAME_BYTES, Playout } from '../../media/playout.js';
 import { ReorderBuffer } from './reorder.js';
 import { RtpSession, type ReceivedRtp, type RtpPortRange } from './rtp-session.js';
 import { answerDirection, parseSdpAnswer, receives, sdpAnswer, sdpOffer, type SdpAnswer } from './sdp.js';
@@ -62,6 +62,8 @@ export class CallMedia {
   private lastHeard = 0;
   private watchdog: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
+  /** Audio of Dialtone's own being played to the callee (a message left on a voicemail), paced as the runtime's is. */
+  private own: Playout | undefined;
 
   private constructor(
     private readonly rtp: RtpSession,
@@ -228,9 +230,46 @@ export class CallMedia {
     return held ? held.base + Math.round((this.clock.now() - held.startedMs) * SAMPLES_PER_MS) : this.rtp.clockSamples;
   }
 
+  /**
+   * Ends the relay to the agent runtime (`stop`, then the WebSocket closes, as Twilio's stream ends
+   * when the call's TwiML is replaced); the call and its RTP go on. Nothing of the runtime's is
+   * played after this, and its going is not reported as the call's end.
+   */
+  detachRuntime(): void {
+    this.bridge?.stop();
+    this.bridge = undefined;
+  }
+
+  /**
+   * Plays μ-law audio of Dialtone's own to the callee, one 20 ms packet every 20 ms (playout.ts), in
+   * the answer's codec; `played` is told once its last packet's time is over. The runtime, if any,
+   * must be detached first: one source of packets at a time. `catchUpMs`: how far behind its
+   * schedule it may fall and still catch up (SIP_MEDIA_STREAM_CATCH_UP_MS, as the runtime's audio).
+   */
+  play(mulaw: Uint8Array, catchUpMs: number, played: () => void): void {
+    if (this.closed || !this.answer || this.own) return;
+    const frames = Math.ceil(mulaw.length / FRAME_BYTES);
+    this.own = new Playout(
+      {
+        frame: (frame, talkspurt, skippedSamples) => {
+          const answer = this.answer;
+          if (answer) this.rtp.send(answer.payloadType, fromMulaw(answer.codec, frame), { marker: talkspurt, skippedSamples });
+        },
+        mark: () => played(),
+      },
+      this.clock,
+      frames,
+      catchUpMs,
+    );
+    this.own.audio(mulaw);
+    this.own.mark('played');
+  }
+
   /** The call ended: `stop` to the runtime, the port released. */
   close(): void {
     this.closed = true;
+    this.own?.close();
+    this.own = undefined;
     if (this.watchdog) clearTimeout(this.watchdog);
     this.watchdog = undefined;
     this.reorder.close();
