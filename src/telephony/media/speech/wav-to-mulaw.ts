@@ -31,11 +31,13 @@ const IMA_ADPCM = 17;
 /** The samples of `wav` as 16-bit linear PCM, mono (channels averaged), with their rate. Throws on what is not a WAV file. */
 export function decodeWav(wav: Uint8Array): { samples: Float64Array; rate: number } {
   const file = new wavefile.WaveFile(wav);
-  const format = file.fmt as Format;
-  if (format.audioFormat === MULAW) file.fromMuLaw();
-  else if (format.audioFormat === ALAW) file.fromALaw();
-  else if (format.audioFormat === IMA_ADPCM) file.fromIMAADPCM();
+  const encoding = (file.fmt as Format).audioFormat;
+  if (encoding === MULAW) file.fromMuLaw();
+  else if (encoding === ALAW) file.fromALaw();
+  else if (encoding === IMA_ADPCM) file.fromIMAADPCM();
   if (file.bitDepth !== '16') file.toBitDepth('16');
+  // Read after the conversions: they replace the `fmt` object (and zero the old one).
+  const format = file.fmt as Format;
   const channels = Math.max(1, format.numChannels);
   const read = file.getSamples(false, Float64Array) as unknown as Float64Array | Float64Array[];
   if (!format.sampleRate || format.sampleRate < 1000) throw new Error(`its sample rate (${format.sampleRate}) is not an audio rate`);
