@@ -45,10 +45,11 @@ async function leaveEnv(t: TestContext, kind: StoreKind, callee: { port: number 
 
 /**
  * baresip answering as a voicemail box: the greeting and its beep, then 40 s of silence (a box
- * recording; baresip hangs up when its source file ends), recording what it hears. `greetingMs`:
- * from the answer to the beep's end, as sox measures the greeting (its trailing silence trimmed).
+ * recording; baresip hangs up when its source file ends), or only `hangUpAfterBeepMs` of it,
+ * recording what it hears. `greetingMs`: from the answer to the beep's end, as sox measures the
+ * greeting (its trailing silence trimmed).
  */
-async function voicemailBox(t: TestContext): Promise<Baresip & { dir: string; recordings: string; greetingMs: number }> {
+async function voicemailBox(t: TestContext, hangUpAfterBeepMs?: number): Promise<Baresip & { dir: string; recordings: string; greetingMs: number }> {
   const clip = labelledSet().find((c) => c.name === MACHINE);
   assert.ok(clip, `no clip named ${MACHINE}`);
   const dir = mkdtempSync(join(tmpdir(), 'dialtone-voicemail-'));
@@ -57,9 +58,13 @@ async function voicemailBox(t: TestContext): Promise<Baresip & { dir: string; re
   const greetingMs = soxStat(greeting, ['reverse', 'silence', '1', '0.05', '1%', 'reverse']).seconds * 1000;
   const source = join(dir, 'box.wav');
   const linear = alawmulaw.mulaw.decode(clip.mulaw);
-  const withSilence = new Int16Array(linear.length + 8000 * 40);
-  withSilence.set(linear);
-  writeFileSync(source, pcmWav(withSilence));
+  if (hangUpAfterBeepMs === undefined) {
+    const withSilence = new Int16Array(linear.length + 8000 * 40);
+    withSilence.set(linear);
+    writeFileSync(source, pcmWav(withSilence));
+  } else {
+    writeFileSync(source, pcmWav(linear.subarray(0, Math.round(((greetingMs + hangUpAfterBeepMs) * 8000) / 1000))));
+  }
   const recordings = join(dir, 'heard');
   mkdirSync(recordings);
   return { ...(await startBaresip(t, { source, record: recordings })), dir, recordings, greetingMs };
@@ -173,6 +178,18 @@ for (const store of await storeCases()) {
       assert.equal(run.state, 'failed');
       assert.equal(run.outcome_reason, 'voicemail_failed');
       assert.match(run.raw_provider_status ?? '', /^speech_timeout: the speech command did not finish within 500 ms$/);
+    });
+
+    it('ends the run completed, hangup (raw BYE), not voicemail_left, when the box hangs up before the message has been played', async (t) => {
+      // The box's file ends half a second after its beep: baresip hangs up then, before the message's end.
+      const callee = await voicemailBox(t, 500);
+      const env = await leaveEnv(t, store.kind, callee, { SIP_SPEECH_COMMAND: SPEECH_COMMAND });
+      const runId = await call(env);
+      const run = await waitForRun(env, runId, ended, scaledTimeout(30_000));
+      assert.equal(run.raw_answered_by, 'machine_end_beep');
+      assert.equal(run.state, 'completed');
+      assert.equal(run.outcome_reason, 'hangup');
+      assert.equal(run.raw_provider_status, 'BYE', 'the box hung up, not Dialtone');
     });
 
     it('refuses leave_message before anything is dialed without SIP_SPEECH_COMMAND (direct calls, dry runs, campaigns), naming the setting, and admits it once set', async (t) => {
