@@ -1,13 +1,14 @@
 // The client's surface: one object per group of operations, each a thin call through openapi-fetch
 // typed by the generated `paths` (openapi.ts), answering the success body or throwing
 // DialtoneApiError. Nothing here imports Node: it needs only fetch, Request, ReadableStream and
-// TextDecoderStream (tested on Node 20+ and in chromium; Deno is not run: README.md, "Where it runs").
+// TextDecoderStream (tested on Node 20+, Deno and chromium: README.md, "Where it runs"). Webhook
+// verification is added on top in dialtone.ts, not here: it needs standardwebhooks, which is
+// CommonJS, so this class (the `@dialtone/client/core` entry) is what a page loads without a bundler.
 import createClient, { type Client } from 'openapi-fetch';
 import { DialtoneApiError, errorFromResponse } from './errors.js';
 import type { components, operations, paths } from './openapi.js';
 import { retryingFetch, type RetryOptions } from './retry.js';
 import { streamEvents, type StreamMessage, type StreamOptions } from './stream.js';
-import { verifyWebhook, type WebhookHeaders } from './webhooks.js';
 
 type Schemas = components['schemas'];
 type JsonBody<O extends keyof operations> = operations[O] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
@@ -79,7 +80,8 @@ function wireQuery<Q extends object>(query: Loose<Q> | undefined): Q {
 
 const idempotency = (options: IdempotencyOptions | undefined) => (options?.idempotencyKey !== undefined ? { 'idempotency-key': options.idempotencyKey } : {});
 
-export class Dialtone {
+/** Every API operation and the live stream; `Dialtone` (dialtone.ts) adds `webhooks.verify`. */
+export class DialtoneCore {
   /** The typed openapi-fetch client underneath, for an operation this surface does not wrap. */
   readonly api: Client<paths>;
   private readonly baseUrl: string;
@@ -208,11 +210,6 @@ export class Dialtone {
     /** The organization's live events, resumed across reconnections (stream.ts). */
     events: (options?: StreamOptions): AsyncGenerator<StreamMessage, void, undefined> =>
       streamEvents({ baseUrl: this.baseUrl, headers: () => ({ 'x-api-key': this.apiKey }), fetch: this.fetchImpl }, options),
-  };
-
-  readonly webhooks = {
-    /** The message, when its Standard Webhooks signature verifies under the endpoint's secret; throws otherwise. */
-    verify: <T = unknown>(headers: WebhookHeaders, rawBody: string | Uint8Array, secret: string): T => verifyWebhook<T>(headers, rawBody, secret),
   };
 }
 

@@ -32,6 +32,13 @@ export interface StreamOptions {
   signal?: AbortSignal;
   /** Wait before reconnecting when the service names none (SSE `retry:`); default 1000 ms. */
   reconnectDelayMs?: number;
+  /**
+   * `false`: read one connection only. The iterator ends when the service closes it, and throws
+   * when it cannot connect, is refused (429 and 503 included) or the connection breaks, so a caller
+   * with its own policy (the console shows "reconnecting" and backs off) reconnects itself, passing
+   * the last id as `lastEventId`. Default `true`: resumes on its own, as described above.
+   */
+  reconnect?: boolean;
 }
 
 interface StreamContext {
@@ -61,19 +68,21 @@ export async function* streamEvents(context: StreamContext, options: StreamOptio
   const { signal } = options;
   let lastEventId = options.lastEventId;
   let reconnectDelayMs = options.reconnectDelayMs ?? 1000;
+  const reconnect = options.reconnect ?? true;
   while (!signal?.aborted) {
     const headers: Record<string, string> = { ...context.headers(), accept: 'text/event-stream' };
     if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
     let response: Response;
     try {
       response = await context.fetch(`${context.baseUrl}/api/v1/public/stream`, { headers, ...(signal ? { signal } : {}) });
-    } catch {
+    } catch (error) {
       if (signal?.aborted) return;
+      if (!reconnect) throw error;
       // Unreachable for now (a node restarting): try again.
       await sleep(reconnectDelayMs, signal);
       continue;
     }
-    if (response.status === 429 || response.status === 503) {
+    if (reconnect && (response.status === 429 || response.status === 503)) {
       const wait = retryAfterSeconds(response.headers.get('retry-after'));
       await response.body?.cancel().catch(() => undefined);
       await sleep(wait !== undefined ? wait * 1000 : reconnectDelayMs, signal);
@@ -111,14 +120,15 @@ export async function* streamEvents(context: StreamContext, options: StreamOptio
           yield message;
         }
       }
-    } catch {
+    } catch (error) {
       if (signal?.aborted) return;
+      if (!reconnect) throw error;
       // The connection broke mid-stream: resume from the last id below.
     } finally {
       reader.releaseLock();
       await response.body.cancel().catch(() => undefined);
     }
-    if (signal?.aborted) return;
+    if (signal?.aborted || !reconnect) return;
     await sleep(reconnectDelayMs, signal);
   }
 }
