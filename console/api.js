@@ -1,6 +1,11 @@
 // The console's only way to the service: the public API, same origin, with the API key in the
 // X-API-Key header. The key lives in sessionStorage (gone when the tab closes) and is never put in
-// a URL, a cookie or a log line.
+// a URL, a cookie or a log line. Every request, the event stream included, goes through
+// @dialtone/client (its `core` entry: no webhook verification, so nothing CommonJS), loaded as it
+// is built through index.html's import map (routes/console.ts serves it): the console speaks the
+// API the way the client everyone else uses does, and finds what breaks in it first.
+import { createDialtoneCore, DialtoneApiError } from '@dialtone/client/core';
+/** @import { DialtoneCore } from '@dialtone/client/core' */
 /** @import { CampaignMessage, DeliveryMessage, Problem, ProblemError, ResetMessage, RunMessage } from './types.js' */
 const KEY_NAME = 'dialtone.apiKey';
 
@@ -53,6 +58,27 @@ export function onUnauthorized(listener) {
  * @property {string | null} [key] the API key; the session's by default
  */
 
+/** @type {{ key: string, client: DialtoneCore } | undefined} */
+let lastClient;
+
+/**
+ * The client for one key, kept while the key is the one used (the session's, nearly always). Its
+ * retries are off: the console shows a refusal at once rather than waiting out a Retry-After in
+ * front of the operator, and the one reader that should wait (export.js) retries itself.
+ * @param {string} key
+ */
+function clientFor(key) {
+  if (lastClient?.key !== key) lastClient = { key, client: createDialtoneCore({ baseUrl: location.origin, apiKey: key, retry: false }) };
+  return lastClient.client;
+}
+
+/**
+ * openapi-fetch's call by method and path, untyped: `path` comes with its query already in it (the
+ * pages build it), which the typed methods cannot take. It still goes through the client's fetch,
+ * headers and answer parsing.
+ * @typedef {(method: string, url: string, init: Record<string, unknown>) => Promise<{ data?: unknown, error?: unknown, response: Response }>} UntypedRequest
+ */
+
 /**
  * The answer of a public API operation, as JSON (null for 204); a refusal throws an ApiError. The
  * caller names what it expects (`T`): the types of types.js, from the OpenAPI document.
@@ -62,31 +88,33 @@ export function onUnauthorized(listener) {
  * @returns {Promise<T>}
  */
 export async function api(path, { method = 'GET', body, csv, key = session.key } = {}) {
-  /** @type {Record<string, string>} */
+  const client = clientFor(key ?? '');
+  const request = /** @type {UntypedRequest} */ (/** @type {unknown} */ (client.api.request));
+  /** @type {Record<string, string | null>} */
   const headers = { accept: 'application/json' };
-  if (key) headers['x-api-key'] = key;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  if (csv !== undefined) headers['content-type'] = 'text/csv';
-  let response;
+  // No key: no X-API-Key header at all (the client would send an empty one).
+  if (!key) headers['x-api-key'] = null;
+  /** @type {Record<string, unknown>} */
+  const init = { headers, cache: 'no-store' };
+  if (csv !== undefined) Object.assign(init, { body: csv, bodySerializer: (/** @type {string} */ text) => text, headers: { ...headers, 'content-type': 'text/csv' } });
+  else if (body !== undefined) init.body = body;
+  /** @type {{ data?: unknown, error?: unknown, response: Response }} */
+  let answer;
   try {
-    response = await fetch(`/api/v1/public${path}`, { method, headers, body: csv ?? (body === undefined ? undefined : JSON.stringify(body)), cache: 'no-store' });
+    answer = await request(method, `/api/v1/public${path}`, init);
   } catch {
     throw new ApiError(0, { detail: 'The service could not be reached.' });
   }
-  if (response.status === 204) return /** @type {T} */ (null);
-  const text = await response.text();
-  let value = null;
-  try {
-    value = text ? JSON.parse(text) : null;
-  } catch {
-    value = null;
-  }
+  const { data, error, response } = answer;
   if (!response.ok) {
-    const error = new ApiError(response.status, /** @type {Problem | null} */ (value));
-    if (response.status === 401 && key === session.key) for (const listener of unauthorizedListeners) listener(error);
-    throw error;
+    // openapi-fetch gives the body parsed when it is JSON, else as text: only JSON is a problem.
+    const problem = typeof error === 'object' && error !== null ? /** @type {Problem} */ (error) : null;
+    const refusal = new ApiError(response.status, problem);
+    if (response.status === 401 && key === session.key) for (const listener of unauthorizedListeners) listener(refusal);
+    throw refusal;
   }
-  return /** @type {T} */ (value);
+  // 204, or an empty body: openapi-fetch answers no data.
+  return /** @type {T} */ (data ?? null);
 }
 
 /**
@@ -124,7 +152,7 @@ function sharedStreamName(key) {
  * What the tabs of one key say to each other on their channel.
  * @typedef {{ type: 'hello' }
  *   | { type: 'status', status: StreamStatus, lastEventId: number | undefined }
- *   | { type: 'message', id: number | undefined, event: string, data: string | undefined }
+ *   | { type: 'message', id: number | undefined, event: string, data: unknown }
  *   | { type: 'unauthorized' }} TabMessage
  */
 
@@ -154,8 +182,8 @@ class Listeners {
 }
 
 /**
- * The organization's event stream, read with fetch() so the key goes in a header (EventSource
- * cannot send one). On any break it reconnects, sending the id of the last event it got as
+ * The organization's event stream, read by the client's stream reader (with fetch(), so the key
+ * goes in a header: EventSource cannot send one). On any break it reconnects, sending the id of the last event it got as
  * Last-Event-ID, so the service resends whatever happened meanwhile: no event is lost. Run events
  * go to `subscribe` listeners, webhook delivery attempts to `subscribeDeliveries` ones, campaign
  * state changes (`campaign.<change>`) to `subscribeCampaigns` ones, and a `reset` (the service no
@@ -310,76 +338,56 @@ export class EventStream {
     }
   }
 
+  /**
+   * One connection of the stream, through the client's reader (reconnect: false: run() above
+   * reconnects, showing "reconnecting" and backing off, and resumes from lastEventId).
+   */
   async readOnce() {
     this.aborter = new AbortController();
-    /** @type {Record<string, string>} */
-    const headers = { 'x-api-key': session.key ?? '', accept: 'text/event-stream' };
-    if (this.lastEventId !== undefined) headers['last-event-id'] = String(this.lastEventId);
-    const response = await fetch('/api/v1/public/stream', { headers, signal: this.aborter.signal, cache: 'no-store' });
-    if (response.status === 401) {
+    const messages = clientFor(session.key ?? '').stream.events({
+      signal: this.aborter.signal,
+      reconnect: false,
+      ...(this.lastEventId !== undefined ? { lastEventId: String(this.lastEventId) } : {}),
+    });
+    try {
+      for await (const message of messages) this.dispatch(message);
+    } catch (error) {
+      if (!(error instanceof DialtoneApiError && error.status === 401)) throw error;
       this.stopped = true;
       this.post({ type: 'unauthorized' });
       for (const listener of unauthorizedListeners) listener(new ApiError(401, null));
-      return;
-    }
-    if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
-    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value;
-      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-        this.dispatch(buffer.slice(0, end));
-        buffer = buffer.slice(end + 2);
-      }
     }
   }
 
   /**
-   * One message of the text/event-stream format, as read by this tab: handled here and passed to the other tabs.
-   * @param {string} block
+   * One message of the stream, as read by this tab: handled here and passed to the other tabs.
+   * @param {{ id: string, event: string, data: unknown }} message
    */
-  dispatch(block) {
-    /** @type {string | undefined} */
-    let id;
-    let event = 'message';
-    /** @type {string[]} */
-    const data = [];
-    for (const line of block.split('\n')) {
-      if (line === '' || line.startsWith(':')) continue;
-      const colon = line.indexOf(':');
-      const field = colon < 0 ? line : line.slice(0, colon);
-      const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-      if (field === 'id') id = value;
-      else if (field === 'event') event = value;
-      else if (field === 'data') data.push(value);
-    }
-    const numericId = id !== undefined && /^\d+$/.test(id) ? Number(id) : undefined;
-    const text = data.length === 0 ? undefined : data.join('\n');
-    if (this.role === 'leader') this.post({ type: 'message', id: numericId, event, data: text });
+  dispatch({ id, event, data }) {
+    const numericId = /^\d+$/.test(id) ? Number(id) : undefined;
+    if (this.role === 'leader') this.post({ type: 'message', id: numericId, event, data });
     if (event === 'ready') this.retryMs = 500;
-    this.handle(numericId, event, text);
+    this.handle(numericId, event, data);
   }
 
   /**
    * One message, read here or passed on by the leader. Its data is the service's JSON for that
-   * event (types.js), trusted as such: it comes from the same service the page does.
+   * event (types.js), parsed by the client and trusted as such: it comes from the same service the
+   * page does.
    * @param {number | undefined} id
    * @param {string} event
-   * @param {string | undefined} text
+   * @param {unknown} data
    */
-  handle(id, event, text) {
+  handle(id, event, data) {
     if (id !== undefined) this.lastEventId = id;
     if (event === 'ready') {
       if (this.role !== 'follower') this.setStatus('live');
       return;
     }
-    if (text === undefined) return;
-    const message = JSON.parse(text);
-    if (event === 'reset') this.resetListeners.emit(message);
-    else if (event === 'run') this.listeners.emit(message);
-    else if (event === 'webhook.delivery') this.deliveryListeners.emit(message);
-    else if (event.startsWith('campaign.')) this.campaignListeners.emit(message);
+    if (data === undefined) return;
+    if (event === 'reset') this.resetListeners.emit(/** @type {ResetMessage} */ (data));
+    else if (event === 'run') this.listeners.emit(/** @type {RunMessage} */ (data));
+    else if (event === 'webhook.delivery') this.deliveryListeners.emit(/** @type {DeliveryMessage} */ (data));
+    else if (event.startsWith('campaign.')) this.campaignListeners.emit(/** @type {CampaignMessage} */ (data));
   }
 }

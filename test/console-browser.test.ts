@@ -611,8 +611,10 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
       window.campaignListReads = [];
       const fetchBefore = window.fetch;
       window.fetch = (input, init) => {
-        const url = new URL(String(input), location.href);
-        if ((init?.method ?? 'GET') === 'GET' && url.pathname === '/api/v1/public/campaigns') window.campaignListReads.push(performance.now());
+        // The client (openapi-fetch) hands fetch a Request; the stream's reader a URL and options.
+        const url = new URL(input instanceof Request ? input.url : String(input), location.href);
+        const method = input instanceof Request ? input.method : (init?.method ?? 'GET');
+        if (method === 'GET' && url.pathname === '/api/v1/public/campaigns') window.campaignListReads.push(performance.now());
         return fetchBefore(input, init);
       };
     }`);

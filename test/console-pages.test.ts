@@ -1,12 +1,21 @@
 // /console as HTTP serves it: the app's page for every console path, its static files from the
 // package, strict security headers on all of them, and a JavaScript budget.
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { CONSOLE_CSP } from '../src/http/routes/console.js';
 import { build } from './helpers/app.js';
 import { assertProblem } from './helpers/problems.js';
 import { describe, it } from './helpers/suite.js';
+
+/** index.html's one inline script, its import map: the text, and the module each bare specifier names. */
+function importMap(html: string): { text: string; imports: Record<string, string> } {
+  const found = [...html.matchAll(/<script type="importmap">([\s\S]*?)<\/script>/g)];
+  assert.equal(found.length, 1, 'one import map');
+  const text = (found[0] as RegExpMatchArray)[1] as string;
+  return { text, imports: (JSON.parse(text) as { imports: Record<string, string> }).imports };
+}
 
 describe('GET /console', () => {
   it('answers the app\'s page for every console path, with a strict Content-Security-Policy, X-Frame-Options DENY and nosniff', async (t) => {
@@ -21,23 +30,34 @@ describe('GET /console', () => {
       assert.equal(response.headers['referrer-policy'], 'no-referrer');
       assert.match(response.body, /<script type="module" src="\/console\/assets\/app\.js"><\/script>/);
     }
-    for (const directive of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"]) {
+    // The one inline script allowed is the import map, by the hash of its text (routes/console.ts).
+    const { text } = importMap(readFileSync(new URL('../console/index.html', import.meta.url), 'utf8'));
+    const mapHash = `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+    for (const directive of ["default-src 'none'", `script-src 'self' ${mapHash}`, "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"]) {
       assert.ok(CONSOLE_CSP.split('; ').includes(directive), directive);
     }
     assert.doesNotMatch(CONSOLE_CSP, /unsafe-inline|unsafe-eval|https?:|\*/, 'no inline code, no eval, no other origin');
   });
 
-  it('has no inline script, inline style or handler attribute in its page, and refers to nothing outside /console/assets', async (t) => {
+  it('has no inline script but its import map, no inline style or handler attribute in its page, and refers to nothing outside /console/assets', async (t) => {
     const { app } = await build(t, 'sqlite');
     const html = (await app.inject({ method: 'GET', url: '/console' })).body;
-    assert.doesNotMatch(html, /<script(?![^>]*\ssrc=)[^>]*>/, 'every script has a src');
+    assert.doesNotMatch(html.replace(/<script type="importmap">[\s\S]*?<\/script>/, ''), /<script(?![^>]*\ssrc=)[^>]*>/, 'every other script has a src');
     assert.doesNotMatch(html, /<style|\sstyle=|\son[a-z]+=/i);
     for (const [, url] of html.matchAll(/(?:src|href)="([^"]+)"/g)) assert.match(url ?? '', /^\/console\/assets\//);
+    const { imports } = importMap(html);
+    assert.deepEqual(Object.keys(imports).sort(), ['@dialtone/client/core', 'eventsource-parser', 'openapi-fetch']);
+    for (const url of Object.values(imports)) assert.match(url, /^\/console\/assets\/vendor\//);
   });
 
   it('serves its files from the package with their types and the same headers, a 404 problem for anything else, and imports nothing from the network', async (t) => {
     const { app } = await build(t, 'sqlite');
-    const scripts = readdirSync(new URL('../console/', import.meta.url)).filter((name) => name.endsWith('.js')).concat('vendor-htm-preact.js', 'vendor-uplot.js');
+    const { imports } = importMap((await app.inject({ method: 'GET', url: '/console' })).body);
+    // The app, htm with Preact, and @dialtone/client (its core entry and the modules it imports) with its dependencies, as the import map names them.
+    const clientModules = ['core.js', 'client.js', 'errors.js', 'retry.js', 'stream.js'].map((name) => `vendor/dialtone-client/${name}`);
+    const scripts = readdirSync(new URL('../console/', import.meta.url))
+      .filter((name) => name.endsWith('.js'))
+      .concat('vendor-htm-preact.js', 'vendor-uplot.js', ...clientModules, ...Object.values(imports).map((url) => url.slice('/console/assets/'.length)));
     let gzipped = 0;
     for (const name of [...scripts, 'console.css', 'vendor-uplot.css', 'favicon.svg']) {
       const response = await app.inject({ method: 'GET', url: `/console/assets/${name}` });
@@ -47,16 +67,20 @@ describe('GET /console', () => {
       assert.match(String(response.headers['content-type']), name.endsWith('.js') ? /^text\/javascript/ : name.endsWith('.css') ? /^text\/css/ : /^image\/svg\+xml/);
       if (name.endsWith('.js')) {
         gzipped += gzipSync(response.rawPayload).length;
-        for (const [, specifier] of response.body.matchAll(/(?:^|[;\s])import\s[^'"]*['"]([^'"]+)['"]/g)) assert.match(specifier ?? '', /^\.\/[a-z-]+\.js$/, `${name} imports ${specifier} from beside itself`);
+        // Each module imports from beside itself, or a package the import map names (served here too).
+        for (const [, specifier] of response.body.matchAll(/(?:^|[;\s])(?:import|export)\s[^'"]*?\sfrom\s*['"]([^'"]+)['"]/g)) {
+          assert.ok(/^\.\/[a-z-]+\.js$/.test(specifier ?? '') || Object.hasOwn(imports, specifier ?? ''), `${name} imports ${specifier} from beside itself or through the import map`);
+        }
         // The app's own code renders every value as text: it never hands a string to the HTML parser.
-        if (name !== 'vendor-htm-preact.js') assert.doesNotMatch(response.body, /innerHTML|dangerouslySetInnerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/, `${name} never writes HTML`);
+        if (!name.startsWith('vendor')) assert.doesNotMatch(response.body, /innerHTML|dangerouslySetInnerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/, `${name} never writes HTML`);
       }
     }
     assert.ok(gzipped < 150 * 1024, `the console's JavaScript is ${gzipped} bytes gzipped, under 150 KB`);
     const missing = await app.inject({ method: 'GET', url: '/console/assets/../../package.json' });
     assert.notEqual(missing.statusCode, 200);
     // What only type-checks the console is not served: the browser never asks for it.
-    for (const name of ['tsconfig.json', 'vendor-htm-preact.d.ts', 'vendor-uplot.d.ts']) assert.equal((await app.inject({ method: 'GET', url: `/console/assets/${name}` })).statusCode, 404, name);
+    // Nor the client's main entry or its webhook verification: they import standardwebhooks, CommonJS.
+    for (const name of ['tsconfig.json', 'vendor-htm-preact.d.ts', 'vendor-uplot.d.ts', 'vendor/dialtone-client/index.js', 'vendor/dialtone-client/webhooks.js', 'vendor/dialtone-client/core.d.ts']) assert.equal((await app.inject({ method: 'GET', url: `/console/assets/${name}` })).statusCode, 404, name);
     const unknown = await app.inject({ method: 'GET', url: '/console/assets/nope.js' });
     assert.equal(unknown.statusCode, 404);
     assert.match(String(unknown.headers['content-type']), /^application\/problem\+json/);
