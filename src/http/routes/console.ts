@@ -5,7 +5,7 @@
 // files, so no request path ever reaches the file system. Every page of the app (/console, /console/runs/42, …) answers with index.html; the app
 // routes in the browser and reads everything else through the public API with the key it was given.
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { DialtoneError } from '../../errors.js';
@@ -87,7 +87,11 @@ function loadAssets(): Map<string, Asset> {
   // the modules it imports by relative path (they import the two below by name: index.html's
   // import map). Not its main entry: that imports standardwebhooks, CommonJS, which a browser
   // cannot load as it is.
-  for (const [name, file] of clientCoreModules()) assets.set(`vendor/dialtone-client/${name}`, script(file));
+  // Not built (sources run through tsx with no TypeScript installed: scripts/build.mjs): the API
+  // still serves; the console's page then cannot load, and says why in the asset's 404 (below).
+  if (existsSync(new URL(import.meta.resolve('@dialtone/client/core')))) {
+    for (const [name, file] of clientCoreModules()) assets.set(`vendor/dialtone-client/${name}`, script(file));
+  }
   // Each one ES module with no imports of its own.
   assets.set('vendor/openapi-fetch.js', script(new URL(import.meta.resolve('openapi-fetch'))));
   assets.set('vendor/eventsource-parser.js', script(new URL(import.meta.resolve('eventsource-parser'))));
@@ -115,7 +119,8 @@ export function consoleRoutes(): FastifyPluginAsync {
       const asset = assets.get(path.slice('assets/'.length));
       if (!asset) {
         secure(reply);
-        throw new DialtoneError('not_found', `No console asset ${path}.`);
+        const unbuilt = path.startsWith('assets/vendor/dialtone-client/') && !assets.has('vendor/dialtone-client/core.js');
+        throw new DialtoneError('not_found', unbuilt ? `No console asset ${path}: @dialtone/client is not built (npm run build).` : `No console asset ${path}.`);
       }
       return secure(reply).header('cache-control', 'no-cache').type(asset.type).send(asset.body);
     });
