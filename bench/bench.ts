@@ -108,18 +108,23 @@ const results: Record<string, unknown> = {
   machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version, at_start: diskAndLoad() },
   settings: { seconds: SECONDS, rounds: ROUNDS, concurrency: CONCURRENCY, rate: RATE, backlog: BACKLOG, deliveries: DELIVERIES, webhook_rate: WEBHOOK_RATE, suppressions: SUPPRESSIONS, campaign_contacts: CAMPAIGN_CONTACTS, campaign_calls: CAMPAIGN_CALLS, campaign_rate: CAMPAIGN_RATE, import_lines: IMPORT_LINES, media_calls: MEDIA_CALLS, media_seconds: MEDIA_SECONDS, media_rounds: MEDIA_ROUNDS, media_dial_rate: MEDIA_DIAL_RATE, parts: [...PARTS], stores: [...STORES] },
 };
+const dir = fileURLToPath(new URL('./results/', import.meta.url));
+mkdirSync(dir, { recursive: true });
+const file = `${dir}bench-${String(results.at).replace(/[:.]/g, '-')}.json`;
+/** Written after each part, so that a part that fails later (a long growth run, say) loses only its own figures. */
+const save = () => {
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(`${dir}latest.json`, `${JSON.stringify(results, null, 2)}\n`);
+};
 // The media part runs once, on the embedded default: its calls touch the store only to be placed and ended.
 if (PARTS.has('media')) results.media = await mediaBench();
+save();
 if (STORES.has('sqlite')) results.sqlite = await benchStore('sqlite');
+save();
 if (!STORES.has('postgres')) results.postgres = 'skipped: not in BENCH_STORES';
 else if (await postgresReachable()) results.postgres = await benchStore('postgres');
 else results.postgres = `skipped: PostgreSQL not reachable at ${TEST_DATABASE_URL}`;
 
 (results.machine as Record<string, unknown>).at_end = diskAndLoad();
-
-const dir = fileURLToPath(new URL('./results/', import.meta.url));
-mkdirSync(dir, { recursive: true });
-const file = `${dir}bench-${String(results.at).replace(/[:.]/g, '-')}.json`;
-writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-writeFileSync(`${dir}latest.json`, `${JSON.stringify(results, null, 2)}\n`);
+save();
 process.stdout.write(`\n${JSON.stringify(results, null, 2)}\nwritten to ${file}\n`);

@@ -49,10 +49,11 @@ async function fill(kind: StoreKind, setup: Setup, ids: Ids, to: number, now: nu
     const eventValues = EVENTS.map((type, n) => `select i, ${n + 1}, case when ${n} = 4 then ${STATES} else '${type}' end, ${created} + ${n * 1000}, '{}' from ids`).join(' union all ');
     await setup.store.transaction('durable', async (trx) => {
       if (kind === 'postgres') {
+        // The series is bigint: created_at multiplies by DAY_MS, past integer range in PostgreSQL (int4 arithmetic) for all but the last 24 runs.
         // Bulk loading: the outbox trigger has no endpoint to write to, and firing it per row would dominate.
         await sql`set local session_replication_role = replica`.execute(trx);
-        await sql.raw(`insert into workflow_runs (${runColumns}) select ${runValues} from generate_series(${start}, ${end}) as i`).execute(trx);
-        await sql.raw(`insert into run_events (run_id, seq, type, at, data) with ids(i) as (select generate_series(${start}, ${end})) ${eventValues.replaceAll("'{}'", "'{}'::jsonb")}`).execute(trx);
+        await sql.raw(`insert into workflow_runs (${runColumns}) select ${runValues} from generate_series(${start}::bigint, ${end}::bigint) as i`).execute(trx);
+        await sql.raw(`insert into run_events (run_id, seq, type, at, data) with ids(i) as (select generate_series(${start}::bigint, ${end}::bigint)) ${eventValues.replaceAll("'{}'", "'{}'::jsonb")}`).execute(trx);
       } else {
         const ids_ = `with recursive ids(i) as (select ${start} union all select i + 1 from ids where i < ${end})`;
         await sql.raw(`insert into workflow_runs (${runColumns}) ${ids_} select ${runValues} from ids`).execute(trx);
