@@ -249,9 +249,11 @@ describe('The console\'s route pages in a browser', { skip: chromiumSkip() }, ()
 
   it('shows a script or HTML payload in a route\'s name and settings as text: in the list, on its page, in its fields and in a problem about it', async (t) => {
     const { env, url, f } = await serve(t);
-    const created = await postJson(env.app, BASE, { name: `route ${XSS}`, provider: 'sip', settings: { host: 'sip.example.net', media_address: XSS } }, { key: f.apiKey });
+    const created = await postJson(env.app, BASE, { name: `route ${XSS}`, provider: 'sip', settings: { host: 'sip.example.net', media_address: '192.0.2.10' } }, { key: f.apiKey });
     assert.equal(created.statusCode, 201, created.body);
     const id = (created.json() as { id: number }).id;
+    // The API refuses markup in a setting; written behind its back, as an older version or a hand edit might have.
+    await env.deps.store.db.updateTable('telephony_configurations').set({ settings: JSON.stringify({ host: 'sip.example.net', media_address: XSS }), updated_at: Date.now() + 1 }).where('id', '=', id).execute();
     const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
     await page.goto(`${url}/console/routes`);

@@ -32,6 +32,9 @@ for (const store of await storeCases()) {
         );
       assert.deepEqual(await create('twilio', { ring_timeout_ms: 0 }, { account_sid: 'nope' }), ['/credentials/account_sid', '/credentials/auth_token', '/settings/ring_timeout_ms']);
       assert.deepEqual(await create('sip', { port: 70_000 }, { username: 'u' }), ['/credentials/password', '/settings/host', '/settings/port']);
+      // The offer says c=IN IP4: an IPv6 address, or markup, is no media address.
+      assert.deepEqual(await create('sip', { host: 'sip.example.net', media_address: '2001:db8::1' }), ['/settings/media_address']);
+      assert.deepEqual(await create('sip', { host: 'sip.example.net', media_address: '<b>media</b>' }), ['/settings/media_address']);
       assert.deepEqual(await create('simulator', { ring_timeout_ms: 'soon' }), ['/settings/ring_timeout_ms']);
       assert.deepEqual(await listTelephonyConfigurations(env.deps.store, f.orgId), before);
     });

@@ -1,6 +1,7 @@
 // A SIP telephony configuration: the trunk's non-secret settings (configuration `settings`) and
 // the optional digest credentials (stored encrypted).
 import { X509Certificate } from 'node:crypto';
+import { isIPv4 } from 'node:net';
 import type { FieldError } from '../../errors.js';
 import type { SipTransportName } from './route-set.js';
 
@@ -25,6 +26,9 @@ export interface SipCredentials {
   password: string;
 }
 
+/** What an SDP offer's `c=IN IP4` line may name (RFC 4566, section 5.7): an IPv4 address or a fully qualified domain name. */
+const isMediaAddress = (value: unknown): value is string => typeof value === 'string' && (isIPv4(value) || HOST_NAME.test(value));
+
 const isPort = (value: unknown): value is number => Number.isInteger(value) && (value as number) > 0 && (value as number) < 65536;
 
 export function sipSettingsProblems(settings: Record<string, unknown>): FieldError[] {
@@ -45,7 +49,9 @@ export function sipSettingsProblems(settings: Record<string, unknown>): FieldErr
       if (settings[name] !== undefined) problems.push({ pointer: `/settings/${name}`, detail: 'Applies only to TLS: set "transport" to "tls" (or use a sips: or ;transport=tls outbound proxy).' });
     }
   }
-  if (settings.media_address !== undefined && typeof settings.media_address !== 'string') problems.push({ pointer: '/settings/media_address', detail: 'Must be an IP address.' });
+  if (settings.media_address !== undefined && !isMediaAddress(settings.media_address)) {
+    problems.push({ pointer: '/settings/media_address', detail: 'Must be an IPv4 address or a host name: the SDP offer names it in its "c=IN IP4" line.' });
+  }
   if (settings.media_port !== undefined && !isPort(settings.media_port)) problems.push({ pointer: '/settings/media_port', detail: 'Must be a port number (1 to 65535).' });
   return problems;
 }
