@@ -422,7 +422,7 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     assert.match(badActor.stderr, /expected one of api_key, cli, system/);
   });
 
-  it('names the organization in direct database mode for the org settings commands, and refuses a bad organization id or retention value', async (t) => {
+  it('names the organization in direct database mode for the org settings commands, and refuses a bad organization id (erase-number\'s too) or retention value', async (t) => {
     const ws = workspace(t);
     for (const args of [['org', 'show'], ['org', 'set-limits', '--max-queued', '5'], ['org', 'set-calling-hours', '--off'], ['org', 'set-retention', '30']]) {
       const result = await ws.cli(args);
@@ -431,6 +431,10 @@ describe('dialtone (CLI)', { concurrency: true }, () => {
     }
     const notId = await ws.cli(['org', 'set-retention', 'x', '30']);
     assert.equal(notId.stderr, 'Error: organization id "x": expected a positive whole number\n');
+    // erase-number's first argument is the organization in this mode: a bad one is said, not a silent exit 1.
+    const erase = await ws.cli(['erase-number', 'abc', '+12025550123']);
+    assert.equal(erase.code, 1);
+    assert.equal(erase.stderr, 'Error: organization id "abc": expected a positive whole number\n');
   });
 
   it('sets the per-number frequency cap with org set-limits, shows it with org show, turns it off with "off", and refuses a cap half set or a bad window', async (t) => {

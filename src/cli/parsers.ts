@@ -1,6 +1,7 @@
 // Parsers of argument and option values, shared by the command groups. Commander calls them while
 // it parses, before any action runs, so they stay synchronous and light (no domain module).
 import { InvalidArgumentError } from 'commander';
+import { CliError } from './cli-error.js';
 import { parseScopeList, SCOPES, type Scope } from '../auth/scopes.js';
 
 /** `--scopes calls,campaigns`: scope names, comma-separated (auth/scopes.ts, which loads nothing). */
@@ -46,4 +47,14 @@ export function limitValue(min: number) {
 /** For a repeatable option: each use adds its value. */
 export function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
+}
+
+/** A positional value parsed inside an action (where it may be either of two arguments), refused as the CLI's own error. */
+export function parsedArgument<T>(parse: (text: string) => T, text: string, name: string): T {
+  try {
+    return parse(text);
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) throw new CliError('invalid_input', `${name} "${text}": ${error.message}`);
+    throw error;
+  }
 }

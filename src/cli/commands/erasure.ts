@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { requireOrg } from '../action.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord } from '../output.js';
-import { positiveInt } from '../parsers.js';
+import { parsedArgument, positiveInt } from '../parsers.js';
 import { dual } from '../remote.js';
 
 const erasedText = (result: { phone_number: string; counts: object }) => `Erased ${result.phone_number}\n${formatRecord({ ...result.counts })}`;
@@ -23,7 +23,7 @@ export function erasureCommands(program: Command): void {
       dual(
         async (deps, org: string, phoneNumber: string | undefined, opts: { suppress?: boolean }) => {
           if (phoneNumber === undefined) throw new CliError('invalid_input', 'Direct database mode names the organization first: erase-number <org> <phone_number>.');
-          const orgId = positiveInt(org);
+          const orgId = parsedArgument(positiveInt, org, 'organization id');
           // Loaded when the command runs (src/cli/README.md).
           const { CLI_ACTOR, eraseNumber } = await import('../../erasure/erase-number.js');
           await requireOrg(deps, orgId);

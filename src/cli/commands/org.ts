@@ -3,12 +3,12 @@
 // belongs to one organization); the settings commands also work in remote mode, on the key's own
 // organization through GET and PATCH /api/v1/public/organization (scope admin), which records each
 // change in the audit log. Values and output: org-settings.ts.
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import type { Dialtone } from '@dialtone/client';
 import { readJsonFile, withTimes } from '../action.js';
 import { CliError } from '../cli-error.js';
 import { formatRecord, formatTable } from '../output.js';
-import { limitValue, positiveInt, type Limit } from '../parsers.js';
+import { limitValue, parsedArgument, positiveInt, type Limit } from '../parsers.js';
 import { answer, directOnly, dual } from '../remote.js';
 import {
   callingHoursText,
@@ -40,16 +40,6 @@ const SETTINGS = '/api/v1/public/organization';
 
 const getSettings = (client: Dialtone): Promise<ApiSettings> => answer(client.api.GET(SETTINGS));
 const patchSettings = (client: Dialtone, body: ApiSettingsChange): Promise<ApiSettings> => answer(client.api.PATCH(SETTINGS, { body }));
-
-/** A positional value parsed inside an action (where it may be either of two arguments), refused as the CLI's own error. */
-function parsedArgument<T>(parse: (text: string) => T, text: string, name: string): T {
-  try {
-    return parse(text);
-  } catch (error) {
-    if (error instanceof InvalidArgumentError) throw new CliError('invalid_input', `${name} "${text}": ${error.message}`);
-    throw error;
-  }
-}
 
 interface LimitOptions {
   ratePerSecond?: Limit;
