@@ -119,7 +119,7 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     }
     const { page } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
-    assert.deepEqual(await navLabels(page), ['Calls', 'Test call', 'Overview', 'Webhook endpoints', 'Campaigns', 'Suppressions', 'Agents', 'API keys', 'Organization', 'Audit log']);
+    assert.deepEqual(await navLabels(page), ['Calls', 'Test call', 'Overview', 'Webhook endpoints', 'Campaigns', 'Suppressions', 'Agents', 'Routes', 'API keys', 'Organization', 'Audit log']);
   });
 
   it('creates a campaign from a CSV upload with its columns mapped, retries and pacing, shows the import on its page, and is watched to its end with its contacts and a breakdown that adds up at every read', async (t) => {

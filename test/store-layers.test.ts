@@ -34,7 +34,7 @@ function dialectReads(file: string, text: string): string[] {
 }
 
 /** Exported functions of store/statements/ that run no statement: they take no connection. */
-const NOT_STATEMENTS = new Set(['subscribedEndpoints', 'transitionShape']);
+const NOT_STATEMENTS = new Set(['nearestRank', 'subscribedEndpoints', 'transitionShape']);
 
 /** Each exported function of store/statements/ whose first parameter is not declared `Connection` (store/engine/store.ts's), or that takes a connection elsewhere. */
 function statementsNotOnConnection(): { checked: number; wrong: string[] } {
