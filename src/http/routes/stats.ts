@@ -47,6 +47,17 @@ const Percentile = Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]);
 
 const EXAMPLE_BY_STATE = Object.fromEntries(RUN_STATES.map((s) => [s, 0]));
 
+/** One bucket, the example of both the bucket's schema and the series'. */
+const EXAMPLE_BUCKET = {
+  start: '2026-11-27T14:00:00.000Z',
+  end: '2026-11-27T15:00:00.000Z',
+  total: 40,
+  by_state: { ...EXAMPLE_BY_STATE, completed: 28, busy: 4, no_answer: 6, failed: 2 },
+  answered: 30,
+  answer_rate: 0.75,
+  time_to_answer_ms: { p50: 6200, p95: 14800 },
+};
+
 export const StatsSeriesBucket = Type.Object(
   {
     start: Type.String({ format: 'date-time', description: 'The bucket\'s first instant (inclusive)' }),
@@ -67,17 +78,7 @@ export const StatsSeriesBucket = Type.Object(
     title: 'StatsSeriesBucket',
     description: 'The runs created in one hour or day of the window',
     additionalProperties: false,
-    examples: [
-      {
-        start: '2026-11-27T14:00:00.000Z',
-        end: '2026-11-27T15:00:00.000Z',
-        total: 40,
-        by_state: { ...EXAMPLE_BY_STATE, completed: 28, busy: 4, no_answer: 6, failed: 2 },
-        answered: 30,
-        answer_rate: 0.75,
-        time_to_answer_ms: { p50: 6200, p95: 14800 },
-      },
-    ],
+    examples: [EXAMPLE_BUCKET],
   },
 );
 
@@ -101,15 +102,7 @@ export const StatsSeries = Type.Object(
         bucket: 'hour',
         bucket_seconds: 3600,
         buckets: [
-          {
-            start: '2026-11-27T14:00:00.000Z',
-            end: '2026-11-27T15:00:00.000Z',
-            total: 40,
-            by_state: { ...EXAMPLE_BY_STATE, completed: 28, busy: 4, no_answer: 6, failed: 2 },
-            answered: 30,
-            answer_rate: 0.75,
-            time_to_answer_ms: { p50: 6200, p95: 14800 },
-          },
+          EXAMPLE_BUCKET,
           { start: '2026-11-27T15:00:00.000Z', end: '2026-11-27T15:30:00.000Z', total: 0, by_state: EXAMPLE_BY_STATE, answered: 0, answer_rate: null, time_to_answer_ms: { p50: null, p95: null } },
         ],
       },
