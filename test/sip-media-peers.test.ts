@@ -206,7 +206,8 @@ for (const store of await storeCases()) {
       const run = await waitForRun(env, runId, ended, scaledTimeout(15_000));
       assert.equal(run.state, 'completed');
       assert.equal(run.raw_provider_status, 'BYE');
-      assert.doesNotMatch(callee.output(), /488|Not Acceptable|failed to (?:decode|parse) SDP/i);
+      // A status code stands alone: ports and temporary names in baresip's log hold digit runs such as 34881.
+      assert.doesNotMatch(callee.output(), /(?<!\d)488(?!\d)|Not Acceptable|failed to (?:decode|parse) SDP/i);
       t.diagnostic(`media frames while held: ${duringHold}`);
       assert.ok(duringHold <= 10, `baresip sent (almost) nothing while holding (${duringHold} frames)`);
     });
