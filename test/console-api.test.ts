@@ -93,6 +93,13 @@ for (const store of await storeCases()) {
       assert.deepEqual(await ids('?created_before=2026-03-01T10:01:00Z'), [early]);
       assert.deepEqual(await ids('?created_after=2026-03-01T10:00:30Z&created_before=2026-03-01T10:01:30Z'), [toOther]);
       assert.deepEqual(await ids('?state=queued&phone_number=%2B12025550123&created_after=2026-03-01T10:01:00Z'), [bySecond]);
+      // A time range paged a run at a time: the cursor goes on within the window, and the window's end is the last page.
+      const inWindow = '?created_after=2026-03-01T10:00:30Z&limit=1';
+      const firstPage = await list(env, f.apiKey, inWindow);
+      assert.deepEqual(firstPage.data.map((r) => r.id), [bySecond]);
+      const lastPage = await list(env, f.apiKey, `${inWindow}&after=${firstPage.next_after}`);
+      assert.deepEqual(lastPage.data.map((r) => r.id), [toOther]);
+      assert.equal(lastPage.next_after, null, 'no run before the window follows');
       const otherOrg = await createOrgFixture(env.deps, 'Other');
       assert.deepEqual((await list(env, otherOrg.apiKey, `?workflow_uuid=${second.workflow_uuid}`)).data, [], 'another organization\'s workflow matches none of its runs');
     });
@@ -148,6 +155,13 @@ for (const store of await storeCases()) {
       assert.match(await plan({ phoneNumber: '+12025550123' }), /workflow_runs_org_phone_idx/);
       assert.match(await plan({ workflowId: 1 }), /workflow_runs_org_workflow_idx/);
       assert.match(await plan({ createdAfter: Date.now() - 3_600_000 }), /workflow_runs_org_(created_)?idx/);
+      if (store.kind === 'sqlite') {
+        // A time range's page is found in the index alone (its ids sorted, not its runs), the
+        // cursor of a later page only filtering the range: the window's entries are all it reads.
+        for (const filter of [{ createdAfter: Date.now() - 3_600_000 }, { createdBefore: Date.now() }, { createdAfter: Date.now() - 3_600_000, beforeId: 100 }]) {
+          assert.match(await plan(filter), /SEARCH r USING COVERING INDEX workflow_runs_org_created_idx \(org_id=\? AND created_at[<>]\?\)/, JSON.stringify(filter));
+        }
+      }
       // A number or a workflow with a time range: their own index, the time bounds only filtering it.
       const hourAgo = Date.now() - 3_600_000;
       assert.match(await plan({ phoneNumber: '+12025550123', createdAfter: hourAgo }), /workflow_runs_org_phone_idx/);

@@ -24,13 +24,27 @@ export interface RunPageFilter {
   beforeId?: number;
 }
 
-function runPageQuery(on: Connection, orgId: number, filter: RunPageFilter, limit: number) {
+/**
+ * The ids of a page: the matching runs' ids, newest first. Only the ids, so that where an index
+ * holds every column the conditions name, the page is found in the index alone: a time range
+ * finds the window's entries in (org_id, created_at), and sorting them by id is a sort of
+ * integers (SQLite's indexes end with the rowid), where reading each run of the window whole to
+ * sort it cost 49 ms for a day of 50,000 runs (docs/benchmarks.md, "Growth").
+ */
+function pageIdsQuery(on: Connection, orgId: number, filter: RunPageFilter, limit: number) {
   // With a number, a workflow or a campaign to match, the time bounds are only filters (notIndexed):
   // SQLite's planner, which has no statistics, would otherwise prefer the (org_id, created_at) range
   // to the more specific equality index and sort the organization's whole window to find a page.
   const specific = filter.phoneNumber !== undefined || filter.workflowId !== undefined || filter.campaignId !== undefined;
   const createdAt = specific ? notIndexed('r.created_at') : sql.ref<number>('r.created_at');
-  return runDetailsQuery(on)
+  // Within a time range the cursor only filters: walking (org_id, id) down from it to find a
+  // window's runs reads every older run of the organization once the window runs out (its last
+  // page), where the (org_id, created_at) range reads the window's entries and no more.
+  const timeRange = !specific && (filter.createdAfter !== undefined || filter.createdBefore !== undefined);
+  const id = timeRange ? notIndexed('r.id') : sql.ref<number>('r.id');
+  return queryable(on)
+    .selectFrom('workflow_runs as r')
+    .select('r.id')
     .where('r.org_id', '=', orgId)
     .$if(filter.state !== undefined, (q) => q.where('r.state', '=', filter.state as RunState))
     .$if(filter.outcomeReason !== undefined, (q) => q.where('r.outcome_reason', '=', filter.outcomeReason as string))
@@ -41,9 +55,14 @@ function runPageQuery(on: Connection, orgId: number, filter: RunPageFilter, limi
     .$if(filter.campaignId !== undefined, (q) => q.where('r.campaign_id', '=', filter.campaignId as number))
     .$if(filter.createdAfter !== undefined, (q) => q.where(createdAt, '>=', filter.createdAfter as number))
     .$if(filter.createdBefore !== undefined, (q) => q.where(createdAt, '<', filter.createdBefore as number))
-    .$if(filter.beforeId !== undefined, (q) => q.where('r.id', '<', filter.beforeId as number))
+    .$if(filter.beforeId !== undefined, (q) => q.where(id, '<', filter.beforeId as number))
     .orderBy('r.id', 'desc')
     .limit(limit);
+}
+
+/** The page's runs whole: its ids found first (pageIdsQuery), then only those runs read. */
+function runPageQuery(on: Connection, orgId: number, filter: RunPageFilter, limit: number) {
+  return runDetailsQuery(on).where('r.id', 'in', pageIdsQuery(on, orgId, filter, limit)).orderBy('r.id', 'desc');
 }
 
 /** Up to `limit` of an organization's runs matching the filter, newest (highest id) first. */
