@@ -10,6 +10,11 @@
 // memory after the 30-day statistics (which count 30 days of runs on the large store and one day's
 // on the small: their time grows with the window, their memory must not), and the bytes on disk
 // per run.
+//
+// The statistics count every run of their window, so their work grows with the window's runs, not
+// with the store's. Beside them the part times their floor: the bare GROUP BY count of the same
+// window (state, outcome, who answered) run by the bench process on the same database, in the same
+// rounds, with no HTTP and no paging; its ratio says what any plain count of that data would do.
 import { statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
@@ -73,6 +78,26 @@ async function bytesOnDisk(kind: StoreKind, setup: Setup): Promise<number> {
   await sql`pragma wal_checkpoint(truncate)`.execute(setup.store.db);
   const file = setup.url.replace(/^sqlite:/, '');
   return statSync(file).size;
+}
+
+/** The windows of the statistics reads, for their floor: the API's default `since` is an hour ago. */
+const STATS_WINDOWS_MS: Record<string, number> = { stats_hour: 3_600_000, stats_day: DAY_MS, stats_30_days: 30 * DAY_MS };
+
+/** The floor of a statistics read: the bare count of the window's runs by state, outcome and who answered, timed in ms. */
+async function timeFloorCounts(filled: Filled, since: number, count: number): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    await filled.setup.store.db
+      .selectFrom('workflow_runs')
+      .select(['state', 'outcome_reason', 'answered_by', (eb) => eb.fn.countAll().as('count')])
+      .where('org_id', '=', filled.ids.orgId)
+      .where('created_at', '>=', since)
+      .groupBy(['state', 'outcome_reason', 'answered_by'])
+      .execute();
+    times.push(performance.now() - started);
+  }
+  return times;
 }
 
 /** Sequential requests timed, in ms: `count` of them to paths drawn by `path`. */
@@ -170,17 +195,24 @@ async function measureBoth(small: Filled, large: Filled, now: number) {
     const reads = sizes.map((filled) => readsOf(filled.ids, filled.runs, now));
     const perRound = Math.max(1, Math.ceil(GROWTH_READS / ROUNDS));
     const figures: [Record<string, { p50_ms: number; p99_ms: number }>, Record<string, { p50_ms: number; p99_ms: number }>] = [{}, {}];
+    const floors: [Record<string, { p50_ms: number; p99_ms: number }>, Record<string, { p50_ms: number; p99_ms: number }>] = [{}, {}];
     const memory: [ReturnType<typeof memoryOf> | undefined, ReturnType<typeof memoryOf> | undefined] = [undefined, undefined];
     for (const name of Object.keys(reads[0] ?? {})) {
       const times: [number[], number[]] = [[], []];
+      const floorTimes: [number[], number[]] = [[], []];
+      const window = STATS_WINDOWS_MS[name];
       for (let round_ = 0; round_ < ROUNDS; round_++) {
         for (const which of round_ % 2 === 0 ? [0, 1] as const : [1, 0] as const) {
           const path = reads[which]?.[name];
           if (!path) throw new Error(`no read ${name}`);
           times[which].push(...(await timeReads(services[which].url, sizes[which].setup.fixture.apiKey, path, perRound)));
+          if (window !== undefined) floorTimes[which].push(...(await timeFloorCounts(sizes[which], now - window, perRound)));
         }
       }
-      for (const which of [0, 1] as const) figures[which][name] = quantiles(times[which]);
+      for (const which of [0, 1] as const) {
+        figures[which][name] = quantiles(times[which]);
+        if (window !== undefined) floors[which][name] = quantiles(floorTimes[which]);
+      }
       if (name === 'stats_30_days') {
         for (const which of [0, 1] as const) {
           memory[which] = memoryOf(services[which].child.pid);
@@ -192,6 +224,7 @@ async function measureBoth(small: Filled, large: Filled, now: number) {
       runs: sizes[which].runs,
       fill_seconds: sizes[which].fillSeconds,
       reads: figures[which],
+      statistics_floor: floors[which],
       memory_after_stats: memory[which],
       bytes_per_run: round((await bytesOnDisk(sizes[which].kind, sizes[which].setup)) / sizes[which].runs, 0),
     });
@@ -214,7 +247,8 @@ export async function growthBench(kind: StoreKind) {
       const { small: smallFigures, large: largeFigures, requests_per_read, rounds } = await measureBoth(small, large, now);
       const ratios = Object.fromEntries(Object.keys(smallFigures.reads).map((name) => [name, round((largeFigures.reads[name]?.p99_ms ?? NaN) / (smallFigures.reads[name]?.p99_ms ?? NaN), 2)]));
       const over = Object.entries(ratios).filter(([, ratio]) => ratio > 2).map(([name]) => name);
-      return { runs_per_day: RUNS_PER_DAY, requests_per_read, rounds, small: smallFigures, large: largeFigures, p99_ratio_large_to_small: ratios, reads_over_goal: over };
+      const floorRatios = Object.fromEntries(Object.keys(smallFigures.statistics_floor).map((name) => [name, round((largeFigures.statistics_floor[name]?.p99_ms ?? NaN) / (smallFigures.statistics_floor[name]?.p99_ms ?? NaN), 2)]));
+      return { runs_per_day: RUNS_PER_DAY, requests_per_read, rounds, small: smallFigures, large: largeFigures, p99_ratio_large_to_small: ratios, statistics_floor_p99_ratio_large_to_small: floorRatios, reads_over_goal: over };
     } finally {
       await large.setup.drop();
     }
