@@ -16,6 +16,15 @@ export function formatRecord(record: Printable): string {
     .join('\n');
 }
 
+/**
+ * A page of a paged list as every list command prints it: its table (or `empty`), a note under a
+ * table that has rows, and how to ask for the next page when there is one (`next_after`).
+ */
+export function formatPage(page: { rows: Printable[]; next_after: number | string | null }, columns: string[], empty: string, note?: string): string {
+  const table = page.rows.length === 0 ? empty : `${formatTable(page.rows, columns)}${note ? `\n\n${note}` : ''}`;
+  return page.next_after === null ? table : `${table}\n\nMore: --after ${page.next_after}`;
+}
+
 export function formatTable(rows: Printable[], columns: string[]): string {
   if (rows.length === 0) return '(none)';
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));

@@ -4,7 +4,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { components } from '@dialtone/client';
 import { requireOrg } from '../action.js';
-import { formatTable } from '../output.js';
+import { formatPage } from '../output.js';
 import { positiveInt, rfc3339Time } from '../parsers.js';
 import { answer, dual, orgOf } from '../remote.js';
 
@@ -40,9 +40,7 @@ const actorCell = (event: Pick<AuditEvent, 'actor' | 'actor_key_id' | 'actor_key
 
 function pageOutput(page: { data: AuditEvent[]; next_after: number | null }) {
   const rows = page.data.map((event) => ({ id: event.id, created_at: event.created_at, action: event.action, actor: actorCell(event), target_type: event.target_type, target_id: event.target_id }));
-  const more = page.next_after !== null ? `\n\nMore: --after ${page.next_after}` : '';
-  const table = rows.length === 0 ? 'No audit events.' : `${formatTable(rows, ['id', 'created_at', 'action', 'actor', 'target_type', 'target_id'])}\n\n(before and after of each: --json)`;
-  return { json: page, text: `${table}${more}` };
+  return { json: page, text: formatPage({ rows, next_after: page.next_after }, ['id', 'created_at', 'action', 'actor', 'target_type', 'target_id'], 'No audit events.', '(before and after of each: --json)') };
 }
 
 export function auditCommands(program: Command): void {

@@ -9,7 +9,7 @@ import type { CampaignView } from '../../campaigns/campaigns.js';
 import { RETRY_CONDITIONS } from '../../campaigns/settings.js';
 import { readJsonFile, requireOrg, wantsJson, type Output } from '../action.js';
 import { CliError } from '../cli-error.js';
-import { formatRecord, formatTable, type Printable } from '../output.js';
+import { formatPage, formatRecord, type Printable } from '../output.js';
 import { positiveInt, positiveNumber } from '../parsers.js';
 import { answer, dual, orgOf } from '../remote.js';
 
@@ -149,8 +149,7 @@ function createdOutput(view: View, contacts: ImportResult | undefined): Output {
 
 function listOutput(page: { data: View[]; next_after: number | null }): Output {
   const rows = page.data.map((view) => ({ id: view.id, name: view.name, state: view.state, progress: progressLine(view).replace(/^campaign \d+ /, '') }));
-  const more = page.next_after !== null ? `\n\nMore: --after ${page.next_after}` : '';
-  return { json: page, text: `${rows.length === 0 ? 'No campaigns.' : formatTable(rows as unknown as Printable[], ['id', 'name', 'state', 'progress'])}${more}` };
+  return { json: page, text: formatPage({ rows, next_after: page.next_after }, ['id', 'name', 'state', 'progress'], 'No campaigns.') };
 }
 
 /** `status --watch`: redraws the progress until the campaign ended, reading it with `read`. */

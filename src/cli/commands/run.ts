@@ -2,7 +2,7 @@
 // (filtered, paged). Each on the database, or through the service's API in remote mode.
 import { InvalidArgumentError, type Command } from 'commander';
 import { isTerminal, RUN_STATES, type RunState } from '../../runs/states.js';
-import { formatRecord, formatTable, type Printable } from '../output.js';
+import { formatPage, formatRecord, formatTable, type Printable } from '../output.js';
 import { nonNegativeInt, positiveInt } from '../parsers.js';
 import { dual, orgOf } from '../remote.js';
 
@@ -37,8 +37,7 @@ interface RunListOptions {
 }
 
 function pageOutput(page: { data: object[]; next_after: number | null }) {
-  const more = page.next_after !== null ? `\n\nMore: --after ${page.next_after}` : '';
-  return { json: page, text: `${page.data.length === 0 ? 'No runs.' : formatTable(page.data as Printable[], runColumns)}${more}` };
+  return { json: page, text: formatPage({ rows: page.data as Printable[], next_after: page.next_after }, runColumns, 'No runs.') };
 }
 
 export function runCommands(program: Command): void {

@@ -5,7 +5,7 @@ import type { SuppressionContext, SuppressionView } from '../../policy/suppressi
 import type { Deps } from '../../deps.js';
 import { requireOrg } from '../action.js';
 import { CliError } from '../cli-error.js';
-import { formatRecord, formatTable, type Printable } from '../output.js';
+import { formatPage, formatRecord, type Printable } from '../output.js';
 import { limitValue, positiveInt, type Limit } from '../parsers.js';
 import { dual, orgOf } from '../remote.js';
 
@@ -20,8 +20,7 @@ const suppressionColumns = ['phone_number', 'reason', 'expires_at', 'active', 'c
 const suppressionRecord = (view: SuppressionView | object): Printable => ({ ...view });
 
 function listOutput(page: { data: object[]; next_after: string | null }) {
-  const more = page.next_after === null ? '' : `\n(more: --after ${page.next_after})`;
-  return { json: page, text: `${formatTable(page.data.map(suppressionRecord), suppressionColumns)}${more}` };
+  return { json: page, text: formatPage({ rows: page.data.map(suppressionRecord), next_after: page.next_after }, suppressionColumns, 'No suppressions.') };
 }
 
 function importOutput(result: { imported: number; invalid_count: number; invalid: { line: number; detail: string }[] }) {

@@ -4,7 +4,7 @@ import type { Deps } from '../../deps.js';
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../webhooks/event-types.js';
 import type { EndpointView, WebhookContext } from '../../webhooks/endpoints.js';
 import { requireOrg } from '../action.js';
-import { formatRecord, formatTable, type Printable } from '../output.js';
+import { formatPage, formatRecord, formatTable, type Printable } from '../output.js';
 import { positiveInt } from '../parsers.js';
 import { dual, orgOf } from '../remote.js';
 
@@ -40,7 +40,7 @@ function deliveriesOutput(page: DeliveryPage) {
     const last = d.attempts[d.attempts.length - 1];
     return { id: d.id, event_type: d.event_type, run_id: d.run_id, status: d.status, attempts: d.attempts.length, last_result: last ? (last.http_status ?? last.error) : null, next_attempt_at: d.next_attempt_at };
   });
-  return { json: page, text: formatTable(rows, ['id', 'event_type', 'run_id', 'status', 'attempts', 'last_result', 'next_attempt_at']) };
+  return { json: page, text: formatPage({ rows, next_after: page.next_after }, ['id', 'event_type', 'run_id', 'status', 'attempts', 'last_result', 'next_attempt_at'], 'No deliveries.') };
 }
 
 const createdText = (created: Pick<EndpointView, 'events'>) => `${formatRecord(endpointRecord(created))}\n\nKeep the secret: it is not shown again (rotate-secret makes a new one).`;
