@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { LIVE_STATES, RUN_STATES, TERMINAL_STATES } from '../src/runs/states.js';
-import { countRunsSince, explainCountPage, explainRunPage } from '../src/store/statements/run-listing-statements.js';
+import { countRunsSince, explainRunPage } from '../src/store/statements/run-listing-statements.js';
+import { explainWindowPage } from '../src/store/statements/run-window-pages.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { DEMO_DEFINITION } from '../src/first-run.js';
 import { createWorkflow, saveDraft } from '../src/workflows/workflows.js';
@@ -288,7 +289,7 @@ for (const store of await storeCases()) {
       assert.equal(total, 23 - 4 - 3, "the other organization's 4 runs and the 3 before `since` are not counted");
       for (const pageRows of [1, 2, 4, 5]) assert.deepEqual(sorted(await countRunsSince(env.deps.store, f.orgId, since, pageRows)), whole, `pages of ${pageRows}`);
       if (env.deps.store.embedded) {
-        const plan = await explainCountPage(env.deps.store, f.orgId, since);
+        const plan = await explainWindowPage(env.deps.store, f.orgId, { start: since });
         assert.match(plan, /workflow_runs_org_created_idx/, plan);
         assert.doesNotMatch(plan, /TEMP B-TREE/, `a page is read in index order, never sorted: ${plan}`);
       }

@@ -2,7 +2,8 @@
 // rate and the time to answer's percentiles, on a known set of runs placed at chosen times (a clock
 // the test moves by hand), on both stores; the window's limits; the SQLite read page by page.
 import assert from 'node:assert/strict';
-import { explainSeriesPage, nearestRank, runSeries } from '../src/store/statements/run-series-statements.js';
+import { nearestRank, runSeries } from '../src/store/statements/run-series-statements.js';
+import { explainWindowPage } from '../src/store/statements/run-window-pages.js';
 import { TERMINAL_STATES } from '../src/runs/states.js';
 import { build, getJson, postJson, type TestEnv } from './helpers/app.js';
 import { createOrgFixture, PATHS, type OrgFixture } from './helpers/fixtures.js';
@@ -209,7 +210,7 @@ for (const store of await storeCases()) {
       assert.equal(whole.reduce((sum, b) => sum + Object.values(b.byState).reduce((a, n) => a + (n ?? 0), 0), 0), 17 - 2, 'the other organization\'s two runs left out');
       if (env.deps.store.embedded) {
         for (const pageRows of [1, 2, 3, 4]) assert.deepEqual(await runSeries(env.deps.store, f.orgId, window, question, pageRows), whole, `pages of ${pageRows}`);
-        const plan = await explainSeriesPage(env.deps.store, f.orgId, window);
+        const plan = await explainWindowPage(env.deps.store, f.orgId, window);
         assert.match(plan, /workflow_runs_org_created_idx/, plan);
         assert.doesNotMatch(plan, /TEMP B-TREE/, `a page is read in index order, never sorted: ${plan}`);
       }

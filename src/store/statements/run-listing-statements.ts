@@ -5,6 +5,7 @@ import { explainQuery, notIndexed } from '../engine/query-plans.js';
 import type { AnsweredBy, RunState } from '../schema/schema.js';
 import { runDetailsQuery, type RunDetailsRow } from './run-reads.js';
 import { queryable, type Connection } from '../engine/store.js';
+import { COUNT_PAGE_ROWS, windowRunPages } from './run-window-pages.js';
 
 export interface RunPageFilter {
   state?: RunState;
@@ -82,15 +83,6 @@ export interface RunCountRow {
   count: number;
 }
 
-/**
- * Rows read per statement when SQLite counts a window page by page. SQLite has no hash aggregate:
- * a GROUP BY over the window sorts every row of it first, in memory (`temp_store = MEMORY`), 54 MB
- * per million runs (docs/benchmarks.md). Counted a page at a time the memory is a page's, whatever
- * the window; the time stays linear in the window's runs, read through the (org_id, created_at)
- * index in its order.
- */
-export const COUNT_PAGE_ROWS = 5_000;
-
 /** An organization's runs created at or after `since`, counted by state, outcome and who answered. */
 export async function countRunsSince(on: Connection, orgId: number, since: number, pageRows = COUNT_PAGE_ROWS): Promise<RunCountRow[]> {
   // PostgreSQL aggregates the few groups in a hash table (and spills past work_mem): one statement.
@@ -105,45 +97,18 @@ export async function countRunsSince(on: Connection, orgId: number, since: numbe
   return rows.map((r) => ({ state: r.state, outcome_reason: r.outcome_reason, answered_by: r.answered_by, count: Number(r.count) }));
 }
 
-type CountPageKey = { createdAt: number; id: number };
-
-/** One page of the window's runs in (created_at, id) order, after `after`: what the paged count reads. */
-function countPageQuery(on: Connection, orgId: number, since: number, after: CountPageKey | undefined, pageRows: number) {
-  return queryable(on)
-    .selectFrom('workflow_runs')
-    .select(['id', 'created_at', 'state', 'outcome_reason', 'answered_by'])
-    .where('org_id', '=', orgId)
-    // The range starts at the last page's end, not at `since`: each page is read from the index where
-    // the last one stopped, not by walking past every row counted before it.
-    .where('created_at', '>=', after ? Math.max(since, after.createdAt) : since)
-    .$if(after !== undefined, (q) =>
-      q.where((eb) => eb.or([eb('created_at', '>', (after as CountPageKey).createdAt), eb('id', '>', (after as CountPageKey).id)])),
-    )
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(pageRows);
-}
-
-/** The plan of a page after the first, as text (a test checks the index serves it in order, with no sort). */
-export function explainCountPage(on: Connection, orgId: number, since: number): Promise<string> {
-  return explainQuery(on, countPageQuery(on, orgId, since, { createdAt: since, id: 0 }, COUNT_PAGE_ROWS));
-}
-
+/** SQLite's count: the window a page at a time (run-window-pages.ts, COUNT_PAGE_ROWS), its memory a page's. */
 async function countRunsSincePaged(on: Connection, orgId: number, since: number, pageRows: number): Promise<RunCountRow[]> {
   const groups = new Map<string, RunCountRow>();
-  let after: CountPageKey | undefined;
-  for (;;) {
-    const rows = await countPageQuery(on, orgId, since, after, pageRows).execute();
+  for await (const rows of windowRunPages(on, orgId, { start: since }, pageRows)) {
     for (const r of rows) {
       const key = JSON.stringify([r.state, r.outcome_reason, r.answered_by]);
       const known = groups.get(key);
       if (known) known.count += 1;
       else groups.set(key, { state: r.state, outcome_reason: r.outcome_reason, answered_by: r.answered_by, count: 1 });
     }
-    const last = rows.at(-1);
-    if (!last || rows.length < pageRows) return [...groups.values()];
-    after = { createdAt: last.created_at, id: last.id };
   }
+  return [...groups.values()];
 }
 
 export interface RouteLoadRow {

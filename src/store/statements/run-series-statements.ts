@@ -2,10 +2,9 @@
 // in a window, per time bucket, counted by state, with how many were answered and how long the
 // answered ones took to be (the 50th and 95th percentiles).
 import { sql } from '../engine/kysely.js';
-import { explainQuery } from '../engine/query-plans.js';
 import { queryable, type Connection } from '../engine/store.js';
 import type { RunState } from '../schema/schema.js';
-import { COUNT_PAGE_ROWS } from './run-listing-statements.js';
+import { COUNT_PAGE_ROWS, windowRunPages } from './run-window-pages.js';
 
 /** The window read: runs created in [start, until), cut into buckets of bucketMs from start. */
 export interface SeriesWindow {
@@ -95,31 +94,9 @@ async function fillAggregated(on: Connection, orgId: number, window: SeriesWindo
   }
 }
 
-type PageKey = { createdAt: number; id: number };
-
-/** One page of the window's runs in (created_at, id) order, after `after`: what the paged read reads. */
-function seriesPageQuery(on: Connection, orgId: number, window: SeriesWindow, after: PageKey | undefined, pageRows: number) {
-  return queryable(on)
-    .selectFrom('workflow_runs')
-    .select(['id', 'created_at', 'state', 'dial_sent_at', 'answered_at'])
-    .where('org_id', '=', orgId)
-    // From where the last page stopped, as countRunsSince's pages: each read starts in the index.
-    .where('created_at', '>=', after ? Math.max(window.start, after.createdAt) : window.start)
-    .where('created_at', '<', window.until)
-    .$if(after !== undefined, (q) => q.where((eb) => eb.or([eb('created_at', '>', (after as PageKey).createdAt), eb('id', '>', (after as PageKey).id)])))
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(pageRows);
-}
-
-/** The plan of a page after the first, as text (a test checks the index serves it in order, with no sort). */
-export function explainSeriesPage(on: Connection, orgId: number, window: SeriesWindow): Promise<string> {
-  return explainQuery(on, seriesPageQuery(on, orgId, window, { createdAt: window.start, id: 0 }, COUNT_PAGE_ROWS));
-}
-
 /**
  * SQLite has no percentile function and no hash aggregate (a GROUP BY sorts the whole window in
- * memory: run-listing-statements.ts, COUNT_PAGE_ROWS). So the window is read a page at a time in
+ * memory: run-window-pages.ts, COUNT_PAGE_ROWS). So the window is read a page at a time in
  * creation order, and since that order is the buckets' order, only the bucket being read keeps its
  * answer times (8 bytes per answered run) until it is complete and its percentiles are taken. Memory:
  * one page and one bucket's answer times, whatever the window.
@@ -135,9 +112,7 @@ async function fillPaged(on: Connection, orgId: number, window: SeriesWindow, qu
     bucket.timeToAnswerMs = [nearestRank(times, question.percentiles[0]), nearestRank(times, question.percentiles[1])];
     times = [];
   };
-  let after: PageKey | undefined;
-  for (;;) {
-    const rows = await seriesPageQuery(on, orgId, window, after, pageRows).execute();
+  for await (const rows of windowRunPages(on, orgId, window, pageRows)) {
     for (const r of rows) {
       const index = Math.floor((r.created_at - window.start) / window.bucketMs);
       if (index !== current) {
@@ -151,9 +126,6 @@ async function fillPaged(on: Connection, orgId: number, window: SeriesWindow, qu
       if (r.dial_sent_at !== null && (r.answered_at !== null || terminal.has(r.state))) bucket.settled += 1;
       if (r.answered_at !== null && r.dial_sent_at !== null) times.push(r.answered_at - r.dial_sent_at);
     }
-    const last = rows.at(-1);
-    if (!last || rows.length < pageRows) break;
-    after = { createdAt: last.created_at, id: last.id };
   }
   close();
 }
