@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { runCampaignTick } from '../src/campaigns/scheduler.js';
 import { LIVE_STATES, RUN_STATES, TERMINAL_STATES } from '../src/runs/states.js';
-import { countRunsSince, explainRunPage } from '../src/store/statements/run-listing-statements.js';
+import { countRunsSince, explainRunPage, RECENT_WALK_ROWS, selectRunPage, type RunPageFilter } from '../src/store/statements/run-listing-statements.js';
 import { explainWindowPage } from '../src/store/statements/run-window-pages.js';
 import { createTelephonyConfiguration } from '../src/telephony/configurations.js';
 import { DEMO_DEFINITION } from '../src/first-run.js';
@@ -103,6 +103,39 @@ for (const store of await storeCases()) {
       assert.equal(lastPage.next_after, null, 'no run before the window follows');
       const otherOrg = await createOrgFixture(env.deps, 'Other');
       assert.deepEqual((await list(env, otherOrg.apiKey, `?workflow_uuid=${second.workflow_uuid}`)).data, [], 'another organization\'s workflow matches none of its runs');
+    });
+
+    it('pages a time range to the same runs whether the walk over the newest runs finds the page or the range is read, with creation times out of id order', async (t) => {
+      const env = await build(t, store.kind, { env: { MAX_QUEUED_RUNS_PER_ORG: '1000' } });
+      const f = await createOrgFixture(env.deps, 'Acme');
+      const other = await createOrgFixture(env.deps, 'Other');
+      const T0 = Date.parse('2026-03-01T10:00:00Z');
+      // Creation times that do not follow the ids (a clock stepped back, a node's clock behind):
+      // the page must be the newest ids in the range all the same.
+      const offsets = [5, 1, 9, 3, 7, 0, 8, 2, 6, 4, 11, 10];
+      const ids: number[] = [];
+      for (const [i, offset] of offsets.entries()) {
+        const id = await call(env, i % 4 === 3 ? other : f, `+120255502${String(i).padStart(2, '0')}`);
+        await env.deps.store.db.updateTable('workflow_runs').set({ created_at: T0 + offset * 60_000 }).where('id', '=', id).execute();
+        if (i % 4 !== 3) ids.push(id);
+      }
+      const rows = await env.deps.store.db.selectFrom('workflow_runs').select(['id', 'created_at']).where('org_id', '=', f.orgId).execute();
+      const expected = (filter: RunPageFilter, limit: number) =>
+        rows
+          .filter((r) => (filter.createdAfter === undefined || r.created_at >= filter.createdAfter) && (filter.createdBefore === undefined || r.created_at < filter.createdBefore) && (filter.beforeId === undefined || r.id < filter.beforeId))
+          .map((r) => r.id)
+          .sort((a, b) => b - a)
+          .slice(0, limit);
+      const at = (minutes: number) => T0 + minutes * 60_000;
+      const filters: RunPageFilter[] = [{ createdAfter: at(4) }, { createdBefore: at(4) }, { createdAfter: at(2), createdBefore: at(8) }, { createdAfter: at(6), beforeId: ids[6] }, { createdBefore: at(20), beforeId: ids[3] }, { createdAfter: at(30) }];
+      for (const filter of filters) {
+        for (const limit of [1, 2, 3, 20]) {
+          for (const walkRows of [1, 2, 5, RECENT_WALK_ROWS]) {
+            const page = (await selectRunPage(env.deps.store, f.orgId, filter, limit, walkRows)).map((r) => r.id);
+            assert.deepEqual(page, expected(filter, limit), `${JSON.stringify(filter)}, limit ${limit}, walk of ${walkRows}`);
+          }
+        }
+      }
     });
 
     it('filters by campaign, another organization\'s campaign id matching none of its runs, with time bounds only filtering', async (t) => {
