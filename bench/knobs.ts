@@ -30,6 +30,8 @@ export const INSTANT_SIMULATOR = {
 export const GROWTH_RUNS = Number(process.env.BENCH_GROWTH_RUNS ?? 5_000_000);
 export const GROWTH_SMALL = Number(process.env.BENCH_GROWTH_SMALL ?? 50_000);
 export const GROWTH_READS = Number(process.env.BENCH_GROWTH_READS ?? 200);
+/** Whether the fill ends with ANALYZE: PostgreSQL's autovacuum gathers statistics in use; the embedded SQLite store never does. */
+export const GROWTH_ANALYZE = (process.env.BENCH_GROWTH_ANALYZE ?? 'true') !== 'false';
 export const MEDIA_CALLS = Number(process.env.BENCH_MEDIA_CALLS ?? 200);
 export const MEDIA_SECONDS = Number(process.env.BENCH_MEDIA_SECONDS ?? 20);
 export const MEDIA_ROUNDS = Number(process.env.BENCH_MEDIA_ROUNDS ?? 2);

@@ -19,7 +19,7 @@ import { statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import type { StoreKind } from '../../test/helpers/stores.js';
-import { GROWTH_READS, GROWTH_RUNS, GROWTH_SMALL, INSTANT_SIMULATOR } from '../knobs.js';
+import { GROWTH_ANALYZE, GROWTH_READS, GROWTH_RUNS, GROWTH_SMALL, INSTANT_SIMULATOR } from '../knobs.js';
 import { percentile, round } from '../load.js';
 import { memoryOf } from '../machine.js';
 import { setUp, startBenchService, type Setup } from '../services.js';
@@ -67,7 +67,7 @@ async function fill(kind: StoreKind, setup: Setup, ids: Ids, to: number, now: nu
     });
   }
   if (kind === 'postgres') await sql`select setval(pg_get_serial_sequence('workflow_runs', 'id'), ${to})`.execute(setup.store.db);
-  await sql`analyze`.execute(setup.store.db);
+  if (GROWTH_ANALYZE) await sql`analyze`.execute(setup.store.db);
 }
 
 async function bytesOnDisk(kind: StoreKind, setup: Setup): Promise<number> {
@@ -248,7 +248,7 @@ export async function growthBench(kind: StoreKind) {
       const ratios = Object.fromEntries(Object.keys(smallFigures.reads).map((name) => [name, round((largeFigures.reads[name]?.p99_ms ?? NaN) / (smallFigures.reads[name]?.p99_ms ?? NaN), 2)]));
       const over = Object.entries(ratios).filter(([, ratio]) => ratio > 2).map(([name]) => name);
       const floorRatios = Object.fromEntries(Object.keys(smallFigures.statistics_floor).map((name) => [name, round((largeFigures.statistics_floor[name]?.p99_ms ?? NaN) / (smallFigures.statistics_floor[name]?.p99_ms ?? NaN), 2)]));
-      return { runs_per_day: RUNS_PER_DAY, requests_per_read, rounds, small: smallFigures, large: largeFigures, p99_ratio_large_to_small: ratios, statistics_floor_p99_ratio_large_to_small: floorRatios, reads_over_goal: over };
+      return { runs_per_day: RUNS_PER_DAY, analyzed: GROWTH_ANALYZE, requests_per_read, rounds, small: smallFigures, large: largeFigures, p99_ratio_large_to_small: ratios, statistics_floor_p99_ratio_large_to_small: floorRatios, reads_over_goal: over };
     } finally {
       await large.setup.drop();
     }
