@@ -146,8 +146,10 @@ function SignedIn({ me, onSignOut }) {
       <nav aria-label="Console">
         ${allowed.map((p) => (p.nav ? html`<${Link} href=${p.nav.href} aria-current=${p === page ? 'page' : undefined}>${p.nav.label}</${Link}>` : null))}
       </nav>
-      <span class="key-name hint" data-testid="key-name" title=${`Signed in with ${me.name} (${scopes.join(', ')})`}>${me.name}</span>
-      <span class="stream-status" data-testid="stream-status" data-stream-role=${role} aria-live="polite">${!calls ? 'No live updates' : status === 'live' ? 'Live' : status === 'reconnecting' ? 'Reconnecting…' : 'Connecting…'}</span>
+      <span class="session">
+        <span class="key-name hint" data-testid="key-name" title=${`Signed in with ${me.name} (${scopes.join(', ')})`}>${me.name}</span>
+        <span class="stream-status" data-testid="stream-status" data-stream-role=${role} aria-live="polite">${!calls ? 'No live updates' : status === 'live' ? 'Live' : status === 'reconnecting' ? 'Reconnecting…' : 'Connecting…'}</span>
+      </span>
       <button type="button" class="secondary" onClick=${onSignOut}>Sign out</button>
     </header>
     <main>${body}</main>

@@ -1,7 +1,8 @@
 // The console's pages: each is one module exporting its component, and one entry here (its path,
 // the scopes a key needs to see it, and its label when the navigation lists it). A new page is one
 // more module and one more entry. A key without a page's scopes sees neither its link nor the page
-// (the API would refuse its reads anyway: this spares the operator the refusals).
+// (the API would refuse its reads anyway: this spares the operator the refusals). Labels are short
+// (Webhooks, not Webhook endpoints): every link a full-scope key sees fits one line at 1280 px.
 import { AgentPage } from './agent.js';
 import { AgentsPage } from './agents.js';
 import { ApiKeysPage } from './api-keys.js';
@@ -46,7 +47,7 @@ export const PAGES = [
   { path: /^\/console\/runs\/(\d+)$/, scopes: ['calls'], component: CallPage },
   { path: /^\/console\/test-call$/, scopes: ['calls'], nav: { href: '/console/test-call', label: 'Test call' }, component: TestCallPage },
   { path: /^\/console\/overview$/, scopes: ['calls'], nav: { href: '/console/overview', label: 'Overview' }, component: OverviewPage },
-  { path: /^\/console\/webhooks$/, scopes: ['webhooks'], nav: { href: '/console/webhooks', label: 'Webhook endpoints' }, component: WebhooksPage },
+  { path: /^\/console\/webhooks$/, scopes: ['webhooks'], nav: { href: '/console/webhooks', label: 'Webhooks' }, component: WebhooksPage },
   { path: /^\/console\/campaigns$/, scopes: ['campaigns'], nav: { href: '/console/campaigns', label: 'Campaigns' }, component: CampaignsPage },
   { path: /^\/console\/campaigns\/new$/, scopes: ['campaigns'], component: NewCampaignPage },
   { path: /^\/console\/campaigns\/(\d+)$/, scopes: ['campaigns'], component: CampaignPage },

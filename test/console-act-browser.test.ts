@@ -119,7 +119,48 @@ describe('The console acting in a browser', { skip: chromiumSkip() }, () => {
     }
     const { page } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
-    assert.deepEqual(await navLabels(page), ['Calls', 'Test call', 'Overview', 'Webhook endpoints', 'Campaigns', 'Suppressions', 'Agents', 'Routes', 'API keys', 'Organization', 'Audit log']);
+    assert.deepEqual(await navLabels(page), ['Calls', 'Test call', 'Overview', 'Webhooks', 'Campaigns', 'Suppressions', 'Agents', 'Routes', 'API keys', 'Organization', 'Audit log']);
+  });
+
+  it('fits every link of a full-scope key\'s navigation on one line at 1280 px, and narrower wraps it with no link cut off or overlapping another or the rest of the header', async (t) => {
+    const { url, f } = await serve(t, { dispatch: false });
+    const { page, problems } = await openPage(t, chrome);
+    await signIn(page, url, f.apiKey);
+    await page.locator('::-p-text(Live)').wait();
+    // Each link's box, and the header's other parts (brand, key name and stream status, Sign out).
+    interface Box {
+      name: string;
+      top: number;
+      bottom: number;
+      left: number;
+      right: number;
+    }
+    const boxes = (selector: string): Promise<Box[]> =>
+      page.$$eval(selector, (els) =>
+        els.map((el) => {
+          const r = el.getBoundingClientRect();
+          return { name: el.textContent ?? '', top: r.top, bottom: r.bottom, left: r.left, right: r.right };
+        }),
+      );
+    const layout = async () => ({ links: await boxes('nav a'), others: await boxes('header > :not(nav)'), width: (await page.evaluate('document.documentElement.clientWidth')) as number });
+    const overlap = (a: Box, b: Box) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+
+    const wide = await layout();
+    assert.equal(wide.links.length, 11, 'every page the key may see has its link');
+    const tops = new Set(wide.links.map((l) => Math.round(l.top)));
+    assert.equal(tops.size, 1, `one line at 1280 px: ${wide.links.map((l) => `${l.name} at ${l.top}`).join(', ')}`);
+
+    for (const width of [800, 390]) {
+      await page.setViewport({ width, height: 800 });
+      const narrow = await layout();
+      assert.equal(narrow.links.length, 11, `${width} px: no link hidden`);
+      for (const [i, a] of narrow.links.entries()) {
+        assert.ok(a.left >= 0 && a.right <= narrow.width && a.right - a.left > 0, `${width} px: ${a.name} is whole in the viewport (${a.left} to ${a.right})`);
+        for (const b of narrow.links.slice(i + 1)) assert.ok(!overlap(a, b), `${width} px: ${a.name} and ${b.name} do not overlap`);
+        for (const b of narrow.others) assert.ok(!overlap(a, b), `${width} px: ${a.name} does not overlap ${b.name}`);
+      }
+    }
+    assert.deepEqual(problems, []);
   });
 
   it('creates a campaign from a CSV upload with its columns mapped, retries and pacing, shows the import on its page, and is watched to its end with its contacts and a breakdown that adds up at every read', async (t) => {

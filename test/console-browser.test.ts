@@ -358,7 +358,7 @@ describe('The console in a browser', { skip: chromiumSkip() }, () => {
     const { env, url, f } = await serve(t, { env: { ...WEBHOOK_TEST_ENV, SIMULATOR_RING_MS: '20', SIMULATOR_TALK_MS: '20' } });
     const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, f.apiKey);
-    await page.locator('::-p-aria([name="Webhook endpoints"][role="link"])').click();
+    await page.locator('::-p-aria([name="Webhooks"][role="link"])').click();
     await page.locator('::-p-aria(Endpoint URL)').fill(receiver.url);
     await page.locator('::-p-aria([name="Create endpoint"][role="button"])').click();
     const secret = await page.locator('[data-testid="webhook-secret"]').map((el) => el.textContent).wait();

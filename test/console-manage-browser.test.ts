@@ -122,7 +122,7 @@ describe('The console\'s admin pages in a browser', { skip: chromiumSkip() }, ()
     const key = (await createApiKey(env.deps.store, f.orgId, 'no admin', Date.now(), { scopes: ['calls', 'campaigns', 'webhooks'] })).key;
     const { page, problems } = await openPage(t, chrome);
     await signIn(page, url, key);
-    assert.deepEqual(await page.$$eval('nav a', (links) => links.map((a) => a.textContent)), ['Calls', 'Test call', 'Overview', 'Webhook endpoints', 'Campaigns', 'Suppressions']);
+    assert.deepEqual(await page.$$eval('nav a', (links) => links.map((a) => a.textContent)), ['Calls', 'Test call', 'Overview', 'Webhooks', 'Campaigns', 'Suppressions']);
     for (const path of ['/console/organization', '/console/audit-log']) {
       await page.goto(`${url}${path}`);
       assert.match(await page.locator('[data-testid="missing-scope"]').map((el) => el.textContent ?? '').wait(), /lacks the admin scope/, path);
