@@ -28,7 +28,7 @@ import { operationsRoutes } from './http/routes/operations.js';
 import { problemPageRoutes } from './http/routes/problem-pages.js';
 import { campaignRoutes } from './http/routes/campaigns.js';
 import { catalogRoutes } from './http/routes/catalog.js';
-import { consoleRoutes } from './http/routes/console.js';
+import { consoleRoutes, type ConsoleOptions } from './http/routes/console.js';
 import { rootRoute } from './http/routes/root.js';
 import { runtimeRoutes } from './http/routes/runtime.js';
 import { runStateRoutes } from './http/routes/run-states.js';
@@ -53,6 +53,8 @@ export interface AppOptions {
    * every declared schema compiles; a serving node has no reason to.
    */
   compileSchemasAtStart?: boolean;
+  /** The console's settings (http/routes/console.ts): where the built @dialtone/client it serves is. */
+  console?: ConsoleOptions;
 }
 
 export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
@@ -189,7 +191,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     await app.register(providerCallbackRoutes(deps, definition.name, definition.callbackRoutes, callbacks), { prefix: callbackPrefix(definition.name) });
   }
   await app.register(runtimeRoutes(deps), { prefix: '/api/v1/runtime' });
-  await app.register(consoleRoutes(), { prefix: '/console' });
+  await app.register(consoleRoutes(options.console), { prefix: '/console' });
   await app.register(rootRoute());
   return app;
 }

@@ -2,10 +2,15 @@
 // package, strict security headers on all of them, and a JavaScript budget.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { buildApp } from '../src/app.js';
 import { CONSOLE_CSP } from '../src/http/routes/console.js';
-import { build } from './helpers/app.js';
+import { build, getJson } from './helpers/app.js';
+import { createOrgFixture } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';
 import { describe, it } from './helpers/suite.js';
 
@@ -84,6 +89,36 @@ describe('GET /console', () => {
     const unknown = await app.inject({ method: 'GET', url: '/console/assets/nope.js' });
     assert.equal(unknown.statusCode, 404);
     assert.match(String(unknown.headers['content-type']), /^application\/problem\+json/);
+  });
+});
+
+describe('GET /console with @dialtone/client not built', () => {
+  it('still serves its page, its own files and the API, and answers each of the client\'s modules with a 404 problem saying it is not built and to run npm run build', async (t) => {
+    const { deps } = await build(t, 'sqlite');
+    // The client's entry in an empty directory: what an install whose build never ran (npm ci
+    // --omit=dev runs the sources through tsx) serves, the real build left alone.
+    const empty = mkdtempSync(join(tmpdir(), 'dialtone-console-unbuilt-'));
+    t.after(() => rmSync(empty, { recursive: true, force: true }));
+    const app = await buildApp(deps, { console: { clientCore: pathToFileURL(join(empty, 'core.js')) } });
+    t.after(() => app.close());
+
+    const page = await app.inject({ method: 'GET', url: '/console/' });
+    assert.equal(page.statusCode, 200);
+    assert.match(String(page.headers['content-type']), /^text\/html/);
+    assert.equal(page.headers['content-security-policy'], CONSOLE_CSP);
+    for (const name of ['app.js', 'console.css', 'vendor-htm-preact.js', 'vendor/openapi-fetch.js']) {
+      assert.equal((await app.inject({ method: 'GET', url: `/console/assets/${name}` })).statusCode, 200, name);
+    }
+    for (const name of ['core.js', 'client.js']) {
+      const response = await app.inject({ method: 'GET', url: `/console/assets/vendor/dialtone-client/${name}` });
+      const problem = assertProblem(response, 404, 'not_found');
+      assert.equal(problem.detail, `No console asset assets/vendor/dialtone-client/${name}: @dialtone/client is not built (npm run build).`);
+      assert.equal(response.headers['content-security-policy'], CONSOLE_CSP, 'the same headers as every console answer');
+    }
+    // Any other file missing is only missing.
+    assert.equal(assertProblem(await app.inject({ method: 'GET', url: '/console/assets/nope.js' }), 404, 'not_found').detail, 'No console asset assets/nope.js.');
+    const f = await createOrgFixture(deps, 'Acme');
+    assert.equal((await getJson(app, '/api/v1/public/api-keys/current', f.apiKey)).statusCode, 200, 'the API serves');
   });
 });
 

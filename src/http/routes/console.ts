@@ -52,13 +52,22 @@ interface Asset {
   body: Buffer;
 }
 
+export interface ConsoleOptions {
+  /**
+   * The built `core` entry of @dialtone/client, whose modules the console is served as
+   * vendor/dialtone-client/. Default: where `@dialtone/client/core` resolves (packages/client/dist/core.js,
+   * written by `npm run build`). A test points it at a file that does not exist to see what an
+   * unbuilt install serves, without removing the build others use.
+   */
+  clientCore?: URL;
+}
+
 /**
  * The built modules of @dialtone/client's `core` entry: core.js and, transitively, every module
  * beside it that one of them imports (`from './x.js'`, as tsc writes it), by file name. tsc keeps
  * each import as written, and the client has no dynamic import, so reading them finds the graph.
  */
-function clientCoreModules(): Map<string, URL> {
-  const entry = new URL(import.meta.resolve('@dialtone/client/core'));
+function clientCoreModules(entry: URL): Map<string, URL> {
   const modules = new Map<string, URL>();
   const pending = [entry];
   for (let file = pending.pop(); file; file = pending.pop()) {
@@ -71,7 +80,7 @@ function clientCoreModules(): Map<string, URL> {
 }
 
 /** The console's files by URL name under /console/assets/, and the vendored libraries. */
-function loadAssets(): Map<string, Asset> {
+function loadAssets(clientCore: URL): Map<string, Asset> {
   const assets = new Map<string, Asset>();
   for (const name of readdirSync(CONSOLE_DIR)) {
     const type = TYPES[extname(name)];
@@ -89,8 +98,8 @@ function loadAssets(): Map<string, Asset> {
   // cannot load as it is.
   // Not built (sources run through tsx with no TypeScript installed: scripts/build.mjs): the API
   // still serves; the console's page then cannot load, and says why in the asset's 404 (below).
-  if (existsSync(new URL(import.meta.resolve('@dialtone/client/core')))) {
-    for (const [name, file] of clientCoreModules()) assets.set(`vendor/dialtone-client/${name}`, script(file));
+  if (existsSync(clientCore)) {
+    for (const [name, file] of clientCoreModules(clientCore)) assets.set(`vendor/dialtone-client/${name}`, script(file));
   }
   // Each one ES module with no imports of its own.
   assets.set('vendor/openapi-fetch.js', script(new URL(import.meta.resolve('openapi-fetch'))));
@@ -107,9 +116,9 @@ function secure(reply: FastifyReply): FastifyReply {
     .header('cross-origin-opener-policy', 'same-origin');
 }
 
-export function consoleRoutes(): FastifyPluginAsync {
+export function consoleRoutes(options: ConsoleOptions = {}): FastifyPluginAsync {
   const index = readFileSync(new URL('index.html', CONSOLE_DIR));
-  const assets = loadAssets();
+  const assets = loadAssets(options.clientCore ?? new URL(import.meta.resolve('@dialtone/client/core')));
   return async (app) => {
     const page = async (_request: unknown, reply: FastifyReply) => secure(reply).header('cache-control', 'no-cache').type(TYPES['.html'] as string).send(index);
     app.get('/', { schema: { hide: true } }, page);
