@@ -209,6 +209,7 @@ async function measureBoth(small: Filled, large: Filled, now: number) {
           if (window !== undefined) floorTimes[which].push(...(await timeFloorCounts(sizes[which], now - window, perRound)));
         }
       }
+      process.stdout.write(`  ${name}: p99 ${round(percentile([...times[0]].sort((a, b) => a - b), 99), 1)} ms at ${small.runs}, ${round(percentile([...times[1]].sort((a, b) => a - b), 99), 1)} ms at ${large.runs}\n`);
       for (const which of [0, 1] as const) {
         figures[which][name] = quantiles(times[which]);
         if (window !== undefined) floors[which][name] = quantiles(floorTimes[which]);
