@@ -64,7 +64,10 @@ export async function startBaresip(t: TestContext, options: BaresipOptions = {})
   const dir = mkdtempSync(join(tmpdir(), 'dialtone-baresip-'));
   const port = await freePort('udp');
   const ctrlPort = await freePort('tcp');
-  const rtp = await freePort('udp');
+  // Each check frees its port before returning, so the next may be handed the same one again: the
+  // RTP range (below, ten ports from `rtp`) must not hold the SIP port.
+  let rtp = await freePort('udp');
+  while (port >= rtp && port <= rtp + 9) rtp = await freePort('udp');
   writeFileSync(
     join(dir, 'config'),
     [

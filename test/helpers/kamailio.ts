@@ -148,7 +148,10 @@ request_route {
 export async function startKamailio(t: TestContext, options: KamailioOptions = {}): Promise<Kamailio> {
   const dir = mkdtempSync(join(tmpdir(), 'dialtone-kamailio-'));
   const port = await freeUdpTcpPort(KAMAILIO_ADDRESS);
-  const tlsPort = await freeUdpTcpPort(KAMAILIO_ADDRESS);
+  // Each check frees its port before returning, so a second one may be handed the same port again:
+  // Kamailio then fails to bind its TLS listener where its TCP one already is (seen in CI).
+  let tlsPort = await freeUdpTcpPort(KAMAILIO_ADDRESS);
+  while (tlsPort === port) tlsPort = await freeUdpTcpPort(KAMAILIO_ADDRESS);
   const file = join(dir, 'kamailio.cfg');
   writeFileSync(file, configuration(port, tlsPort, options.password ?? 's3cret', testPki()));
   // -DD: stay in the foreground (its children are its own processes); -E: log to stderr; small memory.
