@@ -32,16 +32,23 @@ export interface RunPageFilter {
  * integers (SQLite's indexes end with the rowid), where reading each run of the window whole to
  * sort it cost 49 ms for a day of 50,000 runs (docs/benchmarks.md, "Growth: reads at 50,000 and 5,000,000 runs").
  */
+/** A number, a workflow or a campaign to match: each has an index of its own, more specific than a time range. */
+function hasOwnIndex(filter: RunPageFilter): boolean {
+  return filter.phoneNumber !== undefined || filter.workflowId !== undefined || filter.campaignId !== undefined;
+}
+
+const hasTimeRange = (filter: RunPageFilter): boolean => filter.createdAfter !== undefined || filter.createdBefore !== undefined;
+
 function pageIdsQuery(on: Connection, orgId: number, filter: RunPageFilter, limit: number) {
   // With a number, a workflow or a campaign to match, the time bounds are only filters (notIndexed):
   // SQLite's planner, which has no statistics, would otherwise prefer the (org_id, created_at) range
   // to the more specific equality index and sort the organization's whole window to find a page.
-  const specific = filter.phoneNumber !== undefined || filter.workflowId !== undefined || filter.campaignId !== undefined;
+  const specific = hasOwnIndex(filter);
   const createdAt = specific ? notIndexed('r.created_at') : sql.ref<number>('r.created_at');
   // Within a time range the cursor only filters: walking (org_id, id) down from it to find a
   // window's runs reads every older run of the organization once the window runs out (its last
   // page), where the (org_id, created_at) range reads the window's entries and no more.
-  const timeRange = !specific && (filter.createdAfter !== undefined || filter.createdBefore !== undefined);
+  const timeRange = !specific && hasTimeRange(filter);
   const id = timeRange ? notIndexed('r.id') : sql.ref<number>('r.id');
   return queryable(on)
     .selectFrom('workflow_runs as r')
@@ -83,10 +90,7 @@ export const RECENT_WALK_ROWS = 200;
  * an index of its own, or, for the state and the outcome, would make the walk miss more often.
  */
 async function recentPageIds(on: Connection, orgId: number, filter: RunPageFilter, limit: number, walkRows: number): Promise<number[] | undefined> {
-  const timeOnly =
-    (filter.createdAfter !== undefined || filter.createdBefore !== undefined) &&
-    filter.state === undefined && filter.outcomeReason === undefined && filter.answeredBy === undefined &&
-    filter.workflowId === undefined && filter.phoneNumber === undefined && filter.campaignId === undefined;
+  const timeOnly = hasTimeRange(filter) && !hasOwnIndex(filter) && filter.state === undefined && filter.outcomeReason === undefined && filter.answeredBy === undefined;
   if (!timeOnly) return undefined;
   const walked = await queryable(on)
     .selectFrom('workflow_runs')
