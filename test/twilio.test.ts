@@ -10,6 +10,7 @@ import { buildWithDispatcher, ended, eventTypes, waitForRun, type DispatchEnv } 
 import { createOrgFixture, definition, PATHS, type OrgFixture } from './helpers/fixtures.js';
 import { assertProblem } from './helpers/problems.js';
 import { storeCases, type StoreKind } from './helpers/stores.js';
+import { scaledTimeout } from './helpers/timeouts.js';
 import { describe, it } from './helpers/suite.js';
 import { ACCOUNT_SID, AUTH_TOKEN, PUBLIC_BASE_URL, sendCallback, startFakeTwilio, type FakeTwilio } from './helpers/twilio-server.js';
 
@@ -227,6 +228,9 @@ for (const store of await storeCases()) {
       const hungUp = await waitForRun(env, answered.runId, ended);
       assert.equal(hungUp.state, 'completed');
       assert.equal(hungUp.outcome_reason, 'canceled_by_request');
+      // A run ends when its end is recorded; the hang-up's REST request may still be on its way.
+      const deadline = Date.now() + scaledTimeout(5_000);
+      while (env.fake.updates().length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
       const updates = env.fake.updates();
       assert.deepEqual(
         updates.map((u) => [u.path, u.form.get('Status')]).sort(),
